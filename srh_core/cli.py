@@ -1,0 +1,5 @@
+"""Placeholder CLI."""
+
+
+def main() -> int:
+    return 0

@@ -1,0 +1,128 @@
+"""The exception tree of srh_core.
+
+One base class, :class:`SRHarnessError`; every error the package raises on
+purpose derives from it, so callers can catch the family in one place.
+Errors carry the offending values as fields, and messages say what was
+expected and what came instead.
+
+Three families are kept apart, as the agent loop needs them apart:
+
+- the model's fault (a malformed call, an unknown tool, bad arguments) never
+  raises out of a tool: it becomes an ``ok=False`` result the model can read;
+- the programmer's or user's fault (bad settings, bad data, a broken
+  manifest) raises one of the errors below;
+- budget and control flow (``ToolRunAbort``, time limits) end a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from difflib import get_close_matches
+
+
+class SRHarnessError(Exception):
+    """Base class of every error srh_core raises on purpose."""
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """Return a " Did you mean 'x'?" suffix, or "" when nothing is close."""
+    matches = get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" Did you mean {matches[0]!r}?" if matches else ""
+
+
+class ConfigurationError(SRHarnessError, ValueError):
+    """A setting has the wrong type or lies outside its allowed range."""
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+class DataError(SRHarnessError, ValueError):
+    """Data arrays are missing, misaligned, non-numeric or non-finite."""
+
+    def __init__(self, message: str, *, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+class ContextManifestError(DataError):
+    """A ``context.data`` manifest directory cannot be validated or loaded."""
+
+    def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = list(errors or [message])
+
+
+class ToolError(SRHarnessError):
+    """A tool was declared or registered incorrectly (a programmer error)."""
+
+
+class ToolArgumentError(SRHarnessError, ValueError):
+    """A tool received arguments outside its contract (reported to the model)."""
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+class ToolRunAbort(SRHarnessError):
+    """Control flow: stop the running tool batch and propagate to the loop.
+
+    Unlike ordinary exceptions this is never turned into an ``ok=False``
+    result by the tool boundary.
+    """
+
+
+class WorkspaceError(SRHarnessError, ValueError):
+    """A workspace path escapes its root, or breaks a mount or lock rule."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class SandboxError(SRHarnessError):
+    """The sandbox could not start the child process at all."""
+
+
+class ModelAPIError(SRHarnessError):
+    """A model endpoint failed after all retries, or was misconfigured."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.status = status
+
+
+class ModelResponseTruncatedError(ModelAPIError):
+    """A response was cut by the length limit; keeps what arrived."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial_message: str = "",
+        tool_calls: list | None = None,
+        usage: dict | None = None,
+        sample: int | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, model=model)
+        self.partial_message = partial_message
+        self.tool_calls = list(tool_calls or [])
+        self.usage = dict(usage or {})
+        self.sample = sample
+
+
+class SearchStateError(SRHarnessError):
+    """A run snapshot or run directory is inconsistent or unreadable."""

@@ -1,0 +1,353 @@
+"""SearchRunState: the authoritative in-process record of one run.
+
+It holds the search tree (one :class:`SearchNode` per model response, keyed
+by ``{run_id}:R{R}-C{C}-L{L}-K{K}``), the candidate pool, and the ranking and
+Pareto front computed by :mod:`srh_core.ranking`. It is the embedded
+implementation of the ``CandidateStore`` seam; the distributed runtime keeps
+the same records in Redis.
+
+Every write is idempotent: recording a node id twice, or the same formula
+(canonical key) for the same node twice, changes nothing and returns False.
+
+With a ``save_path`` it persists, crash-safely:
+
+- ``run.json``: run id, creation time, agent metadata;
+- ``nodes.jsonl``: append-only node log (full detail);
+- ``candidates.jsonl``: append-only candidate log;
+- ``state.json``: snapshot written atomically by :meth:`save_snapshot`;
+- ``result.json``: the final :class:`SearchResult`.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from srh_core.errors import SearchStateError
+from srh_core.jsonio import append_jsonl, atomic_write_json, atomic_write_text, dumps, read_jsonl
+from srh_core.ranking import RankingPolicy, pareto_indices, rank_candidates
+from srh_core.types import (
+    CandidateRecord,
+    ParentLink,
+    ParentRelation,
+    SearchCoordinate,
+    SearchNode,
+    SearchResult,
+    json_value,
+)
+
+SNAPSHOT_VERSION = 1
+CONTENT_PREVIEW_CHARS = 2_000
+RESULT_PREVIEW_CHARS = 600
+
+
+class SearchRunState:
+    """Nodes, parent links, candidates, ranking and Pareto front of one run.
+
+    Args:
+        save_path: Run directory, or None to keep everything in memory.
+        ranking_metric: Metric that ranks candidates (e.g. "mse").
+        larger_is_better: Whether larger metric values rank higher.
+        agent_metadata: Settings and facts recorded in ``run.json``.
+        run_id: Stable run identifier; a random one when None.
+    """
+
+    def __init__(
+        self,
+        save_path: str | Path | None,
+        ranking_metric: str,
+        larger_is_better: bool,
+        agent_metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.policy = RankingPolicy(metric=ranking_metric, larger_is_better=larger_is_better)
+        self.agent_metadata = dict(agent_metadata or {})
+        self.nodes: dict[str, SearchNode] = {}
+        self._candidates: dict[tuple[str, str], CandidateRecord] = {}
+        self._ranked: list[CandidateRecord] | None = None
+        self._lock = threading.RLock()
+        self.save_path = Path(save_path) if save_path is not None else None
+        if self.save_path is not None and not (self.save_path / "run.json").exists():
+            atomic_write_json(self.save_path / "run.json", {
+                "run_id": self.run_id, "created_at": self.now(), "agent": self.agent_metadata})
+
+    @property
+    def ranking_metric(self) -> str:
+        return self.policy.metric
+
+    @property
+    def larger_is_better(self) -> bool:
+        return self.policy.larger_is_better
+
+    # -------------------------------------------------------------- naming
+    @staticmethod
+    def now() -> str:
+        return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+    @staticmethod
+    def node_label(R: int, C: int, L: int, K: int) -> str:
+        return SearchCoordinate(R=R, C=C, L=L, K=K).label
+
+    def node_id(self, R: int, C: int, L: int, K: int) -> str:
+        return f"{self.run_id}:{self.node_label(R, C, L, K)}"
+
+    @staticmethod
+    def parent_link(parent_node_id: str, relation: ParentRelation) -> ParentLink:
+        return ParentLink(parent_node_id=parent_node_id, relation=relation)
+
+    # --------------------------------------------------------------- nodes
+    def record_node(self, node: SearchNode) -> bool:
+        """Add one node; False (and no change) when its id is already recorded."""
+        with self._lock:
+            if node.node_id in self.nodes:
+                return False
+            self.nodes[node.node_id] = node
+            if self.save_path is not None:
+                append_jsonl(self.save_path / "nodes.jsonl", node.to_dict())
+            return True
+
+    def register_iteration(
+        self,
+        response_list: Sequence[Any],
+        results_list: Sequence[Sequence[Any]],
+        parents: tuple[ParentLink, ...],
+        prompt: list[dict[str, Any]],
+        usage: Mapping[str, Any] | None,
+        R: int,
+        L: int,
+        C: int,
+    ) -> list[SearchNode]:
+        """Record the K responses of one step as nodes sharing ``parents``."""
+        recorded: list[SearchNode] = []
+        for k, (response, results) in enumerate(zip(response_list, results_list, strict=True), 1):
+            node = self.build_node(response, results, parents, R=R, C=C, L=L, K=k,
+                                   prompt=prompt if k == 1 else None, usage=usage)
+            if self.record_node(node):
+                recorded.append(node)
+        return recorded
+
+    def build_node(
+        self,
+        response: Any,
+        results: Sequence[Any],
+        parents: tuple[ParentLink, ...],
+        *,
+        R: int,
+        C: int,
+        L: int,
+        K: int,
+        prompt: list[dict[str, Any]] | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> SearchNode:
+        """Build (without recording) the node of one response and its tool results.
+
+        The prompt is stored on the K=1 node of a step only; its siblings
+        point at it with ``prompt_node``, which keeps the log linear in size.
+        """
+        content, calls, message = response_parts(response)
+        coordinate = SearchCoordinate(R=R, C=C, L=L, K=K)
+        detail: dict[str, Any] = {
+            "content": content,
+            "message": json_value(message),
+            "tool_calls": [json_value(call) for call in calls],
+            "tool_results": [json_value(result) for result in results],
+            "usage": json_value(dict(usage or {})),
+        }
+        if prompt is not None:
+            detail["prompt"] = json_value(prompt)
+        else:
+            detail["prompt_node"] = self.node_id(R, C, L, 1)
+        return SearchNode(
+            run_id=self.run_id, node_id=self.node_id(R, C, L, K), node_label=coordinate.label,
+            coordinate=coordinate, parents=tuple(parents), created_at=self.now(),
+            core=node_core(content, calls, results), detail=detail)
+
+    @property
+    def node_count(self) -> int:
+        with self._lock:
+            return len(self.nodes)
+
+    @property
+    def latest_coordinate(self) -> SearchCoordinate | None:
+        with self._lock:
+            return next(reversed(self.nodes.values())).coordinate if self.nodes else None
+
+    def node_record(self, node_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            node = self.nodes.get(node_id)
+        return node.to_dict() if node is not None else None
+
+    def records(self, *, include_detail: bool = False) -> list[dict[str, Any]]:
+        with self._lock:
+            nodes = list(self.nodes.values())
+        return [node.to_dict(include_detail=include_detail) for node in nodes]
+
+    # ---------------------------------------------------------- candidates
+    def push_candidate(self, candidate: CandidateRecord) -> bool:
+        """Add a candidate to the pool.
+
+        Returns:
+            False, without raising, when the candidate is unrankable (missing
+            or non-finite metric or complexity) or already recorded for the
+            same node with the same canonical key; True when added.
+        """
+        if self.policy.sort_key(candidate) is None:
+            return False
+        key = (candidate.node_id, candidate.canonical_key)
+        with self._lock:
+            if key in self._candidates:
+                return False
+            self._candidates[key] = candidate
+            self._ranked = None
+            if self.save_path is not None:
+                append_jsonl(self.save_path / "candidates.jsonl", candidate.to_dict())
+        return True
+
+    def candidates(self) -> list[CandidateRecord]:
+        """Every pooled candidate in insertion order (duplicates across nodes kept)."""
+        with self._lock:
+            return list(self._candidates.values())
+
+    def ranked_candidates(self) -> list[CandidateRecord]:
+        """Ranked pool, best first, one entry per canonical key."""
+        with self._lock:
+            if self._ranked is None:
+                self._ranked = rank_candidates(self._candidates.values(), self.policy)
+            return list(self._ranked)
+
+    def top_k(self, k: int) -> list[CandidateRecord]:
+        return self.ranked_candidates()[: max(0, k)]
+
+    def best_candidate(self) -> CandidateRecord | None:
+        ranked = self.ranked_candidates()
+        return ranked[0] if ranked else None
+
+    def pareto_indices(self, candidates: list[CandidateRecord] | None = None) -> list[int]:
+        """Indices of the Pareto front in ``candidates`` (default: the ranked pool)."""
+        return pareto_indices(self.ranked_candidates() if candidates is None else candidates)
+
+    def pareto_front(self) -> list[CandidateRecord]:
+        ranked = self.ranked_candidates()
+        return [ranked[index] for index in pareto_indices(ranked)]
+
+    get_pareto_front = pareto_front
+
+    def update_diagnostics(self, formula: str, diagnostics: Mapping[str, Any]) -> None:
+        """Attach diagnostics (e.g. from ``eic``) to every pooled record of ``formula``."""
+        with self._lock:
+            for candidate in self._candidates.values():
+                if candidate.formula == formula:
+                    candidate.details["diagnostics"] = json_value(dict(diagnostics))
+
+    # -------------------------------------------------------------- result
+    def result(self, status: str, progress: str, *, stop_reason: str | None = None) -> SearchResult:
+        """Build the result from the ranked pool; written to ``result.json`` when saving."""
+        ranked = self.ranked_candidates()
+        result = SearchResult(
+            status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
+            pareto_front=pareto_indices(ranked), best_candidate=0 if ranked else None,
+            run_id=self.run_id, stop_reason=stop_reason)
+        if self.save_path is not None:
+            atomic_write_json(self.save_path / "result.json", result.to_dict())
+        return result
+
+    # ------------------------------------------------------ snapshot/resume
+    def export_state(self) -> dict[str, Any]:
+        """Everything needed to rebuild this run without replaying work."""
+        with self._lock:
+            return {
+                "version": SNAPSHOT_VERSION,
+                "run_id": self.run_id,
+                "ranking_metric": self.policy.metric,
+                "larger_is_better": self.policy.larger_is_better,
+                "agent_metadata": json_value(self.agent_metadata),
+                "nodes": [node.to_dict(include_detail=True) for node in self.nodes.values()],
+                "candidates": [candidate.to_dict() for candidate in self._candidates.values()],
+            }
+
+    @classmethod
+    def from_state(
+        cls, snapshot: Mapping[str, Any], save_path: str | Path | None = None
+    ) -> SearchRunState:
+        """Rebuild a run from :meth:`export_state`.
+
+        With ``save_path``, the append-only logs are rewritten to hold exactly
+        the snapshot's records, dropping any written after it (a step that
+        will be re-run on resume).
+
+        Raises:
+            SearchStateError: When the snapshot is malformed or of another version.
+        """
+        if snapshot.get("version") != SNAPSHOT_VERSION:
+            raise SearchStateError(f"Snapshot version {snapshot.get('version')!r} is not "
+                                   f"supported; expected {SNAPSHOT_VERSION}.")
+        try:
+            state = cls(None, snapshot["ranking_metric"], bool(snapshot["larger_is_better"]),
+                        agent_metadata=snapshot.get("agent_metadata"), run_id=snapshot["run_id"])
+            for node in snapshot.get("nodes", []):
+                state.nodes[node["node_id"]] = SearchNode.from_dict(node)
+            for record in snapshot.get("candidates", []):
+                candidate = CandidateRecord.from_dict(record)
+                state._candidates[(candidate.node_id, candidate.canonical_key)] = candidate
+        except (KeyError, TypeError, ValueError) as error:
+            raise SearchStateError(f"Malformed run snapshot: {error!r}.") from error
+        if save_path is not None:
+            state._attach(Path(save_path))
+        return state
+
+    def _attach(self, save_path: Path) -> None:
+        self.save_path = save_path
+        nodes = "".join(dumps(n.to_dict()) + "\n" for n in self.nodes.values())
+        pool = "".join(dumps(c.to_dict()) + "\n" for c in self._candidates.values())
+        atomic_write_text(save_path / "nodes.jsonl", nodes)
+        atomic_write_text(save_path / "candidates.jsonl", pool)
+
+    def save_snapshot(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Write ``state.json`` atomically (with ``extra`` under "runtime"); return it."""
+        snapshot = self.export_state()
+        if extra is not None:
+            snapshot["runtime"] = json_value(dict(extra))
+        if self.save_path is not None:
+            atomic_write_json(self.save_path / "state.json", snapshot)
+        return snapshot
+
+    @classmethod
+    def load_nodes(cls, save_path: str | Path) -> list[dict[str, Any]]:
+        """Read the node log of a run directory (last record of an id wins)."""
+        records: dict[str, dict[str, Any]] = {}
+        for record in read_jsonl(Path(save_path) / "nodes.jsonl"):
+            records[record["node_id"]] = record
+        return list(records.values())
+
+
+def response_parts(response: Any) -> tuple[str, list[Any], dict[str, Any]]:
+    """(content, tool calls, assistant message) of a ModelResponse-like value or tuple."""
+    if isinstance(response, (tuple, list)):
+        content, calls, message = (list(response) + [None, None, None])[:3]
+    else:
+        content = getattr(response, "content", "")
+        calls = getattr(response, "tool_calls", [])
+        message = getattr(response, "message", None)
+    return str(content or ""), list(calls or []), dict(message or {})
+
+
+def node_core(content: str, calls: Sequence[Any], results: Sequence[Any]) -> dict[str, Any]:
+    """The compact per-node summary shown in listings and progress views."""
+    outcomes = []
+    for call, result in zip(calls, results, strict=False):
+        outcomes.append({
+            "tool": getattr(call, "name", None),
+            "ok": bool(getattr(result, "ok", False)),
+            "summary": str(getattr(result, "result_str", ""))[:RESULT_PREVIEW_CHARS],
+        })
+    return {
+        "content": content[:CONTENT_PREVIEW_CHARS],
+        "n_tool_calls": len(calls),
+        "n_errors": sum(1 for outcome in outcomes if not outcome["ok"]),
+        "tools": outcomes,
+    }

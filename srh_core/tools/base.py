@@ -1,0 +1,240 @@
+"""The tool base class: registry, schema inference and the execution boundary.
+
+A tool is a :class:`BaseTool` subclass registered under a stable name::
+
+    @BaseTool.register("evaluate")
+    class EvaluateTool(BaseTool):
+        def execute(self, f: str, fit: bool = False) -> dict[str, Any]:
+            \"\"\"Score a formula on the data. ... Args: f: The formula. ...\"\"\"
+
+Registration builds the tool's :class:`ToolMetadata` (explicit fields win;
+missing ones come from ``execute()``'s docstring and signature) and checks
+it, so a malformed tool fails when its module is imported.
+
+``__call__`` is the only execution boundary: it validates the arguments,
+checks cancellation, times the call, formats the result for the model,
+bounds that text, and turns ordinary exceptions into ``ok=False`` results.
+:class:`ToolRunAbort` is control flow and propagates.
+
+Tools are rebuilt on workers from their name and the run's context, so
+they must keep no state a call depends on besides ``context`` and the
+constructor ``values``, and must be safe to run concurrently.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, TypeVar
+
+from srh_core.errors import ToolArgumentError, ToolError, ToolRunAbort, did_you_mean
+from srh_core.tools.schema import infer_parameters, split_docstring, validate_arguments
+from srh_core.types import ToolCallResult, ToolMetadata, json_value
+
+ToolClass = TypeVar("ToolClass", bound="type[BaseTool]")
+
+RESULT_STR_LIMIT = 6_000
+MAX_FORMULA_LENGTH = 2_000
+_CODE_FENCE_CHARS = "`$ \n\t"
+
+
+class BaseTool(ABC):
+    """Base class of every tool the model can call.
+
+    Attributes:
+        metadata: Name, description and JSON parameter schema (set by
+            :meth:`register`).
+        result_str_limit: Maximum characters of ``result_str``.
+        context: The run's :class:`~srh_core.context.AgentContext` (data,
+            target, evaluator, workspace, settings).
+    """
+
+    metadata: ClassVar[ToolMetadata]
+    result_str_limit: ClassVar[int] = RESULT_STR_LIMIT
+    _registry: ClassVar[dict[str, type[BaseTool]]] = {}
+
+    def __init__(self, context: Any = None, **values: Any) -> None:
+        self.context = context
+        self.values = values
+        self._cancel_event = threading.Event()
+
+    # ------------------------------------------------------------ registry
+    @classmethod
+    def register(cls, name: str) -> Callable[[ToolClass], ToolClass]:
+        """Class decorator registering a tool under ``name``."""
+
+        def decorate(tool_class: ToolClass) -> ToolClass:
+            tool_class.metadata = _resolve_metadata(tool_class, name)
+            existing = cls._registry.get(name)
+            if existing is not None and _qualname(existing) != _qualname(tool_class):
+                raise ToolError(f"Tool name {name!r} is already registered by "
+                                f"{_qualname(existing)}; choose another name.")
+            cls._registry[name] = tool_class
+            return tool_class
+
+        return decorate
+
+    @classmethod
+    def registered_names(cls) -> list[str]:
+        """Names of every registered tool, sorted."""
+        return sorted(cls._registry)
+
+    @classmethod
+    def get_class(cls, name: str) -> type[BaseTool]:
+        """Return the registered class of ``name``.
+
+        Raises:
+            ToolError: When no tool has that name.
+        """
+        try:
+            return cls._registry[name]
+        except KeyError:
+            raise ToolError(f"Unknown tool {name!r}.{did_you_mean(name, cls._registry)} "
+                            f"Registered tools: {', '.join(cls.registered_names())}.") from None
+
+    @classmethod
+    def create(cls, name: str, context: Any = None, **values: Any) -> BaseTool:
+        """Instantiate the tool registered as ``name`` for ``context``."""
+        return cls.get_class(name)(context=context, **values)
+
+    @classmethod
+    def load_tool_classes(cls, tools_used: Iterable[str] | None = None) -> list[type[BaseTool]]:
+        """Return the selected registered classes (all when ``tools_used`` is None)."""
+        names = cls.registered_names() if tools_used is None else list(tools_used)
+        return [cls.get_class(name) for name in names]
+
+    @classmethod
+    def to_tool_list(cls, tools_used: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """OpenAI function-tool definitions of the selected tools."""
+        return [tool.to_dict() for tool in cls.load_tool_classes(tools_used)]
+
+    @classmethod
+    def load_tool_list(cls, tools_used: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Name, description and parameter schema of the selected tools."""
+        return [tool.metadata.to_dict() for tool in cls.load_tool_classes(tools_used)]
+
+    @classmethod
+    def to_dict(cls) -> dict[str, Any]:
+        """This tool as an OpenAI-compatible function-tool definition."""
+        meta = cls.metadata
+        return {"type": "function", "function": {
+            "name": meta.name, "description": meta.description or "",
+            "parameters": meta.parameters or {"type": "object", "properties": {}}}}
+
+    @classmethod
+    def availability(cls) -> str | None:
+        """Why this tool cannot run here (an optional backend missing), or None."""
+        return None
+
+    # ----------------------------------------------------------- execution
+    @abstractmethod
+    def execute(self, **params: Any) -> dict[str, Any]:
+        """Run the tool; the arguments come from the model."""
+
+    def __call__(self, **params: Any) -> ToolCallResult:
+        """Validate, run, time, format and bound one call. Never raises but ToolRunAbort."""
+        started = time.perf_counter()
+        meta: dict[str, Any] = {"tool": self.metadata.name}
+        try:
+            self.check_cancelled()
+            arguments = validate_arguments(self.metadata.parameters or {}, params)
+            result = self.execute(**arguments)
+            text = self.format_result_dict(result)
+        except ToolRunAbort:
+            raise
+        except Exception as error:  # the tool boundary: the model reads the error
+            meta["elapsed_s"] = time.perf_counter() - started
+            meta["error_type"] = type(error).__name__
+            return ToolCallResult.failure(self._error_text(error), **meta)
+        meta["elapsed_s"] = time.perf_counter() - started
+        return ToolCallResult(ok=True, result=result, result_str=self.truncate_result_str(text),
+                              meta_data=meta)
+
+    def _error_text(self, error: Exception) -> str:
+        kind = "Invalid arguments" if isinstance(error, ToolArgumentError) else "Error"
+        message = str(error) or type(error).__name__
+        return self.truncate_result_str(f"{kind} in tool {self.metadata.name!r}: {message}")
+
+    def cancel(self) -> None:
+        """Ask this tool to stop at its next cancellation check."""
+        self._cancel_event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        event = getattr(self.context, "cancel_event", None)
+        return self._cancel_event.is_set() or bool(event is not None and event.is_set())
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`ToolRunAbort` when cancellation was requested.
+
+        Long-running tools call this between units of work.
+        """
+        if self.cancelled:
+            raise ToolRunAbort(f"Tool {self.metadata.name!r} was cancelled.")
+
+    # ---------------------------------------------------------- formatting
+    @classmethod
+    def format_result_dict(cls, result: dict[str, Any]) -> str:
+        """Text for the model; the default is compact JSON. Tools override it."""
+        return json.dumps(json_value(result), ensure_ascii=False, separators=(", ", ": "))
+
+    @classmethod
+    def truncate_result_str(cls, text: str, limit: int | None = None) -> str:
+        """Bound ``text`` to the limit, saying how much was cut."""
+        limit = cls.result_str_limit if limit is None else limit
+        if len(text) <= limit:
+            return text
+        note = f"\n... [truncated: {len(text) - limit} of {len(text)} characters omitted]"
+        return text[: max(0, limit - len(note))] + note
+
+    # ----------------------------------------------------------- formulas
+    @classmethod
+    def normalize_formula(cls, eq: str, *, strip_modules: bool = True) -> str:
+        """Clean formula text a model wrote: fences, backticks, ``$``, whitespace.
+
+        Raises:
+            ToolArgumentError: For non-text, empty or over-long formulas.
+        """
+        if not isinstance(eq, str):
+            raise ToolArgumentError(f"A formula must be text; got {type(eq).__name__}.")
+        text = eq.strip().strip(_CODE_FENCE_CHARS).strip()
+        text = text.removeprefix("python").strip() if text.startswith("python\n") else text
+        if not text:
+            raise ToolArgumentError("The formula is empty.")
+        if len(text) > MAX_FORMULA_LENGTH:
+            raise ToolArgumentError(f"The formula has {len(text)} characters; at most "
+                                    f"{MAX_FORMULA_LENGTH} are allowed.")
+        if strip_modules:
+            for prefix in ("numpy.", "np.", "math."):
+                text = text.replace(prefix, "")
+        return text
+
+    @classmethod
+    def parse_formula(cls, eq: str) -> Any:
+        """Normalise and parse formula text with the engine (never ``eval``)."""
+        from srh_engine import parse
+
+        return parse(cls.normalize_formula(eq))
+
+
+def _qualname(tool_class: type) -> str:
+    return f"{tool_class.__module__}.{tool_class.__qualname__}"
+
+
+def _resolve_metadata(tool_class: type[BaseTool], name: str) -> ToolMetadata:
+    declared = tool_class.__dict__.get("metadata")
+    where = f"tool {name!r} ({_qualname(tool_class)}).execute"
+    if "execute" not in vars(tool_class) and declared is None:
+        raise ToolError(f"{where}: a tool must define execute().")
+    description = getattr(declared, "description", None)
+    parameters = getattr(declared, "parameters", None)
+    if description is None:
+        description = split_docstring(tool_class.execute)[0] or f"The {name} tool."
+    if parameters is None:
+        parameters = infer_parameters(tool_class.execute, where)
+    if parameters.get("type") != "object":
+        raise ToolError(f"{where}: the parameter schema must be a JSON object schema.")
+    return ToolMetadata(name=name, description=description, parameters=parameters)
