@@ -126,3 +126,45 @@ class ModelResponseTruncatedError(ModelAPIError):
 
 class SearchStateError(SRHarnessError):
     """A run snapshot or run directory is inconsistent or unreadable."""
+
+
+class EvaluatorLoadError(ConfigurationError):
+    """A custom evaluator file cannot be imported, or does not define exactly one evaluator.
+
+    Attributes:
+        path: The evaluator file.
+        found: Names of the evaluator classes the file defines (when it imported).
+    """
+
+    def __init__(self, message: str, *, path: str | None = None,
+                 found: list[str] | None = None) -> None:
+        super().__init__(message, setting="evaluator")
+        self.path = path
+        self.found = list(found or [])
+
+
+class ModelRequestError(ModelAPIError):
+    """A model request failed for good: a non-retryable answer, or every retry failed.
+
+    ``attempts`` counts the requests sent (1 + retries); ``retryable`` says
+    whether the last failure was of a transient kind (timeout, connection,
+    408/409/429/5xx) that simply ran out of retries.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+        attempts: int = 1,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message, provider=provider, model=model, status=status)
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+class ModelRequestCancelledError(ModelAPIError):
+    """A model request was stopped by ``cancel()`` before it finished."""

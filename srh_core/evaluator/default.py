@@ -1,0 +1,189 @@
+"""The default evaluation protocol for sample-aligned data.
+
+Five classmethods, each a narrow extension point (override any subset in a
+subclass; :func:`srh_core.evaluator.load_custom_evaluator` loads one from a file):
+
+- ``split(context)``: train/validation views (validation ``None`` when disabled);
+- ``fit(f, y, context)``: fit the parameters of ``f`` so that ``f ~ y`` on the
+  (training) context; ``y`` is any expression of the data (``y``, ``log(y)``);
+- ``evaluate(f, y, context)``: the metric dict of ``y = f`` on a context;
+- ``fit_candidate`` / ``evaluate_candidate``: the same with ``y`` = the target.
+
+Missing data: a row counts only when every sample variable the formula and
+``y`` read is non-nan and ``y`` evaluates to a finite value there; other rows
+are left out of both fitting and scoring (the metric dict's ``n_samples``
+says how many rows were scored). A non-finite *prediction* on a counted row is
+not dropped: it makes the error metrics nan (see :mod:`.metrics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import numpy as np
+
+import srh_engine as engine
+from srh_core.errors import DataError, did_you_mean
+from srh_core.evaluator import metrics
+from srh_core.evaluator.metrics import MetricDict
+from srh_core.evaluator.splits import row_aligned_names, split_aligned_context
+
+if TYPE_CHECKING:
+    from srh_core.context import AgentContext
+
+ContextSplits: TypeAlias = dict[Literal["train", "validation"], "AgentContext | None"]
+
+
+class DefaultEvaluator:
+    """Default implementation and extension point for formula evaluation."""
+
+    @classmethod
+    def split(cls, context: AgentContext) -> ContextSplits:
+        """Split a context into training and validation views.
+
+        Args:
+            context: Complete, unsplit context.
+
+        Returns:
+            ``{"train": view, "validation": view or None}`` by the context's
+            ``validation_fraction``, ``split_by`` and ``split_random_state``.
+        """
+        return split_aligned_context(context)  # type: ignore[return-value]
+
+    @classmethod
+    def fit(
+        cls,
+        f: engine.Expression,
+        y: engine.Expression,
+        context: AgentContext,
+        *,
+        fit_constants: bool | None = None,
+    ) -> engine.Expression:
+        """Fit the parameters of ``f`` so that ``f`` approximates ``y``.
+
+        Args:
+            f: Expression whose parameters are fitted.
+            y: Expression giving the target values (a symbol or an expression of data).
+            context: Training context holding every variable both read.
+            fit_constants: Also fit numeric constants; defaults to the context's
+                ``fit_constants`` setting.
+
+        Returns:
+            ``f`` with fitted parameter values (``f`` itself when there is nothing to fit).
+
+        Raises:
+            DataError: A symbol is not in the data, or no row is complete.
+        """
+        settings = context.settings()
+        constants = settings.fit_constants if fit_constants is None else fit_constants
+        used_symbols(context, (f, y))
+        if not constants and engine.count_parameters(f) == 0:
+            return f
+        values, target = observed_data(f, y, context)
+        if target.shape[0] == 0:
+            raise DataError("No complete sample to fit on: every row has a missing value in a "
+                            "variable the formula reads, or a non-finite target.")
+        result = engine.fit(f, values, target, method=settings.fit_method, fit_constants=constants)
+        return result.expression
+
+    @classmethod
+    def evaluate(
+        cls, f: engine.Expression, y: engine.Expression, context: AgentContext
+    ) -> MetricDict:
+        """Evaluate the equality ``y = f`` on a context.
+
+        Args:
+            f: Fitted expression.
+            y: Expression giving the target values.
+            context: Training or validation context.
+
+        Returns:
+            ``mse, rmse, mae, mape, r2, aic, bic, pearson, spearman, complexity,
+            n_params, n_samples, n_finite``.
+        """
+        values, target = observed_data(f, y, context)
+        prediction = engine.evaluate(f, values)
+        return metrics.regression_metrics(f, target, prediction)
+
+    @classmethod
+    def fit_candidate(cls, f: engine.Expression, context: AgentContext) -> engine.Expression:
+        """Fit a candidate against the configured target (see :meth:`fit`)."""
+        return cls.fit(f, target_symbol(context), context)
+
+    @classmethod
+    def evaluate_candidate(cls, f: engine.Expression, context: AgentContext) -> MetricDict:
+        """Evaluate a candidate against the configured target (see :meth:`evaluate`)."""
+        return cls.evaluate(f, target_symbol(context), context)
+
+
+def target_symbol(context: AgentContext) -> engine.Expression:
+    """Return the target of ``context`` as an engine symbol.
+
+    Raises:
+        DataError: The context has no target.
+    """
+    if context.target is None:
+        raise DataError("The context has no target; select one before fitting candidates.")
+    return engine.Symbol(context.target)
+
+
+def observed_data(
+    f: engine.Expression, y: engine.Expression, context: AgentContext
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Return the data ``f`` and ``y`` read, and ``y``'s values, on the complete rows.
+
+    Args:
+        f: The formula.
+        y: The target expression.
+        context: The context.
+
+    Returns:
+        ``(values, target)``: arrays by symbol name (row-aligned ones cut to the
+        complete rows) and the target values on those rows.
+
+    Raises:
+        DataError: A symbol of ``f`` or ``y`` is not in the data.
+    """
+    names = used_symbols(context, (f, y))
+    aligned = set(row_aligned_names(context))
+    values = {name: context.data[name] for name in names}
+    n_samples = context.n_samples
+    target = _as_target(engine.evaluate(y, values), n_samples)
+    rows = _complete_rows(n_samples, [values[n] for n in names if n in aligned], target)
+    kept = {name: value[rows] if name in aligned else value for name, value in values.items()}
+    return kept, target[rows]
+
+
+def used_symbols(context: AgentContext, expressions: Iterable[engine.Expression]) -> list[str]:
+    """Return the data symbols the expressions read, checking that each exists.
+
+    Raises:
+        DataError: A symbol is not a name of ``context.data``.
+    """
+    names = list(dict.fromkeys(n for e in expressions for n in engine.symbols(e)))
+    for name in names:
+        if name not in context.data:
+            known = list(context.data)
+            hint = did_you_mean(name, known) or f" To fit it as a parameter, write param({name!r})."
+            raise DataError(f"The formula uses {name!r}, which is not in the data; available: "
+                            f"{known}.{hint}", variable=name)
+    return names
+
+
+def _complete_rows(n_samples: int, arrays: list[np.ndarray], target: np.ndarray) -> np.ndarray:
+    rows = np.isfinite(target.reshape(n_samples, -1)).all(axis=1)
+    for value in arrays:
+        if value.dtype.kind == "f":
+            rows &= ~np.isnan(value.reshape(n_samples, -1)).any(axis=1)
+    return rows
+
+
+def _as_target(value: Any, n_samples: int) -> np.ndarray:
+    array = np.asarray(value, dtype=float)
+    if array.ndim == 0:
+        return np.full(n_samples, float(array))
+    if array.shape[0] != n_samples:
+        raise DataError(f"The target expression gives {array.shape[0]} values; expected one per "
+                        f"sample ({n_samples}).")
+    return array
