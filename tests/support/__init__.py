@@ -1,0 +1,1 @@
+"""Reusable test helpers: a scripted OpenAI-compatible server and sample tool metadata."""
