@@ -1,0 +1,252 @@
+"""Every Redis key of a run, owned by one class through one key template.
+
+All keys of run ``r`` have the form ``srh:{r}:<name>``. The braces are a
+Redis Cluster hash tag: every key of a run hashes to the same slot, so the
+Lua scripts (which take several keys of one run) also work on a cluster.
+
+The schema is :data:`KEY_SCHEMA`: one :class:`KeySpec` per key (template,
+Redis type, writers, readers, TTL); "store" there means
+:class:`srh_workers.store.RedisCandidateStore` and "runtime" the Celery tasks.
+
+TTL policy: while a run is running no key expires; once it is finished,
+:meth:`RedisCandidateStore.result` (or ``expire_run``) gives every key of the
+run the store's TTL (:data:`FINISHED_RUN_TTL_SECONDS`, 7 days, by default).
+Keys with a coordinate in their name are made on the fly, so their writer
+adds the name to the ``keys`` set in the same atomic step; that set is how
+``expire_run`` and ``delete_run`` find them.
+
+Field and member encodings (see :func:`entry_field` and :func:`rank_member`)
+are defined here too, since they are part of the key space's contract.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+from srh_core.errors import ConfigurationError, SearchStateError
+from srh_core.jsonio import dumps
+from srh_core.ranking import RankingPolicy
+from srh_core.types import CandidateRecord
+
+KEY_PREFIX = "srh"
+KEY_TEMPLATE = "{prefix}:{{{run_id}}}:{name}"
+FINISHED_RUN_TTL_SECONDS = 7 * 24 * 3600
+MAX_RUN_ID_CHARS = 200
+COMPLEXITY_DIGITS = 12
+MAX_COMPLEXITY = 10**COMPLEXITY_DIGITS - 1
+_RUN_ID_PATTERN = re.compile(r"[^\s{}]+")
+_TERMINATOR = "\x00\x01"
+_ESCAPED_NUL = "\x00\x02"
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """Documentation of one key: its template, Redis type, writers, readers and TTL."""
+
+    template: str
+    type: str
+    writer: str
+    reader: str
+    ttl: str = "none while running; the store's TTL once finished"
+
+
+KEY_SCHEMA: tuple[KeySpec, ...] = (
+    KeySpec("meta", "hash", "store (create, result)", "store, srh status"),
+    KeySpec("nodes", "hash", "record_node, record_sample", "store listings"),
+    KeySpec("node_detail", "hash", "record_node, record_sample", "node_record, export_state"),
+    KeySpec("node_order", "list", "record_node, record_sample", "records, latest_coordinate"),
+    KeySpec("cands", "hash", "push_candidate, record_sample", "ranked, front, export_state"),
+    KeySpec("cand_order", "list", "push_candidate, record_sample", "candidates, export_state"),
+    KeySpec("rank", "zset", "push_candidate, record_sample", "ranked, front scripts"),
+    KeySpec("best", "hash", "push_candidate, record_sample", "push_candidate (dedup)"),
+    KeySpec("result", "string", "store.result", "srh result, stored_result"),
+    KeySpec("stop", "string", "runtime (early stop)", "runtime branch steps"),
+    KeySpec("keys", "set", "every writer of a registered key", "expire_run, delete_run"),
+    KeySpec("branch:{R}:{C}", "string", "runtime, finish_branch", "runtime branch_step"),
+    KeySpec("plan:{R}:{C}:{L}", "string", "runtime branch_step", "runtime tool_calls"),
+    KeySpec("done:{R}:{C}:{L}", "set", "record_sample", "record_sample (K-set fan-in)"),
+    KeySpec("advanced:{R}:{C}:{L}", "string", "claim_advance (SET NX)", "claim_advance"),
+    KeySpec("restart:{R}:finished", "set", "finish_branch", "finish_branch (barrier)"),
+    KeySpec("restart:{R}:advanced", "string", "claim_restart (SET NX)", "claim_restart"),
+)
+
+
+def _coordinate(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(
+            f"Coordinate {name} must be an int >= 1 (coordinates are one-based). "
+            f"Got {value!r} instead.", setting=name)
+    return value
+
+
+def _static_key(name: str, doc: str) -> property:
+    return property(lambda self: self.key(name), doc=doc)
+
+
+@dataclass(frozen=True, slots=True)
+class RunKeys:
+    """The key names of one run; the only place a Redis key name is built.
+
+    Args:
+        run_id: The run identifier: non-empty, no whitespace and no braces
+            (braces would break the cluster hash tag).
+        prefix: Namespace of the harness's keys.
+
+    Raises:
+        ConfigurationError: When ``run_id`` cannot be part of a key.
+    """
+
+    run_id: str
+    prefix: str = KEY_PREFIX
+
+    STATIC: ClassVar[tuple[str, ...]] = tuple(
+        spec.template for spec in KEY_SCHEMA if "{" not in spec.template)
+
+    def __post_init__(self) -> None:
+        run_id = self.run_id
+        if (not isinstance(run_id, str) or len(run_id) > MAX_RUN_ID_CHARS
+                or not _RUN_ID_PATTERN.fullmatch(run_id)):
+            raise ConfigurationError(
+                f"The run id must be a non-empty string of at most {MAX_RUN_ID_CHARS} "
+                f"characters without whitespace or braces. Got {run_id!r} instead.",
+                setting="run_id")
+
+    def key(self, name: str) -> str:
+        """Return the full key of ``name`` (e.g. "nodes" -> "srh:{run}:nodes")."""
+        return KEY_TEMPLATE.format(prefix=self.prefix, run_id=self.run_id, name=name)
+
+    @property
+    def pattern(self) -> str:
+        """A SCAN/KEYS glob matching every key of this run (glob characters escaped)."""
+        escaped = re.sub(r"([\\*?\[\]])", r"\\\1", self.run_id)
+        return f"{self.prefix}:\\{{{escaped}\\}}:*"
+
+    def static_keys(self) -> tuple[str, ...]:
+        """Every key whose name does not depend on a coordinate."""
+        return tuple(self.key(name) for name in self.STATIC)
+
+    meta = _static_key("meta", "Hash: ranking policy, agent metadata, created_at, status.")
+    nodes = _static_key("nodes", "Hash: node id -> node JSON without detail.")
+    node_detail = _static_key("node_detail", "Hash: node id -> the node's detail JSON.")
+    node_order = _static_key("node_order", "List: node ids in recording order.")
+    cands = _static_key("cands", "Hash: entry field -> candidate JSON.")
+    cand_order = _static_key("cand_order", "List: entry fields in pooling order.")
+    rank = _static_key("rank", "Zset: best entry per canonical key, by signed metric.")
+    best = _static_key("best", "Hash: canonical key -> rank member of its best entry.")
+    result = _static_key("result", "String: the SearchResult JSON of a finished run.")
+    stop = _static_key("stop", "String: set when the run must stop early (the reason).")
+    registry = _static_key("keys", "Set: names of the run's coordinate keys.")
+
+    @property
+    def node_keys(self) -> tuple[str, str, str]:
+        """KEYS of a node write: nodes, node_detail, node_order."""
+        return self.nodes, self.node_detail, self.node_order
+
+    @property
+    def pool_keys(self) -> tuple[str, str, str, str]:
+        """KEYS of a candidate write: cands, cand_order, rank, best."""
+        return self.cands, self.cand_order, self.rank, self.best
+
+    def branch(self, R: int, C: int) -> str:
+        """JSON ``BranchState`` of branch (R, C)."""
+        return self.key(f"branch:{_coordinate('R', R)}:{_coordinate('C', C)}")
+
+    def plan(self, R: int, C: int, L: int) -> str:
+        """JSON step plan (the K cached model responses) of step (R, C, L)."""
+        return self.key(f"plan:{_coordinate('R', R)}:{_coordinate('C', C)}:"
+                        f"{_coordinate('L', L)}")
+
+    def done(self, R: int, C: int, L: int) -> str:
+        """Set of the sample indices K of step (R, C, L) whose tool calls are recorded."""
+        return self.key(f"done:{_coordinate('R', R)}:{_coordinate('C', C)}:"
+                        f"{_coordinate('L', L)}")
+
+    def advanced(self, R: int, C: int, L: int) -> str:
+        """SET NX flag: who advances step (R, C, L) once its K-set is complete."""
+        return self.key(f"advanced:{_coordinate('R', R)}:{_coordinate('C', C)}:"
+                        f"{_coordinate('L', L)}")
+
+    def restart_finished(self, R: int) -> str:
+        """Set of the branch indices C of restart R that have finished."""
+        return self.key(f"restart:{_coordinate('R', R)}:finished")
+
+    def restart_advanced(self, R: int) -> str:
+        """SET NX flag: who starts restart R + 1 once every branch of R has finished."""
+        return self.key(f"restart:{_coordinate('R', R)}:advanced")
+
+
+def _order_preserving(text: str) -> str:
+    # NUL is escaped and every part ends in NUL+1, so the byte order of an
+    # encoded tuple equals Python's order of the tuple of strings.
+    return text.replace("\x00", _ESCAPED_NUL) + _TERMINATOR
+
+
+def entry_field(node_id: str, canonical_key: str) -> str:
+    """The ``cands`` field of one pool entry: an injective, order-preserving pair encoding.
+
+    Byte order of fields equals Python's order of ``(node_id, canonical_key)``
+    (UTF-8 preserves code-point order), which the ``rank`` members rely on.
+    """
+    return _order_preserving(node_id) + _order_preserving(canonical_key)
+
+
+def rank_member(complexity: int, field: str) -> str:
+    """The ``rank`` member of a pool entry: zero-padded complexity, then its field.
+
+    Redis orders equal scores by member bytes, so members order ties exactly
+    as ``RankingPolicy.sort_key`` does: complexity, node id, canonical key.
+
+    Raises:
+        SearchStateError: When ``complexity`` is outside [0, MAX_COMPLEXITY].
+    """
+    if not 0 <= complexity <= MAX_COMPLEXITY:
+        raise SearchStateError(
+            f"A candidate's complexity must be a node count in [0, {MAX_COMPLEXITY}] to be "
+            f"ranked in Redis. Got {complexity!r} instead.")
+    return f"{complexity:0{COMPLEXITY_DIGITS}d}{field}"
+
+
+@dataclass(frozen=True, slots=True)
+class PoolEntry:
+    """One candidate as the pool scripts take it (ARGV of ``push_candidate.lua``).
+
+    Attributes:
+        field: ``cands`` field, from :func:`entry_field`.
+        record: The candidate's JSON.
+        key: Its canonical key (the ``best`` field).
+        score: Signed ranking metric as ``repr`` text ("" when unranked).
+        member: ``rank`` member, from :func:`rank_member` ("" when unranked).
+    """
+
+    field: str
+    record: str
+    key: str
+    score: str
+    member: str
+
+    def argv(self) -> tuple[str, str, str, str, str]:
+        return self.field, self.record, self.key, self.score, self.member
+
+
+def pool_entry(candidate: CandidateRecord, policy: RankingPolicy) -> PoolEntry | None:
+    """Encode a candidate for the pool; None when it is unrankable.
+
+    The score is ``repr`` of the signed metric, so Redis parses the exact
+    double; Lua never turns it into a number.
+    """
+    sort_key = policy.sort_key(candidate)
+    if sort_key is None:
+        return None
+    metric, complexity, node_id, key = sort_key
+    field = entry_field(node_id, key)
+    # + 0.0 turns -0.0 into 0.0: Python ranks them equal, so Redis must see one score.
+    return PoolEntry(field, dumps(candidate.to_dict()), key, repr(metric + 0.0),
+                     rank_member(complexity, field))
+
+
+def unranked_entry(candidate: CandidateRecord) -> PoolEntry:
+    """Encode a candidate to be pooled without a rank (a snapshot's unrankable record)."""
+    field = entry_field(candidate.node_id, candidate.canonical_key)
+    return PoolEntry(field, dumps(candidate.to_dict()), candidate.canonical_key, "", "")
