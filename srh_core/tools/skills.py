@@ -1,0 +1,125 @@
+"""``read_skill``: list, search and read the skills of a :class:`~srh_core.skills.SkillManager`.
+
+The manager comes from ``context.skill_manager``, else the tool's
+``values["skill_manager"]`` (set by the agent), else a manager over the
+built-in skills, so a tool rebuilt on a worker from its name still works.
+
+Structured ``result`` by action:
+
+- ``{"action": "list", "skills": [{"name", "description", "source",
+  "overrides_builtin"}], "problems": [{"path", "message"}]}``;
+- ``{"action": "search", "query", "matches": [{"name", "description", "score"}]}``;
+- ``{"action": "read", "name", "file_path", "content", "source", "tree": str | None}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from srh_core.errors import ToolArgumentError
+from srh_core.skills import (
+    SKILL_FILE,
+    SkillError,
+    SkillManager,
+    SkillNotFoundError,
+    default_skill_manager,
+)
+from srh_core.tools.base import BaseTool
+
+TOOL_NAME = "read_skill"
+MAX_QUERY_CHARS = 1_000
+MAX_NAME_CHARS = 200
+SHOWN_PROBLEMS = 5
+
+
+@BaseTool.register(TOOL_NAME)
+class ReadSkillTool(BaseTool):
+    """Read the method notes (skills) shipped with the harness or added by the user."""
+
+    result_str_limit = 12_000  # a skill is worth reading whole
+
+    def execute(self, name: str = "", file_path: str = "", show_tree: bool = False,
+                query: str = "") -> dict[str, Any]:
+        """Read a skill: step-by-step guidance for a task, e.g. how to discover a law.
+
+        Call it without arguments to list the skills, with query to find the
+        relevant ones, with name to read a skill's SKILL.md, and with name and
+        file_path to read one of its other files.
+
+        Args:
+            name: Exact skill name, e.g. "discover-symbolic-laws". Empty lists or searches.
+            file_path: A file inside the skill, relative to its folder, e.g.
+                "examples/kepler.md". Empty reads SKILL.md.
+            show_tree: Also list every file of the skill.
+            query: Words describing your task, to rank the skills when name is empty.
+        """
+        manager = self.skill_manager()
+        name, query = _checked(name, "name", MAX_NAME_CHARS), _checked(query, "query",
+                                                                     MAX_QUERY_CHARS)
+        if not name:
+            return self._search(manager, query) if query else self._listing(manager)
+        try:
+            skill = manager.get(name)
+            content = manager.read(name, file_path)
+            tree = manager.tree(name) if show_tree else None
+        except SkillError as error:
+            parameter = "name" if isinstance(error, SkillNotFoundError) else "file_path"
+            raise ToolArgumentError(str(error), parameter=parameter) from None
+        return {"action": "read", "name": name, "file_path": file_path or SKILL_FILE,
+                "content": content, "source": skill.source, "tree": tree}
+
+    def skill_manager(self) -> SkillManager:
+        """The context's manager, else the agent's, else the built-in skills."""
+        manager = getattr(self.context, "skill_manager", None)
+        if manager is None:
+            manager = self.values.get("skill_manager")
+        return manager if manager is not None else default_skill_manager()
+
+    @staticmethod
+    def _listing(manager: SkillManager) -> dict[str, Any]:
+        skills, problems = manager.discover()
+        ordered = sorted(skills.values(), key=lambda skill: skill.name)
+        return {"action": "list", "skills": [skill.to_dict() for skill in ordered],
+                "problems": [problem.to_dict() for problem in problems]}
+
+    @staticmethod
+    def _search(manager: SkillManager, query: str) -> dict[str, Any]:
+        matches = [{"name": skill.name, "description": skill.description, "score": score}
+                   for skill, score in manager.search(query)]
+        return {"action": "search", "query": query, "matches": matches}
+
+    @classmethod
+    def format_result_dict(cls, result: dict[str, Any]) -> str:
+        """The skill text, or a one-line-per-skill listing."""
+        if result["action"] == "read":
+            head = f"[skill {result['name']}: {result['file_path']}]"
+            tree = f"\n\nFiles:\n{result['tree']}" if result["tree"] else ""
+            return f"{head}\n{result['content']}{tree}"
+        if result["action"] == "search":
+            if not result["matches"]:
+                return (f"No skill matches {result['query']!r}; call read_skill without "
+                        "arguments to list them all.")
+            rows = [f"- {m['name']} (score {m['score']:g}): {m['description']}"
+                    for m in result["matches"]]
+            return f"Skills matching {result['query']!r}:\n" + "\n".join(rows)
+        return _listing_text(result)
+
+
+def _listing_text(result: dict[str, Any]) -> str:
+    rows = [f"- {s['name']}{' (custom)' if s['source'] == 'custom' else ''}: {s['description']}"
+            for s in result["skills"]]
+    lines = ["Skills (read one with read_skill(name=...)):", *(rows or ["(none)"])]
+    problems = result["problems"]
+    lines += [f"Invalid skill folder {p['path']}: {p['message']}"
+              for p in problems[:SHOWN_PROBLEMS]]
+    if len(problems) > SHOWN_PROBLEMS:
+        lines.append(f"... and {len(problems) - SHOWN_PROBLEMS} more invalid skill folders.")
+    return "\n".join(lines)
+
+
+def _checked(value: Any, parameter: str, limit: int) -> str:
+    text = value.strip() if isinstance(value, str) else ""
+    if len(text) > limit:
+        raise ToolArgumentError(f"The {parameter!r} parameter of {TOOL_NAME} has {len(text)} "
+                                f"characters; at most {limit} are allowed.", parameter=parameter)
+    return text
