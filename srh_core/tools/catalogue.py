@@ -1,0 +1,27 @@
+"""Importing this module registers every built-in tool.
+
+Each tool module registers its classes with ``@BaseTool.register(name)`` when
+imported; this is the one place that imports them all. Tool worker processes
+and the agent import it before looking tools up by name.
+"""
+
+from __future__ import annotations
+
+# --- formula tools ---------------------------------------------------------
+import srh_core.tools.constants  # noqa: F401
+import srh_core.tools.eic  # noqa: F401
+import srh_core.tools.evaluate  # noqa: F401
+import srh_core.tools.harmonic  # noqa: F401
+import srh_core.tools.polynomial  # noqa: F401
+import srh_core.tools.power_law  # noqa: F401
+import srh_core.tools.pysr  # noqa: F401
+import srh_core.tools.rational  # noqa: F401
+import srh_core.tools.sindy  # noqa: F401
+
+# --- analysis, code, workspace and skill tools -----------------------------
+# isort: split
+import srh_core.tools.analysis.relationship  # noqa: F401
+import srh_core.tools.analysis.statistics  # noqa: F401
+import srh_core.tools.code  # noqa: F401
+import srh_core.tools.skills  # noqa: F401
+import srh_core.tools.workspace_shell  # noqa: F401

@@ -1,0 +1,664 @@
+"""The shared base of formula tools: parse model text, fit on train, score per split.
+
+Every tool that produces a formula returns one common shape, which the agent
+reads (see :mod:`srh_core.agent.candidates`)::
+
+    {"formula": str,          # engine-parseable, fitted constants substituted
+     "is_candidate": bool,    # predicts the configured target itself
+     "target": str,           # what the metrics were computed against
+     "metrics": {"train": {...}, "validation": {...}},  # validation iff a split exists
+     "parameters": {...}, "diagnostics": {...}, "warnings": [...],   # optional
+     "all_formulas": [<same shape without all_formulas>, ...]}       # optional
+
+Fitting uses the train split only. Formula text from the model is parsed by
+``srh_engine`` only (never ``eval``). A formula fitted against a transformed
+target (``y="log(T)"``) is not a candidate; when :func:`invert_target` can
+undo the transform, the back-transformed formula is scored against the real
+target and added to ``all_formulas`` as a candidate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import srh_engine as engine
+from srh_core.errors import DataError, ToolArgumentError, did_you_mean
+from srh_core.evaluator.metrics import calc_PearsonR, calc_SpearmanR
+from srh_core.tools.base import BaseTool
+from srh_engine.transform import map_postorder
+
+MAX_INPUTS = 16
+"""Most input expressions (``x``) one call may name."""
+
+MAX_FIT_VALUES = 40
+"""Most parameters plus free constants ``evaluate(fit=True)`` will fit at once."""
+
+MIN_ROWS = 3
+"""Fewest complete training rows a fitting tool accepts."""
+
+DISPLAY_NUMBER_FORMAT = ".12g"
+"""Numbers shown to the model: enough digits to copy, no float noise."""
+
+MAX_DIAGNOSTIC_VARIABLES = 12
+"""Variables listed in worst-sample rows and residual correlations."""
+
+MAX_LISTED_NAMES = 30
+"""Variable names listed in an error message."""
+
+MAX_INVERSION_STEPS = 8
+"""Layers of a transformed target (log, /x1, **2, ...) undone at most."""
+
+EXACT_RESIDUAL_RTOL = 1e-9
+"""Residuals below this times rms(target) are rounding: no worst rows or correlations."""
+
+VALIDATION_GAP_FACTOR = 2.0
+"""Validation RMSE above this multiple of train RMSE earns a warning."""
+
+_ONE = engine.Number(1)
+
+
+@dataclass(frozen=True, slots=True)
+class DataTerm:
+    """A parsed expression of the data (an input ``x`` or the target ``y``).
+
+    Attributes:
+        text: The expression as the engine renders it.
+        expression: The parsed expression.
+        is_target: Whether it is the configured target symbol itself.
+    """
+
+    text: str
+    expression: engine.Expression
+    is_target: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingData:
+    """Inputs and target of the complete training rows, flattened.
+
+    Attributes:
+        X: ``(n_rows, n_inputs)`` input values.
+        y: ``(n_rows,)`` target values.
+        n_dropped: Rows left out for a non-finite input or target.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    n_dropped: int
+
+
+class FormulaTool(BaseTool):
+    """Abstract base of every formula tool: argument checks, data, scoring, formatting."""
+
+    # ------------------------------------------------------- argument checks
+    def _range_error(self, name: str, kind: str, low: Any, high: Any, value: Any,
+                     brackets: str = "[]") -> ToolArgumentError:
+        return ToolArgumentError(
+            f"The {name!r} parameter of {self.metadata.name} must be {kind} in "
+            f"{brackets[0]}{low}, {high}{brackets[1]}. Got {value!r} instead.", parameter=name)
+
+    def check_int(self, name: str, value: Any, low: int, high: int) -> int:
+        """Return ``value`` when it is an int in ``[low, high]``, else raise ToolArgumentError."""
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self._range_error(name, "an int", low, high, value)
+        return value
+
+    def check_float(self, name: str, value: Any, low: float, high: float, *,
+                    open_low: bool = False, open_high: bool = False) -> float:
+        """Return ``value`` as a float inside the interval, else raise ToolArgumentError.
+
+        NaN and infinities are always rejected.
+        """
+        number = float(value) if isinstance(value, int | float) and \
+            not isinstance(value, bool) else math.nan
+        inside = (low < number if open_low else low <= number) and \
+            (number < high if open_high else number <= high)
+        if not inside:
+            brackets = ("(" if open_low else "[") + (")" if open_high else "]")
+            raise self._range_error(name, "a float", low, high, value, brackets)
+        return number
+
+    # ----------------------------------------------------------- data access
+    def require_context(self) -> Any:
+        """The context, or a clear error when the tool runs without data."""
+        if self.context is None or not getattr(self.context, "data", None):
+            raise DataError(f"The {self.metadata.name} tool needs data, but its context has none.")
+        return self.context
+
+    def variable_listing(self) -> str:
+        """Short text listing the data variables (target marked) for error messages."""
+        context = self.require_context()
+        names = [f"{n} (target)" if n == context.target else n for n in context.variable_names()]
+        more = len(names) - MAX_LISTED_NAMES
+        return ", ".join(names[:MAX_LISTED_NAMES]) + (f", ... ({more} more)" if more > 0 else "")
+
+    def parse_text(self, text: Any, parameter: str, *, allow_parameters: bool) -> engine.Expression:
+        """Parse model text with the engine and check every name it uses.
+
+        Raises:
+            ToolArgumentError: Not text, not a formula, an unknown name, or a
+                free parameter where only data is allowed.
+        """
+        try:
+            expression = self.parse_formula(text)
+        except ToolArgumentError as error:
+            raise ToolArgumentError(f"The {parameter!r} parameter: {error}",
+                                    parameter=parameter) from None
+        except engine.EngineError as error:
+            raise ToolArgumentError(f"The {parameter!r} parameter of {self.metadata.name} is not "
+                                    f"a formula the engine accepts: {error}",
+                                    parameter=parameter) from None
+        self.check_names(expression, parameter)
+        if not allow_parameters and any(isinstance(n, engine.Parameter | engine.GroupedParameter)
+                                        for n in expression.iter_preorder()):
+            raise ToolArgumentError(f"The {parameter!r} parameter must be an expression of the "
+                                    "data; param(...) is not allowed there.", parameter=parameter)
+        return expression
+
+    def check_names(self, expression: engine.Expression, parameter: str) -> None:
+        """Raise ToolArgumentError naming the symbols that are not data variables."""
+        data = self.require_context().data
+        unknown = [name for name in engine.symbols(expression) if name not in data]
+        if not unknown:
+            return
+        hints = "".join(did_you_mean(name, data) for name in unknown[:5])
+        quoted = ", ".join(repr(name) for name in unknown[:10])
+        raise ToolArgumentError(
+            f"The {parameter!r} parameter uses unknown name(s) {quoted}; the data variables are: "
+            f"{self.variable_listing()}.{hints} Write param(\"{unknown[0]}\") for a free "
+            "constant to fit.", parameter=parameter)
+
+    def target_term(self, y: str | None) -> DataTerm:
+        """The target expression: ``y`` when given, else the configured target."""
+        context = self.require_context()
+        if y is None or (isinstance(y, str) and not y.strip()):
+            if context.target is None:
+                raise DataError("No target is configured; pass y to name one.")
+            y = context.target
+        expression = self.parse_text(y, "y", allow_parameters=False)
+        if not engine.symbols(expression):
+            raise ToolArgumentError(f"The 'y' parameter ({y!r}) uses no data variable.",
+                                    parameter="y")
+        is_target = context.target is not None and expression == engine.Symbol(context.target)
+        return DataTerm(engine.to_str(expression), expression, is_target)
+
+    def input_terms(self, x: Sequence[str] | None, target: DataTerm,
+                    parameter: str = "x") -> list[DataTerm]:
+        """Parse the input expressions, defaulting to the numeric features other than ``y``."""
+        if x is None:
+            return self._default_inputs(target, parameter)
+        if not isinstance(x, list | tuple) or not 1 <= len(x) <= MAX_INPUTS:
+            size = len(x) if isinstance(x, list | tuple) else x
+            raise ToolArgumentError(f"The {parameter!r} parameter of {self.metadata.name} must "
+                                    f"list 1 to {MAX_INPUTS} expressions. Got {size!r:.60} "
+                                    "instead.", parameter=parameter)
+        terms: list[DataTerm] = []
+        for index, text in enumerate(x):
+            expression = self.parse_text(text, f"{parameter}[{index}]", allow_parameters=False)
+            if not engine.symbols(expression):
+                raise ToolArgumentError(f"{parameter}[{index}] = {text!r} uses no data variable.",
+                                        parameter=parameter)
+            term = DataTerm(engine.to_str(expression), expression)
+            if any(term.text == other.text for other in terms):
+                raise ToolArgumentError(f"{parameter}[{index}] = {text!r} is listed twice.",
+                                        parameter=parameter)
+            terms.append(term)
+        return terms
+
+    def _default_inputs(self, target: DataTerm, parameter: str) -> list[DataTerm]:
+        context = self.require_context()
+        excluded = {context.target} | (set(engine.symbols(target.expression))
+                                       if isinstance(target.expression, engine.Symbol) else set())
+        names = [name for name in context.feature_names() if name not in excluded
+                 and context.data[name].dtype.kind in "fiu"]
+        if not names:
+            raise ToolArgumentError(f"No numeric input variable is available; pass {parameter}.",
+                                    parameter=parameter)
+        if len(names) > MAX_INPUTS:
+            raise ToolArgumentError(f"The data has {len(names)} numeric features; pass at most "
+                                    f"{MAX_INPUTS} of them as {parameter}.", parameter=parameter)
+        return [DataTerm(name, engine.Symbol(name)) for name in names]
+
+    def training_data(self, inputs: Sequence[DataTerm], target: DataTerm, *,
+                      min_rows: int = MIN_ROWS) -> TrainingData:
+        """Evaluate inputs and target on the train split; keep the complete rows.
+
+        Raises:
+            ToolArgumentError: Shapes do not broadcast, or too few complete rows.
+        """
+        data = self.require_context().train_split.data
+        columns = [engine.evaluate(term.expression, data) for term in (target, *inputs)]
+        try:
+            arrays = np.broadcast_arrays(*[np.asarray(c, dtype=float) for c in columns])
+        except ValueError:
+            raise ToolArgumentError("The inputs and the target have shapes that do not "
+                                    "broadcast together.", parameter="x") from None
+        matrix = np.column_stack([a.reshape(-1) for a in arrays])
+        rows = np.isfinite(matrix).all(axis=1)
+        if int(rows.sum()) < min_rows:
+            raise ToolArgumentError(f"Only {int(rows.sum())} training rows have finite inputs and "
+                                    f"target; {self.metadata.name} needs at least {min_rows}.",
+                                    parameter="y")
+        kept = matrix[rows]
+        return TrainingData(kept[:, 1:], kept[:, 0], int(rows.size - rows.sum()))
+
+    # ------------------------------------------------------------ evaluation
+    def evaluate_formula(self, f: engine.Expression, target: DataTerm, *, fit: bool = False,
+                         show_diagnostics: bool = True,
+                         details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Fit (optionally) on train, then score ``target = f`` per split.
+
+        Args:
+            f: The formula (parameters bound, unless ``fit``).
+            target: The target expression.
+            fit: Fit the parameters and free numeric constants of ``f`` on train.
+            show_diagnostics: Add residual diagnostics of the train split.
+            details: Extra keys (``parameters``, ``warnings``...) merged into the result.
+
+        Returns:
+            The common evaluation shape; a back-transformed candidate, when
+            the target was transformed and the transform can be undone, is in
+            ``all_formulas``.
+        """
+        fitted = self._fitted(f, target) if fit else f
+        entry = self.score_formula(fitted, target, show_diagnostics=show_diagnostics)
+        for key, value in (details or {}).items():
+            entry[key] = entry.get("warnings", []) + list(value) if key == "warnings" else value
+        back = self.back_transformed(fitted, target)
+        if back is not None:
+            entry["all_formulas"] = [back]
+        return entry
+
+    def _fitted(self, f: engine.Expression, target: DataTerm) -> engine.Expression:
+        context = self.require_context()
+        # Roughly the engine's rule for constants it frees (non-integers except pi and e).
+        free = engine.count_parameters(f) + sum(
+            1 for n in f.iter_preorder() if isinstance(n, engine.Number)
+            and not float(n.value).is_integer() and abs(n.value) not in (math.pi, math.e))
+        if free > MAX_FIT_VALUES:
+            raise ToolArgumentError(f"The formula has {free} parameters and free constants; "
+                                    f"fitting accepts at most {MAX_FIT_VALUES}.", parameter="f")
+        return context.evaluator.fit(f, target.expression, context.train_split,
+                                     fit_constants=True)
+
+    def score_formula(self, f: engine.Expression, target: DataTerm, *,
+                      show_diagnostics: bool = True) -> dict[str, Any]:
+        """Score a formula whose parameters are bound; no fitting, no back-transform."""
+        context = self.require_context()
+        unbound = engine.unbound_parameters(f)
+        if unbound:
+            raise ToolArgumentError(
+                f"The formula has free parameter(s) {', '.join(unbound[:10])} without values: "
+                f"fit them (evaluate with fit=true) or give values, e.g. param(\"{unbound[0]}\", "
+                "1.5).", parameter="f")
+        uses_target = context.target is not None and context.target in engine.symbols(f)
+        splits = {"train": context.train_split, "validation": context.validation_split}
+        metrics = {name: self._split_metrics(f, target, split)
+                   for name, split in splits.items() if split is not None}
+        entry: dict[str, Any] = {
+            "formula": formula_text(f), "is_candidate": target.is_target and not uses_target,
+            "target": target.text, "metrics": metrics, "warnings": _metric_warnings(metrics)}
+        if uses_target:
+            entry["warnings"].append(f"not a candidate: the formula uses the target "
+                                     f"{context.target!r}")
+        elif not target.is_target and context.target is not None:
+            entry["warnings"].append(f"not a candidate: scored against {target.text!r}, not the "
+                                     f"target {context.target!r}")
+        if show_diagnostics:
+            entry["diagnostics"] = self._diagnostics(f, target, context.train_split)
+        return entry
+
+    def _split_metrics(self, f: engine.Expression, target: DataTerm, split: Any) -> dict:
+        evaluator = self.require_context().evaluator
+        if target.is_target:
+            metrics = evaluator.evaluate_candidate(f, split)
+        else:
+            metrics = evaluator.evaluate(f, target.expression, split)
+        return {str(k): (v.item() if isinstance(v, np.generic) else v) for k, v in metrics.items()}
+
+    def _diagnostics(self, f: engine.Expression, target: DataTerm, split: Any) -> dict[str, Any]:
+        y_true = engine.evaluate(target.expression, split.data)
+        y_pred = engine.evaluate(f, split.data)
+        used = [*engine.symbols(f), *engine.symbols(target.expression)]
+        names = list(dict.fromkeys([*used, *self.require_context().feature_names()]))
+        if target.is_target:  # y_true already shows it
+            names = [name for name in names if name != target.text]
+        data = {n: split.data[n] for n in names[:MAX_DIAGNOSTIC_VARIABLES] if n in split.data}
+        return {"split": "train", **residual_diagnostics(y_true, y_pred, data)}
+
+    def back_transformed(self, f: engine.Expression, target: DataTerm) -> dict[str, Any] | None:
+        """Score the formula solved for the real target, when ``target`` can be inverted."""
+        name = self.require_context().target
+        if target.is_target or name is None or name not in engine.symbols(target.expression) \
+                or name in engine.symbols(f):
+            return None
+        inverted = invert_target(target.expression, name, f)
+        if inverted is None:
+            return None
+        real = DataTerm(name, engine.Symbol(name), is_target=True)
+        entry = self.score_formula(inverted, real, show_diagnostics=False)
+        entry["back_transformed_from"] = f"{target.text} = {formula_text(f)}"
+        if not _finite(entry["metrics"]["train"].get("mse")):
+            entry["is_candidate"] = False
+            entry["warnings"].append("the back-transformed formula is not finite on every "
+                                     "training row, so it is not a candidate")
+        return entry
+
+    def failed_evaluation(self, formula: str = "(none)", reason: str = "no formula was produced",
+                          ) -> dict[str, Any]:
+        """The common shape for a backend that produced no usable formula (never a candidate)."""
+        context = self.require_context()
+        empty = {"mse": math.inf, "rmse": math.inf, "mae": math.inf, "r2": -math.inf}
+        metrics = {"train": dict(empty)}
+        if context.validation_split is not None:
+            metrics["validation"] = dict(empty)
+        return {"formula": formula, "is_candidate": False, "target": context.target or "",
+                "metrics": metrics, "warnings": [reason]}
+
+    @staticmethod
+    def residual_diagnostics(y_true: Any, y_pred: Any, data: Mapping[str, Any] | None = None,
+                             max_samples: int = 3, max_correlations: int = 5) -> dict[str, Any]:
+        """Residual diagnostics; see the module function :func:`residual_diagnostics`."""
+        return residual_diagnostics(y_true, y_pred, data, max_samples, max_correlations)
+
+    # ------------------------------------------------------------ formatting
+    @classmethod
+    def format_evaluation_result(cls, result: Mapping[str, Any], title: str = "Formula evaluation",
+                                 details: Sequence[str] = ()) -> str:
+        """Render the common shape for a model.
+
+        Order: formula, metrics per split, candidate status, ``details`` (a
+        tool's own key numbers), warnings, short diagnostics, alternatives.
+        """
+        lines = [f"{title}:", f"  {result.get('target', 'y')} = {display_formula(result)}"]
+        for split, metrics in (result.get("metrics") or {}).items():
+            lines.append(f"  {split}: {_metric_line(metrics)}")
+        if not result.get("is_candidate") and not any(
+                str(text).startswith("not a candidate") for text in result.get("warnings") or []):
+            lines.append("  (not a candidate for the target)")
+        if result.get("submitted"):
+            lines.append("  Submitted as the final answer.")
+        lines.extend(f"  {line}" for line in details)
+        lines.extend(f"  warning: {text}" for text in (result.get("warnings") or [])[:6])
+        lines.extend(_diagnostic_lines(result.get("diagnostics")))
+        for alternative in (result.get("all_formulas") or [])[:8]:
+            mark = "candidate" if alternative.get("is_candidate") else "not a candidate"
+            metrics = alternative.get("metrics") or {}
+            split = "validation" if "validation" in metrics else "train"
+            lines.append(f"  also ({mark}): {alternative.get('target')} = "
+                         f"{display_formula(alternative)}  [{split}: "
+                         f"{_metric_line(metrics.get(split) or {})}]")
+        return "\n".join(lines)
+
+    @classmethod
+    def format_result_dict(cls, result: dict[str, Any]) -> str:
+        """Text for the model: the common rendering with the tool's :meth:`summary_lines`."""
+        return cls.format_evaluation_result(result, title=cls.metadata.name,
+                                            details=cls.summary_lines(result))
+
+    @classmethod
+    def summary_lines(cls, result: Mapping[str, Any]) -> list[str]:
+        """A tool's own key numbers for the model (fitted exponents, frequency...)."""
+        return []
+
+
+# --------------------------------------------------------------------- helpers
+def formula_text(f: engine.Expression) -> str:
+    """Engine-parseable text of ``f`` with bound parameter values written as numbers."""
+    def inline(node: engine.Expression) -> engine.Expression:
+        if isinstance(node, engine.Parameter) and node.value is not None:
+            return engine.Number(node.value)
+        return node
+
+    return engine.to_str(map_postorder(f, inline))
+
+
+def display_formula(result: Mapping[str, Any]) -> str:
+    """The result's formula with numbers rounded for reading (verbatim if it does not parse)."""
+    text = str(result.get("formula", ""))
+    try:
+        return engine.to_str(map_postorder(engine.parse(text), _rounded))
+    except (engine.EngineError, TypeError):
+        return text
+
+
+def _rounded(node: engine.Expression) -> engine.Expression:
+    # Round through the tree, not number_format, so pi and e still print by name.
+    if isinstance(node, engine.Number) and isinstance(node.value, float) \
+            and abs(node.value) not in (math.pi, math.e):
+        return engine.Number(float(format(node.value, DISPLAY_NUMBER_FORMAT)))
+    return node
+
+
+def linear_combination(coefficients: Sequence[float],
+                       terms: Sequence[engine.Expression]) -> engine.Expression:
+    """``sum(c * term)`` as an expression, skipping zeros and writing ``a - c*t`` for c < 0."""
+    total: engine.Expression | None = None
+    for coefficient, term in zip(coefficients, terms, strict=True):
+        value = float(coefficient)
+        if value == 0.0 or not math.isfinite(value):
+            continue
+        if total is None:
+            total = _scaled(value, term)
+        else:
+            operator = "-" if value < 0 else "+"
+            total = engine.Binary(operator, total, _scaled(abs(value), term))
+    return total if total is not None else engine.Number(0)
+
+
+def _scaled(value: float, term: engine.Expression) -> engine.Expression:
+    if term == _ONE:
+        return engine.Number(value)
+    if value == 1.0:
+        return term
+    if value == -1.0:
+        return engine.Unary("-", term)
+    factors: list[engine.Expression] = []
+    pending = [term]
+    while pending:  # flatten a product so the coefficient leads it: 2*x1*x2, not 2*(x1*x2)
+        node = pending.pop()
+        if isinstance(node, engine.Binary) and node.operator == "*":
+            pending.extend((node.right, node.left))
+        else:
+            factors.append(node)
+    product: engine.Expression = engine.Number(value)
+    for factor in factors:
+        product = engine.Binary("*", product, factor)
+    return product
+
+
+def residual_diagnostics(y_true: Any, y_pred: Any, data: Mapping[str, Any] | None = None,
+                         max_samples: int = 3, max_correlations: int = 5) -> dict[str, Any]:
+    """Error profile, worst samples and strongest residual correlations (bounded, no warnings).
+
+    Args:
+        y_true: Target values.
+        y_pred: Predictions, broadcastable to ``y_true``.
+        data: Variables (same sample count) to show in rows and correlate with residuals.
+        max_samples: Worst samples to list.
+        max_correlations: Residual correlations to list.
+
+    Returns:
+        ``error_profile`` (n, n_finite, median residual, p95 / max absolute error),
+        ``worst_samples`` and ``strongest_residual_correlations``.
+    """
+    true, pred = (a.reshape(-1) for a in np.broadcast_arrays(
+        np.asarray(y_true, dtype=float), np.asarray(y_pred, dtype=float)))
+    with np.errstate(all="ignore"):
+        residual = pred - true
+    finite = np.isfinite(residual)
+    columns = {name: np.asarray(values, dtype=float).reshape(-1)
+               for name, values in (data or {}).items()
+               if np.asarray(values).dtype.kind in "fiu" and np.asarray(values).size == true.size}
+    profile = _error_profile(residual[finite], true.size)
+    observed = true[np.isfinite(true)]
+    scale = float(np.sqrt(np.mean(observed * observed))) if observed.size else 0.0
+    failed = np.isfinite(true) & ~np.isfinite(pred)
+    if not failed.any() and profile.get("max_abs_error", math.inf) <= EXACT_RESIDUAL_RTOL * scale:
+        return {"error_profile": profile, "exact": True, "worst_samples": [],
+                "strongest_residual_correlations": []}
+    return {"error_profile": profile, "exact": False,
+            "worst_samples": _worst_samples(true, pred, residual, columns, max_samples),
+            "strongest_residual_correlations": _correlations(residual, columns,
+                                                             max_correlations)}
+
+
+def _error_profile(residual: np.ndarray, n: int) -> dict[str, Any]:
+    if residual.size == 0:
+        return {"n": n, "n_finite": 0}
+    absolute = np.abs(residual)
+    return {"n": n, "n_finite": int(residual.size),
+            "median_residual": float(np.median(residual)),
+            "p95_abs_error": float(np.quantile(absolute, 0.95)),
+            "max_abs_error": float(absolute.max())}
+
+
+def _worst_samples(true: np.ndarray, pred: np.ndarray, residual: np.ndarray,
+                   columns: Mapping[str, np.ndarray], limit: int) -> list[dict[str, Any]]:
+    score = np.where(np.isfinite(residual), np.abs(residual), -np.inf)
+    score = np.where(np.isfinite(true) & ~np.isfinite(pred), np.inf, score)  # failures first
+    order = np.argsort(-score, kind="stable")[:max(0, limit)]
+    return [{"index": int(i), "y_true": float(true[i]), "y_pred": float(pred[i]),
+             "row": {name: float(values[i]) for name, values in columns.items()}}
+            for i in order if score[i] > -np.inf]
+
+
+def _correlations(residual: np.ndarray, columns: Mapping[str, np.ndarray],
+                  limit: int) -> list[dict[str, Any]]:
+    found = []
+    for name, values in columns.items():
+        pearson, spearman = calc_PearsonR(values, residual), calc_SpearmanR(values, residual)
+        strength = max(abs(pearson), abs(spearman)) if _finite(pearson) and \
+            _finite(spearman) else math.nan
+        if _finite(strength):
+            found.append({"variable": name, "pearson": pearson, "spearman": spearman,
+                          "strength": strength})
+    return sorted(found, key=lambda item: -item["strength"])[:max(0, limit)]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def _metric_warnings(metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    warnings = []
+    for split, values in metrics.items():
+        n, n_finite = values.get("n_samples"), values.get("n_finite")
+        if isinstance(n, int) and isinstance(n_finite, int) and n_finite < n:
+            warnings.append(f"the formula is not finite on {n - n_finite} of {n} {split} rows, "
+                            "so its error metrics are nan")
+    train, validation = metrics.get("train", {}), metrics.get("validation", {})
+    train_rmse, validation_rmse = train.get("rmse"), validation.get("rmse")
+    if _finite(train_rmse) and _finite(validation_rmse) and \
+            validation_rmse > max(VALIDATION_GAP_FACTOR * train_rmse, train_rmse + 1e-12):
+        warnings.append("validation error is much larger than training error (overfitting, or "
+                        "the validation domain differs)")
+    return warnings
+
+
+def number_text(value: Any, digits: int = 3) -> str:
+    """A number for a model reader: ``digits`` significant digits, or its text when not finite."""
+    return format(value, f".{digits}g") if _finite(value) else str(value)
+
+
+def _metric_line(metrics: Mapping[str, Any]) -> str:
+    shown = [f"{name}={number_text(metrics[name])}" for name in ("mse", "r2", "rmse", "mae")
+             if name in metrics]
+    if "n_samples" in metrics:
+        shown.append(f"n={metrics['n_samples']}")
+    return ", ".join(shown) or "no metrics"
+
+
+def _diagnostic_lines(diagnostics: Any) -> list[str]:
+    if not isinstance(diagnostics, Mapping) or "error_profile" not in diagnostics:
+        return []
+    profile = diagnostics["error_profile"]
+    if not profile.get("n_finite"):
+        return ["  residuals: the prediction is not finite on any row"]
+    if diagnostics.get("exact"):
+        return [f"  residuals ({diagnostics.get('split', 'train')}): exact up to rounding "
+                f"(max|err|={number_text(profile.get('max_abs_error'))})"]
+    lines = [f"  residuals ({diagnostics.get('split', 'train')}): max|err|="
+             f"{number_text(profile.get('max_abs_error'))}, p95|err|="
+             f"{number_text(profile.get('p95_abs_error'))}, median="
+             f"{number_text(profile.get('median_residual'))}"]
+    for sample in diagnostics.get("worst_samples", [])[:3]:
+        row = ", ".join(f"{k}={number_text(v)}" for k, v in list(sample["row"].items())[:6])
+        lines.append(f"    worst: y={number_text(sample['y_true'])} "
+                     f"pred={number_text(sample['y_pred'])} at {row}")
+    for item in diagnostics.get("strongest_residual_correlations", [])[:2]:
+        lines.append(f"    residual correlates with {item['variable']}: pearson="
+                     f"{number_text(item['pearson'])}, spearman={number_text(item['spearman'])}")
+    return lines
+
+
+# ------------------------------------------------------------ back-transform
+def invert_target(lhs: engine.Expression, target: str,
+                  rhs: engine.Expression) -> engine.Expression | None:
+    """Solve ``lhs(target, data) = rhs`` for ``target`` when each layer is invertible.
+
+    Undoes log, log10, exp, sqrt, unary minus, constant powers and exponentials,
+    and sums, differences, products and quotients with a part free of the
+    target. Returns None for anything else (the target twice, sin, abs...).
+    """
+    for _ in range(MAX_INVERSION_STEPS):
+        if lhs == engine.Symbol(target):
+            return rhs
+        peeled = _peel(lhs, target, rhs)
+        if peeled is None:
+            return None
+        lhs, rhs = peeled
+    return None
+
+
+def _has(node: engine.Expression, target: str) -> bool:
+    return target in engine.symbols(node)
+
+
+_FUNCTION_INVERSES: dict[str, Callable[[engine.Expression], engine.Expression]] = {
+    "log": engine.exp, "exp": engine.log, "sqrt": lambda r: r ** engine.Number(2),
+    "log10": lambda r: engine.Number(10) ** r,
+}
+
+
+def _peel(node: engine.Expression, target: str, rhs: engine.Expression,
+          ) -> tuple[engine.Expression, engine.Expression] | None:
+    if isinstance(node, engine.Function) and node.name in _FUNCTION_INVERSES:
+        return node.arguments[0], _FUNCTION_INVERSES[node.name](rhs)
+    if isinstance(node, engine.Unary):
+        return node.operand, -rhs
+    if not isinstance(node, engine.Binary):
+        return None
+    left, right = _has(node.left, target), _has(node.right, target)
+    if left == right:
+        return None
+    if node.operator == "**":
+        return _peel_power(node, left, rhs)
+    inner, other = (node.left, node.right) if left else (node.right, node.left)
+    solved = {("+", True): rhs - other, ("+", False): rhs - other,
+              ("-", True): rhs + other, ("-", False): other - rhs,
+              ("*", True): rhs / other, ("*", False): rhs / other,
+              ("/", True): rhs * other, ("/", False): other / rhs}
+    return inner, solved[(node.operator, left)]
+
+
+def _peel_power(node: engine.Binary, base_has_target: bool, rhs: engine.Expression,
+                ) -> tuple[engine.Expression, engine.Expression] | None:
+    if base_has_target:
+        if not isinstance(node.right, engine.Number) or node.right.value == 0:
+            return None
+        power = node.right.value
+        simple = {1: rhs, -1: engine.Number(1) / rhs, 2: engine.sqrt(rhs)}
+        if power in simple:
+            return node.left, simple[power]
+        if float(power).is_integer():
+            return node.left, rhs ** engine.Binary("/", engine.Number(1), engine.Number(power))
+        return node.left, rhs ** engine.Number(1.0 / power)
+    if not isinstance(node.left, engine.Number) or node.left.value <= 0 or node.left.value == 1:
+        return None
+    return node.right, engine.log(rhs) / engine.log(node.left)
