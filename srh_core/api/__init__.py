@@ -14,6 +14,7 @@ from srh_core.api.base import BaseAPI
 from srh_core.api.call_result import APICallResult, SampleDelta
 from srh_core.api.cancel import CancelToken
 from srh_core.api.manual import ManualAPI
+from srh_core.api.offline import OfflineAPI
 from srh_core.api.openai_api import ApiStyle, EndpointConfig, OpenAIAPI
 from srh_core.api.options import RequestOptions
 from srh_core.api.presets import DeepSeekAPI, GeminiAPI, LMStudioAPI, OpenRouterAPI, SiliconFlowAPI
@@ -48,6 +49,7 @@ __all__ = [
     "ModelResponseTruncatedError",
     "ModelRoute",
     "ModelRouter",
+    "OfflineAPI",
     "OpenAIAPI",
     "OpenRouterAPI",
     "ProviderPreset",

@@ -1,0 +1,99 @@
+"""From tool results to candidates, and the choice of the continuing sample.
+
+Formula tools return one common evaluation shape::
+
+    {"formula": str, "is_candidate": bool, "target": str,
+     "metrics": {"train": {...}, "validation": {...}},
+     "all_formulas": [<same shape>, ...]}          # optional alternatives
+
+The harness trusts the metrics (the evaluator computed them) but not the
+structure: it re-parses every formula, computes complexity and canonical key
+itself, and re-checks eligibility (the formula must not use the target).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from srh_core.ranking import RankingPolicy, SortKey
+from srh_core.types import CandidateRecord, ToolCallResult, json_value
+
+logger = logging.getLogger("srh.agent")
+
+_SKIPPED_DETAILS = frozenset({"formula", "is_candidate", "all_formulas", "metrics", "diagnostics"})
+
+
+def evaluation_entries(result: ToolCallResult) -> Iterator[Mapping[str, Any]]:
+    """Yield the evaluation-shaped entries of one successful tool result."""
+    if not result.ok or not isinstance(result.result, Mapping):
+        return
+    payload = result.result
+    if "formula" in payload and "metrics" in payload:
+        yield payload
+    for entry in payload.get("all_formulas") or []:
+        if isinstance(entry, Mapping) and "formula" in entry and "metrics" in entry:
+            yield entry
+
+
+def is_evaluation(result: ToolCallResult) -> bool:
+    """Whether a result carries formula metrics (as opposed to analysis output)."""
+    return next(evaluation_entries(result), None) is not None
+
+
+def candidate_from_entry(
+    entry: Mapping[str, Any], node_id: str, target: str | None, tool: str | None
+) -> CandidateRecord | None:
+    """Build a CandidateRecord from one evaluation entry, or None when not eligible."""
+    if not entry.get("is_candidate"):
+        return None
+    if target is not None and entry.get("target", target) != target:
+        return None
+    from srh_engine import EngineError, canonical_key, complexity, parse, symbols
+
+    try:
+        expression = parse(str(entry["formula"]))
+    except EngineError as error:
+        logger.warning("Candidate formula %r does not parse: %s", entry.get("formula"), error)
+        return None
+    if target is not None and target in symbols(expression):
+        return None
+    details = {key: value for key, value in entry.items() if key not in _SKIPPED_DETAILS}
+    details.update(metrics=json_value(entry.get("metrics") or {}),
+                   complexity=complexity(expression), canonical_key=canonical_key(expression),
+                   tool=tool)
+    return CandidateRecord(formula=str(entry["formula"]), node_id=node_id, details=details)
+
+
+def sample_candidates(
+    calls: Sequence[Any], results: Sequence[ToolCallResult], node_id: str, target: str | None
+) -> list[CandidateRecord]:
+    """Every eligible candidate one sample's tool results produced, in call order."""
+    candidates = []
+    for call, result in zip(calls, results, strict=False):
+        for entry in evaluation_entries(result):
+            record = candidate_from_entry(entry, node_id, target, getattr(call, "name", None))
+            if record is not None:
+                candidates.append(record)
+    return candidates
+
+
+def choose_sample(
+    candidates_per_sample: Sequence[Sequence[CandidateRecord]],
+    errors_per_sample: Sequence[int],
+    policy: RankingPolicy,
+) -> int:
+    """Index (0-based) of the sample the branch continues with.
+
+    The sample whose best candidate ranks best wins; ties (and samples
+    without candidates) go to fewer errors (failed calls and unreadable
+    calls), then the lower index.
+    """
+
+    def key(index: int) -> tuple[int, SortKey | tuple[()], int, int]:
+        keys = [k for c in candidates_per_sample[index] if (k := policy.sort_key(c)) is not None]
+        errors = errors_per_sample[index]
+        return (0, min(keys), errors, index) if keys else (1, (), errors, index)
+
+    return min(range(len(errors_per_sample)), key=key)

@@ -1,0 +1,171 @@
+"""In-process ToolExecutors: serial, and a process pool that can cut calls.
+
+Both resolve a call's tool by name among the run's enabled tools; an
+unknown name becomes an ``ok=False`` result listing the available tools, so
+the model can correct itself. :class:`ToolRunAbort` propagates.
+
+The process pool rebuilds the tools in each worker from their registry
+names and the run's context payload (sent once, at worker start), the same
+way a Celery tool worker does. A call that overruns its timeout gets an
+``ok=False`` result and the pool is replaced, which kills the runaway.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from srh_core.errors import did_you_mean
+from srh_core.tools.base import BaseTool
+from srh_core.types import ToolCall, ToolCallResult
+
+
+def unknown_tool_result(call: ToolCall, available: Sequence[str]) -> ToolCallResult:
+    """The ``ok=False`` answer to a call naming a tool that is not enabled."""
+    message = (f"Unknown tool {call.name!r}.{did_you_mean(call.name, available)} "
+               f"Available tools: {', '.join(sorted(available))}.")
+    return ToolCallResult.failure(message, tool=call.name, error_type="UnknownTool")
+
+
+def run_call(tools: Mapping[str, BaseTool], call: ToolCall) -> ToolCallResult:
+    """Run one call against the enabled tools (never raises but ToolRunAbort)."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return unknown_tool_result(call, list(tools))
+    params = call.params if isinstance(call.params, Mapping) else {"_": call.params}
+    return tool(**params)
+
+
+class SerialToolExecutor:
+    """Runs calls one after another in this process (the default).
+
+    A ``timeout`` cannot cut a call running in this process; it is checked
+    between calls, and calls left when it has passed are reported as not run.
+    """
+
+    def __init__(self, tools: Mapping[str, BaseTool]) -> None:
+        self.tools = dict(tools)
+
+    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None
+            ) -> list[ToolCallResult]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        results = []
+        for call in calls:
+            if deadline is not None and time.monotonic() > deadline:
+                results.append(_not_run(call, timeout))
+                continue
+            results.append(run_call(self.tools, call))
+        return results
+
+    def close(self) -> None:
+        return None
+
+
+def _not_run(call: ToolCall, timeout: float | None) -> ToolCallResult:
+    return ToolCallResult.failure(
+        f"Tool {call.name!r} was not run: the time budget ({timeout:.1f}s) ran out.",
+        tool=call.name, error_type="TimeBudget")
+
+
+def _timed_out(call: ToolCall, timeout: float) -> ToolCallResult:
+    return ToolCallResult.failure(
+        f"Tool {call.name!r} exceeded its time limit of {timeout:.1f}s and was stopped.",
+        tool=call.name, error_type="TimeoutError")
+
+
+_WORKER_TOOLS: dict[str, BaseTool] = {}
+
+
+def _init_worker(modules: Sequence[str], names: Sequence[str],
+                 build_context: Callable[..., Any], payload: Any) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for module in modules:
+        importlib.import_module(module)
+    context = build_context(payload)
+    _WORKER_TOOLS.clear()
+    _WORKER_TOOLS.update({name: BaseTool.create(name, context) for name in names})
+
+
+def _run_in_worker(call: ToolCall) -> ToolCallResult:
+    return run_call(_WORKER_TOOLS, call)
+
+
+class ProcessToolExecutor:
+    """Runs calls in a pool of worker processes; calls can be cut at a timeout.
+
+    Args:
+        tools: The enabled tools (their classes and names are what workers use).
+        max_workers: Pool size.
+        build_context: Picklable callable turning ``payload`` into the tools'
+            context inside each worker.
+        payload: Picklable description of the context (arrays + metadata).
+    """
+
+    def __init__(self, tools: Mapping[str, BaseTool], max_workers: int,
+                 build_context: Callable[..., Any], payload: Any) -> None:
+        self.names = list(tools)
+        self.modules = sorted({type(tool).__module__ for tool in tools.values()})
+        self.max_workers = max(1, max_workers)
+        self._init_args = (self.modules, self.names, build_context, payload)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.max_workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker, initargs=self._init_args)
+        return self._pool
+
+    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None
+            ) -> list[ToolCallResult]:
+        if not calls:
+            return []
+        known = [call for call in calls if call.name in self.names]
+        futures = {id(call): self._ensure_pool().submit(_run_in_worker, _plain(call))
+                   for call in known}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        results = [self._collect(call, futures.get(id(call)), deadline, timeout)
+                   for call in calls]
+        if any(r.meta_data.get("error_type") in ("TimeoutError", "BrokenPool") for r in results):
+            self._kill_pool()
+        return results
+
+    def _collect(self, call: ToolCall, future: Future | None, deadline: float | None,
+                 timeout: float | None) -> ToolCallResult:
+        if future is None:
+            return unknown_tool_result(call, self.names)
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            return future.result(timeout=remaining)
+        except FutureTimeout:
+            return _timed_out(call, timeout or 0.0)
+        except BrokenProcessPool as error:
+            return ToolCallResult.failure(
+                f"Tool {call.name!r} crashed its worker process ({error}).",
+                tool=call.name, error_type="BrokenPool")
+
+    def _kill_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _plain(call: ToolCall) -> ToolCall:
+    """The picklable part of a call (provider-native ``raw`` objects stay behind)."""
+    return ToolCall(name=call.name, params=dict(call.params or {}), id=call.id,
+                    raw_str=call.raw_str)

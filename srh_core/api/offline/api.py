@@ -1,0 +1,98 @@
+"""OfflineAPI: the policy behind the model-adapter interface."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from srh_core.api.base import BaseAPI, Messages
+from srh_core.api.call_result import SampleDelta
+from srh_core.api.cancel import CancelToken
+from srh_core.api.offline.policy import Move, Proposal, propose
+from srh_core.api.offline.reader import read_conversation
+from srh_core.api.options import RequestOptions
+from srh_core.api.response import CallSummary, ModelResponse, Usage
+from srh_core.parsers import ToolLike, ToolParserName
+
+
+@BaseAPI.register("offline")
+class OfflineAPI(BaseAPI):
+    """Rule-based proposer with the adapter interface of a model.
+
+    Args:
+        model: Label recorded as the model name ("offline-policy").
+        tool_list: Tools it may call (calls to others are never made).
+        tool_parser_name: Format of the calls it writes.
+        environment: Unused (the common adapter interface).
+        seed: Default seed when a request carries none.
+    """
+
+    def __init__(self, model: str | None = None, tool_list: Sequence[ToolLike] | None = None,
+                 tool_parser_name: ToolParserName = "text",
+                 environment: Mapping[str, str] | None = None, *, seed: int = 0) -> None:
+        super().__init__(model or "offline-policy", tool_list, tool_parser_name, environment)
+        self.seed = seed
+        self.available_tools = {tool.name for tool in self.tool_metadata()}
+
+    def tool_metadata(self) -> list[Any]:
+        from srh_core.parsers import tool_metadata
+
+        return [tool_metadata(tool) for tool in (self.tool_list or [])]
+
+    def _generate(self, messages: Messages, n: int, options: RequestOptions,
+                  token: CancelToken) -> Generator[SampleDelta, None, CallSummary]:
+        view = read_conversation(messages, self.parser)
+        seed = self.seed if options.seed is None else options.seed
+        responses = []
+        for sample in range(1, n + 1):
+            token.raise_if_cancelled(self.provider, str(self.model))
+            proposal = propose(view, sample, np.random.default_rng([seed, sample]))
+            response = self._response(proposal, sample)
+            responses.append(response)
+            yield SampleDelta(sample, response.content, list(response.tool_calls))
+        return CallSummary(tuple(responses), Usage(price=0.0), self.provider, str(self.model))
+
+    def _response(self, proposal: Proposal, sample: int) -> ModelResponse:
+        moves = [m for m in proposal.moves if m.tool in self.available_tools]
+        if self.native_tools:
+            message = {"role": "assistant", "content": proposal.text,
+                       "tool_calls": [_native(move, i) for i, move in enumerate(moves, 1)]}
+            outcome = self.parser.parse_response_detailed(message)
+            content = proposal.text
+        else:
+            content = proposal.text + render_calls(self.tool_parser_name, moves)
+            outcome = self.parser.parse_response_detailed(content)
+        return ModelResponse(
+            content=content, tool_calls=tuple(outcome.calls),
+            message=self.parser.assistant_message(content, outcome.calls),
+            finish_reason="tool_calls" if outcome.calls else "stop",
+            parse_issues=tuple(outcome.errors), sample=sample)
+
+
+def _native(move: Move, index: int) -> dict[str, Any]:
+    return {"id": f"call_{index}", "type": "function",
+            "function": {"name": move.tool, "arguments": json.dumps(move.params)}}
+
+
+def render_calls(mode: str, moves: Sequence[Move]) -> str:
+    """The calls written in a prompt-based format (text, json or xml)."""
+    if not moves:
+        return ""
+    if mode == "json":
+        body = json.dumps([{"name": m.tool, "arguments": m.params} for m in moves], indent=1)
+        return f"\n```json\n{body}\n```"
+    if mode == "xml":
+        return "\n" + "\n".join(_xml_call(move) for move in moves)
+    return "\n" + "\n".join(f"CALL {m.tool} {json.dumps(m.params)}" for m in moves)
+
+
+def _xml_call(move: Move) -> str:
+    params = "".join(
+        f'<param name="{name}">'
+        f"{html.escape(value if isinstance(value, str) else json.dumps(value), quote=False)}"
+        "</param>" for name, value in move.params.items())
+    return f'<tool_call name="{move.tool}">{params}</tool_call>'

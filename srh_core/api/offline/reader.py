@@ -1,0 +1,144 @@
+"""What the offline policy reads from a conversation: only what a model sees.
+
+It never touches data arrays or ground truth: everything comes from the
+message texts the harness wrote (the task prompt, tool results, progress
+messages) and from its own earlier calls. Parsing is tolerant: a text it
+cannot read simply leaves a fact unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_TARGET_RE = re.compile(rf"^- Target: (\w+): range \[({_NUMBER}), ({_NUMBER})\]", re.M)
+_FEATURE_RE = re.compile(rf"^  - (\w+): range \[({_NUMBER}), ({_NUMBER})\]", re.M)
+_STEP_RE = re.compile(r"\[Progress\] Step (\d+) of (\d+)")
+_FRONT_ROW_RE = re.compile(rf"^(\d+) \| ({_NUMBER}|-) \| ({_NUMBER}|-) \| (.+)$", re.M)
+_RELATION_RE = re.compile(
+    rf"^\d+\. (\w+): collapse R2 ({_NUMBER})\S* \| pearson ({_NUMBER}|nan|None), "
+    rf"spearman ({_NUMBER}|nan|None) \| (\w+)", re.M)
+_LOGLOG_RE = re.compile(rf"^\s+log-log: slope ({_NUMBER})", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    name: str
+    low: float
+    high: float
+
+    @property
+    def positive(self) -> bool:
+        return self.low > 0
+
+    @property
+    def negative(self) -> bool:
+        return self.high < 0
+
+
+@dataclass(frozen=True, slots=True)
+class FrontRow:
+    complexity: int
+    train_mse: float | None
+    formula: str
+
+
+@dataclass(slots=True)
+class Relation:
+    name: str
+    collapse_r2: float
+    pearson: float | None
+    spearman: float | None
+    trend: str
+    loglog_slope: float | None = None
+
+
+@dataclass(slots=True)
+class ConversationView:
+    """The facts the policy acts on."""
+
+    target: Variable | None = None
+    features: list[Variable] = field(default_factory=list)
+    step: int = 1
+    max_steps: int = 1
+    front: list[FrontRow] = field(default_factory=list)
+    relations: dict[str, Relation] = field(default_factory=dict)
+    tried: set[str] = field(default_factory=set)
+    submitted: set[str] = field(default_factory=set)
+
+    @property
+    def final_step(self) -> bool:
+        return self.step >= self.max_steps
+
+    @property
+    def best(self) -> FrontRow | None:
+        rows = [row for row in self.front if row.train_mse is not None]
+        return min(rows, key=lambda row: (row.train_mse, row.complexity)) if rows else None
+
+    def exact(self, row: FrontRow | None) -> bool:
+        """Whether a front row fits exactly up to rounding (relative to the target's scale)."""
+        if row is None or row.train_mse is None or self.target is None:
+            return False
+        scale = max(abs(self.target.low), abs(self.target.high), 1e-300) ** 2
+        return row.train_mse <= 1e-18 * scale
+
+
+def call_signature(name: str, params: Mapping[str, Any]) -> str:
+    """A stable text key of a call, to avoid repeating an identical call."""
+    return name + json.dumps(dict(params), sort_keys=True, default=str)
+
+
+def read_conversation(messages: Sequence[Mapping[str, Any]], parser: Any) -> ConversationView:
+    """Build the view from the messages (earliest first)."""
+    view = ConversationView()
+    for message in messages:
+        text = str(message.get("content") or "")
+        role = message.get("role")
+        if role == "assistant":
+            _read_own_calls(view, message, text, parser)
+        elif role in ("user", "tool"):
+            _read_facts(view, text)
+    return view
+
+
+def _read_own_calls(view: ConversationView, message: Mapping[str, Any], text: str,
+                    parser: Any) -> None:
+    calls = parser.parse_response(dict(message) if message.get("tool_calls") else text)
+    for call in calls:
+        view.tried.add(call_signature(call.name, call.params))
+        if call.name == "submit_formula":
+            view.submitted.add(str(call.params.get("f", "")))
+
+
+def _read_facts(view: ConversationView, text: str) -> None:
+    if (match := _TARGET_RE.search(text)) is not None:
+        view.target = Variable(match.group(1), float(match.group(2)), float(match.group(3)))
+        view.features = [Variable(m.group(1), float(m.group(2)), float(m.group(3)))
+                         for m in _FEATURE_RE.finditer(text)]
+    if (step := _STEP_RE.search(text)) is not None:
+        view.step, view.max_steps = int(step.group(1)), int(step.group(2))
+        view.front = [_front_row(match) for match in _FRONT_ROW_RE.finditer(text)]
+    for match in _RELATION_RE.finditer(text):
+        relation = Relation(match.group(1), float(match.group(2)), _number(match.group(3)),
+                            _number(match.group(4)), match.group(5))
+        slope = _LOGLOG_RE.search(text, match.end())
+        next_item = _RELATION_RE.search(text, match.end())
+        if slope is not None and (next_item is None or slope.start() < next_item.start()):
+            relation.loglog_slope = float(slope.group(1))
+        view.relations[relation.name] = relation
+
+
+def _front_row(match: re.Match[str]) -> FrontRow:
+    return FrontRow(int(match.group(1)), _number(match.group(2)), match.group(4).strip())
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value else None

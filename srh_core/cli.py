@@ -1,5 +1,0 @@
-"""Placeholder CLI."""
-
-
-def main() -> int:
-    return 0

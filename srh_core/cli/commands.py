@@ -1,0 +1,220 @@
+"""Core CLI commands: run, resume, show, problems."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from srh_core.agent.settings import SearchSettings
+from srh_core.errors import ConfigurationError
+from srh_core.types import SearchResult
+
+DEFAULT_RUNS_DIR = "runs"
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemData:
+    """Data of one run, whichever way it was given."""
+
+    X: dict[str, np.ndarray]
+    y: dict[str, np.ndarray]
+    description: str
+    problem: Any = None
+
+
+def register(subparsers: Any) -> None:
+    """Add the core commands to ``srh``'s subparsers."""
+    run = subparsers.add_parser("run", help="run a search", description=(
+        "Search for a formula. The default runs embedded (no services) with the offline "
+        "model."))
+    add_run_arguments(run)
+    run.set_defaults(handler=handle_run)
+    resume = subparsers.add_parser("resume", help="continue an interrupted run directory")
+    resume.add_argument("run_dir")
+    resume.add_argument("--time-limit", type=float, help="new wall-clock budget (seconds)")
+    resume.add_argument("--json", action="store_true", help="print the result JSON only")
+    resume.set_defaults(handler=handle_resume)
+    show = subparsers.add_parser("show", help="show a run directory's result")
+    show.add_argument("run_dir")
+    show.add_argument("--json", action="store_true", help="print the result JSON only")
+    show.set_defaults(handler=handle_show)
+    problems = subparsers.add_parser("problems", help="list the built-in problems")
+    problems.add_argument("--suite", help="a suite JSON file instead of the built-in one")
+    problems.add_argument("--json", action="store_true")
+    problems.set_defaults(handler=handle_problems)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="a CSV file (header row = names) or a context.data dir")
+    source.add_argument("--problem", help="a built-in problem, e.g. feynman-I.6.2a")
+    parser.add_argument("--target", help="target column of --data")
+    parser.add_argument("--suite", help="suite file for --problem (default: built-in)")
+    parser.add_argument("--samples", type=int, default=2000, help="samples for --problem")
+    parser.add_argument("--noise", type=float, default=0.0, help="relative noise for --problem")
+    parser.add_argument("--description", help="problem description shown to the model")
+    parser.add_argument("--llm", default=None, help="offline (default) or PROVIDER:MODEL")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint URL")
+    for flag, name in (("-R", "max_restart_loop"), ("-C", "global_width"),
+                       ("-L", "max_refinement_depth"), ("-K", "local_sample_size")):
+        parser.add_argument(flag, dest=name, type=int, help=f"{name} ({flag[1]})")
+    parser.add_argument("--seed", type=int, default=None, help="sampling and data seed")
+    parser.add_argument("--time-limit", type=float, help="wall-clock budget in seconds")
+    parser.add_argument("--max-workers", type=int, help="tool worker processes (0: serial)")
+    parser.add_argument("--out", help=f"run directory (default {DEFAULT_RUNS_DIR}/RUN_ID)")
+    parser.add_argument("--run-id", help="run identifier (default: random)")
+    parser.add_argument("--config", help="TOML settings file ([search] table)")
+    parser.add_argument("--json", action="store_true",
+                        help="print exactly the SearchResult JSON on stdout")
+    parser.add_argument("--backend", default="embedded",
+                        help="embedded (default) or celery (with srh_workers)")
+
+
+def settings_from_args(args: argparse.Namespace) -> SearchSettings:
+    """Settings from ``--config`` plus the flags given on the command line."""
+    provider, model = _llm(args.llm)
+    run_id = args.run_id or uuid.uuid4().hex[:12]
+    flags = {"llm_provider": provider, "llm_model": model, "base_url": args.base_url,
+             "max_restart_loop": args.max_restart_loop, "global_width": args.global_width,
+             "max_refinement_depth": args.max_refinement_depth,
+             "local_sample_size": args.local_sample_size, "seed": args.seed,
+             "time_limit": args.time_limit, "max_workers": args.max_workers, "run_id": run_id,
+             "save_path": args.out or str(Path(DEFAULT_RUNS_DIR) / run_id)}
+    flags = {name: value for name, value in flags.items() if value is not None}
+    if args.config:
+        return SearchSettings.from_toml(args.config, **flags)
+    return SearchSettings.build(**flags)
+
+
+def _llm(spec: str | None) -> tuple[str | None, str | None]:
+    if spec is None:
+        return None, None
+    provider, _, model = spec.partition(":")
+    return provider, model or None
+
+
+def load_run_data(args: argparse.Namespace) -> ProblemData:
+    """The run's data from ``--problem`` or ``--data``/``--target``."""
+    if args.problem:
+        from srh_core.problems import load_suite
+
+        problem = load_suite(args.suite).get(args.problem)
+        X, y = problem.sample(args.samples, seed=args.seed or 0, noise=args.noise)
+        text = args.description or (f"Find the formula for {problem.output} as a function of "
+                                     f"{', '.join(problem.feature_names)}.")
+        return ProblemData(X, {problem.output: y}, text, problem)
+    if not args.target:
+        raise ConfigurationError("--data needs --target NAME (the column to predict).",
+                                 setting="target")
+    data = _read_data(Path(args.data))
+    if args.target not in data:
+        raise ConfigurationError(f"Target {args.target!r} is not a column of {args.data}; "
+                                 f"columns: {', '.join(data)}.", setting="target")
+    X = {name: values for name, values in data.items() if name != args.target}
+    text = args.description or f"Find the formula for {args.target} from the other columns."
+    return ProblemData(X, {args.target: data[args.target]}, text)
+
+
+def _read_data(path: Path) -> dict[str, np.ndarray]:
+    from srh_core.context import load_context_data, load_tabular
+
+    if path.is_dir():
+        return dict(load_context_data(path)["data"])
+    data, _ = load_tabular(path)
+    return dict(data)
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    from srh_core.cli import BACKENDS
+
+    backend = BACKENDS.get(args.backend)
+    if backend is None:
+        hint = " (install srh with its workers package)" if args.backend == "celery" else ""
+        raise ConfigurationError(f"Unknown backend {args.backend!r}{hint}; available: "
+                                 f"{', '.join(sorted(BACKENDS))}.", setting="backend")
+    return backend(args)
+
+
+def run_embedded(args: argparse.Namespace) -> int:
+    from srh_core.agent import SRAgent
+    from srh_core.cli.display import ProgressLine
+
+    settings = settings_from_args(args)
+    data = load_run_data(args)
+    agent = SRAgent(settings)
+    agent.observers.append(ProgressLine(settings.max_nodes))
+    result = SearchResult.from_dict(agent.run(data.X, data.y, data.description))
+    report_judgement(data, result, settings.save_path)
+    return print_result(result, settings, args.json)
+
+
+def report_judgement(data: ProblemData, result: SearchResult, run_dir: str | None) -> None:
+    """For suite problems: judge the best formula on fresh points (stderr + run dir)."""
+    if data.problem is None or result.best is None:
+        return
+    judgement = data.problem.judge(result.best.formula)
+    print(f"Judged on 1000 fresh points: solved={judgement.solved} "
+          f"max_rel_error={judgement.max_relative_error:.3g} r2={judgement.r2:.12g}",
+          file=sys.stderr)
+    if run_dir:
+        from srh_core.jsonio import atomic_write_json
+
+        atomic_write_json(Path(run_dir) / "judgement.json", judgement.to_dict())
+
+
+def print_result(result: SearchResult, settings: SearchSettings, as_json: bool) -> int:
+    from srh_core.cli.display import summary
+
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), allow_nan=False) + "\n")
+    else:
+        print(summary(result, settings.ranking_metric, settings.save_path))
+    return exit_code(result)
+
+
+def exit_code(result: SearchResult) -> int:
+    if result.status == "failed":
+        return 1
+    if result.status == "interrupted" and result.stop_reason == "interrupted by the user":
+        return 130
+    return 0
+
+
+def handle_resume(args: argparse.Namespace) -> int:
+    from srh_core.agent import SRAgent
+    from srh_core.agent.run_dir import RunDirectory
+
+    overrides = {"time_limit": args.time_limit} if args.time_limit else {}
+    result = SearchResult.from_dict(SRAgent.resume(args.run_dir, **overrides))
+    settings = RunDirectory(args.run_dir).settings()
+    return print_result(result, settings, args.json)
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    from srh_core.agent.run_dir import RunDirectory
+
+    run_dir = RunDirectory(args.run_dir)
+    result = run_dir.result()
+    return print_result(result, run_dir.settings(), args.json)
+
+
+def handle_problems(args: argparse.Namespace) -> int:
+    from srh_core.problems import load_suite
+
+    suite = load_suite(args.suite)
+    if args.json:
+        rows = [{"name": p.name, "output": p.output, "variables": p.feature_names}
+                for p in suite.problems]
+        print(json.dumps({"suite": suite.name, "problems": rows}))
+        return 0
+    print(f"{len(suite.problems)} problems in suite {suite.name!r}:")
+    for problem in suite.problems:
+        print(f"  {problem.name:<22} {problem.output} <- {', '.join(problem.feature_names)}")
+    return 0

@@ -1,0 +1,87 @@
+"""Terminal output of the CLI: a live progress line and the result tables.
+
+The progress line is drawn on stderr only when stderr is a terminal; logs
+and progress never touch stdout, which carries the result (a table, or
+exactly ``SearchResult.to_dict()`` with ``--json``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from srh_core.types import CandidateRecord, SearchResult, finite_float
+
+MAX_FORMULA_WIDTH = 90
+FRONT_ROWS = 12
+
+
+class ProgressLine:
+    """Observer of agent events that redraws one status line on a TTY."""
+
+    def __init__(self, total_nodes: int, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.total = total_nodes
+        self.started = time.monotonic()
+        self.best: str | None = None
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        if not self.enabled:
+            return
+        if event.get("event") == "step":
+            self.best = event.get("best") or self.best
+            self._draw(f"R{event['R']} C{event['C']} L{event['L']}", event.get("nodes", 0))
+        elif event.get("event") == "finished":
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+    def _draw(self, where: str, nodes: int) -> None:
+        elapsed = time.monotonic() - self.started
+        best = (self.best or "-")[:60]
+        line = f"[{where}] {nodes}/{self.total} responses, {elapsed:5.1f}s, best: {best}"
+        self.stream.write("\r\033[K" + line)
+        self.stream.flush()
+
+
+def _number(value: Any) -> str:
+    number = finite_float(value)
+    return "-" if number is None else f"{number:.4g}"
+
+
+def front_table(result: SearchResult, metric: str) -> str:
+    """The Pareto front as an aligned text table."""
+    front: Sequence[CandidateRecord] = result.front()[:FRONT_ROWS]
+    if not front:
+        return "No candidate formula was found."
+    header = ("complexity", f"train {metric}", f"valid {metric}", "r2", "formula")
+    rows = [header] + [_front_row(candidate, metric) for candidate in front]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+             + "  " + row[-1] for row in rows]
+    return "Pareto front (best first):\n" + "\n".join(lines)
+
+
+def _front_row(candidate: CandidateRecord, metric: str) -> tuple[str, ...]:
+    split = "validation" if candidate.split_metrics("validation") else "train"
+    formula = candidate.formula
+    if len(formula) > MAX_FORMULA_WIDTH:
+        formula = formula[: MAX_FORMULA_WIDTH - 3] + "..."
+    return (str(candidate.complexity), _number(candidate.metric(metric, "train")),
+            _number(candidate.metric(metric, "validation")),
+            _number(candidate.metric("r2", split)), formula)
+
+
+def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
+    """Status line, best formula and the front, for humans."""
+    lines = [f"Status: {result.status}" + (f" ({result.stop_reason})" if result.stop_reason
+                                           else ""), f"Progress: {result.progress}"]
+    best = result.best
+    if best is not None:
+        lines.append(f"Best formula: {best.formula}")
+    lines += ["", front_table(result, metric)]
+    if run_dir:
+        lines += ["", f"Run directory: {run_dir}"]
+    return "\n".join(lines)
