@@ -1,0 +1,155 @@
+"""Forward-mode derivatives: value and d(value)/d(parameter) in one pass.
+
+Each handler returns ``(value, gradient)`` where ``gradient`` maps a
+parameter index to the partial derivative (an array or a scalar that
+broadcasts). Subtrees that contain no fitted parameter return the shared
+empty mapping and cost exactly one evaluation, so the Jacobian of
+``a*exp(-b*x) + c`` costs little more than its value. The rules cover every
+operator and every function of :data:`srh_engine.functions.FUNCTIONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .evaluation import BINARY_OPERATIONS, EVALUATORS, Env
+from .functions import FUNCTIONS
+from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
+
+__all__ = ["DERIVATIVES", "JacobianEnv", "jacobian"]
+
+Gradient = dict[int, Any]
+_NO_GRADIENT: Gradient = {}  # shared; never mutated
+
+
+class JacobianEnv(Env):
+    """Evaluation state plus the position of each fitted value in the vector.
+
+    Attributes:
+        index: Scalar parameter name -> column.
+        group_columns: Grouped node -> {column: 0/1 indicator of its category}.
+    """
+
+    __slots__ = ("index", "group_columns")
+
+    def __init__(self, values: Any, parameters: Any) -> None:
+        super().__init__(values, parameters)
+        self.index: dict[str, int] = {}
+        self.group_columns: dict[Expression, Gradient] = {}
+
+
+def _accumulate(total: Gradient, gradient: Gradient, coefficient: Any) -> None:
+    for column, partial in gradient.items():
+        term = partial * coefficient
+        total[column] = total[column] + term if column in total else term
+
+
+def _scaled(terms: list[tuple[Gradient, Any]]) -> Gradient:
+    total: Gradient = {}
+    for gradient, coefficient in terms:
+        if gradient:
+            _accumulate(total, gradient, coefficient)
+    return total
+
+
+def _d_leaf(node: Expression, env: JacobianEnv) -> tuple[Any, Gradient]:
+    return EVALUATORS[type(node)](node, env), _NO_GRADIENT
+
+
+def _d_parameter(node: Parameter, env: JacobianEnv) -> tuple[Any, Gradient]:
+    value = EVALUATORS[Parameter](node, env)
+    column = env.index.get(node.name)
+    return value, ({column: 1.0} if column is not None else _NO_GRADIENT)
+
+
+def _d_grouped(node: GroupedParameter, env: JacobianEnv) -> tuple[Any, Gradient]:
+    return EVALUATORS[GroupedParameter](node, env), env.group_columns.get(node, _NO_GRADIENT)
+
+
+def _power_rule(left: Any, left_gradient: Gradient, right: Any, right_gradient: Gradient,
+                value: Any) -> Gradient:
+    terms = []
+    if left_gradient:
+        terms.append((left_gradient, right * left ** (right - 1)))
+    if right_gradient:
+        terms.append((right_gradient, value * np.log(left)))
+    return _scaled(terms)
+
+
+BinaryRule = Callable[[Any, Gradient, Any, Gradient, Any], Gradient]
+
+BINARY_RULES: dict[str, BinaryRule] = {
+    "+": lambda lv, lg, rv, rg, v: _scaled([(lg, 1.0), (rg, 1.0)]),
+    "-": lambda lv, lg, rv, rg, v: _scaled([(lg, 1.0), (rg, -1.0)]),
+    "*": lambda lv, lg, rv, rg, v: _scaled([(lg, rv), (rg, lv)]),
+    "/": lambda lv, lg, rv, rg, v: _scaled([(lg, 1.0 / rv), (rg, -v / rv)]),
+    "**": _power_rule,
+}
+
+
+def _d_binary(node: Binary, env: JacobianEnv) -> tuple[Any, Gradient]:
+    left, left_gradient = DERIVATIVES[type(node.left)](node.left, env)
+    right, right_gradient = DERIVATIVES[type(node.right)](node.right, env)
+    if type(left) is not np.ndarray and type(right) is not np.ndarray:
+        left, right = np.float64(left), np.float64(right)
+    value = BINARY_OPERATIONS[node.operator](left, right)
+    if not left_gradient and not right_gradient:
+        return value, _NO_GRADIENT
+    return value, BINARY_RULES[node.operator](left, left_gradient, right, right_gradient, value)
+
+
+def _d_unary(node: Unary, env: JacobianEnv) -> tuple[Any, Gradient]:
+    value, gradient = DERIVATIVES[type(node.operand)](node.operand, env)
+    return -value, (_scaled([(gradient, -1.0)]) if gradient else _NO_GRADIENT)
+
+
+def _d_function(node: Function, env: JacobianEnv) -> tuple[Any, Gradient]:
+    values, gradients = [], []
+    for argument in node.arguments:
+        value, gradient = DERIVATIVES[type(argument)](argument, env)
+        values.append(float(value) if type(value) is int else value)
+        gradients.append(gradient)
+    spec = FUNCTIONS[node.name]
+    result = spec.compute(*values)
+    if not any(gradients):
+        return result, _NO_GRADIENT
+    partials = spec.derivative(tuple(values), result)
+    return result, _scaled(list(zip(gradients, partials, strict=True)))
+
+
+DERIVATIVES: dict[type, Callable[[Any, JacobianEnv], tuple[Any, Gradient]]] = {
+    Number: _d_leaf,
+    Symbol: _d_leaf,
+    Parameter: _d_parameter,
+    GroupedParameter: _d_grouped,
+    Binary: _d_binary,
+    Unary: _d_unary,
+    Function: _d_function,
+}
+"""Node type -> forward-mode handler. Adding a node type is one entry here."""
+
+
+def jacobian(expression: Expression, env: JacobianEnv, shape: tuple[int, ...], columns: int,
+             ) -> tuple[Any, np.ndarray]:
+    """Value and transposed Jacobian of ``expression`` (no errstate here).
+
+    Args:
+        expression: The tree.
+        env: Evaluation state with parameter columns filled in.
+        shape: Shape of the samples (the target's shape); rows are flattened.
+        columns: Number of fitted values.
+
+    Returns:
+        ``(value, jacobian_t)`` with ``jacobian_t`` C-contiguous of shape
+        ``(columns, prod(shape))``: one row per fitted value (MINPACK's
+        column-major layout, so it is handed over without a copy). A row whose
+        parameter does not occur is zero.
+    """
+    value, gradient = DERIVATIVES[type(expression)](expression, env)
+    matrix = np.zeros((columns, *shape))
+    for column, partial in gradient.items():
+        matrix[column] = partial
+    return value, matrix.reshape(columns, -1)

@@ -1,0 +1,234 @@
+"""Text, LaTeX and tree rendering.
+
+Text output is parseable: ``parse(to_str(e))`` rebuilds a tree that
+evaluates bit for bit like ``e``. Floats render with ``repr`` (shortest
+round trip), ``math.pi``/``math.e`` render as ``pi``/``e``, parentheses are
+added exactly where Python's precedence would otherwise change the tree
+(``a - (b - c)``, ``a/(b*c)``, ``(-2)**x``, ``(a**b)**c``), plus around a
+negative right operand of ``+ - * /`` for readability. Parameters render as
+``param("a")`` / ``param("a", 1.5)`` (the form ``parse`` accepts) unless
+another ``parameter_style`` is asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from .functions import FUNCTIONS
+from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
+
+__all__ = ["ParameterStyle", "render", "to_str", "to_tree"]
+
+ParameterStyle = Literal["call", "name", "value"]
+"""``call``: ``param("a", 1.5)`` (round-trips); ``name``: ``a``; ``value``: ``1.5``."""
+
+SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
+PRECEDENCE = {"+": SUM, "-": SUM, "*": PRODUCT, "/": PRODUCT, "**": POWER}
+TEXT_OPERATORS = {"+": " + ", "-": " - ", "*": "*", "/": "/", "**": "**"}
+NAMED_CONSTANTS = {math.pi: ("pi", "\\pi"), math.e: ("e", "e")}
+GREEK = frozenset(
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau "
+    "upsilon phi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega".split())
+
+
+class _Renderer:
+    """Recursive renderer; one instance per call holds the options."""
+
+    def __init__(self, latex: bool, number_format: str, parameter_style: ParameterStyle) -> None:
+        self.latex = latex
+        self.number_format = number_format
+        self.parameter_style = parameter_style
+        self.handlers: dict[type, Callable[[Any], str]] = {
+            Number: self.number, Symbol: self.symbol, Parameter: self.parameter,
+            Binary: self.binary, Unary: self.unary, Function: self.function,
+            GroupedParameter: self.grouped,
+        }
+
+    def render(self, node: Expression) -> str:
+        return self.handlers[type(node)](node)
+
+    def wrapped(self, node: Expression, parenthesise: bool) -> str:
+        text = self.render(node)
+        if not parenthesise:
+            return text
+        return f"\\left({text}\\right)" if self.latex else f"({text})"
+
+    def number(self, node: Number) -> str:
+        value = node.value
+        if not self.number_format and isinstance(value, float) and abs(value) in NAMED_CONSTANTS:
+            name = NAMED_CONSTANTS[abs(value)][1 if self.latex else 0]
+            return "-" + name if value < 0 else name
+        text = format(value, self.number_format) if self.number_format else repr(value)
+        if self.latex and "e" in text and "inf" not in text:
+            mantissa, exponent = text.split("e")
+            return f"{mantissa} \\cdot 10^{{{int(exponent)}}}"
+        return text
+
+    def symbol(self, node: Symbol) -> str:
+        return latex_name(node.name) if self.latex else node.name
+
+    def parameter(self, node: Parameter) -> str:
+        if self.latex or self.parameter_style != "call":
+            return latex_name(node.name) if self.latex else node.name
+        if node.value is None:
+            return f'param("{node.name}")'
+        return f'param("{node.name}", {node.value!r})'
+
+    def grouped(self, node: GroupedParameter) -> str:
+        by = self.render(node.by)
+        if self.latex or self.parameter_style != "call":
+            name = node.name or "theta"
+            return f"{latex_name(name)}_{{{by}}}" if self.latex else f"{name}[{by}]"
+        parts = [by]
+        if node.name is not None:
+            parts.append(f'name="{node.name}"')
+        if node.value is not None:
+            parts.append(f"value={dict(node.value)!r}")
+        if node.default is not None:
+            parts.append(f"default={node.default!r}")
+        return f"grouped_param({', '.join(parts)})"
+
+    def binary(self, node: Binary) -> str:
+        operator = node.operator
+        if self.latex and operator == "/":
+            return f"\\frac{{{self.render(node.left)}}}{{{self.render(node.right)}}}"
+        own = PRECEDENCE[operator]
+        left_precedence = precedence(node.left)
+        right_precedence = precedence(node.right)
+        if operator == "**":
+            left_parens = left_precedence <= POWER
+            right_parens = right_precedence < UNARY
+        else:
+            left_parens = left_precedence < own
+            right_parens = right_precedence <= own or right_precedence == UNARY
+        left = self.wrapped(node.left, left_parens)
+        right = self.wrapped(node.right, right_parens)
+        if self.latex:
+            return _latex_binary(operator, left, right)
+        return f"{left}{TEXT_OPERATORS[operator]}{right}"
+
+    def unary(self, node: Unary) -> str:
+        return "-" + self.wrapped(node.operand, precedence(node.operand) <= UNARY)
+
+    def function(self, node: Function) -> str:
+        arguments = [self.render(argument) for argument in node.arguments]
+        if self.latex:
+            return FUNCTIONS[node.name].latex.format(*arguments)
+        return f"{node.name}({', '.join(arguments)})"
+
+
+LATEX_OPERATORS = {"+": " + ", "-": " - ", "*": " \\cdot "}
+
+
+def _latex_binary(operator: str, left: str, right: str) -> str:
+    if operator == "**":
+        return f"{{{left}}}^{{{right}}}"
+    return f"{left}{LATEX_OPERATORS[operator]}{right}"
+
+
+def precedence(node: Expression) -> int:
+    """Binding strength of a node as rendered (higher binds tighter)."""
+    if isinstance(node, Binary):
+        return PRECEDENCE[node.operator]
+    if isinstance(node, Unary):
+        return UNARY
+    if isinstance(node, Number) and math.copysign(1.0, node.value) < 0:
+        return UNARY
+    return ATOM
+
+
+def latex_name(name: str) -> str:
+    """LaTeX for an identifier: Greek letters, ``x_1``/``x1`` subscripts."""
+    base, _, subscript = name.partition("_")
+    if not subscript:
+        match = re.fullmatch(r"([A-Za-z]+)(\d+)", name)
+        base, subscript = (match.group(1), match.group(2)) if match else (name, "")
+    base = f"\\{base}" if base in GREEK else base if len(base) == 1 else f"\\mathrm{{{base}}}"
+    return f"{base}_{{{subscript}}}" if subscript else base
+
+
+def to_str(
+    expression: Expression,
+    *,
+    latex: bool = False,
+    number_format: str = "",
+    parameter_style: ParameterStyle = "call",
+) -> str:
+    """Render an expression as parseable text or as LaTeX.
+
+    Args:
+        expression: The expression tree.
+        latex: Render LaTeX instead of text.
+        number_format: ``format`` spec for numbers (e.g. ``".4g"``); the
+            default ``""`` uses ``repr``, which round-trips exactly.
+        parameter_style: ``"call"`` renders ``param("a", 1.5)`` (parseable);
+            ``"name"`` renders ``a``; ``"value"`` renders bound values as numbers.
+
+    Returns:
+        The rendered text.
+    """
+    renderer = _Renderer(latex, number_format, parameter_style)
+    if parameter_style == "value":
+        return renderer.render(_values_inlined(expression))
+    return renderer.render(expression)
+
+
+def _values_inlined(expression: Expression) -> Expression:
+    from .transform import map_postorder
+
+    def inline(node: Expression) -> Expression:
+        if isinstance(node, Parameter) and node.value is not None:
+            return Number(node.value)
+        return node
+
+    return map_postorder(expression, inline)
+
+
+def render(expression: Expression, latex: bool = False) -> str:
+    """Render an expression; shorthand for :func:`to_str`.
+
+    Args:
+        expression: The expression tree.
+        latex: Render LaTeX instead of text.
+
+    Returns:
+        The rendered text.
+    """
+    return to_str(expression, latex=latex)
+
+
+def _tree_label(node: Expression, number_format: str) -> str:
+    if isinstance(node, Number):
+        return f"Number({format(node.value, number_format) if number_format else node.value!r})"
+    if isinstance(node, Symbol | Parameter):
+        value = "" if node.value is None or isinstance(node, Symbol) else f"={node.value!r}"
+        return f"{type(node).__name__}({node.name}{value})"
+    if isinstance(node, Binary | Unary):
+        return f"{type(node).__name__}({node.operator})"
+    if isinstance(node, Function):
+        return f"Function({node.name})"
+    if isinstance(node, GroupedParameter):
+        return f"GroupedParameter({node.family})"
+    return type(node).__name__
+
+
+def to_tree(expression: Expression, *, number_format: str = "") -> str:
+    """Render a compact preorder tree, one node per line, indented by depth.
+
+    Args:
+        expression: The expression tree.
+        number_format: ``format`` spec for numbers.
+
+    Returns:
+        A multi-line string.
+    """
+    lines: list[str] = []
+    stack: list[tuple[Expression, int]] = [(expression, 0)]
+    while stack:
+        node, depth = stack.pop()
+        lines.append("  " * depth + _tree_label(node, number_format))
+        stack.extend((child, depth + 1) for child in reversed(node.operands))
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Tests of srh_engine."""
