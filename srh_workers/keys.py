@@ -70,7 +70,16 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("advanced:{R}:{C}:{L}", "string", "claim_advance (SET NX)", "claim_advance"),
     KeySpec("restart:{R}:finished", "set", "finish_branch", "finish_branch (barrier)"),
     KeySpec("restart:{R}:advanced", "string", "claim_restart (SET NX)", "claim_restart"),
+    KeySpec("spec", "string", "submit (publish_run)", "every task (load the run)"),
+    KeySpec("context", "hash", "submit (publish_run)", "workers (context cache)"),
+    KeySpec("requests", "string", "runtime branch_step (INCR per model request)",
+            "srh status, tests"),
+    KeySpec("results:{R}:{C}:{L}", "hash", "runtime tool_calls (HSETNX per K)",
+            "runtime tool_calls, branch_advance"),
 )
+
+RUNS_INDEX = "srh:runs"
+"""Zset of every submitted run id, scored by submission time (``srh status`` lists it)."""
 
 
 def _coordinate(name: str, value: int) -> int:
@@ -138,6 +147,9 @@ class RunKeys:
     result = _static_key("result", "String: the SearchResult JSON of a finished run.")
     stop = _static_key("stop", "String: set when the run must stop early (the reason).")
     registry = _static_key("keys", "Set: names of the run's coordinate keys.")
+    spec = _static_key("spec", "String: the run specification JSON (settings, problem).")
+    context = _static_key("context", "Hash: context metadata JSON and one .npy per array.")
+    requests = _static_key("requests", "String: counter of model requests actually sent.")
 
     @property
     def node_keys(self) -> tuple[str, str, str]:
@@ -171,6 +183,11 @@ class RunKeys:
     def restart_finished(self, R: int) -> str:
         """Set of the branch indices C of restart R that have finished."""
         return self.key(f"restart:{_coordinate('R', R)}:finished")
+
+    def results(self, R: int, C: int, L: int) -> str:
+        """Hash: sample index K -> JSON list of the sample's ToolCallResults (first write wins)."""
+        return self.key(f"results:{_coordinate('R', R)}:{_coordinate('C', C)}:"
+                        f"{_coordinate('L', L)}")
 
     def restart_advanced(self, R: int) -> str:
         """SET NX flag: who starts restart R + 1 once every branch of R has finished."""

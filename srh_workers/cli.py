@@ -1,0 +1,232 @@
+"""The cluster commands of ``srh``, plugged in through the ``srh.commands`` entry point.
+
+Adds ``srh worker``, ``srh metrics``, ``srh status``, ``srh result``,
+``srh cancel`` and ``srh sweep``, and the ``celery`` backend of ``srh run``
+(with ``--detach``). Connection settings come from the environment
+(``SRH_BROKER_URL``, ``SRH_RESULT_BACKEND``, ``SRH_REDIS_URL``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from srh_core.errors import ConfigurationError, SRHarnessError
+from srh_core.types import SearchResult
+
+CONNECTION_HINT = ("start Redis (redis-server) or point SRH_REDIS_URL / SRH_BROKER_URL at it; "
+                   "workers start with `srh worker`")
+
+
+def register(subparsers: Any, backends: dict[str, Any]) -> None:
+    """The plugin hook: add the cluster commands and the celery backend."""
+    from srh_workers.worker_cli import add_metrics_command, add_worker_command
+
+    add_worker_command(subparsers)
+    add_metrics_command(subparsers)
+    backends["celery"] = run_celery
+    run = subparsers.choices.get("run")
+    if run is not None:
+        run.add_argument("--detach", action="store_true",
+                         help="(celery) submit, print the run id and exit")
+    status = subparsers.add_parser("status", help="runs, branches, queue depth and workers")
+    status.add_argument("run_id", nargs="?")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=handle_status)
+    result = subparsers.add_parser("result", help="the result of a distributed run")
+    result.add_argument("run_id")
+    result.add_argument("--wait", type=float, default=None, metavar="SECONDS",
+                        help="wait up to SECONDS for the run to finish")
+    result.add_argument("--json", action="store_true")
+    result.set_defaults(handler=handle_result)
+    cancel = subparsers.add_parser("cancel", help="stop a distributed run at its next step")
+    cancel.add_argument("run_id")
+    cancel.set_defaults(handler=handle_cancel)
+    _add_sweep(subparsers)
+
+
+def _add_sweep(subparsers: Any) -> None:
+    sweep = subparsers.add_parser("sweep", help="run problems x seeds x settings as many runs")
+    sweep.add_argument("suite_file", help="sweep TOML file (see srh_workers.sweep_spec)")
+    sweep.add_argument("--out", default=None, help="output directory (default sweeps/NAME)")
+    sweep.add_argument("--backend", choices=("celery", "embedded"), default="celery")
+    sweep.add_argument("--json", action="store_true", help="print the results table as JSON")
+    sweep.set_defaults(handler=handle_sweep)
+
+
+def _connections() -> tuple[Any, Any]:
+    from srh_workers.app import get_app
+    from srh_workers.config import WorkerSettings
+    from srh_workers.reliability import redis_client
+
+    settings = WorkerSettings.from_env()
+    return redis_client(str(settings.redis_url)), get_app()
+
+
+def _checked(client: Any) -> Any:
+    import redis
+
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as error:
+        raise ConfigurationError(f"Redis is not reachable ({error}): {CONNECTION_HINT}.") from None
+    return client
+
+
+def run_celery(args: argparse.Namespace) -> int:
+    """``srh run --backend celery``: submit, then follow until the result (or detach)."""
+    from srh_core.cli.commands import load_run_data, print_result, report_judgement
+    from srh_workers.submit import submit_run, wait_for_result
+    from srh_workers.tasks import sender
+
+    client, app = _connections()
+    _checked(client)
+    settings = _cluster_settings(args)
+    data = load_run_data(args)
+    spec = submit_run(client, sender(app), settings, data.X, data.y, data.description)
+    print(f"Submitted run {spec.run_id}", file=sys.stderr)
+    if getattr(args, "detach", False):
+        print(spec.run_id)
+        return 0
+    result = wait_for_result(client, spec.run_id, on_poll=_progress(settings.max_nodes))
+    report_judgement(data, result, None)
+    return print_result(result, settings, args.json)
+
+
+def _cluster_settings(args: argparse.Namespace) -> Any:
+    from srh_core.cli.commands import settings_from_args
+
+    settings = settings_from_args(args)
+    if args.out is None:  # the run directory is on the finalizing worker's disk
+        settings = settings.replace(save_path=None)
+    return settings
+
+
+def _progress(total: int) -> Any:
+    tty = sys.stderr.isatty()
+
+    def show(status: dict[str, Any]) -> None:
+        if tty:
+            sys.stderr.write(f"\r\033[K[{status['status']}] {status['nodes']}/{total} responses, "
+                             f"best: {(status['best_formula'] or '-')[:60]}")
+            sys.stderr.flush()
+
+    return show
+
+
+def handle_status(args: argparse.Namespace) -> int:
+    from srh_workers.submit import list_runs, run_status
+
+    client, app = _connections()
+    _checked(client)
+    if args.run_id:
+        report = run_status(client, args.run_id)
+    else:
+        report = {"runs": [_safe_status(client, run_id) for run_id in list_runs(client)],
+                  **cluster_overview(app)}
+    if args.json:
+        print(json.dumps(report, default=str))
+    else:
+        print(_status_text(report))
+    return 0
+
+
+def _safe_status(client: Any, run_id: str) -> dict[str, Any]:
+    from srh_workers.submit import run_status
+
+    try:
+        return run_status(client, run_id)
+    except SRHarnessError as error:
+        return {"run_id": run_id, "status": "unknown", "stop_reason": str(error)}
+
+
+def cluster_overview(app: Any) -> dict[str, Any]:
+    """Queue depths from the broker and the workers that answer a ping."""
+    from srh_workers.config import QUEUES, WorkerSettings
+    from srh_workers.observability import queue_depths
+
+    settings = WorkerSettings.from_env()
+    try:
+        depths, _ = queue_depths(settings.broker_url, QUEUES)
+    except Exception as error:  # status must still print what it can
+        depths = {"error": str(error)}
+    replies = app.control.inspect(timeout=1.0).ping() or {}
+    return {"queues": depths, "workers": sorted(replies)}
+
+
+def _status_text(report: dict[str, Any]) -> str:
+    if "runs" not in report:
+        lines = [f"Run {report['run_id']}: {report['status']}"
+                 + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""),
+                 f"  responses {report['nodes']}/{report['max_nodes']}, model requests "
+                 f"{report['model_requests']}, {report['elapsed_seconds']:.0f}s since submit",
+                 f"  best: {report['best_formula']}"]
+        lines += [f"  branch R{b['R']}-C{b['C']}: step {b['L']}, {b['status']}"
+                  for b in report["branches"]]
+        return "\n".join(lines)
+    lines = [f"Workers: {', '.join(report['workers']) or 'none answering'}",
+             f"Queues: {report['queues']}", "Recent runs:"]
+    lines += [f"  {r['run_id']}: {r['status']} {r.get('nodes', '')}/{r.get('max_nodes', '')} "
+              f"{r.get('best_formula') or ''}" for r in report["runs"]]
+    return "\n".join(lines)
+
+
+def handle_result(args: argparse.Namespace) -> int:
+    from srh_core.agent.settings import SearchSettings
+    from srh_core.cli.commands import print_result
+    from srh_workers.publish import load_spec
+    from srh_workers.submit import run_result, wait_for_result
+
+    client, _ = _connections()
+    _checked(client)
+    spec = load_spec(client, args.run_id)
+    if args.wait is not None:
+        result: SearchResult | None = wait_for_result(client, args.run_id, timeout=args.wait)
+    else:
+        result = run_result(client, args.run_id)
+    if result is None:
+        print(f"Run {args.run_id} is still running (srh status {args.run_id}).", file=sys.stderr)
+        return 3
+    return print_result(result, SearchSettings.build(**spec.settings), args.json)
+
+
+def handle_cancel(args: argparse.Namespace) -> int:
+    from srh_workers.keys import RunKeys
+    from srh_workers.publish import load_spec
+    from srh_workers.runtime import STOP_CANCELLED
+
+    client, _ = _connections()
+    _checked(client)
+    load_spec(client, args.run_id)
+    client.set(RunKeys(args.run_id).stop, STOP_CANCELLED, nx=True)
+    print(f"Run {args.run_id} will stop at its branches' next steps.", file=sys.stderr)
+    return 0
+
+
+def handle_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from srh_workers.sweep import CelerySweepBackend, EmbeddedSweepBackend, SweepRunner
+    from srh_workers.sweep_spec import load_sweep
+
+    spec = load_sweep(args.suite_file)
+    out = Path(args.out or Path("sweeps") / spec.name)
+    if args.backend == "embedded":
+        backend: Any = EmbeddedSweepBackend(out / "runs")
+    else:
+        from srh_workers.tasks import sender
+
+        client, app = _connections()
+        backend = CelerySweepBackend(_checked(client), sender(app))
+    rows = SweepRunner(spec, out, backend).run()
+    failed = [row for row in rows if row["status"] != "done"]
+    if args.json:
+        print(json.dumps({"sweep": spec.name, "rows": rows}, default=str))
+    else:
+        print(f"Sweep {spec.name}: {len(rows) - len(failed)}/{len(rows)} cells done; "
+              f"table in {out / 'results.csv'}")
+        for row in failed:
+            print(f"  must be re-run: {row['cell']} ({row['error']})")
+    return 0 if not failed else 1

@@ -1,0 +1,160 @@
+"""Sweep files: problems x seeds x settings variants, as a TOML document.
+
+::
+
+    [sweep]
+    name = "feynman-small"          # run ids derive from it
+    problems = ["feynman-I.12.4", "feynman-I.6.2a"]   # or "all" (the suite's)
+    suite = "my_suite.json"         # optional; the built-in suite otherwise
+    seeds = [0, 1]
+    samples = 2000                  # data points per problem (SRBench protocol)
+    noise = 0.0
+    retries = 1                     # extra attempts for a failed or lost cell
+    max_parallel = 16               # runs in flight at once (cluster backend)
+
+    [settings]                      # SearchSettings for every cell
+    max_refinement_depth = 6
+    local_sample_size = 2
+
+    [[variants]]                    # optional grid; one cell per variant
+    name = "wide"
+    global_width = 4
+
+    [[datasets]]                    # optional real data (no ground truth)
+    name = "pendulum"
+    path = "pendulum.csv"
+    target = "T"
+
+Every (problem or dataset) x seed x variant is one cell and one run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from srh_core.agent.settings import SearchSettings
+from srh_core.errors import ConfigurationError
+
+
+class Variant(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+
+    def overrides(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class Dataset(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    path: str
+    target: str
+    description: str = ""
+
+
+class SweepSpec(BaseModel):
+    """A validated sweep file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9_.-]+$")
+    problems: list[str] | str = Field(default_factory=list)
+    suite: str | None = None
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    samples: int = Field(default=2000, ge=10, le=10_000_000)
+    noise: float = Field(default=0.0, ge=0.0)
+    retries: int = Field(default=1, ge=0, le=10)
+    max_parallel: int = Field(default=16, ge=1, le=10_000)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
+    datasets: list[Dataset] = Field(default_factory=list)
+    base_dir: str = "."
+
+    def search_settings(self, variant: Variant) -> SearchSettings:
+        return SearchSettings.build(**{**self.settings, **variant.overrides()})
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One run of a sweep: a problem (or dataset), a seed and a variant."""
+
+    problem: str
+    seed: int
+    variant: str
+    dataset: bool = False
+
+    @property
+    def cell_id(self) -> str:
+        return f"{self.problem}|seed={self.seed}|{self.variant}"
+
+    def run_id(self, sweep: str, attempt: int) -> str:
+        digest = hashlib.sha1(self.cell_id.encode()).hexdigest()[:10]
+        return f"{sweep}-{digest}-a{attempt}"
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep file; every problem is reported at once.
+
+    Raises:
+        ConfigurationError: Unreadable TOML, unknown keys, bad values, unknown
+            problems or settings (with the offending field named).
+    """
+    path = Path(path)
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigurationError(f"Cannot read sweep file {path}: {error}") from error
+    body = dict(document.get("sweep", {}))
+    for table in ("settings", "variants", "datasets"):
+        if table in document:
+            body[table] = document[table]
+    body["base_dir"] = str(path.parent)
+    try:
+        spec = SweepSpec(**body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigurationError(f"Sweep file {path}: {where}: {first['msg']} "
+                                 f"(got {first.get('input')!r}).", setting=where) from None
+    _check(spec)
+    return spec
+
+
+def _check(spec: SweepSpec) -> None:
+    for variant in spec.variants:
+        spec.search_settings(variant)  # raises ConfigurationError naming the setting
+    suite = problem_suite(spec)
+    for name in problem_names(spec):
+        suite.get(name)
+    if not problem_names(spec) and not spec.datasets:
+        raise ConfigurationError("The sweep has no problems and no datasets.", setting="problems")
+    names = [variant.name for variant in spec.variants]
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"Variant names must be unique; got {names}.", setting="variants")
+
+
+def problem_suite(spec: SweepSpec) -> Any:
+    from srh_core.problems import load_suite
+
+    return load_suite(Path(spec.base_dir) / spec.suite if spec.suite else None)
+
+
+def problem_names(spec: SweepSpec) -> list[str]:
+    if spec.problems == "all":
+        return problem_suite(spec).names()
+    if isinstance(spec.problems, str):
+        return [spec.problems]
+    return list(spec.problems)
+
+
+def cells(spec: SweepSpec) -> list[Cell]:
+    """Every cell, in a stable order (problem, seed, variant)."""
+    sources = [(name, False) for name in problem_names(spec)]
+    sources += [(dataset.name, True) for dataset in spec.datasets]
+    return [Cell(name, seed, variant.name, dataset) for name, dataset in sources
+            for seed in spec.seeds for variant in spec.variants]
