@@ -76,6 +76,10 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
             "srh status, tests"),
     KeySpec("results:{R}:{C}:{L}", "hash", "runtime tool_calls (HSETNX per K)",
             "runtime tool_calls, branch_advance"),
+    KeySpec("poison", "hash", "SRHTask delivery guard (task id -> PoisonRecord JSON)",
+            "srh status, poison_records"),
+    KeySpec("delivery:{task_id}:{retries}", "string", "SRHTask delivery guard (INCR)",
+            "SRHTask delivery guard", ttl="24 h from the first delivery"),
 )
 
 RUNS_INDEX = "srh:runs"
@@ -150,6 +154,11 @@ class RunKeys:
     spec = _static_key("spec", "String: the run specification JSON (settings, problem).")
     context = _static_key("context", "Hash: context metadata JSON and one .npy per array.")
     requests = _static_key("requests", "String: counter of model requests actually sent.")
+    poison = _static_key("poison", "Hash: task id -> PoisonRecord JSON of a poison task.")
+
+    def delivery(self, task_id: str, retries: int) -> str:
+        """Counter of the deliveries of one task message (one retry generation)."""
+        return self.key(f"delivery:{task_id}:{retries}")
 
     @property
     def node_keys(self) -> tuple[str, str, str]:

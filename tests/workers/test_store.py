@@ -97,6 +97,7 @@ def test_keys_follow_one_template_with_the_run_hash_tag():
     assert keys.nodes == "srh:{r-1.a:b}:nodes" and keys.registry == "srh:{r-1.a:b}:keys"
     built = {keys.branch(1, 2), keys.plan(1, 2, 3), keys.done(1, 2, 3), keys.advanced(1, 2, 3),
              keys.restart_finished(4), keys.restart_advanced(4), keys.results(1, 2, 3),
+             keys.delivery("t", 0),
              *keys.static_keys()}
     assert len(built) == len(KEY_SCHEMA)
     assert all(key.startswith("srh:{r-1.a:b}:") for key in built)

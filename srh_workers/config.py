@@ -1,0 +1,345 @@
+"""Worker settings: one frozen, validated object read from ``SRH_*`` environment variables.
+
+Every reliability figure of the distributed runtime lives here, next to the
+rule that ties them together: a task must be acknowledged before the Redis
+broker's visibility timeout runs out, or the broker hands the still-running
+task to a second worker. A task holds its message from delivery to ack for at
+most its hard time limit plus the countdown of a retry (a retried task waits
+for its countdown while the worker holds the message), so :meth:`check`
+requires, for every task kind::
+
+    hard limit + retry_backoff_max + margin <= visibility_timeout
+
+with ``margin = max(1 s, 10 % of visibility_timeout)``. :func:`srh_workers.app.make_app`
+and the worker's start-up call :meth:`WorkerSettings.check`; a bad combination
+stops the worker with a message that names the variables to change.
+
+The table of variables is :data:`SETTINGS_ENV` (field -> variable); defaults
+are the dataclass defaults, documented in ``deploy/README.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Literal, get_args
+from urllib.parse import urlsplit
+
+from srh_core.errors import ConfigurationError, did_you_mean
+
+TaskKind = Literal["tool", "branch"]
+BrokerKind = Literal["redis", "amqp", "memory"]
+LogFormat = Literal["json", "text"]
+
+TOOLS_QUEUE = "tools"
+BRANCHES_QUEUE = "branches"
+QUEUES: tuple[str, ...] = (BRANCHES_QUEUE, TOOLS_QUEUE)
+#: Task name prefix -> (kind, queue). Tasks named ``srh.tool.*`` run on ``tools`` etc.
+TASK_KINDS: Mapping[TaskKind, tuple[str, str]] = {
+    "tool": ("srh.tool.", TOOLS_QUEUE),
+    "branch": ("srh.branch.", BRANCHES_QUEUE),
+}
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_TASK_MODULES = ("srh_workers.tasks",)
+MIN_VISIBILITY_MARGIN_SECONDS = 1.0
+VISIBILITY_MARGIN_FRACTION = 0.1
+MAX_PORT = 65535
+
+_BROKER_SCHEMES: Mapping[str, BrokerKind] = {
+    "redis": "redis", "rediss": "redis", "redis+socket": "redis", "sentinel": "redis",
+    "amqp": "amqp", "amqps": "amqp", "pyamqp": "amqp", "memory": "memory",
+}
+_BACKEND_SCHEMES = ("redis", "rediss", "redis+socket", "sentinel", "cache+memory")
+
+#: Dataclass field -> environment variable.
+SETTINGS_ENV: Mapping[str, str] = {
+    "broker_url": "SRH_BROKER_URL",
+    "result_backend": "SRH_RESULT_BACKEND",
+    "redis_url": "SRH_REDIS_URL",
+    "visibility_timeout": "SRH_VISIBILITY_TIMEOUT",
+    "tool_soft_limit": "SRH_TOOL_SOFT_LIMIT",
+    "tool_hard_limit": "SRH_TOOL_HARD_LIMIT",
+    "branch_soft_limit": "SRH_BRANCH_SOFT_LIMIT",
+    "branch_hard_limit": "SRH_BRANCH_HARD_LIMIT",
+    "max_deliveries": "SRH_MAX_DELIVERIES",
+    "max_retries": "SRH_TASK_MAX_RETRIES",
+    "retry_backoff_max": "SRH_RETRY_BACKOFF_MAX",
+    "restore_interval": "SRH_RESTORE_INTERVAL",
+    "tool_max_tasks_per_child": "SRH_TOOL_MAX_TASKS_PER_CHILD",
+    "tool_max_memory_per_child_kb": "SRH_TOOL_MAX_MEMORY_PER_CHILD_KB",
+    "result_expires": "SRH_RESULT_EXPIRES",
+    "metrics_port": "SRH_METRICS_PORT",
+    "log_format": "SRH_LOG_FORMAT",
+    "runs_dir": "SRH_RUNS_DIR",
+    "task_modules": "SRH_TASK_MODULES",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TimeLimits:
+    """Soft and hard time limits of one task kind, in seconds."""
+
+    soft: float
+    hard: float
+
+
+def broker_kind(url: str) -> BrokerKind:
+    """The broker family of ``url``: "redis" (visibility timeout applies), "amqp" or "memory".
+
+    Raises:
+        ConfigurationError: When the scheme is not a supported broker.
+    """
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in _BROKER_SCHEMES:
+        raise ConfigurationError(
+            f"The 'SRH_BROKER_URL' setting must be a redis://, rediss://, sentinel:// or "
+            f"amqp:// URL. Got {url!r} instead.{did_you_mean(scheme, _BROKER_SCHEMES)}",
+            setting="SRH_BROKER_URL")
+    return _BROKER_SCHEMES[scheme]
+
+
+def _problem(name: str, expected: str, value: object) -> ConfigurationError:
+    env = SETTINGS_ENV.get(name, name)
+    return ConfigurationError(f"The '{env}' setting must be {expected}. Got {value!r} instead.",
+                              setting=env)
+
+
+def _positive_number(name: str, value: object, *, allow_zero: bool = False) -> None:
+    ok = (not isinstance(value, bool) and isinstance(value, int | float)
+          and math.isfinite(value) and (value >= 0 if allow_zero else value > 0))
+    if not ok:
+        raise _problem(name, "a finite number of seconds " + (">= 0" if allow_zero else "> 0"),
+                       value)
+
+
+def _int_at_least(name: str, value: object, low: int, high: int | None = None) -> None:
+    ok = (not isinstance(value, bool) and isinstance(value, int) and value >= low
+          and (high is None or value <= high))
+    if not ok:
+        span = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise _problem(name, f"an int {span}", value)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """Settings of the Celery app and its workers (read them with :meth:`from_env`).
+
+    Attributes:
+        broker_url: Celery broker: Redis (default) or RabbitMQ (``amqp://``).
+        result_backend: Celery result backend; None means ``redis_url``.
+        redis_url: Redis of the candidate store and the delivery counters; None
+            means the broker when it is Redis, else ``redis://127.0.0.1:6379/0``.
+        visibility_timeout: Seconds before the Redis broker re-delivers an
+            unacknowledged task. Short (tasks are short by design): it is also
+            how long a task of a dead worker waits before another worker runs it.
+        tool_soft_limit: Seconds before ``SoftTimeLimitExceeded`` is raised in a tool task.
+        tool_hard_limit: Seconds before a tool task's process is killed (the task fails).
+        branch_soft_limit: Soft limit of branch tasks (model requests; see deploy/README.md:
+            the model client's timeout times its attempts must fit under it).
+        branch_hard_limit: Hard limit of branch tasks.
+        max_deliveries: Deliveries of one task (per retry) before it is declared poison
+            and failed without running.
+        max_retries: Retries of a task after a transient error (Redis down, rate limit).
+        retry_backoff_max: Largest retry countdown, seconds (backoff is exponential, jittered).
+        restore_interval: Seconds between a worker's sweeps for expired unacked messages.
+        tool_max_tasks_per_child: Tasks before a prefork child is replaced (0: never).
+        tool_max_memory_per_child_kb: Resident KiB after which a child is replaced
+            once its task ends (0: no cap).
+        result_expires: Seconds task results are kept in the result backend.
+        metrics_port: Port of the worker's Prometheus endpoint (None: no endpoint).
+        log_format: ``json`` (one object per line) or ``text`` (key=value).
+        runs_dir: Directory of finished runs' results.
+        task_modules: Modules the worker imports to register its tasks.
+    """
+
+    broker_url: str = DEFAULT_REDIS_URL
+    result_backend: str | None = None
+    redis_url: str | None = None
+    visibility_timeout: int = 120
+    tool_soft_limit: float = 40.0
+    tool_hard_limit: float = 50.0
+    branch_soft_limit: float = 70.0
+    branch_hard_limit: float = 85.0
+    max_deliveries: int = 3
+    max_retries: int = 5
+    retry_backoff_max: float = 20.0
+    restore_interval: int = 5
+    tool_max_tasks_per_child: int = 200
+    tool_max_memory_per_child_kb: int = 1_000_000
+    result_expires: int = 86_400
+    metrics_port: int | None = None
+    log_format: LogFormat = "json"
+    runs_dir: Path = field(default_factory=lambda: Path("runs"))
+    task_modules: tuple[str, ...] = DEFAULT_TASK_MODULES
+
+    def __post_init__(self) -> None:
+        kind = broker_kind(self.broker_url)
+        if self.redis_url is None:
+            redis_url = self.broker_url if kind == "redis" else DEFAULT_REDIS_URL
+            object.__setattr__(self, "redis_url", redis_url)
+        if self.result_backend is None:
+            object.__setattr__(self, "result_backend", self.redis_url)
+        self._validate_urls(str(self.redis_url), str(self.result_backend))
+        self._validate_numbers()
+        if self.log_format not in get_args(LogFormat):
+            raise _problem("log_format", f"one of {get_args(LogFormat)}", self.log_format)
+        object.__setattr__(self, "runs_dir", Path(self.runs_dir))
+        object.__setattr__(self, "task_modules", tuple(self.task_modules))
+
+    @staticmethod
+    def _validate_urls(redis_url: str, result_backend: str) -> None:
+        if urlsplit(redis_url).scheme not in ("redis", "rediss", "redis+socket"):
+            raise _problem("redis_url", "a redis:// or rediss:// URL", redis_url)
+        if not result_backend.startswith(_BACKEND_SCHEMES):
+            raise _problem("result_backend", "a redis://, rediss:// or sentinel:// URL",
+                           result_backend)
+
+    def _validate_numbers(self) -> None:
+        for name in ("tool_soft_limit", "tool_hard_limit", "branch_soft_limit",
+                     "branch_hard_limit"):
+            _positive_number(name, getattr(self, name))
+        _positive_number("retry_backoff_max", self.retry_backoff_max, allow_zero=True)
+        _int_at_least("visibility_timeout", self.visibility_timeout, 1)
+        _int_at_least("restore_interval", self.restore_interval, 1)
+        _int_at_least("max_deliveries", self.max_deliveries, 1)
+        _int_at_least("max_retries", self.max_retries, 0)
+        _int_at_least("tool_max_tasks_per_child", self.tool_max_tasks_per_child, 0)
+        _int_at_least("tool_max_memory_per_child_kb", self.tool_max_memory_per_child_kb, 0)
+        _int_at_least("result_expires", self.result_expires, 1)
+        if self.metrics_port is not None:
+            _int_at_least("metrics_port", self.metrics_port, 0, MAX_PORT)
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def broker_kind(self) -> BrokerKind:
+        """"redis", "amqp" or "memory" (the visibility timeout only exists on "redis")."""
+        return broker_kind(self.broker_url)
+
+    @property
+    def visibility_margin(self) -> float:
+        """Slack kept between a task's longest hold of its message and the visibility timeout."""
+        return max(MIN_VISIBILITY_MARGIN_SECONDS,
+                   VISIBILITY_MARGIN_FRACTION * self.visibility_timeout)
+
+    def limits(self, kind: TaskKind) -> TimeLimits:
+        """The soft and hard time limits of task kind ``kind`` ("tool" or "branch")."""
+        if kind not in TASK_KINDS:
+            raise ConfigurationError(
+                f"Task kind must be one of {tuple(TASK_KINDS)}. Got {kind!r} instead."
+                f"{did_you_mean(str(kind), TASK_KINDS)}", setting="kind")
+        return TimeLimits(getattr(self, f"{kind}_soft_limit"), getattr(self, f"{kind}_hard_limit"))
+
+    def longest_hold(self, hard_limit: float) -> float:
+        """Longest time a task with ``hard_limit`` can hold its message unacknowledged."""
+        return hard_limit + self.retry_backoff_max
+
+    # ------------------------------------------------------------------- checks
+    def check(self) -> WorkerSettings:
+        """Check the relations between settings; return self.
+
+        Raises:
+            ConfigurationError: When a soft limit is not below its hard limit, a
+                hard limit (plus the retry backoff and the margin) reaches the
+                visibility timeout, or the restore sweep is slower than the timeout.
+        """
+        for kind in TASK_KINDS:
+            self._check_kind(kind)
+        if self.restore_interval >= self.visibility_timeout:
+            raise ConfigurationError(
+                f"SRH_RESTORE_INTERVAL ({self.restore_interval} s) must be shorter than "
+                f"SRH_VISIBILITY_TIMEOUT ({self.visibility_timeout} s): a dead worker's tasks "
+                f"are restored by that sweep.", setting="SRH_RESTORE_INTERVAL")
+        return self
+
+    def _check_kind(self, kind: TaskKind) -> None:
+        limits, upper = self.limits(kind), kind.upper()
+        if limits.soft >= limits.hard:
+            raise ConfigurationError(
+                f"SRH_{upper}_SOFT_LIMIT ({limits.soft:g} s) must be below "
+                f"SRH_{upper}_HARD_LIMIT ({limits.hard:g} s), so the task can clean up "
+                f"before it is killed.", setting=f"SRH_{upper}_SOFT_LIMIT")
+        self.check_hold(f"SRH_{upper}_HARD_LIMIT", limits.hard)
+
+    def check_hold(self, name: str, hard_limit: float) -> None:
+        """Raise unless a task with ``hard_limit`` is always acked within the visibility timeout.
+
+        Args:
+            name: What the limit is (a variable or a task name), for the message.
+            hard_limit: The task's hard time limit in seconds.
+        """
+        hold = self.longest_hold(hard_limit)
+        if hold + self.visibility_margin > self.visibility_timeout:
+            # the margin grows with the timeout, so the smallest timeout that works is
+            need = max(hold + MIN_VISIBILITY_MARGIN_SECONDS,
+                       hold / (1 - VISIBILITY_MARGIN_FRACTION))
+            raise ConfigurationError(
+                f"{name} ({hard_limit:g} s) plus SRH_RETRY_BACKOFF_MAX "
+                f"({self.retry_backoff_max:g} s) plus a margin of {self.visibility_margin:g} s "
+                f"must not exceed SRH_VISIBILITY_TIMEOUT ({self.visibility_timeout} s), or the "
+                f"broker re-delivers a task that is still running. Raise SRH_VISIBILITY_TIMEOUT "
+                f"to at least {math.ceil(need - 1e-9)} or lower the limit.",
+                setting="SRH_VISIBILITY_TIMEOUT")
+
+    # ----------------------------------------------------------------- from env
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
+        """Read the settings from ``environ`` (default ``os.environ``); unset means default.
+
+        Raises:
+            ConfigurationError: A variable does not parse or is out of range
+                (the message names the variable).
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for spec in fields(cls):
+            raw = environ.get(SETTINGS_ENV[spec.name], "").strip()
+            if raw:
+                values[spec.name] = _parse(spec.name, raw)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def to_env(self) -> dict[str, str]:
+        """The settings as ``SRH_*`` variables (what a child process needs to rebuild them)."""
+        env = {}
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if value is None:
+                continue
+            text = (",".join(value) or "none") if isinstance(value, tuple) else str(value)
+            env[SETTINGS_ENV[spec.name]] = text
+        return env
+
+
+_INTS = frozenset({"visibility_timeout", "max_deliveries", "max_retries", "restore_interval",
+                   "tool_max_tasks_per_child", "tool_max_memory_per_child_kb", "result_expires",
+                   "metrics_port"})
+_FLOATS = frozenset({"tool_soft_limit", "tool_hard_limit", "branch_soft_limit",
+                     "branch_hard_limit", "retry_backoff_max"})
+
+
+def _parse(name: str, raw: str) -> object:
+    if name in _INTS:
+        try:
+            return int(raw)
+        except ValueError:
+            raise _problem(name, "an int", raw) from None
+    if name in _FLOATS:
+        try:
+            return float(raw)
+        except ValueError:
+            raise _problem(name, "a number of seconds", raw) from None
+    if name == "task_modules":  # "none": no task modules (a ping-only worker)
+        if raw.lower() == "none":
+            return ()
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    if name == "runs_dir":
+        return Path(raw)
+    return raw
+
+
+__all__ = [
+    "BRANCHES_QUEUE", "DEFAULT_REDIS_URL", "QUEUES", "SETTINGS_ENV", "TASK_KINDS", "TOOLS_QUEUE",
+    "TimeLimits", "WorkerSettings", "broker_kind",
+]

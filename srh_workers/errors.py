@@ -1,0 +1,28 @@
+"""The exception tree of srh_workers (one base class, under srh_core's)."""
+
+from __future__ import annotations
+
+from srh_core.errors import SRHarnessError
+
+
+class WorkersError(SRHarnessError):
+    """Base class of every error srh_workers raises on purpose."""
+
+
+class PoisonTaskError(WorkersError):
+    """A task was delivered more than ``max_deliveries`` times and was failed without running.
+
+    Only the message survives the result backend's JSON round trip; the
+    fields are set where the error is raised (and are in the poison record).
+    """
+
+    def __init__(self, message: str, *, task_id: str | None = None,
+                 task_name: str | None = None, deliveries: int | None = None) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.task_name = task_name
+        self.deliveries = deliveries
+
+
+class TransientTaskError(WorkersError):
+    """A task failed for a reason worth retrying (raise it to ask for a retry)."""

@@ -1,0 +1,92 @@
+"""Shared helpers of the worker tests: real worker subprocesses and condition waits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER_START_DEADLINE = 30.0
+STOP_DEADLINE = 15.0
+POLL_SECONDS = 0.05
+
+
+def wait_until(predicate: Callable[[], object], deadline: float, what: str) -> object:
+    """Poll ``predicate`` until it returns a truthy value; fail with ``what`` after the deadline."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(POLL_SECONDS)
+    pytest.fail(f"timed out after {deadline:.0f} s waiting for {what}")
+
+
+def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a worker subprocess: no inherited SRH_* variable, a private Redis."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("SRH_", "PROMETHEUS_"))}
+    env.update({"SRH_BROKER_URL": redis_url, "SRH_TASK_MODULES": "none",
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    env.update(extra)
+    return env
+
+
+@dataclass
+class WorkerProcess:
+    """A worker (or ``srh worker`` supervisor) subprocess with its log file."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @classmethod
+    def start(cls, argv: Sequence[str], env: Mapping[str, str], log: Path) -> WorkerProcess:
+        stream = log.open("ab")
+        try:
+            process = subprocess.Popen(list(argv), env=dict(env), cwd=ROOT, stdout=stream,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            stream.close()
+        return cls(process, log)
+
+    @classmethod
+    def celery(cls, env: Mapping[str, str], log: Path, *, queue: str = "tools",
+               pool: str = "prefork", concurrency: int = 1) -> WorkerProcess:
+        argv = [sys.executable, "-m", "celery", "-A", "srh_workers.app", "worker", "-Q", queue,
+                "-P", pool, "-c", str(concurrency), "--prefetch-multiplier", "1", "-E",
+                "-n", f"{queue}-{log.stem}@%h", "-l", "INFO", "--without-mingle",
+                "--without-gossip"]
+        return cls.start(argv, env, log)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Stop the whole process group; return the exit code."""
+        if self.alive:
+            os.killpg(self.process.pid, sig)
+            try:
+                self.process.wait(timeout=STOP_DEADLINE)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=STOP_DEADLINE)
+        # children of a killed supervisor must not outlive the test
+        for _ in range(2):
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                break
+        return int(self.process.returncode)
