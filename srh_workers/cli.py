@@ -1,7 +1,7 @@
 """The cluster commands of ``srh``, plugged in through the ``srh.commands`` entry point.
 
 Adds ``srh worker``, ``srh metrics``, ``srh status``, ``srh result``,
-``srh cancel`` and ``srh sweep``, and the ``celery`` backend of ``srh run``
+``srh cancel``, ``srh kick`` and ``srh sweep``, and the ``celery`` backend of ``srh run``
 (with ``--detach``). Connection settings come from the environment
 (``SRH_BROKER_URL``, ``SRH_RESULT_BACKEND``, ``SRH_REDIS_URL``).
 """
@@ -44,6 +44,9 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     cancel = subparsers.add_parser("cancel", help="stop a distributed run at its next step")
     cancel.add_argument("run_id")
     cancel.set_defaults(handler=handle_cancel)
+    kick = subparsers.add_parser("kick", help="re-send a stalled run's next tasks (idempotent)")
+    kick.add_argument("run_id")
+    kick.set_defaults(handler=handle_kick)
     _add_sweep(subparsers)
 
 
@@ -202,6 +205,18 @@ def handle_cancel(args: argparse.Namespace) -> int:
     load_spec(client, args.run_id)
     client.set(RunKeys(args.run_id).stop, STOP_CANCELLED, nx=True)
     print(f"Run {args.run_id} will stop at its branches' next steps.", file=sys.stderr)
+    return 0
+
+
+def handle_kick(args: argparse.Namespace) -> int:
+    from srh_workers.submit import kick_run
+    from srh_workers.tasks import sender
+
+    client, app = _connections()
+    actions = kick_run(_checked(client), sender(app), args.run_id)
+    print(f"Re-sent {len(actions)} task(s) of run {args.run_id}: "
+          f"{', '.join(a.task for a in actions) or 'none (the run has a result)'}",
+          file=sys.stderr)
     return 0
 
 

@@ -176,6 +176,29 @@ def write_run_directory(rt: RunRuntime, result: SearchResult) -> None:
         logger.warning("Run %s: could not write the run directory: %s", rt.spec.run_id, error)
 
 
+def repair_actions(rt: RunRuntime) -> list[Action]:
+    """The actions that move a stalled run on from its stored state.
+
+    A message can be lost outside the tasks' control (e.g. popped from the
+    broker list an instant before the broker died). Every task is
+    idempotent, so re-sending what the stored state says comes next is
+    safe: duplicates of queued tasks change nothing.
+    """
+    if rt.store.stored_result() is not None:
+        return []
+    restart = 0
+    while rt.client.exists(rt.keys.branch(restart + 1, 1)):
+        restart += 1
+    if restart == 0:
+        return [restart_action(rt.spec.run_id, 1)]
+    actions: list[Action] = []
+    for C in range(1, rt.settings.global_width + 1):
+        if not rt.client.exists(rt.keys.branch(restart, C)):
+            return [restart_action(rt.spec.run_id, restart)]
+        actions += continue_branch(rt, rt.branch(restart, C))
+    return actions
+
+
 def _finalize(rt: RunRuntime) -> list[Action]:
     finalize_run(rt)
     return []

@@ -72,6 +72,17 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     return spec
 
 
+def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
+    """Re-send what a stalled run's stored state says comes next (idempotent)."""
+    from srh_workers.flow import repair_actions
+    from srh_workers.runtime import runtime_for
+
+    actions = repair_actions(runtime_for(client, run_id))
+    for action in actions:
+        send(action)
+    return actions
+
+
 def run_result(client: Redis, run_id: str) -> SearchResult | None:
     """The final result of a run, or None while it is still running."""
     load_spec(client, run_id)

@@ -43,10 +43,21 @@ class RunLost(Exception):
     """The backend no longer knows a run (e.g. Redis lost its keys)."""
 
 
+MAX_KICKS = 2
+
+
 class SweepBackend(Protocol):
     def submit(self, run_id: str, cell: Cell, data: CellData) -> None: ...
 
     def poll(self, run_id: str) -> SearchResult | None: ...
+
+    def progress(self, run_id: str) -> int:
+        """A number that grows while the run makes progress (its node count)."""
+        ...
+
+    def kick(self, run_id: str) -> None:
+        """Re-send the stalled run's next tasks."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +155,7 @@ class SweepRunner:
             self._fail(entry, f"run lost: {lost}")
             return
         if result is None:
+            self._watch(entry)
             return
         entry["seconds"] = time.time() - entry["submitted_at"]
         entry.update(summarize(result, self.spec, entry))
@@ -152,6 +164,23 @@ class SweepRunner:
         else:
             entry["status"] = "done"
             self.save()
+
+    def _watch(self, entry: dict[str, Any]) -> None:
+        """Kick a run that made no progress for ``stall_seconds``; then give it up."""
+        now, progress = time.time(), self.backend.progress(entry["run_id"])
+        if progress != entry.get("progress"):
+            entry.update(progress=progress, progress_at=now, kicks=0)
+            return
+        if now - entry.get("progress_at", now) < self.spec.stall_seconds:
+            return
+        if entry.get("kicks", 0) >= MAX_KICKS:
+            self._fail(entry, f"stalled: no progress for {self.spec.stall_seconds:g}s after "
+                              f"{MAX_KICKS} kicks")
+            return
+        entry["kicks"] = entry.get("kicks", 0) + 1
+        entry["progress_at"] = now
+        logger.warning("run %s stalled; re-sending its next tasks", entry["run_id"])
+        self.backend.kick(entry["run_id"])
 
     def _fail(self, entry: dict[str, Any], reason: str) -> None:
         entry["error"] = reason
@@ -241,6 +270,12 @@ class EmbeddedSweepBackend:
     def poll(self, run_id: str) -> SearchResult | None:
         return self.results.get(run_id)
 
+    def progress(self, run_id: str) -> int:
+        return 0
+
+    def kick(self, run_id: str) -> None:
+        return None
+
 
 class CelerySweepBackend:
     """Submits cells as distributed runs and polls Redis for their results."""
@@ -262,3 +297,13 @@ class CelerySweepBackend:
             return run_result(self.client, run_id)
         except SearchStateError as error:
             raise RunLost(str(error)) from None
+
+    def progress(self, run_id: str) -> int:
+        from srh_workers.store import RedisCandidateStore
+
+        return RedisCandidateStore.open(self.client, run_id).node_count
+
+    def kick(self, run_id: str) -> None:
+        from srh_workers.submit import kick_run
+
+        kick_run(self.client, self.send, run_id)

@@ -11,6 +11,8 @@
     noise = 0.0
     retries = 1                     # extra attempts for a failed or lost cell
     max_parallel = 16               # runs in flight at once (cluster backend)
+    stall_seconds = 180             # no new node for this long: re-send the run's next
+                                    # tasks; after two such kicks the cell counts as lost
 
     [settings]                      # SearchSettings for every cell
     max_refinement_depth = 6
@@ -70,6 +72,7 @@ class SweepSpec(BaseModel):
     noise: float = Field(default=0.0, ge=0.0)
     retries: int = Field(default=1, ge=0, le=10)
     max_parallel: int = Field(default=16, ge=1, le=10_000)
+    stall_seconds: float = Field(default=180.0, gt=0)
     settings: dict[str, Any] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     datasets: list[Dataset] = Field(default_factory=list)

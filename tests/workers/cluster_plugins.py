@@ -1,0 +1,69 @@
+"""Test-only tool and model for the cluster tests, imported by the test's workers.
+
+Workers load this module through ``SRH_TASK_MODULES``, so the ``slow_probe``
+tool and the ``test-slow`` provider exist on both sides. The provider counts
+its requests per sampling seed in Redis (``srh-test:requests``), which is how
+a test proves that a finished step was never sampled again, and it can be
+made slow (``SRH_TEST_MODEL_DELAY``) so a test can kill a worker mid-request.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator
+from typing import Any
+
+import redis
+
+from srh_core.api import BaseAPI
+from srh_core.api.call_result import SampleDelta
+from srh_core.api.response import CallSummary, ModelResponse, Usage
+from srh_core.tools.base import BaseTool
+
+REQUESTS_KEY = "srh-test:requests"
+MODEL_DELAY_ENV = "SRH_TEST_MODEL_DELAY"
+PROBE_SECONDS = 1.0
+FORMULAS = ("x1*x2**2", "x1*x2", "x1 + x2", "x2**2")
+
+
+@BaseTool.register("slow_probe")
+class SlowProbe(BaseTool):
+    def execute(self, seconds: float = PROBE_SECONDS) -> dict[str, Any]:
+        """Wait, then answer (a stand-in for an expensive analysis).
+
+        Args:
+            seconds: How long to wait.
+        """
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            time.sleep(0.05)
+        return {"slept": seconds}
+
+
+@BaseAPI.register("test-slow")
+class SlowScriptedAPI(BaseAPI):
+    """Deterministic replies: a slow probe plus one formula per sample."""
+
+    def __init__(self, model: str | None = None, tool_list: Any = None,
+                 tool_parser_name: str = "text", environment: Any = None) -> None:
+        super().__init__(model or "test-slow", tool_list, tool_parser_name, environment)
+
+    def _generate(self, messages: Any, n: int, options: Any, token: Any
+                  ) -> Generator[SampleDelta, None, CallSummary]:
+        url = os.environ.get("SRH_REDIS_URL") or os.environ.get("SRH_BROKER_URL")
+        if url:
+            redis.Redis.from_url(url).hincrby(REQUESTS_KEY, str(options.seed), 1)
+        time.sleep(float(os.environ.get(MODEL_DELAY_ENV, "0")))
+        responses = []
+        for k in range(1, n + 1):
+            formula = FORMULAS[(k + (options.seed or 0)) % len(FORMULAS)]
+            text = (f'CALL slow_probe {{"seconds": {PROBE_SECONDS}}}\n'
+                    f'CALL evaluate {{"f": "{formula}"}}')
+            outcome = self.parser.parse_response_detailed(text)
+            responses.append(ModelResponse(
+                content=text, tool_calls=tuple(outcome.calls),
+                message=self.parser.assistant_message(text, outcome.calls),
+                finish_reason="stop", sample=k))
+            yield SampleDelta(k, text, list(outcome.calls))
+        return CallSummary(tuple(responses), Usage(), self.provider, "test-slow")
