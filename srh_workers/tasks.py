@@ -118,3 +118,33 @@ def branch_advance(self: FlowTask, run_id: str, R: int, C: int, L: int) -> dict[
 def branch_finalize(self: FlowTask, run_id: str) -> dict[str, Any]:
     """Write the run's result to Redis and the run directory."""
     return _run(self, "srh.branch.finalize", run_id)
+
+
+_PROBE_CONTEXTS: dict[int, Any] = {}
+
+
+def _probe_context(samples: int) -> Any:
+    """A small fixed dataset per process (y = x1 * x2**2 + noise-free), built once."""
+    import numpy as np
+
+    from srh_core.context import AgentContext
+
+    if samples not in _PROBE_CONTEXTS:
+        rng = np.random.default_rng(0)
+        x1, x2, x3 = rng.uniform(1, 5, (3, samples))
+        _PROBE_CONTEXTS[samples] = AgentContext(
+            data={"x1": x1, "x2": x2, "x3": x3, "y": x1 * x2**2 + x3}, target="y")
+    return _PROBE_CONTEXTS[samples]
+
+
+@shared_task(name="srh.tool.probe", bind=True)
+def tool_probe(self: SRHTask, tool: str = "evaluate", params: dict[str, Any] | None = None,
+               samples: int = 200) -> dict[str, Any]:
+    """Run one tool call on a built-in dataset: a health check that tools really run
+    on this worker, and the unit of the cluster benchmark."""
+    import srh_core.tools.catalogue  # noqa: F401 - registers the tools
+    from srh_core.tools.base import BaseTool
+
+    samples = max(10, min(int(samples), 100_000))
+    result = BaseTool.create(tool, _probe_context(samples))(**(params or {"f": "x1*x2**2"}))
+    return {"ok": result.ok, "elapsed_s": result.meta_data.get("elapsed_s")}
