@@ -150,19 +150,19 @@ def finalize_run(rt: RunRuntime) -> SearchResult:
         return existing
     status, reason = final_status(rt.stop_reason(), rt.settings.time_limit)
     result = rt.agent.build_search_result(status, stop_reason=reason)
-    if rt.settings.save_path:
-        write_run_directory(rt, result)
+    if rt.run_dir is not None:
+        write_run_directory(rt, result, rt.run_dir)
     return result
 
 
-def write_run_directory(rt: RunRuntime, result: SearchResult) -> None:
+def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
     """Best effort: the run directory (settings, data, nodes, candidates, result).
 
     It is written on the disk of the worker that finalizes the run: point
-    ``save_path`` at shared storage to collect runs in one place.
+    ``save_path`` (or the workers' ``SRH_RUNS_DIR``) at shared storage to
+    collect runs in one place.
     """
     try:
-        path = Path(rt.settings.save_path)
         context = rt.agent.context
         problem = {"description": rt.spec.description, "target": rt.spec.target,
                    "features": rt.spec.features, "run_id": rt.spec.run_id}

@@ -27,6 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from redis import Redis
@@ -76,13 +77,21 @@ def finalize_action(run_id: str) -> Action:
 
 
 class RunRuntime:
-    """One run as a worker sees it: spec, agent (tools, model, context) and store."""
+    """One run as a worker sees it: spec, agent (tools, model, context) and store.
 
-    def __init__(self, client: Redis, spec: RunSpec) -> None:
+    Args:
+        client: Redis of the candidate store.
+        spec: The run's specification.
+        runs_dir: Where finished runs are written when their settings name no
+            ``save_path`` (the worker's ``SRH_RUNS_DIR``); None writes nothing.
+    """
+
+    def __init__(self, client: Redis, spec: RunSpec, runs_dir: Path | None = None) -> None:
         from srh_core.context import AgentContext
 
         self.client = client
         self.spec = spec
+        self.runs_dir = runs_dir
         self.keys = RunKeys(spec.run_id)
         settings = spec.search_settings()
         self.agent = SRAgent(settings)
@@ -93,6 +102,13 @@ class RunRuntime:
             client, spec.run_id, settings.ranking_metric, settings.larger_is_better,
             agent_metadata={"class": "SRAgent", **settings.model_dump()})
         self.agent.executor = SerialToolExecutor(self.agent.tools)
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run directory: the settings' save_path, else ``runs_dir/run_id``."""
+        if self.settings.save_path:
+            return Path(self.settings.save_path)
+        return None if self.runs_dir is None else self.runs_dir / self.spec.run_id
 
     @property
     def store(self) -> RedisCandidateStore:
@@ -160,14 +176,14 @@ _CACHE: OrderedDict[str, RunRuntime] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
-def runtime_for(client: Redis, run_id: str) -> RunRuntime:
+def runtime_for(client: Redis, run_id: str, runs_dir: Path | None = None) -> RunRuntime:
     """The cached runtime of ``run_id`` in this process (data loaded once per process)."""
     with _CACHE_LOCK:
         cached = _CACHE.get(run_id)
         if cached is not None:
             _CACHE.move_to_end(run_id)
             return cached
-    runtime = RunRuntime(client, load_spec(client, run_id))
+    runtime = RunRuntime(client, load_spec(client, run_id), runs_dir)
     with _CACHE_LOCK:
         _CACHE[run_id] = runtime
         while len(_CACHE) > RUN_CACHE_SIZE:

@@ -41,8 +41,12 @@ def _client(task: SRHTask) -> Any:
     return redis_client(str(app_settings(task.app).redis_url))
 
 
+def _runtime(task: SRHTask, run_id: str) -> Any:
+    return runtime_for(_client(task), run_id, app_settings(task.app).runs_dir)
+
+
 def _run(task: SRHTask, name: str, run_id: str, *coordinate: int) -> dict[str, Any]:
-    runtime = runtime_for(_client(task), run_id)
+    runtime = _runtime(task, run_id)
     actions = flow.HANDLERS[name](runtime, *coordinate)
     for action in actions:
         send_action(task.app, action)
@@ -57,7 +61,7 @@ class FlowTask(SRHTask):
         args: Sequence[Any] = self.request.args or ()
         if not args:
             return
-        runtime = runtime_for(_client(self), str(args[0]))
+        runtime = _runtime(self, str(args[0]))
         if self.name == "srh.tool.calls" and len(args) == 5:
             actions = _fail_sample(runtime, *args[1:], record)
         elif self.name in ("srh.branch.step", "srh.branch.advance") and len(args) >= 3:

@@ -54,7 +54,7 @@ class Cluster:
     def __init__(self, url: str, directory: Path) -> None:
         self.url = url
         self.directory = directory
-        self.env = worker_env(url, **CLUSTER_ENV)
+        self.env = worker_env(url, SRH_RUNS_DIR=str(directory / "runs"), **CLUSTER_ENV)
         self.workers: list[WorkerProcess] = []
         producer_env = {key: value for key, value in self.env.items() if key.startswith("SRH_")}
         self.app = make_app(WorkerSettings.from_env({**producer_env,
@@ -141,6 +141,9 @@ def test_smallest_deployment_matches_the_embedded_run(cluster: Cluster) -> None:
     best = result["candidates"][result["best_candidate"]]
     assert best["formula"] == embedded["candidates"][embedded["best_candidate"]]["formula"]
     assert problem.judge(best["formula"]).solved
+    path = cluster.directory / "runs" / run_id / "result.json"
+    wait_until(path.exists, 30, "the finalizing worker to write the run directory")
+    assert json.loads(path.read_text()) == result
 
 
 def _held_tool_task(client: redis.Redis) -> tuple[Any, ...] | None:
