@@ -31,7 +31,7 @@ from celery import Celery, signals
 from kombu import Exchange, Queue
 
 from srh_core.errors import ConfigurationError
-from srh_workers import observability
+from srh_workers import logs, metrics
 from srh_workers.config import QUEUES, TASK_KINDS, TOOLS_QUEUE, WorkerSettings
 from srh_workers.reliability import SRHTask
 
@@ -196,8 +196,8 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
                            "per core in every child (start it with `srh worker`)", loose)
     if settings.metrics_port is not None:
         try:
-            server, _ = observability.start_worker_metrics(settings.metrics_port,
-                                                           settings.broker_url, QUEUES)
+            server, _ = metrics.start_worker_metrics(settings.metrics_port,
+                                                     settings.broker_url, QUEUES)
         except ImportError:
             logger.error("SRH_METRICS_PORT is set but prometheus-client is not installed "
                          "(pip install 'srh[metrics]'); running without metrics")
@@ -219,16 +219,16 @@ def _connect_signals(celery_app: Celery) -> None:
 
     def on_setup_logger(logger: logging.Logger | None = None, **_: Any) -> None:
         if logger is not None:
-            observability.install_log_format(logger, settings.log_format)
+            logs.install_log_format(logger, settings.log_format)
 
     signals.import_modules.connect(on_import_modules, weak=False, dispatch_uid=f"{uid}-import")
     signals.worker_init.connect(on_worker_init, weak=False, dispatch_uid=f"{uid}-init")
     signals.after_setup_logger.connect(on_setup_logger, weak=False, dispatch_uid=f"{uid}-log")
     signals.after_setup_task_logger.connect(on_setup_logger, weak=False,
                                             dispatch_uid=f"{uid}-tasklog")
-    signals.task_prerun.connect(observability.on_task_prerun, weak=False,
+    signals.task_prerun.connect(metrics.on_task_prerun, weak=False,
                                 dispatch_uid="srh-metrics-prerun")
-    signals.task_postrun.connect(observability.on_task_postrun, weak=False,
+    signals.task_postrun.connect(metrics.on_task_postrun, weak=False,
                                  dispatch_uid="srh-metrics-postrun")
 
 

@@ -148,7 +148,7 @@ def _safe_status(client: Any, run_id: str) -> dict[str, Any]:
 def cluster_overview(app: Any) -> dict[str, Any]:
     """Queue depths from the broker and the workers that answer a ping."""
     from srh_workers.config import QUEUES, WorkerSettings
-    from srh_workers.observability import queue_depths
+    from srh_workers.metrics import queue_depths
 
     settings = WorkerSettings.from_env()
     try:

@@ -1,418 +1,54 @@
-"""Structured logs with the run and coordinate of the task, and Prometheus metrics.
+"""Observability of the workers: structured logs and Prometheus metrics, in one namespace.
 
-Logs: :class:`SRHTask <srh_workers.reliability.SRHTask>` binds a
-:class:`TaskContext` (run_id, R, C, L, K, task_id, task_name) to a context
-variable around every task body; :class:`ContextFilter` copies it onto each
-log record and :class:`JsonFormatter` (one JSON object per line) or
-:class:`KeyValueFormatter` prints it. Code outside tasks (the coordinator)
-binds the same fields with :func:`log_context`. A context variable is per
-thread, so the threads pool's concurrent tasks never see each other's fields.
+The two concepts live in their own modules; this one re-exports both, so
+``from srh_workers import observability`` keeps working:
 
-Metrics (prometheus-client, the optional ``metrics`` extra), all prefixed ``srh_``:
-
-- ``srh_tasks_total{task, state}``: executions by final state (success,
-  failure, retry, poison, ...), counted in the process that ran the task;
-- ``srh_task_seconds{task}``: execution time histogram (tool latency);
-- ``srh_queue_depth{queue}``: messages waiting in each queue, read from the
-  broker at scrape time (Redis: ``LLEN`` of the queue's list and of its
-  priority lists; RabbitMQ: a passive ``queue_declare``);
-- ``srh_unacked_messages`` (Redis): messages delivered and not yet acked;
-- ``srh_broker_up``: whether the last scrape reached the broker.
-
-Prefork children count tasks, the parent serves the endpoint, so a worker
-with ``SRH_METRICS_PORT`` uses prometheus-client's multiprocess mode: the
-parent points ``PROMETHEUS_MULTIPROC_DIR`` at an empty directory (its own, or
-a fresh temporary one) before any metric exists, children write memory-mapped
-files there, and the endpoint sums them (counts of recycled children are
-kept). ``srh metrics`` (:func:`run_exporter`) serves the queue gauges alone,
-without a worker: scrape one exporter for queue depth, every worker for tasks.
+- :mod:`srh_workers.logs`: the task context (run_id, R, C, L, K, task_id,
+  task_name) bound around every task body and copied onto each log record,
+  and the JSON / key=value formatters;
+- :mod:`srh_workers.metrics`: task counters and latency, queue depth read
+  from the broker at scrape time, the worker endpoint (prometheus-client's
+  multiprocess mode) and the ``srh metrics`` exporter.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import json
-import logging
-import os
-import tempfile
-import threading
-import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, fields, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from celery import Task
-    from prometheus_client import CollectorRegistry
-    from prometheus_client.registry import Collector
-
-COORDINATE_FIELDS = ("R", "C", "L", "K")
-TASK_FIELDS = ("run_id", *COORDINATE_FIELDS, "task_id", "task_name")
-LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0,
-                   90.0, 120.0)
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-BROKER_TIMEOUT_SECONDS = 5.0
-_RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
-    "message", "asctime", "taskName", *TASK_FIELDS}
-logger = logging.getLogger("srh.workers.observability")
-
-
-# ------------------------------------------------------------------ log context
-@dataclass(frozen=True, slots=True)
-class TaskContext:
-    """Fields every log line of a task carries (None: unknown)."""
-
-    run_id: str | None = None
-    R: int | None = None
-    C: int | None = None
-    L: int | None = None
-    K: int | None = None
-    task_id: str | None = None
-    task_name: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The known fields only."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
-
-    def coordinate(self) -> dict[str, int]:
-        return {name: value for name in COORDINATE_FIELDS
-                if (value := getattr(self, name)) is not None}
-
-
-EMPTY_CONTEXT = TaskContext()
-_context: ContextVar[TaskContext] = ContextVar("srh_task_context", default=EMPTY_CONTEXT)
-
-
-def current_context() -> TaskContext:
-    """The context bound in this thread (empty outside tasks and :func:`log_context`)."""
-    return _context.get()
-
-
-@contextlib.contextmanager
-def bound_context(context: TaskContext) -> Iterator[TaskContext]:
-    """Bind ``context`` for the duration of the block (restored afterwards)."""
-    token = _context.set(context)
-    try:
-        yield context
-    finally:
-        _context.reset(token)
-
-
-def log_context(**values: Any) -> contextlib.AbstractContextManager[TaskContext]:
-    """Add fields (``run_id=..., R=...``) to the current context for a block of code."""
-    unknown = sorted(set(values) - set(TASK_FIELDS))
-    if unknown:
-        raise TypeError(f"log_context takes {TASK_FIELDS}; got unknown fields {unknown}")
-    return bound_context(replace(current_context(), **values))
-
-
-_signatures: dict[str, inspect.Signature | None] = {}
-
-
-def _signature(task: Task) -> inspect.Signature | None:
-    name = str(task.name)
-    if name not in _signatures:
-        try:
-            _signatures[name] = inspect.signature(task.run)
-        except (TypeError, ValueError):
-            _signatures[name] = None
-    return _signatures[name]
-
-
-def task_context(task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskContext:
-    """The context of one execution: the task's ``run_id``/``R``/``C``/``L``/``K`` arguments."""
-    values: dict[str, Any] = dict(kwargs)
-    signature = _signature(task)
-    if signature is not None:
-        with contextlib.suppress(TypeError):
-            values = dict(signature.bind_partial(*args, **kwargs).arguments)
-    found = {name: values[name] for name in ("run_id", *COORDINATE_FIELDS)
-             if isinstance(values.get(name), str | int) and not isinstance(values[name], bool)}
-    if "run_id" in found:
-        found["run_id"] = str(found["run_id"])
-    return TaskContext(task_id=task.request.id, task_name=task.name, **found)
-
-
-class ContextFilter(logging.Filter):
-    """Copy the bound :class:`TaskContext` onto every record (Celery's current task as fallback)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        context = current_context()
-        if context.task_id is None:
-            context = _celery_task_context(context)
-        for name in TASK_FIELDS:
-            if getattr(record, name, None) is None:
-                setattr(record, name, getattr(context, name))
-        return True
-
-
-def _celery_task_context(context: TaskContext) -> TaskContext:
-    from celery import current_task
-
-    task = current_task
-    if not task or task.request.id is None:
-        return context
-    return replace(context, task_id=task.request.id, task_name=task.name)
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, the task context and extras."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-                  + f".{int(record.msecs):03d}Z",
-            "level": record.levelname, "logger": record.name, "message": record.getMessage(),
-            "process": record.process}
-        entry.update({name: value for name in TASK_FIELDS
-                      if (value := getattr(record, name, None)) is not None})
-        entry.update({key: value for key, value in vars(record).items()
-                      if key not in _RECORD_ATTRIBUTES and not key.startswith("_")})
-        if record.exc_info:
-            entry["exc_info"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=repr, ensure_ascii=False)
-
-
-class KeyValueFormatter(logging.Formatter):
-    """``time level logger: message key=value ...`` with the task context's known fields."""
-
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        pairs = " ".join(f"{name}={value}" for name in TASK_FIELDS
-                         if (value := getattr(record, name, None)) is not None)
-        if not pairs:
-            return text
-        head, newline, tail = text.partition("\n")  # keep a traceback below the fields
-        return f"{head} {pairs}{newline}{tail}"
-
-
-def make_formatter(log_format: str) -> logging.Formatter:
-    """``json`` -> :class:`JsonFormatter`, ``text`` -> :class:`KeyValueFormatter`."""
-    return JsonFormatter() if log_format == "json" else KeyValueFormatter()
-
-
-def install_log_format(logger_: logging.Logger, log_format: str) -> None:
-    """Give every handler of ``logger_`` the structured formatter and the context filter."""
-    for handler in logger_.handlers:
-        handler.setFormatter(make_formatter(log_format))
-        if not any(isinstance(f, ContextFilter) for f in handler.filters):
-            handler.addFilter(ContextFilter())
-
-
-# --------------------------------------------------------------------- metrics
-class TaskMetrics:
-    """Task counters and latency histogram.
-
-    Args:
-        registry: Where to register them; None in multiprocess mode (the
-            endpoint reads the children's files instead).
-    """
-
-    def __init__(self, registry: CollectorRegistry | None) -> None:
-        from prometheus_client import Counter, Histogram
-
-        self.tasks = Counter("srh_tasks", "Task executions by final state.", ["task", "state"],
-                             registry=registry)
-        self.seconds = Histogram("srh_task_seconds", "Task execution time in seconds.",
-                                 ["task"], buckets=LATENCY_BUCKETS, registry=registry)
-
-    def observe(self, task: str, state: str, seconds: float | None) -> None:
-        self.tasks.labels(task=task, state=state).inc()
-        if seconds is not None:
-            self.seconds.labels(task=task).observe(seconds)
-
-
-def redis_queue_keys(queue: str) -> list[str]:
-    """The Redis lists holding ``queue``'s messages: the queue and its priority lists."""
-    from kombu.transport.redis import PRIORITY_STEPS, Channel
-
-    return [queue, *(f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS if step)]
-
-
-def _redis_depths(url: str, queues: Sequence[str]) -> tuple[dict[str, int], int]:
-    import redis
-
-    client = redis.Redis.from_url(url, socket_connect_timeout=BROKER_TIMEOUT_SECONDS,
-                                  socket_timeout=BROKER_TIMEOUT_SECONDS)
-    try:
-        pipe = client.pipeline(transaction=False)
-        for queue in queues:
-            for key in redis_queue_keys(queue):
-                pipe.llen(key)
-        pipe.hlen("unacked")  # kombu's default unacked_key
-        sizes = pipe.execute()
-    finally:
-        client.close()
-    per_queue = len(redis_queue_keys("q"))
-    depths = {queue: sum(sizes[i * per_queue:(i + 1) * per_queue])
-              for i, queue in enumerate(queues)}
-    return depths, int(sizes[-1])
-
-
-def _amqp_depths(url: str, queues: Sequence[str]) -> dict[str, int]:
-    from kombu import Connection
-
-    depths = {}
-    with Connection(url, connect_timeout=BROKER_TIMEOUT_SECONDS) as connection:
-        for queue in queues:
-            channel = connection.channel()
-            try:
-                depths[queue] = int(channel.queue_declare(queue=queue, passive=True)
-                                    .message_count)
-            except connection.channel_errors:  # not declared yet: nothing can wait in it
-                depths[queue] = 0
-            finally:
-                with contextlib.suppress(Exception):
-                    channel.close()
-    return depths
-
-
-def queue_depths(broker_url: str, queues: Sequence[str]) -> tuple[dict[str, int], int | None]:
-    """Messages waiting per queue, and unacked messages (Redis only, else None)."""
-    from srh_workers.config import broker_kind
-
-    kind = broker_kind(broker_url)
-    if kind == "redis":
-        return _redis_depths(broker_url, queues)
-    if kind == "amqp":
-        return _amqp_depths(broker_url, queues), None
-    return dict.fromkeys(queues, 0), None
-
-
-class QueueDepthCollector:
-    """A Prometheus collector reading the queue depths from the broker at every scrape."""
-
-    def __init__(self, broker_url: str, queues: Sequence[str]) -> None:
-        self.broker_url, self.queues = broker_url, tuple(queues)
-
-    def collect(self) -> Iterable[Any]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        depth = GaugeMetricFamily("srh_queue_depth", "Messages waiting in a queue.",
-                                  labels=["queue"])
-        up = GaugeMetricFamily("srh_broker_up", "1 when the last scrape reached the broker.")
-        try:
-            depths, unacked = queue_depths(self.broker_url, self.queues)
-        except Exception as error:  # a scrape reports the outage, it does not fail
-            logger.warning("queue depth scrape failed: %r", error)
-            up.add_metric([], 0)
-            return [up]
-        for queue, size in depths.items():
-            depth.add_metric([queue], size)
-        up.add_metric([], 1)
-        families = [depth, up]
-        if unacked is not None:
-            families.append(GaugeMetricFamily(
-                "srh_unacked_messages", "Messages delivered to workers and not yet acked.",
-                value=unacked))
-        return families
-
-
-def start_metrics_server(port: int, registry: Collector | CollectorRegistry, *,
-                         addr: str = "0.0.0.0") -> tuple[Any, threading.Thread]:
-    """Serve ``registry`` in Prometheus text format on ``addr:port`` from a daemon thread.
-
-    Returns:
-        The HTTP server (``server.server_port`` is the bound port; call
-        ``server.shutdown()`` to stop it) and its thread.
-    """
-    from prometheus_client import start_http_server
-
-    server, thread = start_http_server(port, addr=addr, registry=registry)
-    return server, thread
-
-
-def exporter_registry(broker_url: str, queues: Sequence[str]) -> CollectorRegistry:
-    """A registry with the queue gauges only (the ``srh metrics`` exporter)."""
-    from prometheus_client import CollectorRegistry
-
-    registry = CollectorRegistry()
-    registry.register(QueueDepthCollector(broker_url, queues))  # type: ignore[arg-type]
-    return registry
-
-
-def run_exporter(broker_url: str, queues: Sequence[str], port: int, *,
-                 addr: str = "0.0.0.0", stop: threading.Event | None = None) -> None:
-    """Serve the queue gauges until ``stop`` is set (forever without one)."""
-    server, _thread = start_metrics_server(port, exporter_registry(broker_url, queues),
-                                           addr=addr)
-    logger.info("srh metrics exporter on %s:%d for %s", addr, server.server_port,
-                ",".join(queues))
-    try:
-        (stop or threading.Event()).wait()
-    finally:
-        server.shutdown()
-
-
-# ------------------------------------------------------------ worker metrics
-_worker_metrics: TaskMetrics | None = None
-_started: dict[str, float] = {}
-
-
-def prepare_multiprocess_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
-    """Point ``PROMETHEUS_MULTIPROC_DIR`` at an empty directory and switch the value class.
-
-    An existing setting is kept (and its stale ``*.db`` files removed, as
-    prometheus-client requires between runs); otherwise a new temporary
-    directory is made. Must run before the first metric is created.
-    """
-    directory = Path(environ.get(MULTIPROC_ENV) or tempfile.mkdtemp(prefix="srh-metrics-"))
-    directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob("*.db"):
-        stale.unlink(missing_ok=True)
-    environ[MULTIPROC_ENV] = str(directory)
-    from prometheus_client import values
-
-    # The value class is chosen when prometheus_client is first imported; if
-    # that happened before the variable was set, choose again now.
-    if values.ValueClass is values.MutexValue:
-        values.ValueClass = values.get_value_class()
-    return directory
-
-
-def start_worker_metrics(port: int, broker_url: str, queues: Sequence[str], *,
-                         addr: str = "0.0.0.0") -> tuple[Any, threading.Thread]:
-    """Enable task metrics in this worker and its future children; serve them with the queues."""
-    from prometheus_client import CollectorRegistry
-    from prometheus_client.multiprocess import MultiProcessCollector
-
-    global _worker_metrics
-    directory = prepare_multiprocess_dir()
-    _worker_metrics = TaskMetrics(registry=None)
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=str(directory))
-    registry.register(QueueDepthCollector(broker_url, queues))  # type: ignore[arg-type]
-    return start_metrics_server(port, registry, addr=addr)
-
-
-def on_task_prerun(task_id: str | None = None, **_: Any) -> None:
-    if _worker_metrics is not None and task_id:
-        _started[task_id] = time.monotonic()
-
-
-def on_task_postrun(task_id: str | None = None, task: Task | None = None,
-                    state: str | None = None, retval: Any = None, **_: Any) -> None:
-    if _worker_metrics is None or task is None:
-        return
-    started = _started.pop(task_id, None) if task_id else None
-    label = (state or "unknown").lower()
-    if label == "failure" and getattr(type(retval), "__name__", "") == "PoisonTaskError":
-        label = "poison"
-    seconds = None if started is None else time.monotonic() - started
-    _worker_metrics.observe(str(task.name), label, seconds)
-
+from srh_workers.logs import (
+    COORDINATE_FIELDS,
+    EMPTY_CONTEXT,
+    TASK_FIELDS,
+    ContextFilter,
+    JsonFormatter,
+    KeyValueFormatter,
+    TaskContext,
+    bound_context,
+    current_context,
+    install_log_format,
+    log_context,
+    make_formatter,
+    task_context,
+)
+from srh_workers.metrics import (
+    LATENCY_BUCKETS,
+    MULTIPROC_ENV,
+    QueueDepthCollector,
+    TaskMetrics,
+    exporter_registry,
+    on_task_postrun,
+    on_task_prerun,
+    prepare_multiprocess_dir,
+    queue_depths,
+    redis_queue_keys,
+    run_exporter,
+    start_metrics_server,
+    start_worker_metrics,
+)
 
 __all__ = [
-    "COORDINATE_FIELDS", "EMPTY_CONTEXT", "TASK_FIELDS", "ContextFilter", "JsonFormatter",
-    "KeyValueFormatter", "QueueDepthCollector", "TaskContext", "TaskMetrics", "bound_context",
-    "current_context", "exporter_registry", "install_log_format", "log_context",
-    "make_formatter", "prepare_multiprocess_dir", "queue_depths", "redis_queue_keys",
-    "run_exporter", "start_metrics_server", "start_worker_metrics", "task_context",
+    "COORDINATE_FIELDS", "EMPTY_CONTEXT", "LATENCY_BUCKETS", "MULTIPROC_ENV", "TASK_FIELDS",
+    "ContextFilter", "JsonFormatter", "KeyValueFormatter", "QueueDepthCollector", "TaskContext",
+    "TaskMetrics", "bound_context", "current_context", "exporter_registry", "install_log_format",
+    "log_context", "make_formatter", "on_task_postrun", "on_task_prerun",
+    "prepare_multiprocess_dir", "queue_depths", "redis_queue_keys", "run_exporter",
+    "start_metrics_server", "start_worker_metrics", "task_context",
 ]

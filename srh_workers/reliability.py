@@ -57,7 +57,7 @@ from srh_core.errors import ModelRequestError
 from srh_workers.config import TASK_KINDS, TaskKind, WorkerSettings
 from srh_workers.errors import PoisonTaskError, TransientTaskError
 from srh_workers.keys import RunKeys
-from srh_workers.observability import TaskContext, bound_context, task_context
+from srh_workers.logs import TaskContext, bound_context, task_context
 
 if TYPE_CHECKING:
     from celery import Celery

@@ -20,18 +20,22 @@ How the ranking rules map onto Redis (keys in :mod:`srh_workers.keys`):
   it can never disagree with the ranked list (an incremental front would
   have to be repaired whenever dedup removes an entry).
 
-Every write is a Lua script (``srh_workers/lua``), atomic and idempotent by
-node id or by (node id, canonical key); reads that combine keys are scripts
-or MULTI transactions, so they see one consistent state.
+Every write is a Lua script (``srh_workers/lua``, registered and called
+through :mod:`srh_workers.scripts`), atomic and idempotent by node id or by
+(node id, canonical key); reads that combine keys are scripts or MULTI
+transactions, so they see one consistent state.
+
+The class also carries two mixins, each its own module: the tool tasks'
+coordination writes (``record_sample``, ``claim_advance``, ``finish_branch``,
+``claim_restart``; :mod:`srh_workers.store_runtime`, with
+:class:`SampleOutcome`) and the run's status, stored result, TTL and
+deletion (:mod:`srh_workers.store_lifecycle`).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import ConfigurationError, SearchStateError
@@ -53,52 +57,12 @@ from srh_workers.keys import (
     pool_entry,
     unranked_entry,
 )
+from srh_workers.scripts import SCRIPTS, RunScripts, node_args, reply_text, script_source
+from srh_workers.store_lifecycle import RunLifecycle
+from srh_workers.store_runtime import SampleOutcome, ToolTaskCoordination
 
 if TYPE_CHECKING:
     from redis import Redis
-    from redis.commands.core import Script
-
-    from srh_core.agent.branch import BranchState
-
-SCRIPTS = ("record_node", "push_candidate", "record_sample", "claim", "finish_branch",
-           "set_ttl", "ranked", "front", "values")
-_USES_LIB = frozenset({"record_node", "push_candidate", "record_sample"})
-
-
-@functools.cache
-def script_source(name: str) -> str:
-    """Lua text of one script; the pool writers get ``lib.lua`` prepended."""
-    folder = resources.files("srh_workers").joinpath("lua")
-    body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
-    if name in _USES_LIB:
-        return folder.joinpath("lib.lua").read_text(encoding="utf-8") + "\n" + body
-    return body
-
-
-@dataclass(frozen=True, slots=True)
-class SampleOutcome:
-    """What :meth:`RedisCandidateStore.record_sample` did.
-
-    Attributes:
-        recorded: True when the node was new.
-        pushed: One flag per candidate: True when it entered the pool.
-        done: How many samples of the step are recorded (the K-set's size).
-        samples: How many samples the step has (K).
-    """
-
-    recorded: bool
-    pushed: tuple[bool, ...]
-    done: int
-    samples: int
-
-    @property
-    def complete(self) -> bool:
-        """True once every sample of the step is recorded (on every later call too)."""
-        return self.done >= self.samples
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def _ttl(ttl_seconds: int | None) -> int | None:
@@ -110,7 +74,7 @@ def _ttl(ttl_seconds: int | None) -> int | None:
         f"Got {ttl_seconds!r} instead.", setting="ttl_seconds")
 
 
-class RedisCandidateStore:
+class RedisCandidateStore(ToolTaskCoordination, RunLifecycle):
     """Nodes, candidates, ranking and Pareto front of one run, in Redis.
 
     Creating a store registers the run (its ranking policy and metadata) in
@@ -143,8 +107,7 @@ class RedisCandidateStore:
         self.agent_metadata = dict(agent_metadata or {})
         # The embedded state supplies the pure naming and node-building helpers.
         self._naming = SearchRunState(None, ranking_metric, larger_is_better, run_id=run_id)
-        self._scripts: dict[str, Script] = {
-            name: client.register_script(script_source(name)) for name in SCRIPTS}
+        self._scripts = RunScripts(client)
         self._register_run()
 
     def _register_run(self) -> None:
@@ -156,7 +119,7 @@ class RedisCandidateStore:
         pipe.hsetnx(meta, "created_at", self.now())
         pipe.hsetnx(meta, "status", "running")
         pipe.hmget(meta, ["ranking_metric", "larger_is_better"])
-        metric, larger = (_text(value) for value in pipe.execute()[-1])
+        metric, larger = (reply_text(value) for value in pipe.execute()[-1])
         if (metric, larger) != (policy.metric, str(int(policy.larger_is_better))):
             raise SearchStateError(
                 f"Run {self.run_id!r} ranks by {metric!r} (larger_is_better={larger == '1'}); "
@@ -170,7 +133,8 @@ class RedisCandidateStore:
         Raises:
             SearchStateError: When Redis holds no run ``run_id``.
         """
-        meta = {_text(k): _text(v) for k, v in client.hgetall(RunKeys(run_id).meta).items()}
+        meta = {reply_text(k): reply_text(v)
+                for k, v in client.hgetall(RunKeys(run_id).meta).items()}
         if "ranking_metric" not in meta:
             raise SearchStateError(f"Redis holds no run {run_id!r}.")
         return cls(client, run_id, meta["ranking_metric"], meta["larger_is_better"] == "1",
@@ -200,17 +164,9 @@ class RedisCandidateStore:
                                        prompt=prompt, usage=usage)
 
     # -------------------------------------------------------------- writes
-    def _call(self, name: str, keys: Sequence[str], args: Sequence[Any], client: Any = None
-              ) -> Any:
-        return self._scripts[name](keys=list(keys), args=list(args), client=client)
-
-    @staticmethod
-    def _node_args(node: SearchNode) -> tuple[str, str, str]:
-        return node.node_id, dumps(node.to_dict(include_detail=False)), dumps(node.detail)
-
     def record_node(self, node: SearchNode) -> bool:
         """Add one node; False (and no change) when its id is already recorded."""
-        return bool(self._call("record_node", self.keys.node_keys, self._node_args(node)))
+        return bool(self._scripts.call("record_node", self.keys.node_keys, node_args(node)))
 
     def register_iteration(self, response_list: Sequence[Any],
                            results_list: Sequence[Sequence[Any]], parents: tuple[ParentLink, ...],
@@ -236,57 +192,7 @@ class RedisCandidateStore:
         entry = pool_entry(candidate, self.policy)
         if entry is None:
             return False
-        return bool(self._call("push_candidate", self.keys.pool_keys, entry.argv()))
-
-    def record_sample(self, node: SearchNode, candidates: Iterable[CandidateRecord], *,
-                      samples: int) -> SampleOutcome:
-        """Record one sample's node and candidates and mark it done, in one atomic step.
-
-        This is the tool task's write. A re-delivered task changes nothing and
-        still reports ``complete`` once the K-set is; :meth:`claim_advance`
-        then decides which caller advances the step.
-
-        Args:
-            node: The sample's node; its coordinate names the step and sample.
-            candidates: The sample's candidates (unrankable ones are not pooled).
-            samples: K, the number of samples of the step.
-        """
-        entries = [pool_entry(candidate, self.policy) for candidate in candidates]
-        coordinate = node.coordinate
-        keys = (*self.keys.node_keys, *self.keys.pool_keys,
-                self.keys.done(coordinate.R, coordinate.C, coordinate.L), self.keys.registry)
-        args = [*self._node_args(node), coordinate.K]
-        args += [value for entry in entries if entry is not None for value in entry.argv()]
-        reply = self._call("record_sample", keys, args)
-        flags = iter(reply[2:])
-        pushed = tuple(entry is not None and bool(next(flags)) for entry in entries)
-        return SampleOutcome(bool(reply[0]), pushed, int(reply[1]), samples)
-
-    def _claim(self, flag: str, claimant: str | int) -> bool:
-        return bool(self._call("claim", (flag, self.keys.registry), [str(claimant)]))
-
-    def claim_advance(self, R: int, C: int, L: int, claimant: str | int) -> bool:
-        """SET NX the step's advanced flag: True for one claimant only (and its re-deliveries).
-
-        Args:
-            claimant: Who asks, stable across re-deliveries (the sample index K).
-        """
-        return self._claim(self.keys.advanced(R, C, L), claimant)
-
-    def finish_branch(self, R: int, C: int,
-                      branch_state: BranchState | Mapping[str, Any] | None = None) -> int:
-        """Mark branch C of restart R finished (storing its final state); return how many are.
-
-        Idempotent: a re-delivered call counts the branch once. Whoever sees
-        the count reach the number of branches calls :meth:`claim_restart`.
-        """
-        state = "" if branch_state is None else dumps(branch_state)
-        keys = (self.keys.restart_finished(R), self.keys.registry, self.keys.branch(R, C))
-        return int(self._call("finish_branch", keys, [C, state]))
-
-    def claim_restart(self, R: int, claimant: str | int) -> bool:
-        """SET NX the flag that starts restart R + 1; True for one claimant only (the branch C)."""
-        return self._claim(self.keys.restart_advanced(R), claimant)
+        return bool(self._scripts.call("push_candidate", self.keys.pool_keys, entry.argv()))
 
     def update_diagnostics(self, formula: str, diagnostics: Mapping[str, Any]) -> None:
         """Attach diagnostics (e.g. from ``eic``) to every pooled record of ``formula``."""
@@ -307,11 +213,12 @@ class RedisCandidateStore:
     def candidates(self) -> list[CandidateRecord]:
         """Every pooled candidate in pooling order (duplicates across nodes kept)."""
         keys = (self.keys.cand_order, self.keys.cands)
-        return self._candidates(self._call("values", keys, [0, -1]))
+        return self._candidates(self._scripts.call("values", keys, [0, -1]))
 
     def _ranked(self, start: int, stop: int) -> list[CandidateRecord]:
         keys = (self.keys.rank, self.keys.cands)
-        return self._candidates(self._call("ranked", keys, [start, stop, COMPLEXITY_DIGITS]))
+        reply = self._scripts.call("ranked", keys, [start, stop, COMPLEXITY_DIGITS])
+        return self._candidates(reply)
 
     def ranked_candidates(self) -> list[CandidateRecord]:
         """Ranked pool, best first, one entry per canonical key."""
@@ -331,7 +238,7 @@ class RedisCandidateStore:
     def pareto_front(self) -> list[CandidateRecord]:
         """The Pareto front of the ranked pool, best first (one atomic script)."""
         keys = (self.keys.rank, self.keys.cands)
-        return self._candidates(self._call("front", keys, [COMPLEXITY_DIGITS]))
+        return self._candidates(self._scripts.call("front", keys, [COMPLEXITY_DIGITS]))
 
     get_pareto_front = pareto_front
 
@@ -341,20 +248,8 @@ class RedisCandidateStore:
 
     @property
     def latest_coordinate(self) -> SearchCoordinate | None:
-        last = self._call("values", (self.keys.node_order, self.keys.nodes), [-1, -1])
+        last = self._scripts.call("values", (self.keys.node_order, self.keys.nodes), [-1, -1])
         return SearchCoordinate.from_dict(json.loads(last[0])["coordinate"]) if last else None
-
-    def run_summary(self) -> dict[str, Any]:
-        """Status, policy and counts of the run, read atomically (for ``srh status``)."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hgetall(self.keys.meta)
-        pipe.hlen(self.keys.nodes)
-        pipe.llen(self.keys.cand_order)
-        pipe.zcard(self.keys.rank)
-        meta, nodes, pooled, ranked = pipe.execute()
-        summary = {_text(k): _text(v) for k, v in meta.items() if _text(k) != "agent_metadata"}
-        return {**summary, "run_id": self.run_id, "nodes": nodes, "candidates": pooled,
-                "ranked": ranked}
 
     def node_record(self, node_id: str) -> dict[str, Any] | None:
         pipe = self.client.pipeline(transaction=True)
@@ -367,13 +262,13 @@ class RedisCandidateStore:
         """Node records in recording order, with their detail when asked."""
         if not include_detail:
             keys = (self.keys.node_order, self.keys.nodes)
-            return [json.loads(value) for value in self._call("values", keys, [0, -1])]
+            return [json.loads(value) for value in self._scripts.call("values", keys, [0, -1])]
         keys = (self.keys.node_order, self.keys.nodes, self.keys.node_detail)
-        values = self._call("values", keys, [0, -1])
+        values = self._scripts.call("values", keys, [0, -1])
         return [{**json.loads(record), "detail": json.loads(detail)}
                 for record, detail in zip(values[::2], values[1::2], strict=True)]
 
-    # ------------------------------------------------------ result and TTL
+    # -------------------------------------------------------------- result
     def result(self, status: str, progress: str, *, stop_reason: str | None = None
                ) -> SearchResult:
         """Build the result from the ranked pool, store it, and start the finished-run TTL."""
@@ -389,32 +284,6 @@ class RedisCandidateStore:
         self.expire_run()
         return result
 
-    def stored_result(self) -> SearchResult | None:
-        """The result written by :meth:`result`, or None while the run has none."""
-        stored = self.client.get(self.keys.result)
-        return None if stored is None else SearchResult.from_dict(json.loads(stored))
-
-    def run_keys(self) -> list[str]:
-        """Every key of the run: the static ones and the registered coordinate keys."""
-        registered = sorted(_text(key) for key in self.client.smembers(self.keys.registry))
-        return [*self.keys.static_keys(), *registered]
-
-    def expire_run(self) -> int:
-        """Give every key of the run the store's TTL (or none when it is None); count changed keys.
-
-        Call it when the run is finished: a key created afterwards has no TTL.
-        """
-        seconds = 0 if self.ttl_seconds is None else self.ttl_seconds
-        return int(self._call("set_ttl", self.run_keys(), [seconds]))
-
-    def persist_run(self) -> int:
-        """Remove the TTL from every key of the run (e.g. to resume a finished run)."""
-        return int(self._call("set_ttl", self.run_keys(), [0]))
-
-    def delete_run(self) -> int:
-        """Delete every key of the run; return how many existed."""
-        return int(self.client.delete(*self.run_keys()))
-
     # ------------------------------------------------------ snapshot/resume
     def export_state(self) -> dict[str, Any]:
         """A ``SearchRunState.export_state()`` snapshot of the run, read atomically."""
@@ -427,16 +296,16 @@ class RedisCandidateStore:
         pipe.lrange(keys.cand_order, 0, -1)
         pipe.hgetall(keys.cands)
         meta, order, nodes, details, cand_order, cands = (
-            {_text(k): v for k, v in reply.items()} if isinstance(reply, dict) else reply
+            {reply_text(k): v for k, v in reply.items()} if isinstance(reply, dict) else reply
             for reply in pipe.execute())
-        records = [{**json.loads(nodes[_text(node_id)]),
-                    "detail": json.loads(details[_text(node_id)])} for node_id in order]
+        records = [{**json.loads(nodes[reply_text(node_id)]),
+                    "detail": json.loads(details[reply_text(node_id)])} for node_id in order]
         agent = json.loads(meta.get("agent_metadata") or "{}")
         return {"version": SNAPSHOT_VERSION, "run_id": self.run_id,
                 "ranking_metric": self.policy.metric,
                 "larger_is_better": self.policy.larger_is_better, "agent_metadata": agent,
                 "nodes": records,
-                "candidates": [json.loads(cands[_text(field)]) for field in cand_order]}
+                "candidates": [json.loads(cands[reply_text(field)]) for field in cand_order]}
 
     def save_snapshot(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Return :meth:`export_state` with ``extra`` under "runtime" (nothing is written)."""
@@ -474,10 +343,10 @@ class RedisCandidateStore:
     def _load(self, nodes: Sequence[SearchNode], pool: Sequence[CandidateRecord]) -> None:
         pipe = self.client.pipeline(transaction=True)
         for node in nodes:
-            self._call("record_node", self.keys.node_keys, self._node_args(node), pipe)
+            self._scripts.call("record_node", self.keys.node_keys, node_args(node), pipe)
         for candidate in pool:
             entry = pool_entry(candidate, self.policy) or unranked_entry(candidate)
-            self._call("push_candidate", self.keys.pool_keys, entry.argv(), pipe)
+            self._scripts.call("push_candidate", self.keys.pool_keys, entry.argv(), pipe)
         pipe.execute()
 
 

@@ -25,7 +25,8 @@ from srh_workers.keys import (
     entry_field,
     rank_member,
 )
-from srh_workers.store import SCRIPTS, RedisCandidateStore, script_source
+from srh_workers.scripts import SCRIPTS, script_source
+from srh_workers.store import RedisCandidateStore
 
 RUN = "run"
 

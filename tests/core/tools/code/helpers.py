@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 import srh_core.tools.code  # noqa: F401  (registers the tools)
+import srh_core.tools.code_model  # noqa: F401
 import srh_core.tools.workspace_shell  # noqa: F401
 from srh_core.context import AgentContext
 from srh_core.tools.base import BaseTool

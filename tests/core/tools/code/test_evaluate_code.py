@@ -16,7 +16,7 @@ import pytest
 
 from srh_core.context import AgentContext
 from srh_core.evaluator.metrics import prediction_metrics
-from srh_core.tools.code import EvaluateCodeTool
+from srh_core.tools.code_model import EvaluateCodeTool
 from tests.core.tools.code.helpers import ESCAPES, SHORT_TIMEOUT, call, indent, make_context
 
 LSTSQ_FIT = """
