@@ -59,7 +59,8 @@ class SandboxResult:
         stderr: Captured standard error (cut at the limit, with a note).
         duration_seconds: Wall-clock time from start to exit.
         cpu_seconds: User plus system CPU time of the child.
-        peak_memory_bytes: Peak resident set size of the child.
+        peak_memory_bytes: Peak resident set size of the child (sampled while it runs;
+            growth in its last 20 ms may be missed).
         timed_out: The wall-clock timeout killed the child.
         interrupted: The interruption event killed the child.
         killed_reason: Why the child was killed: ``"timeout"``, ``"interrupted"``,
@@ -99,6 +100,25 @@ class _Exit:
     rusage: object
     duration: float
     reason: str | None
+    peak_rss: int = 0
+
+
+def _resident_peak(pid: int) -> int:
+    """The child's resident high-water mark (VmHWM) in bytes; 0 once it has exited.
+
+    Sampled while the child runs because ``wait4``'s ``ru_maxrss`` is no
+    use here: Linux carries the parent's high-water mark across fork and
+    exec, so a large parent (a long test session, a worker) would be
+    reported as the child's peak.
+    """
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
 
 
 class SandboxRunner:
@@ -302,9 +322,10 @@ def _wait(
     start = time.monotonic()
     deadline = start + limits.timeout_seconds
     wait, pidfd = _exit_waiter(process.pid)
-    reason = None
+    reason, peak = None, 0
     try:
         while not _has_exited(process.pid):
+            peak = max(peak, _resident_peak(process.pid))
             if time.monotonic() >= deadline:
                 reason = "timeout"
             elif event is not None and event.is_set():
@@ -320,7 +341,7 @@ def _wait(
         if pidfd is not None:
             os.close(pidfd)
     process.returncode = os.waitstatus_to_exitcode(status)
-    return _Exit(status, rusage, time.monotonic() - start, reason)
+    return _Exit(status, rusage, time.monotonic() - start, reason, peak)
 
 
 def _read_status(fd: int) -> dict:
@@ -373,7 +394,7 @@ def _build_result(
     return SandboxResult(
         exit_code=exit_code, stdout=stdout, stderr=stderr,
         duration_seconds=exit_info.duration, cpu_seconds=cpu,
-        peak_memory_bytes=int(rusage.ru_maxrss) * 1024,
+        peak_memory_bytes=exit_info.peak_rss or int(rusage.ru_maxrss) * 1024,
         timed_out=exit_info.reason == "timeout", interrupted=exit_info.reason == "interrupted",
         killed_reason=_killed_reason(exit_info.reason, exit_code, cpu, limits.cpu_limit_seconds),
         stdout_truncated=stdout_cut, stderr_truncated=stderr_cut,
