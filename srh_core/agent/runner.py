@@ -56,8 +56,8 @@ class LocalBranchRunner:
 
 
 def prepare_run(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | Any,
-                problem_description: str) -> None:
-    """Bind data, tools, parser, model, store and executor to ``agent``."""
+                problem_description: str, store: SearchRunState) -> None:
+    """Bind data, tools, parser, model, ``store`` and executor to ``agent``."""
     from srh_core.context import AgentContext
 
     targets = dict(y) if isinstance(y, Mapping) else {"y": np.asarray(y)}
@@ -69,10 +69,7 @@ def prepare_run(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | Any
     agent.context.commit_data({**dict(X), **targets}, target=target, features=list(X))
     agent.problem_description = problem_description
     agent.initialize_tools(agent.context)
-    agent.store = agent.store or SearchRunState(
-        agent.settings.save_path, agent.settings.ranking_metric, agent.settings.larger_is_better,
-        agent_metadata={"class": type(agent).__name__, **agent.settings.model_dump()},
-        run_id=agent.settings.run_id)
+    agent.store = store
     agent.executor = make_executor(agent)
     if agent.settings.time_limit is not None:
         agent.deadline = time.monotonic() + agent.settings.time_limit
@@ -96,13 +93,17 @@ def make_executor(agent: SRAgent) -> Any:
 def run_search(agent: SRAgent, X: Mapping[str, Any], y: Any, problem_description: str,
                ) -> SearchResult:
     """Prepare and run a whole search; never raises for a failed run."""
-    prepare_run(agent, X, y, problem_description)
-    run_dir = _start_run_directory(agent, X, y, problem_description)
+    settings = agent.settings
+    store = SearchRunState(settings.save_path, settings.ranking_metric,
+                           settings.larger_is_better, run_id=settings.run_id,
+                           agent_metadata={"class": type(agent).__name__,
+                                           **settings.model_dump()})
+    prepare_run(agent, X, y, problem_description, store)
+    run_dir = _start_run_directory(agent, problem_description)
     return _guarded(agent, run_dir, 1, None)
 
 
-def _start_run_directory(agent: SRAgent, X: Mapping[str, Any], y: Any,
-                         problem_description: str) -> RunDirectory | None:
+def _start_run_directory(agent: SRAgent, problem_description: str) -> RunDirectory | None:
     if agent.settings.save_path is None:
         return None
     run_dir = RunDirectory(agent.settings.save_path)
@@ -111,7 +112,6 @@ def _start_run_directory(agent: SRAgent, X: Mapping[str, Any], y: Any,
                "features": list(context.feature_names()), "run_id": agent.store.run_id}
     arrays = {name: context.data[name] for name in [*context.feature_names(), context.target]}
     run_dir.write_start(agent.settings, problem, arrays)
-    agent.observers.append(_tool_call_logger(run_dir))
     return run_dir
 
 
@@ -143,12 +143,10 @@ def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
         return run_dir.result()
     settings = run_dir.settings(save_path=str(run_dir.path), **overrides)
     agent = (agent_class or SRAgent)(settings)
-    agent.store = SearchRunState.from_state(snapshot, save_path=run_dir.path)
     problem, arrays = run_dir.problem(), run_dir.arrays()
     X = {name: arrays[name] for name in problem["features"]}
     prepare_run(agent, X, {problem["target"]: arrays[problem["target"]]},
-                problem["description"])
-    agent.observers.append(_tool_call_logger(run_dir))
+                problem["description"], SearchRunState.from_state(snapshot, run_dir.path))
     restart, branches = _resume_point(runtime, agent.settings.max_restart_loop)
     logger.info("Resuming run %s at restart %d with %d node(s) recorded",
                 agent.store.run_id, restart, agent.store.node_count)
@@ -171,6 +169,9 @@ def _resume_point(runtime: Mapping[str, Any], max_restart: int
 def _guarded(agent: SRAgent, run_dir: RunDirectory | None, restart: int,
              branches: list[BranchState] | None) -> SearchResult:
     status, reason = "failed", None
+    logger_ = _tool_call_logger(run_dir) if run_dir is not None else None
+    if logger_ is not None:
+        agent.observers.append(logger_)
     try:
         status, reason = _search_loop(agent, restart, branches)
     except KeyboardInterrupt:
@@ -181,6 +182,8 @@ def _guarded(agent: SRAgent, run_dir: RunDirectory | None, restart: int,
         logger.exception("The search failed; everything recorded so far is kept.")
     finally:
         agent.executor.close()
+        if logger_ is not None:
+            agent.observers.remove(logger_)
     return finish_run(agent, run_dir, status, reason)
 
 
