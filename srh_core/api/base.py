@@ -20,12 +20,21 @@ from srh_core.api.call_result import APICallResult, SampleDelta
 from srh_core.api.cancel import CancelToken
 from srh_core.api.options import RequestOptions
 from srh_core.api.response import CallSummary
-from srh_core.errors import ConfigurationError, did_you_mean
+from srh_core.errors import ConfigurationError
 from srh_core.parsers import BaseParser, ToolLike, ToolParserName
+from srh_core.registry import Registry
 from srh_core.types import ToolCall
 
 Messages = list[dict[str, Any]]
 _ApiT = TypeVar("_ApiT", bound="type[BaseAPI]")
+
+
+def _unknown_provider(message: str) -> ConfigurationError:
+    return ConfigurationError(message, setting="provider")
+
+
+PROVIDERS: Registry[type[BaseAPI]] = Registry(
+    "model provider", "Available providers", attribute="provider", error=_unknown_provider)
 
 
 class BaseAPI(ABC):
@@ -40,7 +49,6 @@ class BaseAPI(ABC):
     """
 
     provider: ClassVar[str] = ""
-    _registry: ClassVar[dict[str, type[BaseAPI]]] = {}
 
     def __init__(
         self,
@@ -63,18 +71,12 @@ class BaseAPI(ABC):
     @classmethod
     def register(cls, name: str) -> Callable[[_ApiT], _ApiT]:
         """Class decorator registering an adapter under a provider name."""
-
-        def decorate(api_cls: _ApiT) -> _ApiT:
-            api_cls.provider = name
-            BaseAPI._registry[name] = api_cls
-            return api_cls
-
-        return decorate
+        return PROVIDERS.register(name)
 
     @classmethod
     def available(cls) -> list[str]:
         """Registered provider names, sorted."""
-        return sorted(BaseAPI._registry)
+        return PROVIDERS.names()
 
     @classmethod
     def create(cls, spec: str, **kwargs: Any) -> BaseAPI:
@@ -86,11 +88,7 @@ class BaseAPI(ABC):
             ConfigurationError: Unknown provider, or two different models given.
         """
         provider, colon, model = spec.partition(":")
-        api_cls = BaseAPI._registry.get(provider.strip())
-        if api_cls is None:
-            raise ConfigurationError(
-                f"Unknown model provider {provider!r}.{did_you_mean(provider, BaseAPI._registry)}"
-                f" Available providers: {', '.join(cls.available())}.", setting="provider")
+        api_cls = PROVIDERS.get(provider.strip())
         if colon and model:
             if kwargs.get("model") not in (None, model):
                 raise ConfigurationError(

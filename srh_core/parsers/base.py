@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from srh_core.errors import ConfigurationError, did_you_mean
 from srh_core.parsers.tool_docs import ToolLike, tool_metadata
+from srh_core.registry import Registry
 from srh_core.types import ToolCall, ToolCallResult, ToolMetadata, json_value
 
 ToolParserName = Literal["openai", "json", "text", "xml"]
@@ -33,6 +34,14 @@ ISSUE_SNIPPET_CHARS = 300
 """Longest raw snippet quoted back to the model for one issue."""
 
 _ParserT = TypeVar("_ParserT", bound="type[BaseParser]")
+
+
+def _unknown_parser(message: str) -> ConfigurationError:
+    return ConfigurationError(message, setting="tool_parser_name")
+
+
+PARSERS: Registry[type[BaseParser]] = Registry(
+    "tool parser", "Available parsers", attribute="name", error=_unknown_parser)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +115,6 @@ class BaseParser(ABC):
         "Resend the calls you still need, using the calling format described in the system "
         "message."
     )
-    _registry: ClassVar[dict[str, type[BaseParser]]] = {}
 
     def __init__(
         self,
@@ -123,18 +131,12 @@ class BaseParser(ABC):
     @classmethod
     def register(cls, name: str) -> Callable[[_ParserT], _ParserT]:
         """Class decorator registering a parser class under ``name``."""
-
-        def decorate(parser_cls: _ParserT) -> _ParserT:
-            parser_cls.name = name
-            BaseParser._registry[name] = parser_cls
-            return parser_cls
-
-        return decorate
+        return PARSERS.register(name)
 
     @classmethod
     def available(cls) -> list[str]:
         """Registered parser names, sorted."""
-        return sorted(BaseParser._registry)
+        return PARSERS.names()
 
     @classmethod
     def create(
@@ -149,14 +151,7 @@ class BaseParser(ABC):
         Raises:
             ConfigurationError: When no parser has that name.
         """
-        parser_cls = BaseParser._registry.get(name)
-        if parser_cls is None:
-            raise ConfigurationError(
-                f"Unknown tool parser {name!r}.{did_you_mean(name, BaseParser._registry)} "
-                f"Available parsers: {', '.join(cls.available())}.",
-                setting="tool_parser_name",
-            )
-        return parser_cls(tools, tool_names=tool_names)
+        return PARSERS.get(name)(tools, tool_names=tool_names)
 
     @property
     def tools(self) -> tuple[ToolMetadata, ...]:

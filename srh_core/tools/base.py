@@ -30,12 +30,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
-from srh_core.errors import ToolArgumentError, ToolError, ToolRunAbort, did_you_mean
+from srh_core.errors import ToolArgumentError, ToolError, ToolRunAbort
+from srh_core.registry import Registry
 from srh_core.tools.schema import infer_parameters, split_docstring, validate_arguments
 from srh_core.types import ToolCallResult, ToolMetadata, json_value
 
 ToolClass = TypeVar("ToolClass", bound="type[BaseTool]")
 
+TOOLS: Registry[type[BaseTool]] = Registry("tool", "Registered tools", error=ToolError)
 RESULT_STR_LIMIT = 6_000
 MAX_FORMULA_LENGTH = 2_000
 _CODE_FENCE_CHARS = "`$ \n\t"
@@ -54,7 +56,6 @@ class BaseTool(ABC):
 
     metadata: ClassVar[ToolMetadata]
     result_str_limit: ClassVar[int] = RESULT_STR_LIMIT
-    _registry: ClassVar[dict[str, type[BaseTool]]] = {}
 
     def __init__(self, context: Any = None, **values: Any) -> None:
         self.context = context
@@ -68,11 +69,11 @@ class BaseTool(ABC):
 
         def decorate(tool_class: ToolClass) -> ToolClass:
             tool_class.metadata = _resolve_metadata(tool_class, name)
-            existing = cls._registry.get(name)
+            existing = TOOLS.find(name)
             if existing is not None and _qualname(existing) != _qualname(tool_class):
                 raise ToolError(f"Tool name {name!r} is already registered by "
                                 f"{_qualname(existing)}; choose another name.")
-            cls._registry[name] = tool_class
+            TOOLS.add(name, tool_class)
             return tool_class
 
         return decorate
@@ -80,7 +81,7 @@ class BaseTool(ABC):
     @classmethod
     def registered_names(cls) -> list[str]:
         """Names of every registered tool, sorted."""
-        return sorted(cls._registry)
+        return TOOLS.names()
 
     @classmethod
     def get_class(cls, name: str) -> type[BaseTool]:
@@ -89,11 +90,7 @@ class BaseTool(ABC):
         Raises:
             ToolError: When no tool has that name.
         """
-        try:
-            return cls._registry[name]
-        except KeyError:
-            raise ToolError(f"Unknown tool {name!r}.{did_you_mean(name, cls._registry)} "
-                            f"Registered tools: {', '.join(cls.registered_names())}.") from None
+        return TOOLS.get(name)
 
     @classmethod
     def create(cls, name: str, context: Any = None, **values: Any) -> BaseTool:
