@@ -2,9 +2,12 @@
 
 Candidate set of one number v (each within ``NEAR_RELATIVE_TOLERANCE`` of v,
 the ``MAX_CHOICES_PER_CONSTANT`` nearest kept): the nearest integer; fractions
-p/q with q <= 12 and |p| <= 32; pi, e and sqrt(n) for n in 2..10 (not 4 or
-9), each times -2, -1, -1/2, 1/2, 1 or 2. Numbers that already are simple
-(integers, pi, e, short fractions) are left alone.
+p/q with q <= 12 and |p| <= 32; pi, e, sqrt(n) for n in 2..10 (not 4 or 9),
+sqrt(pi), sqrt(2*pi) and their reciprocals (the Gaussian's 1/sqrt(2*pi)), each
+times -2, -1, -1/2, 1/2, 1 or 2; and rational multiples p/q * pi**k for k in
+-2..2 (k != 0), q <= 32 and |p| <= 32 (1/(4*pi), 3/(8*pi), 2*pi**2...).
+Numbers that already are simple (integers, pi, e, short fractions) are left
+alone.
 
 Search: every combination of "keep" or a choice per number when there are at
 most ``MAX_EXHAUSTIVE_COMBINATIONS``; else each number is snapped alone (each
@@ -54,7 +57,24 @@ SIMPLIFY_RTOL = 0.01
 SIMPLIFY_ATOL = 1e-12
 EQ_MATCH_ATOL = 1e-8
 """With use_eq_as_y the original has no error at all: accept 1 - R2 up to this instead."""
-_NAMED = {"pi": math.pi, "e": math.e} | {f"sqrt({n})": math.sqrt(n) for n in (2, 3, 5, 6, 7, 8, 10)}
+_PI = engine.Number(math.pi)
+_NAMED: dict[str, tuple[float, engine.Expression]] = {
+    "pi": (math.pi, _PI), "e": (math.e, engine.Number(math.e)),
+    **{f"sqrt({n})": (math.sqrt(n), engine.sqrt(engine.Number(n)))
+       for n in (2, 3, 5, 6, 7, 8, 10)},
+    "sqrt(pi)": (math.sqrt(math.pi), engine.sqrt(_PI)),
+    "sqrt(2*pi)": (math.sqrt(2 * math.pi), engine.sqrt(engine.Number(2) * _PI)),
+    "1/sqrt(pi)": (1 / math.sqrt(math.pi), engine.Number(1) / engine.sqrt(_PI)),
+    "1/sqrt(2*pi)": (1 / math.sqrt(2 * math.pi),
+                     engine.Number(1) / engine.sqrt(engine.Number(2) * _PI)),
+}
+"""Named constants: label -> (value, expression)."""
+
+PI_POWERS = (-2, -1, 1, 2)
+"""Powers k of the rational multiples p/q * pi**k offered."""
+
+MAX_PI_DENOMINATOR = 32
+"""Largest q of a multiple p/q * pi**k (3/(20*pi) needs 20)."""
 _FACTORS = (1.0, -1.0, 0.5, -0.5, 2.0, -2.0)
 _SHORT_DENOMINATORS = frozenset({2, 4, 5, 8, 10})
 KEEP = None
@@ -106,9 +126,37 @@ def _all_choices(value: float) -> Iterator[Choice]:
         p = round(value * q)
         if 0 < abs(p) <= MAX_NUMERATOR and math.gcd(p, q) == 1:
             yield Choice(f"{p}/{q}", p / q, _fraction(p, q))
-    for label, base in _NAMED.items():
+    for label, (base, expression) in _NAMED.items():
         for factor in _FACTORS:
-            yield Choice(_named_label(label, factor), factor * base, _named(label, base, factor))
+            yield Choice(_named_label(label, factor), factor * base, _named(expression, factor))
+    for power in PI_POWERS:
+        yield from _pi_multiples(value, power)
+
+
+def _pi_multiples(value: float, power: int) -> Iterator[Choice]:
+    """The nearest p/q * pi**power for each denominator q (coprime, |p| bounded)."""
+    base = math.pi ** power
+    for q in range(1, MAX_PI_DENOMINATOR + 1):
+        p = round(value * q / base)
+        if 0 < abs(p) <= MAX_NUMERATOR and math.gcd(p, q) == 1:
+            yield Choice(_pi_label(p, q, power), p / q * base, _pi_expression(p, q, power))
+
+
+def _pi_label(p: int, q: int, power: int) -> str:
+    pi = "pi" if abs(power) == 1 else "pi**2"
+    if power > 0:
+        scale = {1: "", -1: "-"}.get(p, f"{p}*")
+        return f"{scale}{pi}" + (f"/{q}" if q != 1 else "")
+    return f"{p}/" + (f"({q}*{pi})" if q != 1 else pi)
+
+
+def _pi_expression(p: int, q: int, power: int) -> engine.Expression:
+    pi: engine.Expression = _PI if abs(power) == 1 else _PI ** engine.Number(2)
+    if power > 0:
+        top = pi if p == 1 else (-pi if p == -1 else engine.Number(p) * pi)
+        return top if q == 1 else engine.Binary("/", top, engine.Number(q))
+    bottom = pi if q == 1 else engine.Number(q) * pi
+    return engine.Binary("/", engine.Number(p), bottom)
 
 
 def _fraction(p: int, q: int) -> engine.Expression:
@@ -123,12 +171,11 @@ def _named_label(label: str, factor: float) -> str:
     return f"{sign}2*{label}" if scale == "2*" else f"{sign}{label}{scale}"
 
 
-def _named(label: str, base: float, factor: float) -> engine.Expression:
-    if label in ("pi", "e"):
-        core: engine.Expression = engine.Number(math.copysign(base, factor))
+def _named(expression: engine.Expression, factor: float) -> engine.Expression:
+    if isinstance(expression, engine.Number):
+        core: engine.Expression = engine.Number(math.copysign(expression.value, factor))
     else:
-        root = engine.sqrt(engine.Number(int(label[5:-1])))
-        core = -root if factor < 0 else root
+        core = -expression if factor < 0 else expression
     if abs(factor) == 0.5:
         return engine.Binary("/", core, engine.Number(2))
     if abs(factor) == 2.0:

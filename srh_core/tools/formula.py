@@ -337,7 +337,8 @@ class FormulaTool(BaseTool):
         if target.is_target or name is None or name not in engine.symbols(target.expression) \
                 or name in engine.symbols(f):
             return None
-        inverted = invert_target(target.expression, name, f)
+        inverted = invert_target(target.expression, name, f,
+                                 self.require_context().train_split.data)
         if inverted is None:
             return None
         real = DataTerm(name, engine.Symbol(name), is_target=True)
@@ -409,13 +410,46 @@ class FormulaTool(BaseTool):
 
 # --------------------------------------------------------------------- helpers
 def formula_text(f: engine.Expression) -> str:
-    """Engine-parseable text of ``f`` with bound parameter values written as numbers."""
+    """Engine-parseable text of ``f`` with bound parameter values written as numbers.
+
+    Factors of exactly 1 or -1 are dropped (``1*x`` -> ``x``, ``-1*x`` -> ``-x``,
+    ``x/1`` and ``x**1`` -> ``x``): the value is the same bit for bit, the tree smaller.
+    """
     def inline(node: engine.Expression) -> engine.Expression:
         if isinstance(node, engine.Parameter) and node.value is not None:
-            return engine.Number(node.value)
-        return node
+            return without_unit_factor(engine.Number(node.value))
+        return without_unit_factor(node)
 
     return engine.to_str(map_postorder(f, inline))
+
+
+def _unit(node: engine.Expression) -> float | None:
+    """1.0 or -1.0 when ``node`` is that number, else None."""
+    if isinstance(node, engine.Number) and node.value in (1, -1):
+        return float(node.value)
+    return None
+
+
+def without_unit_factor(node: engine.Expression) -> engine.Expression:
+    """``1*x``, ``x*1``, ``x/1``, ``x**1`` -> ``x`` and ``-1*x``, ``x*-1``, ``x/-1`` -> ``-x``."""
+    if not isinstance(node, engine.Binary) or node.operator not in ("*", "/", "**"):
+        return node
+    left, right = _unit(node.left), _unit(node.right)
+    if node.operator == "**":
+        return node.left if right == 1.0 else node
+    if right is not None:
+        return node.left if right == 1.0 else _negated(node.left)
+    if node.operator == "*" and left is not None:
+        return node.right if left == 1.0 else _negated(node.right)
+    return node
+
+
+def _negated(node: engine.Expression) -> engine.Expression:
+    if isinstance(node, engine.Number):
+        return engine.Number(-node.value)
+    if isinstance(node, engine.Unary) and node.operator == "-":
+        return node.operand
+    return engine.Unary("-", node)
 
 
 def display_formula(result: Mapping[str, Any]) -> str:
@@ -598,18 +632,23 @@ def _diagnostic_lines(diagnostics: Any) -> list[str]:
 
 
 # ------------------------------------------------------------ back-transform
-def invert_target(lhs: engine.Expression, target: str,
-                  rhs: engine.Expression) -> engine.Expression | None:
+def invert_target(lhs: engine.Expression, target: str, rhs: engine.Expression,
+                  data: Mapping[str, Any] | None = None) -> engine.Expression | None:
     """Solve ``lhs(target, data) = rhs`` for ``target`` when each layer is invertible.
 
     Undoes log, log10, exp, sqrt, unary minus, constant powers and exponentials,
     and sums, differences, products and quotients with a part free of the
-    target. Returns None for anything else (the target twice, sin, abs...).
+    target. With ``data`` (the training rows, target included), layers that
+    are invertible only on part of their domain are undone when the data lie
+    there: ``sin`` (argument in [-pi/2, pi/2]), ``cos`` ([0, pi]), ``tan``
+    ((-pi/2, pi/2)), ``abs`` and even powers (argument of one sign; a negative
+    one gives ``-sqrt(...)``). Returns None for anything else (the target
+    twice, sin without data...).
     """
     for _ in range(MAX_INVERSION_STEPS):
         if lhs == engine.Symbol(target):
             return rhs
-        peeled = _peel(lhs, target, rhs)
+        peeled = _peel(lhs, target, rhs, data)
         if peeled is None:
             return None
         lhs, rhs = peeled
@@ -626,10 +665,63 @@ _FUNCTION_INVERSES: dict[str, Callable[[engine.Expression], engine.Expression]] 
 }
 
 
+_PRINCIPAL_RANGES: dict[str, tuple[float, float, Callable[[engine.Expression],
+                                                         engine.Expression]]] = {
+    "sin": (-math.pi / 2, math.pi / 2, engine.arcsin),
+    "cos": (0.0, math.pi, engine.arccos),
+    "tan": (-math.pi / 2, math.pi / 2, engine.arctan),
+}
+"""Functions invertible on a principal range: (low, high, inverse)."""
+
+PRINCIPAL_RANGE_ATOL = 1e-12
+"""Slack of the principal-range check (rounding at the ends)."""
+
+
+def _argument_sign(node: engine.Expression, data: Mapping[str, Any] | None) -> float | None:
+    """+1 or -1 when ``node`` has one strict sign on every finite row of ``data``, else None."""
+    values = _values(node, data)
+    if values is None:
+        return None
+    if np.all(values > 0):
+        return 1.0
+    return -1.0 if np.all(values < 0) else None
+
+
+def _values(node: engine.Expression, data: Mapping[str, Any] | None) -> np.ndarray | None:
+    if data is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            values = np.asarray(engine.evaluate(node, data), dtype=float).reshape(-1)
+    except engine.EngineError:
+        return None
+    values = values[np.isfinite(values)]
+    return values if values.size else None
+
+
+def _peel_ranged(node: engine.Function, rhs: engine.Expression,
+                 data: Mapping[str, Any] | None,
+                 ) -> tuple[engine.Expression, engine.Expression] | None:
+    argument = node.arguments[0]
+    if node.name == "abs":
+        sign = _argument_sign(argument, data)
+        return None if sign is None else (argument, rhs if sign > 0 else -rhs)
+    low, high, inverse = _PRINCIPAL_RANGES[node.name]
+    values = _values(argument, data)
+    if values is None or values.min() < low - PRINCIPAL_RANGE_ATOL \
+            or values.max() > high + PRINCIPAL_RANGE_ATOL:
+        return None
+    return argument, inverse(rhs)
+
+
 def _peel(node: engine.Expression, target: str, rhs: engine.Expression,
+          data: Mapping[str, Any] | None = None,
           ) -> tuple[engine.Expression, engine.Expression] | None:
     if isinstance(node, engine.Function) and node.name in _FUNCTION_INVERSES:
         return node.arguments[0], _FUNCTION_INVERSES[node.name](rhs)
+    if isinstance(node, engine.Function) and (node.name in _PRINCIPAL_RANGES
+                                              or node.name == "abs"):
+        return _peel_ranged(node, rhs, data)
     if isinstance(node, engine.Unary):
         return node.operand, -rhs
     if not isinstance(node, engine.Binary):
@@ -638,7 +730,7 @@ def _peel(node: engine.Expression, target: str, rhs: engine.Expression,
     if left == right:
         return None
     if node.operator == "**":
-        return _peel_power(node, left, rhs)
+        return _peel_power(node, left, rhs, data)
     inner, other = (node.left, node.right) if left else (node.right, node.left)
     solved = {("+", True): rhs - other, ("+", False): rhs - other,
               ("-", True): rhs + other, ("-", False): other - rhs,
@@ -648,6 +740,7 @@ def _peel(node: engine.Expression, target: str, rhs: engine.Expression,
 
 
 def _peel_power(node: engine.Binary, base_has_target: bool, rhs: engine.Expression,
+                data: Mapping[str, Any] | None = None,
                 ) -> tuple[engine.Expression, engine.Expression] | None:
     if base_has_target:
         if not isinstance(node.right, engine.Number) or node.right.value == 0:
@@ -655,10 +748,15 @@ def _peel_power(node: engine.Binary, base_has_target: bool, rhs: engine.Expressi
         power = node.right.value
         simple = {1: rhs, -1: engine.Number(1) / rhs, 2: engine.sqrt(rhs)}
         if power in simple:
-            return node.left, simple[power]
-        if float(power).is_integer():
-            return node.left, rhs ** engine.Binary("/", engine.Number(1), engine.Number(power))
-        return node.left, rhs ** engine.Number(1.0 / power)
+            root = simple[power]
+        elif float(power).is_integer():
+            root = rhs ** engine.Binary("/", engine.Number(1), engine.Number(power))
+        else:
+            root = rhs ** engine.Number(1.0 / power)
+        even = float(power).is_integer() and int(power) % 2 == 0
+        if even and _argument_sign(node.left, data) == -1.0:
+            root = -root  # an even power of a negative base: the negative root
+        return node.left, root
     if not isinstance(node.left, engine.Number) or node.left.value <= 0 or node.left.value == 1:
         return None
     return node.right, engine.log(rhs) / engine.log(node.left)

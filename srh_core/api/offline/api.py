@@ -12,7 +12,8 @@ import numpy as np
 from srh_core.api.base import BaseAPI, Messages
 from srh_core.api.call_result import SampleDelta
 from srh_core.api.cancel import CancelToken
-from srh_core.api.offline.policy import Move, Proposal, propose
+from srh_core.api.offline.moves import Move
+from srh_core.api.offline.policy import Proposal, plan_step
 from srh_core.api.offline.reader import read_conversation
 from srh_core.api.options import RequestOptions
 from srh_core.api.response import CallSummary, ModelResponse, Usage
@@ -47,10 +48,10 @@ class OfflineAPI(BaseAPI):
                   token: CancelToken) -> Generator[SampleDelta, None, CallSummary]:
         view = read_conversation(messages, self.parser)
         seed = self.seed if options.seed is None else options.seed
+        proposals = plan_step(view, n, np.random.default_rng(seed))
         responses = []
-        for sample in range(1, n + 1):
+        for sample, proposal in enumerate(proposals, 1):
             token.raise_if_cancelled(self.provider, str(self.model))
-            proposal = propose(view, sample, np.random.default_rng([seed, sample]))
             response = self._response(proposal, sample)
             responses.append(response)
             yield SampleDelta(sample, response.content, list(response.tool_calls))

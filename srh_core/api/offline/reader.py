@@ -18,11 +18,26 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _TARGET_RE = re.compile(rf"^- Target: (\w+): range \[({_NUMBER}), ({_NUMBER})\]", re.M)
 _FEATURE_RE = re.compile(rf"^  - (\w+): range \[({_NUMBER}), ({_NUMBER})\]", re.M)
 _STEP_RE = re.compile(r"\[Progress\] Step (\d+) of (\d+)")
+_BRANCH_RE = re.compile(r"\[Progress\] Step \d+ of \d+ \([^)]*branch (\d+)/(\d+)")
+_SCALE_RE = re.compile(rf"scale c=({_NUMBER})")
 _FRONT_ROW_RE = re.compile(rf"^(\d+) \| ({_NUMBER}|-) \| ({_NUMBER}|-) \| (.+)$", re.M)
 _RELATION_RE = re.compile(
     rf"^\d+\. (\w+): collapse R2 ({_NUMBER})\S* \| pearson ({_NUMBER}|nan|None), "
     rf"spearman ({_NUMBER}|nan|None) \| (\w+)", re.M)
 _LOGLOG_RE = re.compile(rf"^\s+log-log: slope ({_NUMBER})", re.M)
+_POWER_LAW_RE = re.compile(r"^power_law_fit:\n  (.+?) = .*\n((?:  .*\n)*?)"
+                           r"  exponents \(95% interval\): (.*)$", re.M)
+_TRAIN_R2_RE = re.compile(rf"^  train: mse=\S+, r2=({_NUMBER})", re.M)
+_EXPONENT_RE = re.compile(rf"(\w+): ({_NUMBER}) \[({_NUMBER}), ({_NUMBER})\]")
+PLAN_HEADER = "Plan of this step, every sample:"
+"""Heads the lines of an offline response that list every sample's calls of the step."""
+_PLAN_LINE_RE = re.compile(r"^  sample \d+: (.+)$", re.M)
+_PLANNED_CALL_RE = re.compile(r"\s*(\w+) ")
+
+EXACT_RELATIVE_MSE = 1e-18
+"""Train MSE over the squared target scale at or below which a fit counts as exact."""
+MAX_SHOWN_FORMULA_CHARS = 160
+"""Front rows print at most this many characters: a row this long may be cut short."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +60,44 @@ class FrontRow:
     complexity: int
     train_mse: float | None
     formula: str
+
+    @property
+    def truncated(self) -> bool:
+        """The progress message may have cut the formula: it cannot be reused verbatim."""
+        return len(self.formula) >= MAX_SHOWN_FORMULA_CHARS
+
+
+@dataclass(frozen=True, slots=True)
+class Exponent:
+    """A fitted power-law exponent and its 95% interval."""
+
+    value: float
+    low: float
+    high: float
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    @property
+    def centre(self) -> float:
+        """The free estimate (the reported value may be a snapped one)."""
+        return (self.low + self.high) / 2
+
+
+@dataclass(frozen=True, slots=True)
+class PowerLawReport:
+    """What a ``power_law_fit`` result said: the fitted expression and its exponents."""
+
+    y: str
+    exponents: dict[str, Exponent] = field(hash=False)
+    scale: float | None = None
+    r2: float | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether the fit explained the target to rounding (R2 shown as 1)."""
+        return self.r2 is not None and self.r2 >= 1.0
 
 
 @dataclass(slots=True)
@@ -69,6 +122,9 @@ class ConversationView:
     relations: dict[str, Relation] = field(default_factory=dict)
     tried: set[str] = field(default_factory=set)
     submitted: set[str] = field(default_factory=set)
+    power_laws: dict[str, PowerLawReport] = field(default_factory=dict)
+    branch: int = 1
+    branches: int = 1
 
     @property
     def final_step(self) -> bool:
@@ -79,12 +135,24 @@ class ConversationView:
         rows = [row for row in self.front if row.train_mse is not None]
         return min(rows, key=lambda row: (row.train_mse, row.complexity)) if rows else None
 
+    def relative_error(self, row: FrontRow | None) -> float | None:
+        """Train MSE over the squared scale of the target (None when unknown)."""
+        if row is None or row.train_mse is None or self.target is None:
+            return None
+        scale = max(abs(self.target.low), abs(self.target.high), 1e-300) ** 2
+        return row.train_mse / scale
+
     def exact(self, row: FrontRow | None) -> bool:
         """Whether a front row fits exactly up to rounding (relative to the target's scale)."""
-        if row is None or row.train_mse is None or self.target is None:
-            return False
-        scale = max(abs(self.target.low), abs(self.target.high), 1e-300) ** 2
-        return row.train_mse <= 1e-18 * scale
+        error = self.relative_error(row)
+        return error is not None and error <= EXACT_RELATIVE_MSE
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [feature.name for feature in self.features]
+
+    def feature(self, name: str) -> Variable | None:
+        return next((f for f in self.features if f.name == name), None)
 
 
 def call_signature(name: str, params: Mapping[str, Any]) -> str:
@@ -112,6 +180,24 @@ def _read_own_calls(view: ConversationView, message: Mapping[str, Any], text: st
         view.tried.add(call_signature(call.name, call.params))
         if call.name == "submit_formula":
             view.submitted.add(str(call.params.get("f", "")))
+    if PLAN_HEADER in text:
+        plan = text[text.index(PLAN_HEADER):]
+        for line in _PLAN_LINE_RE.finditer(plan):
+            view.tried.update(planned_signatures(line.group(1)))
+
+
+def planned_signatures(line: str) -> list[str]:
+    """Signatures of the calls one plan line lists (``name {json}; name {json}``)."""
+    decoder, found, position = json.JSONDecoder(), [], 0
+    while (match := _PLANNED_CALL_RE.match(line, position)) is not None:
+        try:
+            params, position = decoder.raw_decode(line, match.end())
+        except ValueError:
+            break
+        if isinstance(params, dict):
+            found.append(call_signature(match.group(1), params))
+        position += 2 if line.startswith("; ", position) else 0
+    return found
 
 
 def _read_facts(view: ConversationView, text: str) -> None:
@@ -122,6 +208,18 @@ def _read_facts(view: ConversationView, text: str) -> None:
     if (step := _STEP_RE.search(text)) is not None:
         view.step, view.max_steps = int(step.group(1)), int(step.group(2))
         view.front = [_front_row(match) for match in _FRONT_ROW_RE.finditer(text)]
+    if (branch := _BRANCH_RE.search(text)) is not None:
+        view.branch, view.branches = int(branch.group(1)), int(branch.group(2))
+    for match in _POWER_LAW_RE.finditer(text):
+        exponents = {m.group(1): Exponent(float(m.group(2)), float(m.group(3)),
+                                          float(m.group(4)))
+                     for m in _EXPONENT_RE.finditer(match.group(3))}
+        scale = _SCALE_RE.search(match.group(3))
+        r2 = _TRAIN_R2_RE.search(match.group(2))
+        y = match.group(1).strip()
+        view.power_laws[y] = PowerLawReport(y, exponents,
+                                            _number(scale.group(1)) if scale else None,
+                                            _number(r2.group(1)) if r2 else None)
     for match in _RELATION_RE.finditer(text):
         relation = Relation(match.group(1), float(match.group(2)), _number(match.group(3)),
                             _number(match.group(4)), match.group(5))

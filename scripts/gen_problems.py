@@ -1,0 +1,256 @@
+#!/usr/bin/env python
+"""Generate a held-out suite of physics-like problems in the suite JSON format.
+
+Run alone::
+
+    .venv/bin/python scripts/gen_problems.py --count 40 --seed 1 --out heldout.json
+
+Each problem is a random formula from a small grammar of forms that recur in
+physics, with sensible positive ranges (angles get ranges in radians):
+
+- ``monomial``: a constant times a product of powers (rational exponents);
+- ``sum``: a sum or difference of two monomials, optionally times a third;
+- ``exponential``: a monomial times exp(+-monomial), or times exp(monomial) - 1;
+- ``logarithm``: a monomial times the log of a ratio or of a monomial;
+- ``trig``: a monomial times sin/cos of an angle (or of a frequency times a time);
+- ``norm``: a monomial times the square root of a sum of two or three squares;
+- ``rational``: a monomial over a sum, difference, ``1 + product`` or a harmonic sum;
+- ``relativistic``: a monomial over (or times) sqrt(1 - v**2/c**2) with v < c.
+
+Every formula is checked on sampled data (finite, not degenerate) and redrawn
+otherwise. The output is the format of ``srh_core/problems/feynman_public.json``
+(``suite``, ``source``, ``syntax``, ``problems`` with ``id``, ``name``,
+``output``, ``formula`` and ``variables``), so ``load_suite(path)`` and the
+benchmark scripts read it unchanged. The same seed gives the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srh_core.problems import Problem  # noqa: E402
+
+DEFAULT_COUNT = 40
+MAX_DRAWS = 50
+CHECK_SAMPLES = 2_000
+MAX_DYNAMIC_RANGE = 1e8
+"""Largest max|y| / median|y| accepted: beyond it the problem is degenerate."""
+
+POSITIVE_NAMES = ("m", "v", "r", "q", "E", "B", "T", "p", "k", "L", "R", "I", "n", "d", "a",
+                  "h", "g", "F", "P", "V", "x", "y", "z", "s", "w", "u", "rho", "mu", "nu",
+                  "kappa", "sigma", "lam", "tau", "eps", "M", "Q", "N", "A", "C", "D")
+ANGLE_NAMES = ("theta", "phi", "psi", "beta")
+OUTPUT_NAMES = ("f", "Y", "out", "res", "G", "W", "U", "K", "J", "S", "H", "Z")
+CONSTANTS = ("1", "1", "1", "2", "1/2", "3/2", "3", "1/3", "4", "pi", "2*pi", "1/(4*pi)",
+             "1/(2*pi)", "3/5")
+EXPONENTS = ("1", "1", "1", "1", "2", "2", "-1", "-1", "-2", "3", "1/2", "-1/2", "3/2", "1/3")
+RANGES = ((1.0, 5.0), (1.0, 5.0), (1.0, 3.0), (0.5, 2.0), (1.0, 10.0), (2.0, 4.0))
+ANGLE_RANGES = ((0.0, 2.0 * np.pi), (1.0, 3.0), (0.0, 5.0), (0.5, 1.5))
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A drawn formula and the ranges of its variables."""
+
+    family: str
+    formula: str
+    variables: tuple[tuple[str, float, float], ...]
+
+
+class Namer:
+    """Hands out distinct variable names and their ranges for one problem."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.used: dict[str, tuple[float, float]] = {}
+
+    def positive(self, low: float | None = None, high: float | None = None) -> str:
+        free = [n for n in POSITIVE_NAMES if n not in self.used]
+        name = str(self.rng.choice(free))
+        span = RANGES[int(self.rng.integers(len(RANGES)))]
+        self.used[name] = (span[0] if low is None else low, span[1] if high is None else high)
+        return name
+
+    def angle(self) -> str:
+        free = [n for n in ANGLE_NAMES if n not in self.used]
+        name = str(self.rng.choice(free))
+        self.used[name] = tuple(float(v) for v in
+                                ANGLE_RANGES[int(self.rng.integers(len(ANGLE_RANGES)))])
+        return name
+
+    def variables(self) -> tuple[tuple[str, float, float], ...]:
+        return tuple((name, round(low, 6), round(high, 6))
+                     for name, (low, high) in self.used.items())
+
+
+def _power(name: str, exponent: str) -> str:
+    if exponent == "1":
+        return name
+    return f"{name}**{exponent}" if "/" not in exponent and not exponent.startswith("-") \
+        else f"{name}**({exponent})"
+
+
+def monomial(rng: np.random.Generator, namer: Namer, n_vars: int, *,
+             constant: bool = True) -> str:
+    """``c * x1**a1 * ...`` with exponents from EXPONENTS (at least one variable)."""
+    factors = [_power(namer.positive(), str(rng.choice(EXPONENTS))) for _ in range(n_vars)]
+    text = "*".join(factors)
+    value = str(rng.choice(CONSTANTS)) if constant else "1"
+    if value == "1":
+        return text
+    return f"({value})*{text}" if "/" in value else f"{value}*{text}"
+
+
+def _count(rng: np.random.Generator, low: int, high: int) -> int:
+    return int(rng.integers(low, high + 1))
+
+
+def family_monomial(rng: np.random.Generator, namer: Namer) -> str:
+    return monomial(rng, namer, _count(rng, 1, 5))
+
+
+def family_sum(rng: np.random.Generator, namer: Namer) -> str:
+    first = monomial(rng, namer, _count(rng, 1, 2))
+    second = monomial(rng, namer, _count(rng, 1, 2))
+    sign = str(rng.choice(["+", "+", "-"]))
+    inner = f"({first} {sign} {second})"
+    return f"{monomial(rng, namer, 1, constant=False)}*{inner}" if rng.random() < 0.5 else inner
+
+
+def family_exponential(rng: np.random.Generator, namer: Namer) -> str:
+    scale = monomial(rng, namer, _count(rng, 1, 2))
+    argument = monomial(rng, namer, _count(rng, 1, 3), constant=False)
+    kind = int(rng.integers(3))
+    if kind == 0:
+        return f"{scale}*exp(-{argument})"
+    if kind == 1:
+        return f"{scale}*exp({argument}/{namer.positive(4.0, 10.0)})"
+    return f"{scale}*(exp({argument}/{namer.positive(3.0, 8.0)}) - 1)"
+
+
+def family_logarithm(rng: np.random.Generator, namer: Namer) -> str:
+    scale = monomial(rng, namer, _count(rng, 1, 2))
+    if rng.random() < 0.5:
+        top, bottom = namer.positive(5.0, 10.0), namer.positive(1.0, 4.0)
+        return f"{scale}*log({top}/{bottom})"
+    return f"{scale}*log({monomial(rng, namer, _count(rng, 1, 2), constant=False)})"
+
+
+def family_trig(rng: np.random.Generator, namer: Namer) -> str:
+    scale = monomial(rng, namer, _count(rng, 1, 3))
+    trig = str(rng.choice(["sin", "cos"]))
+    if rng.random() < 0.7:
+        argument = namer.angle()
+    else:
+        argument = f"{namer.positive(1.0, 3.0)}*{namer.positive(0.0, 4.0)}"
+    return f"{scale}*{trig}({argument})" + ("**2" if rng.random() < 0.2 else "")
+
+
+def family_norm(rng: np.random.Generator, namer: Namer) -> str:
+    squares = [f"{namer.positive()}**2" for _ in range(_count(rng, 2, 3))]
+    norm = f"sqrt({' + '.join(squares)})"
+    if rng.random() < 0.3:
+        return f"{monomial(rng, namer, 1)}/{norm}"
+    return f"{monomial(rng, namer, _count(rng, 1, 2))}*{norm}"
+
+
+def family_rational(rng: np.random.Generator, namer: Namer) -> str:
+    scale = monomial(rng, namer, _count(rng, 1, 2))
+    kind = int(rng.integers(4))
+    if kind == 0:
+        return f"{scale}/({namer.positive()} + {namer.positive()})"
+    if kind == 1:
+        big, small = namer.positive(3.0, 5.0), namer.positive(1.0, 2.0)
+        return f"{scale}/({big}**2 - {small}**2)"
+    if kind == 2:
+        return f"{scale}/(1 + {namer.positive()}*{namer.positive()})"
+    first, second = namer.positive(), namer.positive()
+    return f"{scale}/(1/{first} + 1/{second})"
+
+
+def family_relativistic(rng: np.random.Generator, namer: Namer) -> str:
+    scale = monomial(rng, namer, _count(rng, 1, 2))
+    v, c = namer.positive(1.0, 2.0), namer.positive(3.0, 10.0)
+    root = f"sqrt(1 - {v}**2/{c}**2)"
+    return f"{scale}/{root}" if rng.random() < 0.7 else f"{scale}*{root}"
+
+
+FAMILIES: dict[str, Callable[[np.random.Generator, Namer], str]] = {
+    "monomial": family_monomial, "sum": family_sum, "exponential": family_exponential,
+    "logarithm": family_logarithm, "trig": family_trig, "norm": family_norm,
+    "rational": family_rational, "relativistic": family_relativistic,
+}
+
+
+def draw(rng: np.random.Generator, family: str) -> Draft:
+    """One checked formula of ``family``; redrawn until it is finite and not degenerate."""
+    for _ in range(MAX_DRAWS):
+        namer = Namer(rng)
+        formula = FAMILIES[family](rng, namer)
+        draft = Draft(family, formula, namer.variables())
+        if acceptable(draft):
+            return draft
+    raise RuntimeError(f"could not draw an acceptable {family} formula in {MAX_DRAWS} tries")
+
+
+def acceptable(draft: Draft) -> bool:
+    """Finite everywhere on the ranges, and not dominated by a few extreme values."""
+    problem = Problem.from_dict(_entry(draft, "check", "y"))
+    try:
+        _, y = problem.sample(CHECK_SAMPLES, seed=0)
+    except Exception:  # noqa: BLE001 - any failure means "draw again"
+        return False
+    magnitude = np.abs(y)
+    if not np.all(np.isfinite(y)) or np.median(magnitude) <= 0:
+        return False
+    return float(magnitude.max() / np.median(magnitude)) < MAX_DYNAMIC_RANGE
+
+
+def _entry(draft: Draft, problem_id: str, output: str) -> dict[str, Any]:
+    return {"id": problem_id, "name": f"heldout-{problem_id}", "output": output,
+            "formula": draft.formula, "family": draft.family,
+            "variables": [{"name": n, "low": lo, "high": hi} for n, lo, hi in draft.variables]}
+
+
+def generate(count: int, seed: int) -> dict[str, Any]:
+    """The suite document: ``count`` problems cycling through the families."""
+    rng = np.random.default_rng(seed)
+    families = list(FAMILIES)
+    problems = []
+    for index in range(count):
+        family = families[index % len(families)]
+        draft = draw(rng, family)
+        used = {name for name, _, _ in draft.variables}
+        output = next(str(n) for n in rng.permutation(OUTPUT_NAMES) if n not in used)
+        problems.append(_entry(draft, f"{family}-{index + 1:03d}", output))
+    return {"suite": f"heldout-seed{seed}",
+            "source": f"scripts/gen_problems.py --count {count} --seed {seed}",
+            "syntax": "numpy names; ln is the natural logarithm", "problems": problems}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=DEFAULT_COUNT, help="problems to generate")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the generator")
+    parser.add_argument("--out", default="-", help="output file (default: stdout)")
+    args = parser.parse_args(argv)
+    text = json.dumps(generate(args.count, args.seed), indent=1)
+    if args.out == "-":
+        print(text)
+    else:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
