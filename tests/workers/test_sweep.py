@@ -1,0 +1,99 @@
+"""Sweep files and the sweep runner (embedded backend: fast, no services)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from srh_core.errors import ConfigurationError
+from srh_workers.sweep import EmbeddedSweepBackend, RunLost, SweepRunner
+from srh_workers.sweep_spec import cells, load_sweep
+
+SWEEP = """
+[sweep]
+name = "small"
+problems = ["feynman-I.14.4", "feynman-I.25.13"]
+seeds = [0, 1]
+samples = 200
+retries = 1
+
+[settings]
+max_refinement_depth = 1
+
+[[variants]]
+name = "k1"
+
+[[variants]]
+name = "k2"
+local_sample_size = 2
+"""
+
+
+class CountingBackend(EmbeddedSweepBackend):
+    def __init__(self, lose: set[str] | None = None) -> None:
+        super().__init__()
+        self.submitted: list[str] = []
+        self.lose = set(lose or ())
+
+    def submit(self, run_id, cell, data):
+        self.submitted.append(run_id)
+        super().submit(run_id, cell, data)
+
+    def poll(self, run_id):
+        if any(run_id.endswith(suffix) for suffix in self.lose):
+            raise RunLost("the broker forgot it")
+        return super().poll(run_id)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_cells_are_problems_x_seeds_x_variants(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP))
+    ids = [cell.cell_id for cell in cells(spec)]
+    assert len(ids) == 8 and ids[0] == "feynman-I.14.4|seed=0|k1"
+    assert cells(spec)[0].run_id("small", 1) != cells(spec)[1].run_id("small", 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [(SWEEP.replace('"feynman-I.25.13"', '"feynman-I.25.31"'), "Unknown problem"),
+     (SWEEP.replace("local_sample_size = 2", "local_sample_size = 0"), "local_sample_size"),
+     (SWEEP.replace("retries = 1", "retries = -1"), "retries"),
+     (SWEEP.replace("seeds = [0, 1]", "seeds = [0, 1]\ncolour = 3"), "colour"),
+     ("[sweep\nname=", "Cannot read sweep file")],
+    ids=["unknown-problem", "bad-setting", "bad-retries", "unknown-key", "bad-toml"])
+def test_malformed_sweep_files_are_reported(tmp_path, text, message):
+    with pytest.raises(ConfigurationError, match=message):
+        load_sweep(write(tmp_path, text))
+
+
+def test_a_resumed_sweep_never_reruns_finished_cells(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP))
+    first = CountingBackend()
+    rows = SweepRunner(spec, tmp_path / "out", first, progress=lambda line: None).run()
+    assert len(first.submitted) == 8 and all(row["status"] == "done" for row in rows)
+    assert all(row["solved"] is not None and row["best_formula"] for row in rows)
+    again = CountingBackend()
+    rows_again = SweepRunner(spec, tmp_path / "out", again, progress=lambda line: None).run()
+    assert again.submitted == [] and rows_again == rows
+    with (tmp_path / "out" / "results.csv").open() as stream:
+        assert len(list(csv.DictReader(stream))) == 8
+
+
+def test_lost_cells_are_retried_then_reported(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP))
+    lost = {cells(spec)[0].run_id("small", 1)[-14:], cells(spec)[0].run_id("small", 2)[-14:]}
+    backend = CountingBackend(lose=lost)
+    rows = SweepRunner(spec, tmp_path / "out", backend, progress=lambda line: None).run()
+    failed = [row for row in rows if row["status"] == "failed"]
+    assert [row["cell"] for row in failed] == [cells(spec)[0].cell_id]
+    assert failed[0]["attempts"] == 2 and "run lost" in failed[0]["error"]
+    state = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert state["cells"][cells(spec)[0].cell_id]["status"] == "failed"
