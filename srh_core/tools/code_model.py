@@ -47,7 +47,8 @@ from srh_core.tools.code_sandbox import (
     run_report,
     strip_fence,
 )
-from srh_core.tools.formula import MAX_DIAGNOSTIC_VARIABLES, FormulaTool, residual_diagnostics
+from srh_core.tools.diagnostics import residual_diagnostics
+from srh_core.tools.formula import MAX_DIAGNOSTIC_VARIABLES, FormulaTool
 
 MAX_PARAMS_JSON_CHARS = 100_000
 PARAMS_SHOWN_CHARS = 600

@@ -38,13 +38,8 @@ from srh_core.evaluator.default import observed_data
 from srh_core.evaluator.metrics import calc_R2
 from srh_core.evaluator.splits import row_aligned_names
 from srh_core.tools.base import BaseTool
-from srh_core.tools.formula import (
-    DataTerm,
-    FormulaTool,
-    display_formula,
-    formula_text,
-    number_text,
-)
+from srh_core.tools.diagnostics import number_text
+from srh_core.tools.formula import DataTerm, FormulaTool, display_formula, formula_text
 
 NEAR_RELATIVE_TOLERANCE = 0.05
 MAX_CHOICES_PER_CONSTANT = 3

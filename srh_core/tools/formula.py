@@ -20,7 +20,7 @@ target and added to ``all_formulas`` as a candidate.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,15 @@ import numpy as np
 
 import srh_engine as engine
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
-from srh_core.evaluator.metrics import calc_PearsonR, calc_SpearmanR
 from srh_core.tools.base import BaseTool
+from srh_core.tools.diagnostics import (
+    diagnostic_lines,
+    finite_number,
+    metric_line,
+    metric_warnings,
+    residual_diagnostics,
+)
+from srh_core.tools.inversion import invert_target
 from srh_engine.transform import map_postorder
 
 MAX_INPUTS = 16
@@ -49,15 +56,6 @@ MAX_DIAGNOSTIC_VARIABLES = 12
 
 MAX_LISTED_NAMES = 30
 """Variable names listed in an error message."""
-
-MAX_INVERSION_STEPS = 8
-"""Layers of a transformed target (log, /x1, **2, ...) undone at most."""
-
-EXACT_RESIDUAL_RTOL = 1e-9
-"""Residuals below this times rms(target) are rounding: no worst rows or correlations."""
-
-VALIDATION_GAP_FACTOR = 2.0
-"""Validation RMSE above this multiple of train RMSE earns a warning."""
 
 _ONE = engine.Number(1)
 
@@ -302,7 +300,7 @@ class FormulaTool(BaseTool):
                    for name, split in splits.items() if split is not None}
         entry: dict[str, Any] = {
             "formula": formula_text(f), "is_candidate": target.is_target and not uses_target,
-            "target": target.text, "metrics": metrics, "warnings": _metric_warnings(metrics)}
+            "target": target.text, "metrics": metrics, "warnings": metric_warnings(metrics)}
         if uses_target:
             entry["warnings"].append(f"not a candidate: the formula uses the target "
                                      f"{context.target!r}")
@@ -344,7 +342,7 @@ class FormulaTool(BaseTool):
         real = DataTerm(name, engine.Symbol(name), is_target=True)
         entry = self.score_formula(inverted, real, show_diagnostics=False)
         entry["back_transformed_from"] = f"{target.text} = {formula_text(f)}"
-        if not _finite(entry["metrics"]["train"].get("mse")):
+        if not finite_number(entry["metrics"]["train"].get("mse")):
             entry["is_candidate"] = False
             entry["warnings"].append("the back-transformed formula is not finite on every "
                                      "training row, so it is not a candidate")
@@ -378,7 +376,7 @@ class FormulaTool(BaseTool):
         """
         lines = [f"{title}:", f"  {result.get('target', 'y')} = {display_formula(result)}"]
         for split, metrics in (result.get("metrics") or {}).items():
-            lines.append(f"  {split}: {_metric_line(metrics)}")
+            lines.append(f"  {split}: {metric_line(metrics)}")
         if not result.get("is_candidate") and not any(
                 str(text).startswith("not a candidate") for text in result.get("warnings") or []):
             lines.append("  (not a candidate for the target)")
@@ -386,14 +384,14 @@ class FormulaTool(BaseTool):
             lines.append("  Submitted as the final answer.")
         lines.extend(f"  {line}" for line in details)
         lines.extend(f"  warning: {text}" for text in (result.get("warnings") or [])[:6])
-        lines.extend(_diagnostic_lines(result.get("diagnostics")))
+        lines.extend(diagnostic_lines(result.get("diagnostics")))
         for alternative in (result.get("all_formulas") or [])[:8]:
             mark = "candidate" if alternative.get("is_candidate") else "not a candidate"
             metrics = alternative.get("metrics") or {}
             split = "validation" if "validation" in metrics else "train"
             lines.append(f"  also ({mark}): {alternative.get('target')} = "
                          f"{display_formula(alternative)}  [{split}: "
-                         f"{_metric_line(metrics.get(split) or {})}]")
+                         f"{metric_line(metrics.get(split) or {})}]")
         return "\n".join(lines)
 
     @classmethod
@@ -504,259 +502,3 @@ def _scaled(value: float, term: engine.Expression) -> engine.Expression:
     for factor in factors:
         product = engine.Binary("*", product, factor)
     return product
-
-
-def residual_diagnostics(y_true: Any, y_pred: Any, data: Mapping[str, Any] | None = None,
-                         max_samples: int = 3, max_correlations: int = 5) -> dict[str, Any]:
-    """Error profile, worst samples and strongest residual correlations (bounded, no warnings).
-
-    Args:
-        y_true: Target values.
-        y_pred: Predictions, broadcastable to ``y_true``.
-        data: Variables (same sample count) to show in rows and correlate with residuals.
-        max_samples: Worst samples to list.
-        max_correlations: Residual correlations to list.
-
-    Returns:
-        ``error_profile`` (n, n_finite, median residual, p95 / max absolute error),
-        ``worst_samples`` and ``strongest_residual_correlations``.
-    """
-    true, pred = (a.reshape(-1) for a in np.broadcast_arrays(
-        np.asarray(y_true, dtype=float), np.asarray(y_pred, dtype=float)))
-    with np.errstate(all="ignore"):
-        residual = pred - true
-    finite = np.isfinite(residual)
-    columns = {name: np.asarray(values, dtype=float).reshape(-1)
-               for name, values in (data or {}).items()
-               if np.asarray(values).dtype.kind in "fiu" and np.asarray(values).size == true.size}
-    profile = _error_profile(residual[finite], true.size)
-    observed = true[np.isfinite(true)]
-    scale = float(np.sqrt(np.mean(observed * observed))) if observed.size else 0.0
-    failed = np.isfinite(true) & ~np.isfinite(pred)
-    if not failed.any() and profile.get("max_abs_error", math.inf) <= EXACT_RESIDUAL_RTOL * scale:
-        return {"error_profile": profile, "exact": True, "worst_samples": [],
-                "strongest_residual_correlations": []}
-    return {"error_profile": profile, "exact": False,
-            "worst_samples": _worst_samples(true, pred, residual, columns, max_samples),
-            "strongest_residual_correlations": _correlations(residual, columns,
-                                                             max_correlations)}
-
-
-def _error_profile(residual: np.ndarray, n: int) -> dict[str, Any]:
-    if residual.size == 0:
-        return {"n": n, "n_finite": 0}
-    absolute = np.abs(residual)
-    return {"n": n, "n_finite": int(residual.size),
-            "median_residual": float(np.median(residual)),
-            "p95_abs_error": float(np.quantile(absolute, 0.95)),
-            "max_abs_error": float(absolute.max())}
-
-
-def _worst_samples(true: np.ndarray, pred: np.ndarray, residual: np.ndarray,
-                   columns: Mapping[str, np.ndarray], limit: int) -> list[dict[str, Any]]:
-    score = np.where(np.isfinite(residual), np.abs(residual), -np.inf)
-    score = np.where(np.isfinite(true) & ~np.isfinite(pred), np.inf, score)  # failures first
-    order = np.argsort(-score, kind="stable")[:max(0, limit)]
-    return [{"index": int(i), "y_true": float(true[i]), "y_pred": float(pred[i]),
-             "row": {name: float(values[i]) for name, values in columns.items()}}
-            for i in order if score[i] > -np.inf]
-
-
-def _correlations(residual: np.ndarray, columns: Mapping[str, np.ndarray],
-                  limit: int) -> list[dict[str, Any]]:
-    found = []
-    for name, values in columns.items():
-        pearson, spearman = calc_PearsonR(values, residual), calc_SpearmanR(values, residual)
-        strength = max(abs(pearson), abs(spearman)) if _finite(pearson) and \
-            _finite(spearman) else math.nan
-        if _finite(strength):
-            found.append({"variable": name, "pearson": pearson, "spearman": spearman,
-                          "strength": strength})
-    return sorted(found, key=lambda item: -item["strength"])[:max(0, limit)]
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)
-
-
-def _metric_warnings(metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    warnings = []
-    for split, values in metrics.items():
-        n, n_finite = values.get("n_samples"), values.get("n_finite")
-        if isinstance(n, int) and isinstance(n_finite, int) and n_finite < n:
-            warnings.append(f"the formula is not finite on {n - n_finite} of {n} {split} rows, "
-                            "so its error metrics are nan")
-    train, validation = metrics.get("train", {}), metrics.get("validation", {})
-    train_rmse, validation_rmse = train.get("rmse"), validation.get("rmse")
-    if _finite(train_rmse) and _finite(validation_rmse) and \
-            validation_rmse > max(VALIDATION_GAP_FACTOR * train_rmse, train_rmse + 1e-12):
-        warnings.append("validation error is much larger than training error (overfitting, or "
-                        "the validation domain differs)")
-    return warnings
-
-
-def number_text(value: Any, digits: int = 3) -> str:
-    """A number for a model reader: ``digits`` significant digits, or its text when not finite."""
-    return format(value, f".{digits}g") if _finite(value) else str(value)
-
-
-def _metric_line(metrics: Mapping[str, Any]) -> str:
-    shown = [f"{name}={number_text(metrics[name])}" for name in ("mse", "r2", "rmse", "mae")
-             if name in metrics]
-    if "n_samples" in metrics:
-        shown.append(f"n={metrics['n_samples']}")
-    return ", ".join(shown) or "no metrics"
-
-
-def _diagnostic_lines(diagnostics: Any) -> list[str]:
-    if not isinstance(diagnostics, Mapping) or "error_profile" not in diagnostics:
-        return []
-    profile = diagnostics["error_profile"]
-    if not profile.get("n_finite"):
-        return ["  residuals: the prediction is not finite on any row"]
-    if diagnostics.get("exact"):
-        return [f"  residuals ({diagnostics.get('split', 'train')}): exact up to rounding "
-                f"(max|err|={number_text(profile.get('max_abs_error'))})"]
-    lines = [f"  residuals ({diagnostics.get('split', 'train')}): max|err|="
-             f"{number_text(profile.get('max_abs_error'))}, p95|err|="
-             f"{number_text(profile.get('p95_abs_error'))}, median="
-             f"{number_text(profile.get('median_residual'))}"]
-    for sample in diagnostics.get("worst_samples", [])[:3]:
-        row = ", ".join(f"{k}={number_text(v)}" for k, v in list(sample["row"].items())[:6])
-        lines.append(f"    worst: y={number_text(sample['y_true'])} "
-                     f"pred={number_text(sample['y_pred'])} at {row}")
-    for item in diagnostics.get("strongest_residual_correlations", [])[:2]:
-        lines.append(f"    residual correlates with {item['variable']}: pearson="
-                     f"{number_text(item['pearson'])}, spearman={number_text(item['spearman'])}")
-    return lines
-
-
-# ------------------------------------------------------------ back-transform
-def invert_target(lhs: engine.Expression, target: str, rhs: engine.Expression,
-                  data: Mapping[str, Any] | None = None) -> engine.Expression | None:
-    """Solve ``lhs(target, data) = rhs`` for ``target`` when each layer is invertible.
-
-    Undoes log, log10, exp, sqrt, unary minus, constant powers and exponentials,
-    and sums, differences, products and quotients with a part free of the
-    target. With ``data`` (the training rows, target included), layers that
-    are invertible only on part of their domain are undone when the data lie
-    there: ``sin`` (argument in [-pi/2, pi/2]), ``cos`` ([0, pi]), ``tan``
-    ((-pi/2, pi/2)), ``abs`` and even powers (argument of one sign; a negative
-    one gives ``-sqrt(...)``). Returns None for anything else (the target
-    twice, sin without data...).
-    """
-    for _ in range(MAX_INVERSION_STEPS):
-        if lhs == engine.Symbol(target):
-            return rhs
-        peeled = _peel(lhs, target, rhs, data)
-        if peeled is None:
-            return None
-        lhs, rhs = peeled
-    return None
-
-
-def _has(node: engine.Expression, target: str) -> bool:
-    return target in engine.symbols(node)
-
-
-_FUNCTION_INVERSES: dict[str, Callable[[engine.Expression], engine.Expression]] = {
-    "log": engine.exp, "exp": engine.log, "sqrt": lambda r: r ** engine.Number(2),
-    "log10": lambda r: engine.Number(10) ** r,
-}
-
-
-_PRINCIPAL_RANGES: dict[str, tuple[float, float, Callable[[engine.Expression],
-                                                         engine.Expression]]] = {
-    "sin": (-math.pi / 2, math.pi / 2, engine.arcsin),
-    "cos": (0.0, math.pi, engine.arccos),
-    "tan": (-math.pi / 2, math.pi / 2, engine.arctan),
-}
-"""Functions invertible on a principal range: (low, high, inverse)."""
-
-PRINCIPAL_RANGE_ATOL = 1e-12
-"""Slack of the principal-range check (rounding at the ends)."""
-
-
-def _argument_sign(node: engine.Expression, data: Mapping[str, Any] | None) -> float | None:
-    """+1 or -1 when ``node`` has one strict sign on every finite row of ``data``, else None."""
-    values = _values(node, data)
-    if values is None:
-        return None
-    if np.all(values > 0):
-        return 1.0
-    return -1.0 if np.all(values < 0) else None
-
-
-def _values(node: engine.Expression, data: Mapping[str, Any] | None) -> np.ndarray | None:
-    if data is None:
-        return None
-    try:
-        with np.errstate(all="ignore"):
-            values = np.asarray(engine.evaluate(node, data), dtype=float).reshape(-1)
-    except engine.EngineError:
-        return None
-    values = values[np.isfinite(values)]
-    return values if values.size else None
-
-
-def _peel_ranged(node: engine.Function, rhs: engine.Expression,
-                 data: Mapping[str, Any] | None,
-                 ) -> tuple[engine.Expression, engine.Expression] | None:
-    argument = node.arguments[0]
-    if node.name == "abs":
-        sign = _argument_sign(argument, data)
-        return None if sign is None else (argument, rhs if sign > 0 else -rhs)
-    low, high, inverse = _PRINCIPAL_RANGES[node.name]
-    values = _values(argument, data)
-    if values is None or values.min() < low - PRINCIPAL_RANGE_ATOL \
-            or values.max() > high + PRINCIPAL_RANGE_ATOL:
-        return None
-    return argument, inverse(rhs)
-
-
-def _peel(node: engine.Expression, target: str, rhs: engine.Expression,
-          data: Mapping[str, Any] | None = None,
-          ) -> tuple[engine.Expression, engine.Expression] | None:
-    if isinstance(node, engine.Function) and node.name in _FUNCTION_INVERSES:
-        return node.arguments[0], _FUNCTION_INVERSES[node.name](rhs)
-    if isinstance(node, engine.Function) and (node.name in _PRINCIPAL_RANGES
-                                              or node.name == "abs"):
-        return _peel_ranged(node, rhs, data)
-    if isinstance(node, engine.Unary):
-        return node.operand, -rhs
-    if not isinstance(node, engine.Binary):
-        return None
-    left, right = _has(node.left, target), _has(node.right, target)
-    if left == right:
-        return None
-    if node.operator == "**":
-        return _peel_power(node, left, rhs, data)
-    inner, other = (node.left, node.right) if left else (node.right, node.left)
-    solved = {("+", True): rhs - other, ("+", False): rhs - other,
-              ("-", True): rhs + other, ("-", False): other - rhs,
-              ("*", True): rhs / other, ("*", False): rhs / other,
-              ("/", True): rhs * other, ("/", False): other / rhs}
-    return inner, solved[(node.operator, left)]
-
-
-def _peel_power(node: engine.Binary, base_has_target: bool, rhs: engine.Expression,
-                data: Mapping[str, Any] | None = None,
-                ) -> tuple[engine.Expression, engine.Expression] | None:
-    if base_has_target:
-        if not isinstance(node.right, engine.Number) or node.right.value == 0:
-            return None
-        power = node.right.value
-        simple = {1: rhs, -1: engine.Number(1) / rhs, 2: engine.sqrt(rhs)}
-        if power in simple:
-            root = simple[power]
-        elif float(power).is_integer():
-            root = rhs ** engine.Binary("/", engine.Number(1), engine.Number(power))
-        else:
-            root = rhs ** engine.Number(1.0 / power)
-        even = float(power).is_integer() and int(power) % 2 == 0
-        if even and _argument_sign(node.left, data) == -1.0:
-            root = -root  # an even power of a negative base: the negative root
-        return node.left, root
-    if not isinstance(node.left, engine.Number) or node.left.value <= 0 or node.left.value == 1:
-        return None
-    return node.right, engine.log(rhs) / engine.log(node.left)

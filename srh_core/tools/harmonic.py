@@ -22,7 +22,8 @@ from scipy.optimize import minimize_scalar
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
 from srh_core.tools.base import BaseTool
-from srh_core.tools.formula import DataTerm, FormulaTool, linear_combination, number_text
+from srh_core.tools.diagnostics import number_text
+from srh_core.tools.formula import DataTerm, FormulaTool, linear_combination
 from srh_core.tools.polynomial import least_squares, prune_negligible, rmse, subsample_rows
 
 MAX_DEGREE = 4

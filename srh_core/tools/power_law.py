@@ -26,7 +26,8 @@ import numpy as np
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
 from srh_core.tools.base import BaseTool
-from srh_core.tools.formula import DataTerm, FormulaTool, TrainingData, number_text
+from srh_core.tools.diagnostics import number_text
+from srh_core.tools.formula import DataTerm, FormulaTool, TrainingData
 
 MAX_DENOMINATOR = 32
 MAX_STABILITY_FOLDS = 20

@@ -20,13 +20,8 @@ import numpy as np
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
 from srh_core.tools.base import BaseTool
-from srh_core.tools.formula import (
-    DataTerm,
-    FormulaTool,
-    TrainingData,
-    linear_combination,
-    number_text,
-)
+from srh_core.tools.diagnostics import number_text
+from srh_core.tools.formula import DataTerm, FormulaTool, TrainingData, linear_combination
 from srh_core.tools.polynomial import (
     Exponents,
     distinct_monomials,

@@ -12,7 +12,8 @@ import srh_engine as engine
 from srh_core.context import AgentContext
 from srh_core.tools.base import BaseTool
 from srh_core.tools.constants import nearby_choices
-from srh_core.tools.formula import formula_text, invert_target
+from srh_core.tools.formula import formula_text
+from srh_core.tools.inversion import invert_target
 
 
 def context(target: str, truth, size: int = 400, **ranges: tuple[float, float]

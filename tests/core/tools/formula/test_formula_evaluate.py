@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import srh_engine as engine
-from srh_core.tools.formula import invert_target, residual_diagnostics
+from srh_core.tools.diagnostics import residual_diagnostics
+from srh_core.tools.inversion import invert_target
 from srh_core.tools.pysr import pysr_expression
 
 
