@@ -9,6 +9,7 @@ that every library stays small enough to fit, score and show quickly.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,11 +29,16 @@ ZERO_START_FRACTION = 0.02
 """A range whose low end is below this share of its width starts at zero (the prompt shows
 the sampled minimum, a hair above a true zero)."""
 
+STRONG_ANGLE = 2
+"""Angle-likeness of a variable named like an angle or spanning radians from zero."""
+
 MIN_ANGLE_SPAN = 1.5
 """Fewest radians a zero-based range must span to look like an angle."""
 
 ANGLE_NAME_HINTS = ("theta", "phi", "psi", "angle")
-"""Names that say a variable is an angle."""
+"""Names that say a variable is an angle (whole names, up to an index suffix)."""
+
+_INDEX_SUFFIX = re.compile(r"_?[0-9]*$")
 
 MAX_ANGLE = 2 * math.pi + 0.5
 """Largest upper bound of a variable that may be an angle in radians."""
@@ -91,9 +97,9 @@ def angle_likeness(view: ConversationView, variable: Variable) -> int:
     its range starts at zero, 1 when the target is not monotonic in it, else 0."""
     if variable.high > MAX_ANGLE or variable.low < -MAX_ANGLE:
         return 0
-    lowered = variable.name.lower()
-    if any(hint in lowered for hint in ANGLE_NAME_HINTS) or spans_radians(variable):
-        return 2
+    stem = _INDEX_SUFFIX.sub("", variable.name.lower())  # theta1, phi_0 -> theta, phi
+    if stem in ANGLE_NAME_HINTS or spans_radians(variable):
+        return STRONG_ANGLE
     relation = view.relations.get(variable.name)
     return 1 if relation is not None and relation.trend == "non_monotonic" else 0
 

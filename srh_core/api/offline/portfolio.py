@@ -23,7 +23,9 @@ import re
 from srh_core.api.offline.factors import hypotheses
 from srh_core.api.offline.moves import (
     LIBRARY_BUDGET,
+    STRONG_ANGLE,
     Move,
+    angle_likeness,
     library_size,
     positive_features,
     single_signed,
@@ -46,8 +48,13 @@ LONG_NUMBER = re.compile(r"\d+\.\d{4,}")
 
 
 def factor_analysis(view: ConversationView) -> Move | None:
-    """The power-law fit whose exponents the plan reads (None when no variable is positive)."""
-    positive = positive_features(view)
+    """The power-law fit whose exponents the plan reads (None when no variable is positive).
+
+    Variables that look like angles are left out: ``log|sin(theta)|`` has tails that only
+    blur the other exponents, and an angle rarely enters as a power.
+    """
+    positive = [n for n in positive_features(view)
+                if angle_likeness(view, view.feature(n)) < STRONG_ANGLE]
     if view.target is None or not positive:
         return None
     x = None if len(positive) == len(view.features) else positive

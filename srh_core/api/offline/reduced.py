@@ -25,6 +25,7 @@ from fractions import Fraction
 from srh_core.api.offline.factors import Factorization, power_text
 from srh_core.api.offline.moves import (
     LIBRARY_BUDGET,
+    STRONG_ANGLE,
     Move,
     angle_likeness,
     library_degree,
@@ -161,9 +162,9 @@ def trig_shapes(view: ConversationView, factorization: Factorization,
     moves = []
     for angle in angles:
         others = oriented(view, [n for n in rest if n != angle], slopes, 1)
-        tier = 1.5 if likeness[angle] == 2 else 2.3
+        tier = 1.5 if likeness[angle] == STRONG_ANGLE else 2.3
         moves += _wave_moves(reduced, angle, others, tier, f"{angle} may enter through")
-        if likeness[angle] == 2 and len(rest) <= MAX_PHASE_REST:
+        if likeness[angle] == STRONG_ANGLE and len(rest) <= MAX_PHASE_REST:
             for partner in (n for n in rest if n != angle):
                 left = oriented(view, [n for n in rest if n not in (angle, partner)], slopes, 1)
                 moves += _wave_moves(reduced, f"{partner}*{angle}", left, 1.9,

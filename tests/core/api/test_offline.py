@@ -10,6 +10,8 @@ import pytest
 
 from srh_core.agent import SRAgent
 from srh_core.api import BaseAPI
+from srh_core.api.offline.moves import STRONG_ANGLE, angle_likeness
+from srh_core.api.offline.reader import ConversationView, Variable
 from srh_core.problems import Problem
 
 N_SAMPLES = 400
@@ -130,3 +132,17 @@ def test_it_stops_calling_tools_once_the_exact_formula_is_submitted():
     later = [n for (_, _, L), step in by_step(agent).items() if L > submitted_at for n in step]
     assert later and all(not n["detail"]["tool_calls"] for n in later)
     assert np.all([OFFLINE_MARK in n["detail"]["content"] for n in later])
+
+
+@pytest.mark.parametrize(("name", "low", "high", "strong"), [
+    ("theta", 0.5, 1.2, True),       # an angle by name, even over a short range
+    ("phi_0", 0.5, 1.2, True),       # index suffixes are ignored
+    ("theta2", 0.5, 1.2, True),
+    ("graphite", 0.5, 1.2, False),   # contains "phi" but is not named like an angle
+    ("x", 0.0, 3.0, True),           # spans radians from zero
+    ("theta", 1.0, 40.0, False),     # an upper bound no angle in radians reaches
+])
+def test_angle_likeness_reads_whole_names_and_radian_ranges(name, low, high, strong):
+    variable = Variable(name, low, high)
+    view = ConversationView(features=[variable])
+    assert (angle_likeness(view, variable) == STRONG_ANGLE) is strong
