@@ -42,8 +42,9 @@ class JacobianEnv(Env):
 
 
 def _accumulate(total: Gradient, gradient: Gradient, coefficient: Any) -> None:
+    unit = type(coefficient) is float and coefficient == 1.0  # "+": no array copy
     for column, partial in gradient.items():
-        term = partial * coefficient
+        term = partial if unit else partial * coefficient
         total[column] = total[column] + term if column in total else term
 
 
@@ -149,7 +150,7 @@ def jacobian(expression: Expression, env: JacobianEnv, shape: tuple[int, ...], c
         parameter does not occur is zero.
     """
     value, gradient = DERIVATIVES[type(expression)](expression, env)
-    matrix = np.zeros((columns, *shape))
-    for column, partial in gradient.items():
-        matrix[column] = partial
+    matrix = np.empty((columns, *shape))
+    for column in range(columns):
+        matrix[column] = gradient.get(column, 0.0)
     return value, matrix.reshape(columns, -1)

@@ -12,6 +12,14 @@ flips, alternately around the initial and the best point) run, each with a
 bounded evaluation budget, until the fit is good enough or
 ``RESTART_PATIENCE`` restarts in a row fail to improve.
 
+Large fits start small: with more than ``SUBSAMPLE_ROWS`` rows (and no
+grouped parameters), the first run and the restarts search an evenly spaced
+subset of ``SUBSAMPLE_ROWS`` rows, and the best point found there is then
+polished by one run on every row; the restarts (exploration) run on the
+subset only. The subset carries the same optimum for exact data and nearly
+the same basin for noisy data, so the expensive full evaluations are spent on
+a few polishing iterations.
+
 With ``fit_constants=True`` the formula's numeric constants are fitted too:
 every :class:`Number` except integer-valued exponents of ``**``, integers
 with ``|v| <= STRUCTURAL_INTEGER_LIMIT`` (``1/(1 + x)``, ``x/2``, ``2*pi``)
@@ -62,6 +70,9 @@ IMPROVEMENT_RTOL = 1e-6
 
 STRUCTURAL_INTEGER_LIMIT = 2
 """With fit_constants, integer-valued numbers up to this magnitude stay fixed."""
+
+SUBSAMPLE_ROWS = 2000
+"""Fits on more rows than this search on an evenly spaced subset of this size first."""
 
 _NAMED_CONSTANTS = (math.pi, math.e)
 
@@ -198,11 +209,22 @@ def _good_enough(problem: LeastSquaresProblem, loss: float) -> bool:
     return loss <= exact or loss <= (1.0 - SATISFACTORY_R2) * float(np.var(target))
 
 
-def _search(problem: LeastSquaresProblem, settings: _Settings) -> tuple[Run, int]:
-    """First run plus restarts; returns the best run and total evaluations."""
+def _search(problem: LeastSquaresProblem, settings: _Settings,
+            subset: LeastSquaresProblem | None = None) -> tuple[Run, int]:
+    """First run plus restarts (on ``subset`` first when given, then polished on all rows);
+    returns the best run and total evaluations."""
     method = _resolved_method(settings, problem)
+    if subset is not None:  # explore on the subset, exploit on every row
+        rough, total = _search(subset, settings)
+        best = run_optimizer(problem, rough.theta, method, settings.passthrough)
+        return best, total + best.n_evaluations
     best = run_optimizer(problem, problem.theta0, method, settings.passthrough)
-    total = best.n_evaluations
+    return _restart(problem, settings, method, best, best.n_evaluations)
+
+
+def _restart(problem: LeastSquaresProblem, settings: _Settings, method: str, best: Run,
+             total: int) -> tuple[Run, int]:
+    """Perturbed restarts until the fit is good enough or patience runs out."""
     budget = RESTART_EVALUATIONS_PER_VALUE * (problem.size + 1)
     rng = np.random.default_rng(settings.seed)
     stale = 0
@@ -218,8 +240,34 @@ def _search(problem: LeastSquaresProblem, settings: _Settings) -> tuple[Run, int
     return best, total
 
 
+def _subset_problem(problem: LeastSquaresProblem, expression: Expression,
+                    values: Mapping[str, Any], initial: Mapping[str, Any]
+                    ) -> LeastSquaresProblem | None:
+    """The same problem on ``SUBSAMPLE_ROWS`` evenly spaced rows, or None when the fit is
+    small, has grouped parameters, or has values that are not one per row."""
+    rows = problem.target.size
+    if rows <= SUBSAMPLE_ROWS or problem.groups or problem.target.ndim != 1:
+        return None
+    keep = np.linspace(0, rows - 1, SUBSAMPLE_ROWS).round().astype(np.intp)
+    subset: dict[str, Any] = {}
+    for name, value in values.items():
+        array = np.asarray(value)
+        if array.ndim == 0:
+            subset[name] = value
+        elif array.shape == (rows,):
+            subset[name] = array[keep]
+        else:
+            return None
+    sub = LeastSquaresProblem(expression, subset, problem.target[keep], initial)
+    return sub if sub.n_rows >= sub.size else None
+
+
 def _final_loss(problem: LeastSquaresProblem, theta: np.ndarray) -> tuple[float, int]:
     prediction = problem.predictions(theta)
+    error = prediction - problem.target
+    total = float(error @ error)
+    if math.isfinite(total):  # every row usable: no masks, no copies
+        return total / error.size, 0
     used = np.isfinite(prediction) & np.isfinite(problem.target)
     if not used.any():
         return math.nan, int(problem.target.size)
@@ -280,7 +328,9 @@ def fit(
         if problem.n_rows == 0:
             return _no_fit(expression, problem, "no row has a finite prediction and target at "
                            "the start point; nothing to fit", False)
-        best, evaluations = _search(problem, settings)
+        subset = _subset_problem(problem, working, values, initial or {}) \
+            if settings.method in ("auto", *LEAST_SQUARES_METHODS) else None
+        best, evaluations = _search(problem, settings, subset)
         return _result(problem, best, evaluations, constants)
 
 

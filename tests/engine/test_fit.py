@@ -203,3 +203,35 @@ def test_property_linear_in_parameters_recovery(truth: list[float]) -> None:
                  initial={"a": -3.0, "b": 7.0, "c": 0.0})
     for name, value in zip("abc", truth, strict=True):
         assert result.parameters[name] == pytest.approx(value, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize(("source", "x", "truth_function", "truth"),
+                         [(r[1], np.linspace(r[2][0], r[2][-1], 20_000), r[3], r[4])
+                          for r in RECOVERY],
+                         ids=[r[0] for r in RECOVERY])
+def test_large_fits_search_a_subset_then_polish_on_every_row(source, x, truth_function,
+                                                             truth) -> None:
+    result = fit(parse(source), {"x": x}, truth_function(x))
+    _assert_recovered(result, truth)
+    assert result.loss < 1e-20
+
+
+def test_subset_search_reaches_the_full_data_optimum_on_noisy_data(monkeypatch) -> None:
+    import srh_engine.fitting as fitting
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 4.0, 30_000)
+    y = 2.5 * np.exp(-1.3 * x) + 0.7 + rng.normal(0.0, 0.05, x.size)
+    expression = parse('param("a")*exp(-param("b")*x) + param("c")')
+    polished = fit(expression, {"x": x}, y)
+    monkeypatch.setattr(fitting, "SUBSAMPLE_ROWS", 10**9)  # no subset: every run on all rows
+    direct = fit(expression, {"x": x}, y)
+    assert polished.loss == pytest.approx(direct.loss, rel=1e-9)
+    assert polished.parameters == pytest.approx(direct.parameters, rel=1e-6)
+
+
+def test_values_that_are_not_one_per_row_fit_without_a_subset() -> None:
+    x = np.linspace(0.5, 3.0, 4_000)
+    scale = np.array([2.0])  # broadcast, not one value per row
+    result = fit(parse('param("a")*x**param("b")*s'), {"x": x, "s": scale}, 6.0 * x**1.5)
+    _assert_recovered(result, {"a": 3.0, "b": 1.5})
