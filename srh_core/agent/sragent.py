@@ -59,7 +59,8 @@ class SRAgent(AgentLifecycle, PromptHooks):
     DEFAULT_TOOLS: tuple[str, ...] = (
         "statistics_analysis", "relationship_analysis", "evaluate", "submit_formula",
         "polynomial_fit", "power_law_fit", "rational_fit", "constant_fit",
-        "harmonic_interaction_fit", "sindy", "eic", "evaluate_code", "read_skill", "call_pysr",
+        "harmonic_interaction_fit", "monomial_sum_fit", "sindy", "eic", "evaluate_code",
+        "read_skill", "call_pysr",
     )
 
     def __init__(self, settings: SearchSettings | None = None, *, context: Any = None,

@@ -7,7 +7,8 @@ Tiers (lower is tried first; a seeded jitter mixes moves of nearby tiers):
   result is in the conversation, because the rest of the plan reads its exponents;
 - 0.4-0.5: snapping and refitting a nearly exact best formula;
 - 1-1.3: blind fits that need no analysis (a quadratic, a quadratic of ``T**2``)
-  and the one-variable relationships;
+  and the one-variable relationships; after a poor power law, a sum of two power
+  laws and a power law times exp(power law) (:mod:`srh_core.api.offline.sums`);
 - 1.1-2.4: the shapes of the reduced target of each factorization hypothesis
   (:mod:`srh_core.api.offline.reduced`), later hypotheses delayed, and the
   refinements of almost-fitting power laws (:mod:`srh_core.api.offline.refine`);
@@ -33,6 +34,7 @@ from srh_core.api.offline.moves import (
 from srh_core.api.offline.reader import ConversationView, FrontRow
 from srh_core.api.offline.reduced import reduced_moves
 from srh_core.api.offline.refine import offset_moves, prefactor_moves
+from srh_core.api.offline.sums import sum_moves
 
 NEAR_EXACT_RELATIVE_MSE = 1e-8
 """A best formula this close to the target is refined before anything else is explored."""
@@ -84,7 +86,7 @@ def portfolio(view: ConversationView) -> list[Move]:
         return [Move("statistics_analysis", {}, 0, "learn the variables first")]
     moves = opening(view) + blind_fits(view) + angle_target_fits(view) + refinements(view)
     if analysed(view):
-        moves += hypothesis_moves(view)
+        moves += hypothesis_moves(view) + sum_moves(view)
     return moves
 
 

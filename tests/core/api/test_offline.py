@@ -146,3 +146,23 @@ def test_angle_likeness_reads_whole_names_and_radian_ranges(name, low, high, str
     variable = Variable(name, low, high)
     view = ConversationView(features=[variable])
     assert (angle_likeness(view, variable) == STRONG_ANGLE) is strong
+
+
+SUM_OF_POWERS = problem("2*a*b**2 - c**(1/3)/e", "S", a=(1, 5), b=(1, 3), c=(1, 10), e=(2, 4))
+DAMPED_POWER = problem("sqrt(a)*b*exp(-c*e**(1/3)/f)", "D", a=(1, 5), b=(1, 3), c=(0.5, 2),
+                       e=(1, 5), f=(2, 4))
+
+
+@pytest.mark.parametrize("target", [SUM_OF_POWERS, DAMPED_POWER],
+                         ids=["sum-of-two-power-laws", "power-law-times-exp-of-power-law"])
+def test_after_a_poor_power_law_it_tries_sums_and_exponentials_of_power_laws(target):
+    agent, result = run(target, max_refinement_depth=6, global_width=2)
+    judgement = target.judge(best_formula(result))
+    assert judgement.solved, (best_formula(result), judgement)
+    assert any(name == "monomial_sum_fit" for node in nodes(agent) for name, _ in calls(node))
+
+
+def test_a_power_law_times_the_log_of_a_ratio_is_found():
+    target = problem("a*b**(1/3)*log(c/e)", "W", a=(1, 3), b=(1, 5), c=(5, 10), e=(1, 4))
+    agent, result = run(target, max_refinement_depth=6, global_width=2)
+    assert target.judge(best_formula(result)).solved, best_formula(result)
