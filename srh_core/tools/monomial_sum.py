@@ -69,8 +69,8 @@ class Basis:
     Attributes:
         logs: ``log(x_i)``, one column per input.
         extra: Columns added as they are (a constant and the logs, or none).
-        multipliers: Columns each monomial multiplies (a constant, and the logs with
-            ``log_factor``).
+        multipliers: Columns each monomial multiplies (a constant, the ``factors`` and,
+            with ``log_factor``, the logs).
     """
 
     logs: np.ndarray
@@ -201,6 +201,7 @@ class MonomialSumFitTool(FormulaTool):
 
     def execute(self, x: list[str] | None = None, y: str | None = None, terms: int = 2,
                 log_terms: bool = False, log_factor: bool = False,
+                factors: list[str] | None = None,
                 show_diagnostics: bool = True) -> dict[str, Any]:
         """Fit y = c1*prod(x_i**a_i) + c2*prod(x_i**b_i) + ...: a sum of power laws.
 
@@ -210,7 +211,9 @@ class MonomialSumFitTool(FormulaTool):
         are fitted. With log_terms=true the fit also holds a constant and
         log(x_i) for each input: fit y="log(T)" to find T = C*prod(x_i**b_i) *
         exp(c*prod(x_i**a_i)). With log_factor=true each monomial multiplies
-        c0 + sum c_i*log(x_i): T = prod(x_i**a_i) * log(p/q) and the like.
+        c0 + sum c_i*log(x_i): T = prod(x_i**a_i) * log(p/q) and the like. With
+        factors, each monomial multiplies c0 + sum c_j*factor_j: factors=["sin(theta)",
+        "cos(theta)", "sin(theta)**2"] finds T = prod(x_i**a_i) * sin(theta)**2.
 
         Args:
             x: Positive inputs: names or expressions. Default: every numeric feature.
@@ -218,21 +221,27 @@ class MonomialSumFitTool(FormulaTool):
             terms: Number of monomials, 1 to 3.
             log_terms: Also fit a constant and c_i*log(x_i) for every input.
             log_factor: Each monomial multiplies a constant plus c_i*log(x_i) for every input.
+            factors: Expressions each monomial multiplies (with fitted weights, plus a
+                constant), e.g. ["sin(theta)", "cos(theta)"]; they need not be positive.
             show_diagnostics: Add residual diagnostics.
         """
         terms = self.check_int("terms", terms, 1, MAX_TERMS)
         target = self.target_term(y)
         inputs = self.input_terms(x, target)
-        data = self.training_data(inputs, target, min_rows=2 * len(inputs) + terms + 2)
-        if np.any(data.X <= 0):
+        waves = self.input_terms(factors, target, "factors") if factors is not None else []
+        data = self.training_data([*inputs, *waves], target,
+                                  min_rows=2 * len(inputs) + terms + len(waves) + 2)
+        X, wave_columns = data.X[:, :len(inputs)], data.X[:, len(inputs):]
+        if np.any(X <= 0):
             raise ToolArgumentError("monomial_sum_fit needs strictly positive inputs on every "
                                     "training row; drop or shift the others.", parameter="x")
-        basis = self._basis(np.log(data.X), log_terms, log_factor)
+        basis = self._basis(np.log(X), log_terms, log_factor, wave_columns)
         exponents = self._search(basis, data.y, terms)
         A = design(basis, exponents)
         coefficients = prune_negligible(A, data.y, least_squares(A, data.y))
         formula = linear_combination(coefficients,
-                                     _column_terms(inputs, exponents, log_terms, log_factor))
+                                     _column_terms(inputs, exponents, log_terms, log_factor,
+                                                   [w.expression for w in waves]))
         details = {"parameters": {"train_rmse": rmse(A, coefficients, data.y), "exponents": [
             {t.text: str(Fraction(float(a)).limit_denominator(6)) for t, a in
              zip(inputs, row, strict=True) if a} for row in exponents]}}
@@ -247,10 +256,12 @@ class MonomialSumFitTool(FormulaTool):
                 f"{number_text(parameters.get('train_rmse'))}"]
 
     @staticmethod
-    def _basis(logs: np.ndarray, log_terms: bool, log_factor: bool) -> Basis:
+    def _basis(logs: np.ndarray, log_terms: bool, log_factor: bool,
+               waves: np.ndarray) -> Basis:
         ones = np.ones((logs.shape[0], 1))
         extra = np.column_stack([ones, logs]) if log_terms else ones[:, :0]
-        return Basis(logs, extra, np.column_stack([ones, logs]) if log_factor else ones)
+        multipliers = np.column_stack([ones, waves, logs if log_factor else ones[:, :0]])
+        return Basis(logs, extra, multipliers)
 
     def _search(self, basis: Basis, y: np.ndarray, terms: int) -> np.ndarray:
         """Best exponents over every start, on a row subsample."""
@@ -273,11 +284,11 @@ class MonomialSumFitTool(FormulaTool):
 
 
 def _column_terms(inputs: list[DataTerm], exponents: np.ndarray, log_terms: bool,
-                  log_factor: bool) -> list[engine.Expression]:
+                  log_factor: bool, waves: list[engine.Expression]) -> list[engine.Expression]:
     """The expressions of :func:`design`'s columns, in the same order."""
     logs = [engine.log(term.expression) for term in inputs]
     extra = [engine.Number(1), *logs] if log_terms else []
-    multipliers: list[engine.Expression | None] = [None, *logs] if log_factor else [None]
+    multipliers: list[engine.Expression | None] = [None, *waves, *(logs if log_factor else [])]
     products = []
     for row in exponents:
         base = monomial(inputs, row)

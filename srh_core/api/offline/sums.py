@@ -12,7 +12,10 @@ only its magnitude could be fitted), a physicist's next guesses are:
   variables plus one monomial;
 - a power law times a logarithm of a ratio or of a power law,
   ``prod x_i ** a_i * log(prod x_j ** b_j)`` (entropies, Nernst, Coulomb logarithms):
-  the monomial times a constant plus ``c_j * log(x_j)``.
+  the monomial times a constant plus ``c_j * log(x_j)``;
+- a power law times a low harmonic of an angle, ``prod x_i ** a_i * sin(theta)**2``
+  (intensities, projections, torques): the monomial times a constant plus
+  ``sin``, ``cos``, ``sin**2`` and ``sin*cos`` of the angle.
 
 Both are ``monomial_sum_fit`` calls over the positive, non-angle variables.
 """
@@ -32,6 +35,12 @@ EXPONENTIAL_TIER = 1.8
 
 LOGARITHM_TIER = 1.85
 """Tier of the power law times a sum of logarithms."""
+
+ANGLE_TIER = 1.5
+"""Tier of the power law times a harmonic of a variable that looks like an angle."""
+
+WEAK_ANGLE_DELAY = 0.7
+"""A variable that only may be an angle (non-monotonic target) waits this much more."""
 
 BRANCH_DELAY = 0.6
 """Branches after the first make these fits this many tiers later: the fits do not depend
@@ -75,4 +84,26 @@ def sum_moves(view: ConversationView) -> list[Move]:
         moves.append(Move("monomial_sum_fit", x | {"y": y, "terms": 1, "log_terms": True},
                           EXPONENTIAL_TIER + delay,
                           "the target may be a power law times exp(power law)"))
+    return moves + angle_moves(view, inputs, delay)
+
+
+def harmonics(angle: str) -> list[str]:
+    """The waves a monomial multiplies: every harmonic up to second order (``cos**2`` is
+    ``1 - sin**2`` and ``cos(2*angle)`` a mix of the constant and ``sin**2``)."""
+    return [f"sin({angle})", f"cos({angle})", f"sin({angle})**2",
+            f"sin({angle})*cos({angle})"]
+
+
+def angle_moves(view: ConversationView, inputs: list[str], delay: float) -> list[Move]:
+    """A power law of the other positive variables times a harmonic of each angle-like one."""
+    moves = []
+    for feature in view.features:
+        likeness = angle_likeness(view, feature)
+        if not likeness or not [n for n in inputs if n != feature.name]:
+            continue
+        tier = ANGLE_TIER + delay + (0.0 if likeness == STRONG_ANGLE else WEAK_ANGLE_DELAY)
+        x = [n for n in inputs if n != feature.name]
+        moves.append(Move("monomial_sum_fit", {"x": x, "terms": 1,
+                                               "factors": harmonics(feature.name)}, tier,
+                          f"the target may be a power law times a harmonic of {feature.name}"))
     return moves

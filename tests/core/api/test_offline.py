@@ -166,3 +166,10 @@ def test_a_power_law_times_the_log_of_a_ratio_is_found():
     target = problem("a*b**(1/3)*log(c/e)", "W", a=(1, 3), b=(1, 5), c=(5, 10), e=(1, 4))
     agent, result = run(target, max_refinement_depth=6, global_width=2)
     assert target.judge(best_formula(result)).solved, best_formula(result)
+
+
+def test_a_power_law_times_the_square_of_a_sine_is_found():
+    target = problem("n*sin(psi)**2/(q*m**(1/3))", "I", n=(1, 5), q=(1, 3), m=(1, 5),
+                     psi=(0, 5))
+    agent, result = run(target, max_refinement_depth=6, global_width=2)
+    assert target.judge(best_formula(result)).solved, best_formula(result)

@@ -69,3 +69,15 @@ def test_log_factor_gives_a_power_law_times_the_log_of_a_ratio():
     result = BaseTool.create("monomial_sum_fit", found)(terms=1, log_factor=True)
     assert result.ok, result.result_str
     assert candidate_mse(result) < 1e-20, result.result["formula"]
+
+
+@pytest.mark.parametrize(("truth", "wave"), [
+    (lambda d: 3 * d["w"] * d["p"] ** (1 / 3) * np.cos(d["th"]) ** 2, "cos**2"),
+    (lambda d: d["w"] ** 3 * d["p"] ** -0.5 * np.sin(d["th"]), "sin"),
+], ids=["cos-squared", "sine"])
+def test_factors_give_a_power_law_times_a_harmonic(truth, wave):
+    found = context(truth, w=(2, 4), p=(1, 3), th=(0, 5))
+    factors = ["sin(th)", "cos(th)", "sin(th)**2", "sin(th)*cos(th)"]
+    result = BaseTool.create("monomial_sum_fit", found)(x=["w", "p"], terms=1, factors=factors)
+    assert result.ok, result.result_str
+    assert candidate_mse(result) < 1e-20, (wave, result.result["formula"])
