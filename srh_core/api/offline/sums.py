@@ -33,7 +33,7 @@ cheaply), before the long shots."""
 EXPONENTIAL_TIER = 1.8
 """Tier of the log-target fit (power law times the exponential of a power law)."""
 
-LOGARITHM_TIER = 1.85
+LOGARITHM_TIER = 1.6
 """Tier of the power law times a sum of logarithms."""
 
 ANGLE_TIER = 1.5
