@@ -5,12 +5,21 @@ A sum of a few power laws of different scaling (``a*x/z - b*g**2*nu``,
 fixed inputs. For given exponents the model is linear in the coefficients,
 so the training error is a function of the exponents alone (variable
 projection). The exponents are searched on a grid of small rationals
-(integers, halves and thirds up to ``MAX_EXPONENT``) by coordinate descent
-from several starts: the free single power law's exponents split between
-the terms one variable at a time. With ``log_terms`` the model also holds a
-constant and ``log(x_i)`` for every input: fitted to ``y = log(T)`` it reads
-``T = C * prod(x_i ** b_i) * exp(sum_k c_k * monomial_k)`` (a power law times
-an exponential of a power law).
+(integers, halves and thirds up to ``MAX_EXPONENT``) from several starts
+(the free single power law's exponents split between the terms one variable
+at a time, then seeded random ones): each start is polished with continuous
+exponents (Levenberg-Marquardt, which moves several at once), snapped to the
+grid, and improved by coordinate descent on the grid.
+
+Variants, all linear in their coefficients:
+
+- ``log_terms``: the model also holds a constant and ``log(x_i)`` for every
+  input; fitted to ``y = log(T)`` it reads ``T = C * prod(x_i ** b_i) *
+  exp(sum_k c_k * monomial_k)`` (a power law times an exponential of one);
+- ``log_factor``: each monomial multiplies ``c0 + sum c_i * log(x_i)``
+  (a power law times the log of a ratio or of a power law);
+- ``factors``: each monomial multiplies ``c0 + sum c_j * factor_j`` for given
+  expressions (``sin(theta)``, ``sin(theta)**2``...: a power law times a harmonic).
 """
 
 from __future__ import annotations
@@ -50,6 +59,9 @@ RANDOM_STARTS = 4
 
 POLISH_EVALUATIONS = 25
 """Residual evaluations of the continuous polish, per exponent."""
+
+MIN_IMPROVEMENT = 1e-9
+"""Relative RMSE decrease a descent step must bring (smaller ones are rounding)."""
 
 EXACT_RELATIVE_RMSE = 1e-9
 """A search RMSE this small relative to rms(y) ends the search: the fit is exact."""
@@ -142,7 +154,7 @@ def descend(basis: Basis, y: np.ndarray, start: np.ndarray, grid: np.ndarray,
         for k, i in np.ndindex(*best.shape):
             for trial in neighbours(best, k, i, grid):
                 score = projected_rmse(basis, y, trial)
-                if score < best_rmse * (1 - 1e-9):
+                if score < best_rmse * (1 - MIN_IMPROVEMENT):
                     best, best_rmse, improved = trial, score, True
             if best_rmse <= target_rmse:
                 return best_rmse, best

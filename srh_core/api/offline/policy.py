@@ -22,7 +22,9 @@ The plan a scientist would follow:
    angle-like variables, and exponentials or logarithms of power laws; the
    branches start from different factorization hypotheses;
 2. refine power laws that almost fit (an offset, a constant in front of an
-   exponential), then long shots: ``sin(T)`` of an angle-like target, ratios
+   exponential); when the power law fails, fit sums of two power laws and a
+   power law times exp or log of another, or times a harmonic of an angle
+   (:mod:`srh_core.api.offline.sums`); then long shots: ``sin(T)`` of an angle-like target, ratios
    of polynomials, sparse fits over large libraries;
 3. snap and refit the constants of the best formula.
 
