@@ -3,10 +3,12 @@
 (a) dispatch overhead: round trip of a trivial tool call (``srh.tool.probe``:
     ``evaluate`` on 200 samples) through Celery + Redis, against a bare no-op
     task (``srh.tool.ping``): median and p99;
-(b) throughput scaling: the same batch of CPU-bound tool calls on 1 and 2
-    tool workers, and the ratio;
-(c) a sweep's wall time, embedded (one process) against distributed with 2
-    tool workers.
+(b) throughput scaling: the same batch of CPU-bound tool calls (``sindy`` on
+    10^5 samples, about 0.1 s each, so worker time dominates dispatch) on 1 and
+    2 tool workers, and the ratio;
+(c) a sweep's wall time (12 cells: 6 problems x 2 seeds, C=2 L=6 K=2 on 10^4
+    samples, no early stop), embedded (one process) against distributed with
+    2 tool workers and one branches worker (threads pool, as deployed).
 
 Usage: python scripts/bench_cluster.py [--json out.json] [--quick]
 Prints a table and writes JSON. Needs redis-server on PATH.
@@ -31,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CPU_TOOL = {"tool": "sindy", "params": {"poly_degree": 4}, "samples": 20000}
+CPU_TOOL = {"tool": "sindy", "params": {"poly_degree": 4}, "samples": 100_000}
 SWEEP_PROBLEMS = ["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13", "feynman-II.34.2",
                   "feynman-I.39.1", "feynman-I.29.4"]
 
@@ -156,8 +158,8 @@ def bench_scaling(cluster: Cluster, n: int) -> dict[str, Any]:
 def sweep_file(directory: Path, seeds: list[int]) -> Path:
     path = directory / "bench-sweep.toml"
     path.write_text(f'[sweep]\nname = "bench"\nproblems = {json.dumps(SWEEP_PROBLEMS)}\n'
-                    f"seeds = {seeds}\nsamples = 2000\nmax_parallel = 32\n\n"
-                    "[settings]\nmax_refinement_depth = 4\nlocal_sample_size = 2\n"
+                    f"seeds = {seeds}\nsamples = 10000\nmax_parallel = 32\n\n"
+                    "[settings]\nmax_refinement_depth = 6\nlocal_sample_size = 2\n"
                     "global_width = 2\nexact_fit_threshold = -1.0\n", encoding="utf-8")
     return path
 
