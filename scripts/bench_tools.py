@@ -70,6 +70,9 @@ CASES: dict[str, tuple[str, Callable[[Data], np.ndarray], dict[str, Any]]] = {
     "sindy": ("sindy", lambda d: 1.5 * d["x1"] ** 3 - 2 * d["x1"] * d["x2"] + 0.8 * d["x3"] + 1,
               {"x": ["x1", "x2", "x3"], "poly_degree": 3}),
     "eic": ("eic", lambda d: d["x"] + d["x"] ** 2, {"f": "x + x**2"}),
+    "monomial_sum_fit": ("monomial_sum_fit",
+                         lambda d: 2 * d["m1"] ** (1 / 3) / d["r"] - d["m2"] ** 1.5 / 3,
+                         {"x": ["m1", "m2", "r"], "terms": 2}),
 }
 
 
