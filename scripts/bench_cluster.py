@@ -160,7 +160,7 @@ def sweep_file(directory: Path, seeds: list[int]) -> Path:
     path.write_text(f'[sweep]\nname = "bench"\nproblems = {json.dumps(SWEEP_PROBLEMS)}\n'
                     f"seeds = {seeds}\nsamples = 10000\nmax_parallel = 32\n\n"
                     "[settings]\nmax_refinement_depth = 6\nlocal_sample_size = 2\n"
-                    "global_width = 2\nexact_fit_threshold = -1.0\n", encoding="utf-8")
+                    "global_width = 2\nearly_stop = false\n", encoding="utf-8")
     return path
 
 

@@ -88,18 +88,27 @@ class ExactFitRule:
     """When the best candidate counts as exact, so the search may stop early.
 
     The rule reads the candidate's *train* metric. The default, train
-    ``mse <= 0.0``, stops only on a fit that is exact in floating point;
-    raise ``threshold`` to stop on "exact up to rounding".
+    ``r2 >= 1.0``, holds when the residual sum of squares is below about
+    1e-16 of the target's variance, i.e. the formula is exact up to
+    floating-point rounding (a relative rms error near 1e-8). A candidate
+    that is not finite on every train row never counts as exact, whatever
+    its metric on the rows where it is. ``threshold = 0.0`` with ``mse``
+    stops only on a fit exact to the last bit; an unreachable threshold
+    (``r2`` above 1) disables early stopping.
     """
 
-    metric: str = "mse"
-    threshold: float = 0.0
-    larger_is_better: bool = False
+    metric: str = "r2"
+    threshold: float = 1.0
+    larger_is_better: bool = True
 
     def reached(self, candidate: CandidateRecord | None) -> bool:
         if candidate is None:
             return False
-        value = finite_float(candidate.metric(self.metric, "train"))
+        train = candidate.split_metrics("train")
+        n, n_finite = train.get("n_samples"), train.get("n_finite")
+        if isinstance(n, int) and isinstance(n_finite, int) and n_finite < n:
+            return False
+        value = finite_float(train.get(self.metric))
         if value is None:
             return False
         return value >= self.threshold if self.larger_is_better else value <= self.threshold

@@ -47,9 +47,14 @@ class SearchSettings(BaseModel):
         split_random_state: Seed of the random split.
         ranking_metric: Metric ranking candidates.
         larger_is_better: Direction of the ranking metric.
-        exact_fit_threshold: Early stop when the best candidate's train
-            ``exact_fit_metric`` reaches this value.
-        exact_fit_metric: Metric of the early-stop rule (train split).
+        early_stop: Stop the search once the best candidate is exact (see the
+            next two); False always uses the whole R x C x L x K budget.
+        exact_fit_threshold: The best candidate is exact when its train
+            ``exact_fit_metric`` reaches this value and it is finite on every
+            train row. Default: R^2 of 1.0, i.e. exact up to floating-point
+            rounding (residual variance below ~1e-16 of the target's).
+        exact_fit_metric: Metric of the early-stop rule (train split); r2,
+            pearson and spearman count up, the error metrics down.
         force_initial_diagnostics: Run the analysis tools before L=1.
         auto_routing: Route hard tasks to the strong model.
         strong_llm_provider: Provider of the strong model.
@@ -85,8 +90,9 @@ class SearchSettings(BaseModel):
     split_random_state: int = 42
     ranking_metric: str = "mse"
     larger_is_better: bool = False
-    exact_fit_threshold: float = 0.0
-    exact_fit_metric: str = "mse"
+    early_stop: bool = True
+    exact_fit_threshold: float = 1.0
+    exact_fit_metric: str = "r2"
     force_initial_diagnostics: bool = False
     auto_routing: bool = True
     strong_llm_provider: str | None = None

@@ -293,7 +293,7 @@ class SRAgent(AgentLifecycle, PromptHooks):
     def finish_iteration(self, buffer: list[Message], R: int, L: int, C: int
                          ) -> str | None:
         """A reason that ends the search after this step, or None to go on."""
-        if self.exact_fit.reached(self.store.best_candidate()):
+        if self.settings.early_stop and self.exact_fit.reached(self.store.best_candidate()):
             return "early_stopped"
         seconds = self.seconds_left()
         if seconds is not None and seconds <= 0:

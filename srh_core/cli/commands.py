@@ -67,6 +67,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, dest=name, type=int, help=f"{name} ({flag[1]})")
     parser.add_argument("--seed", type=int, default=None, help="sampling and data seed")
     parser.add_argument("--time-limit", type=float, help="wall-clock budget in seconds")
+    parser.add_argument("--no-early-stop", dest="early_stop", action="store_false",
+                        default=None, help="use the whole budget even after an exact fit")
     parser.add_argument("--max-workers", type=int, help="tool worker processes (0: serial)")
     parser.add_argument("--out", help=f"run directory (default {DEFAULT_RUNS_DIR}/RUN_ID)")
     parser.add_argument("--run-id", help="run identifier (default: random)")
@@ -86,6 +88,7 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
              "max_refinement_depth": args.max_refinement_depth,
              "local_sample_size": args.local_sample_size, "seed": args.seed,
              "time_limit": args.time_limit, "max_workers": args.max_workers, "run_id": run_id,
+             "early_stop": args.early_stop,
              "save_path": args.out or str(Path(DEFAULT_RUNS_DIR) / run_id)}
     flags = {name: value for name, value in flags.items() if value is not None}
     if args.config:

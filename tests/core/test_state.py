@@ -52,10 +52,24 @@ def test_pareto_front_keeps_strictly_lower_complexity():
 
 
 def test_exact_fit_rule_reads_train_metric():
-    assert ExactFitRule().reached(candidate("a", "n", 0.0, 1, validation=0.5))
-    assert not ExactFitRule().reached(candidate("a", "n", 1e-30, 1))
-    assert ExactFitRule(threshold=1e-20).reached(candidate("a", "n", 1e-30, 1))
+    mse = ExactFitRule("mse", 0.0, False)
+    assert mse.reached(candidate("a", "n", 0.0, 1, validation=0.5))
+    assert not mse.reached(candidate("a", "n", 1e-30, 1))
+    assert ExactFitRule("mse", 1e-20, False).reached(candidate("a", "n", 1e-30, 1))
     assert not ExactFitRule().reached(None)
+
+
+def exact_up_to(r2: float, n_finite: int = 100) -> CandidateRecord:
+    metrics = {"mse": 1e-30, "r2": r2, "n_samples": 100, "n_finite": n_finite}
+    return CandidateRecord("x", "n", {"metrics": {"train": metrics}, "complexity": 1})
+
+
+def test_default_exact_fit_rule_is_r2_rounding_to_one_on_every_row():
+    rule = ExactFitRule()
+    assert rule.reached(exact_up_to(1.0))
+    assert not rule.reached(exact_up_to(1.0 - 1e-12))   # a near miss is not exact
+    assert not rule.reached(exact_up_to(1.0, n_finite=99))  # nan on a train row
+    assert not rule.reached(exact_up_to(math.nan))
 
 
 def test_push_candidate_is_idempotent_and_never_raises_on_nan(tmp_path):

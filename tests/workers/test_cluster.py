@@ -101,7 +101,7 @@ def power_law_data(n: int = 300) -> tuple[dict[str, np.ndarray], dict[str, np.nd
 
 def slow_settings(run_id: str, **values: Any) -> SearchSettings:
     return SearchSettings.build(llm_provider="test-slow", tool_parser="text",
-                                tools=["evaluate", "slow_probe"], exact_fit_threshold=-1.0,
+                                tools=["evaluate", "slow_probe"], early_stop=False,
                                 run_id=run_id, **values)
 
 
@@ -125,7 +125,7 @@ def test_smallest_deployment_matches_the_embedded_run(cluster: Cluster) -> None:
     problem = load_suite().get("feynman-I.12.4")
     X, y = problem.sample(400, seed=0)
     values = {"max_restart_loop": 2, "global_width": 2, "max_refinement_depth": 3,
-              "local_sample_size": 2, "exact_fit_threshold": -1.0, "seed": 3}
+              "local_sample_size": 2, "early_stop": False, "seed": 3}
     embedded = SRAgent(run_id="same", **values).run(X, {problem.output: y}, "find y")
     cluster.start("branches", concurrency=1)
     cluster.start("tools", concurrency=1)

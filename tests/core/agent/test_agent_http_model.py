@@ -32,7 +32,7 @@ def test_native_calls_through_http_cover_every_failure(openai_server, tmp_path, 
     x1, x2 = rng.uniform(1, 5, 200), rng.uniform(1, 5, 200)
     agent = SRAgent(llm_provider="openai", llm_model="test-model",
                     base_url=openai_server.base_url, tool_parser="openai",
-                    max_refinement_depth=5, exact_fit_threshold=-1.0, run_id="http",
+                    max_refinement_depth=5, early_stop=False, run_id="http",
                     save_path=str(tmp_path / "run"))
     result = SearchResult.from_dict(agent.run({"x1": x1, "x2": x2}, {"y": x1 * x2**2}, "y"))
     openai_server.assert_script_consumed()

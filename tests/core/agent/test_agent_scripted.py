@@ -21,7 +21,7 @@ def data():
 
 def make_agent(steps, tmp_path=None, **settings):
     api = ScriptedAPI(steps, tool_parser_name="text")
-    defaults = {"tool_parser": "text", "exact_fit_threshold": -1.0, "run_id": "t"}
+    defaults = {"tool_parser": "text", "early_stop": False, "run_id": "t"}
     if tmp_path is not None:
         defaults["save_path"] = str(tmp_path / "run")
     return SRAgent(api=api, **{**defaults, **settings}), api
@@ -105,8 +105,7 @@ def test_formula_using_the_target_is_not_a_candidate(data):
 
 def test_early_stop_on_exact_fit(data):
     steps = [['CALL evaluate {"f": "x1*x2**2"}']]
-    agent, api = make_agent(steps, max_refinement_depth=3, global_width=2,
-                            exact_fit_threshold=0.0)
+    agent, api = make_agent(steps, max_refinement_depth=3, global_width=2, early_stop=True)
     result = SearchResult.from_dict(agent.run(*data, "find y"))
     api.assert_consumed()
     assert result.status == "early_stopped" and agent.store.node_count == 1

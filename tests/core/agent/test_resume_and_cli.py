@@ -18,7 +18,7 @@ from srh_engine import parse
 
 ROOT = Path(__file__).resolve().parents[3]
 SETTINGS = {"max_restart_loop": 2, "global_width": 2, "max_refinement_depth": 3,
-            "local_sample_size": 2, "exact_fit_threshold": -1.0, "seed": 1}
+            "local_sample_size": 2, "early_stop": False, "seed": 1}
 
 
 def data():
@@ -98,7 +98,7 @@ def test_cli_run_json_prints_exactly_the_result(tmp_path):
 def test_cli_time_limit_ends_the_run_with_its_best_result(tmp_path):
     started = time.monotonic()
     done = srh("run", "--problem", "feynman-I.8.14", "-L", "200", "-K", "2", "--json",
-               "--time-limit", "4", "--out", str(tmp_path / "run"))
+               "--time-limit", "4", "--no-early-stop", "--out", str(tmp_path / "run"))
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -126,7 +126,7 @@ def test_responses_are_a_function_of_the_messages_alone():
 
 
 def test_it_stops_calling_tools_once_the_exact_formula_is_submitted():
-    agent, _ = run(GRAVITY, max_refinement_depth=4)
+    agent, _ = run(GRAVITY, max_refinement_depth=4, early_stop=False)
     submitted_at = min(L for (_, _, L), step in by_step(agent).items()
                        if any(name == "submit_formula" for n in step for name, _ in calls(n)))
     later = [n for (_, _, L), step in by_step(agent).items() if L > submitted_at for n in step]
@@ -173,3 +173,10 @@ def test_a_power_law_times_the_square_of_a_sine_is_found():
                      psi=(0, 5))
     agent, result = run(target, max_refinement_depth=6, global_width=2)
     assert target.judge(best_formula(result)).solved, best_formula(result)
+
+
+def test_by_default_the_search_stops_once_the_best_formula_is_exact():
+    agent, result = run(GRAVITY, max_refinement_depth=6, global_width=2)
+    assert result["status"] == "early_stopped"
+    assert agent.store.node_count < 6 * 2 * 2
+    assert GRAVITY.judge(best_formula(result)).solved
