@@ -5,7 +5,7 @@ Run alone::
 
     .venv/bin/python scripts/bench_search.py [--suite FILE] [--problems A B ...]
         [-R 1 -C 2 -L 6 -K 2] [--samples 2000] [--seed 0] [--tool-parser openai]
-        [--baselines gplearn,pyoperon | none] [--json out.json]
+        [--baselines gplearn,pyoperon | none] [--baseline-seconds S] [--json out.json]
 
 Protocol (``srh_core/problems``, the SRBench/Feynman one at our sizes): every
 method gets the same ``--samples`` search points of each problem (seeded by
@@ -19,7 +19,9 @@ per-problem wall-clock budget equal to our time on that problem: pyoperon
 through its ``max_time`` (whole seconds, at least 1), gplearn by evolving one
 generation at a time (``warm_start``) while the next generation, at the pace
 of the last one, still fits the budget (at least one generation). Both run
-single-threaded, as our agent does.
+single-threaded, as our agent does. ``--baseline-seconds S`` gives each
+baseline a fixed S seconds per problem instead (ours stays as it is), to see
+what they reach with more time than we needed.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ class Settings:
     seed: int = 0
     tool_parser: str = "openai"
     baselines: list[str] = field(default_factory=lambda: ["gplearn", "pyoperon"])
+    baseline_seconds: float | None = None
+    """Fixed per-problem budget of each baseline (None: our time on the problem)."""
 
 
 # ------------------------------------------------------------------ judging
@@ -207,7 +211,8 @@ def run_problem(problem: Problem, settings: Settings, baselines: Sequence[str],
     outcomes = [ours]
     for name in baselines:
         try:
-            outcomes.append(BASELINES[name][1](problem, X, y, ours.seconds, settings.seed))
+            budget = settings.baseline_seconds or ours.seconds
+            outcomes.append(BASELINES[name][1](problem, X, y, budget, settings.seed))
         except Exception as error:  # noqa: BLE001 - a baseline's failure is a result
             outcomes.append(Outcome(problem.name, name, False, None, None, 0.0, "",
                                     f"failed: {error!r:.120}"))
@@ -266,8 +271,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         choices=["openai", "text", "json", "xml"])
     parser.add_argument("--baselines", default="gplearn,pyoperon",
                         help="comma-separated baselines, or 'none'")
+    parser.add_argument("--baseline-seconds", type=float, default=None,
+                        help="fixed per-problem budget of each baseline (default: our time)")
     parser.add_argument("--json", default=None, help="write every outcome to this file")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.baseline_seconds is not None and args.baseline_seconds <= 0:
+        parser.error("--baseline-seconds must be > 0")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -277,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown baseline(s) {unknown}; choose from {sorted(BASELINES)}")
     settings = Settings(args.R, args.C, args.L, args.K, args.samples, args.seed,
-                        args.tool_parser, requested)
+                        args.tool_parser, requested, args.baseline_seconds)
     suite = load_suite(args.suite)
     baselines, notes = available_baselines(requested)
     methods = ["srharness", *baselines]
