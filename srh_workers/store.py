@@ -35,6 +35,7 @@ deletion (:mod:`srh_workers.store_lifecycle`).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -279,7 +280,7 @@ class RedisCandidateStore(ToolTaskCoordination, RunLifecycle):
             run_id=self.run_id, stop_reason=stop_reason)
         pipe = self.client.pipeline(transaction=True)
         pipe.set(self.keys.result, dumps(result.to_dict()))
-        pipe.hset(self.keys.meta, "status", status)
+        pipe.hset(self.keys.meta, mapping={"status": status, "finished_at": repr(time.time())})
         pipe.execute()
         self.expire_run()
         return result

@@ -107,8 +107,17 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
         "best_formula": best.formula if best else None,
         "best_metric": best.metric(settings.ranking_metric, "train") if best else None,
         "submitted_at": spec.submitted_at,
-        "elapsed_seconds": time.time() - spec.submitted_at,
+        "elapsed_seconds": _finished_at(client, keys, result) - spec.submitted_at,
     }
+
+
+def _finished_at(client: Redis, keys: RunKeys, result: SearchResult | None) -> float:
+    """When the run's result was written (now while it runs, or for a result without a time)."""
+    stamp = _text(client.hget(keys.meta, "finished_at")) if result is not None else None
+    try:
+        return float(stamp) if stamp else time.time()
+    except ValueError:
+        return time.time()
 
 
 def branch_summary(client: Redis, keys: RunKeys, settings: SearchSettings) -> list[dict]:

@@ -4,11 +4,13 @@ import json
 import math
 import random
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import fakeredis
+import numpy as np
 import pytest
 import redis
 from hypothesis import given, settings
@@ -485,3 +487,22 @@ def test_a_run_survives_a_redis_kill_with_aof(redis_server_factory):
     second = node_of(reopened, K=2)  # the script cache is gone: scripts reload on NOSCRIPT
     assert reopened.record_sample(second, [], samples=2).complete
     client.close()
+
+
+def test_status_elapsed_time_stops_when_the_result_is_written(client):
+    from srh_core.agent.settings import SearchSettings
+    from srh_workers import submit
+
+    x = np.linspace(1.0, 2.0, 20)
+    settings = SearchSettings(run_id="timed", max_refinement_depth=1)
+    sent: list = []
+    submit.submit_run(client, lambda *action: sent.append(action), settings, {"x": x},
+                      {"y": 2 * x})
+    running = submit.run_status(client, "timed")
+    time.sleep(0.02)
+    assert submit.run_status(client, "timed")["elapsed_seconds"] > running["elapsed_seconds"]
+    RedisCandidateStore.open(client, "timed").result("completed", "done")
+    finished = submit.run_status(client, "timed")
+    time.sleep(0.02)
+    assert finished["status"] == "completed" and sent
+    assert submit.run_status(client, "timed")["elapsed_seconds"] == finished["elapsed_seconds"]
