@@ -15,10 +15,11 @@ bounded evaluation budget, until the fit is good enough or
 Large fits start small: with more than ``SUBSAMPLE_ROWS`` rows (and no
 grouped parameters), the first run and the restarts search an evenly spaced
 subset of ``SUBSAMPLE_ROWS`` rows, and the best point found there is then
-polished by one run on every row; the restarts (exploration) run on the
-subset only. The subset carries the same optimum for exact data and nearly
-the same basin for noisy data, so the expensive full evaluations are spent on
-a few polishing iterations.
+polished on every row: nothing to do when it is already exact there, else a
+few Gauss-Newton steps (:func:`.optimizers.polish`), else one least-squares
+run. The restarts (exploration) run on the subset only. The subset carries the
+same optimum for exact data and nearly the same basin for noisy data, so the
+expensive full evaluations are spent on a few polishing iterations.
 
 With ``fit_constants=True`` the formula's numeric constants are fitted too:
 every :class:`Number` except integer-valued exponents of ``**``, integers
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -39,7 +40,7 @@ import numpy as np
 from .errors import FitError
 from .evaluation import as_float, evaluate
 from .nodes import Binary, Expression, Number, Parameter
-from .optimizers import LEAST_SQUARES_METHODS, MINIMIZE_METHODS, Run, run_optimizer
+from .optimizers import LEAST_SQUARES_METHODS, MINIMIZE_METHODS, Run, polish, run_optimizer
 from .problem import LeastSquaresProblem
 from .transform import bind_parameters, map_postorder
 
@@ -202,11 +203,15 @@ def _perturbed(center: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return start
 
 
+def _exact(problem: LeastSquaresProblem, loss: float) -> bool:
+    """The loss is rounding: below ``EXACT_FIT_RTOL`` times the mean squared target."""
+    return loss <= EXACT_FIT_RTOL * max(float(np.mean(problem.fitted_target**2)), 1e-300)
+
+
 def _good_enough(problem: LeastSquaresProblem, loss: float) -> bool:
     """Exact fit, or the first run already explains nearly all the variance."""
     target = problem.fitted_target
-    exact = EXACT_FIT_RTOL * max(float(np.mean(target**2)), 1e-300)
-    return loss <= exact or loss <= (1.0 - SATISFACTORY_R2) * float(np.var(target))
+    return _exact(problem, loss) or loss <= (1.0 - SATISFACTORY_R2) * float(np.var(target))
 
 
 def _search(problem: LeastSquaresProblem, settings: _Settings,
@@ -216,7 +221,12 @@ def _search(problem: LeastSquaresProblem, settings: _Settings,
     method = _resolved_method(settings, problem)
     if subset is not None:  # explore on the subset, exploit on every row
         rough, total = _search(subset, settings)
-        best = run_optimizer(problem, rough.theta, method, settings.passthrough)
+        loss = problem.objective(rough.theta)
+        if _exact(problem, loss):  # nothing left to polish
+            return replace(rough, loss=loss), total + 1
+        best = polish(problem, rough.theta) if settings.method == "auto" else None
+        if best is None:
+            best = run_optimizer(problem, rough.theta, method, settings.passthrough)
         return best, total + best.n_evaluations
     best = run_optimizer(problem, problem.theta0, method, settings.passthrough)
     return _restart(problem, settings, method, best, best.n_evaluations)

@@ -113,6 +113,45 @@ def _run_minimize(problem: LeastSquaresProblem, start: np.ndarray, method: str,
     return _finish(problem, result.x, result.success, result.message, result.nfev)
 
 
+POLISH_STEPS = 4
+"""Most Gauss-Newton steps of :func:`polish`."""
+
+POLISH_RTOL = 1e-10
+""":func:`polish` stops when a step lowers the loss by less than this relative amount."""
+
+
+def polish(problem: LeastSquaresProblem, start: np.ndarray) -> Run | None:
+    """Refine a point already near the optimum with a few Gauss-Newton steps.
+
+    Each step solves the normal equations ``(J^T J) d = J^T r`` (a k x k system:
+    no QR of the rows x k Jacobian, which dominates Levenberg-Marquardt on many
+    rows) and is kept only when it lowers the loss. Returns None when a step
+    fails to lower it before convergence (the caller then runs the full
+    optimiser), else the converged run.
+    """
+    theta = np.asarray(start, dtype=np.float64).reshape(-1)
+    residual = problem.residuals(theta)
+    loss = float(residual @ residual) / residual.size
+    evaluations = 1
+    for _ in range(POLISH_STEPS):
+        jacobian_t = problem.jacobian_t(theta)
+        try:
+            step = np.linalg.solve(jacobian_t @ jacobian_t.T, jacobian_t @ residual)
+        except np.linalg.LinAlgError:
+            return None
+        trial = theta - step
+        trial_residual = problem.residuals(trial)
+        trial_loss = float(trial_residual @ trial_residual) / trial_residual.size
+        evaluations += 1
+        if not trial_loss <= loss:  # also nan
+            return None
+        converged = loss - trial_loss <= POLISH_RTOL * loss
+        theta, residual, loss = trial, trial_residual, trial_loss
+        if converged:
+            return Run(theta, loss, True, "Gauss-Newton polish converged", evaluations)
+    return None
+
+
 Runner = Callable[[LeastSquaresProblem, np.ndarray, str, Mapping[str, Any], "int | None"], Run]
 
 RUNNERS: dict[str, Runner] = {

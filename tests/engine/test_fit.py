@@ -235,3 +235,22 @@ def test_values_that_are_not_one_per_row_fit_without_a_subset() -> None:
     scale = np.array([2.0])  # broadcast, not one value per row
     result = fit(parse('param("a")*x**param("b")*s'), {"x": x, "s": scale}, 6.0 * x**1.5)
     _assert_recovered(result, {"a": 3.0, "b": 1.5})
+
+
+def test_gauss_newton_polish_converges_near_the_optimum_and_declines_otherwise() -> None:
+    from srh_engine.optimizers import polish, run_optimizer
+    from srh_engine.problem import LeastSquaresProblem
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.0, 4.0, 5_000)
+    y = 2.5 * np.exp(-1.3 * x) + 0.7 + rng.normal(0.0, 0.05, x.size)
+    problem = LeastSquaresProblem(parse('param("a")*exp(-param("b")*x) + param("c")'),
+                                  {"x": x}, y, {})
+    near = np.array([2.4, 1.25, 0.72])
+    polished = polish(problem, near)
+    reference = run_optimizer(problem, near, "lm", {})
+    assert polished is not None and polished.success
+    assert polished.loss == pytest.approx(reference.loss, rel=1e-9)
+    np.testing.assert_allclose(polished.theta, reference.theta, rtol=1e-6)
+    twins = LeastSquaresProblem(parse('param("a")*x + param("b")*x'), {"x": x}, 3 * x, {})
+    assert polish(twins, np.array([1.0, 1.0])) is None  # singular normal equations
