@@ -55,7 +55,16 @@ def _run(task: SRHTask, name: str, run_id: str, *coordinate: int) -> dict[str, A
 
 
 class FlowTask(SRHTask):
-    """SRHTask whose poison handling keeps the run moving."""
+    """SRHTask whose poison handling keeps the run moving.
+
+    Step tasks hand work on by enqueueing the next task and keep their state in
+    the run's Redis keys; nobody reads their return value, so it is not stored
+    (three result-backend commands per task saved). Failures still are, for
+    ``celery result``/Flower.
+    """
+
+    ignore_result = True
+    store_errors_even_if_ignored = True
 
     def on_poison(self, record: PoisonRecord) -> None:
         args: Sequence[Any] = self.request.args or ()
