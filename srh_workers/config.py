@@ -158,14 +158,14 @@ class WorkerSettings:
     broker_url: str = DEFAULT_REDIS_URL
     result_backend: str | None = None
     redis_url: str | None = None
-    visibility_timeout: int = 120
+    visibility_timeout: int = 110
     tool_soft_limit: float = 40.0
     tool_hard_limit: float = 50.0
     branch_soft_limit: float = 70.0
     branch_hard_limit: float = 85.0
     max_deliveries: int = 3
     max_retries: int = 5
-    retry_backoff_max: float = 20.0
+    retry_backoff_max: float = 10.0
     restore_interval: int = 5
     tool_max_tasks_per_child: int = 200
     tool_max_memory_per_child_kb: int = 1_000_000

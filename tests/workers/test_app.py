@@ -114,7 +114,7 @@ def test_bad_values_raise_errors_that_name_the_variable(variable: str, value: st
 @pytest.mark.parametrize(("overrides", "expected"), [
     ({"visibility_timeout": 60, "tool_hard_limit": 50.0, "branch_soft_limit": 30.0,
       "branch_hard_limit": 35.0}, r"SRH_TOOL_HARD_LIMIT \(50 s\) plus SRH_RETRY_BACKOFF_MAX"),
-    ({"visibility_timeout": 100}, r"SRH_BRANCH_HARD_LIMIT \(85 s\).*at least 117"),
+    ({"visibility_timeout": 100}, r"SRH_BRANCH_HARD_LIMIT \(85 s\).*at least 106"),
     ({"tool_soft_limit": 50.0}, r"SRH_TOOL_SOFT_LIMIT \(50 s\) must be below"),
     ({"restore_interval": 120}, r"SRH_RESTORE_INTERVAL \(120 s\) must be shorter"),
 ], ids=["tool-hard-over-visibility", "branch-hard-over-visibility", "soft-not-below-hard",
@@ -129,7 +129,7 @@ def test_check_refuses_limits_that_race_the_visibility_timeout(overrides: dict[s
 
 
 def test_margin_scales_with_the_visibility_timeout() -> None:
-    assert WorkerSettings().visibility_margin == 12.0
+    assert WorkerSettings().visibility_margin == 11.0
     tight = WorkerSettings(visibility_timeout=3, tool_soft_limit=0.5, tool_hard_limit=1.0,
                            branch_soft_limit=0.5, branch_hard_limit=1.0, retry_backoff_max=1.0,
                            restore_interval=1)
