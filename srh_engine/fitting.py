@@ -221,10 +221,11 @@ def _search(problem: LeastSquaresProblem, settings: _Settings,
     method = _resolved_method(settings, problem)
     if subset is not None:  # explore on the subset, exploit on every row
         rough, total = _search(subset, settings)
-        loss = problem.objective(rough.theta)
+        residual = problem.residuals(rough.theta)
+        loss = float(residual @ residual) / residual.size
         if _exact(problem, loss):  # nothing left to polish
             return replace(rough, loss=loss), total + 1
-        best = polish(problem, rough.theta) if settings.method == "auto" else None
+        best = polish(problem, rough.theta, residual) if settings.method == "auto" else None
         if best is None:
             best = run_optimizer(problem, rough.theta, method, settings.passthrough)
         return best, total + best.n_evaluations

@@ -120,17 +120,20 @@ POLISH_RTOL = 1e-10
 """:func:`polish` stops when a step lowers the loss by less than this relative amount."""
 
 
-def polish(problem: LeastSquaresProblem, start: np.ndarray) -> Run | None:
+def polish(problem: LeastSquaresProblem, start: np.ndarray,
+           residual: np.ndarray | None = None) -> Run | None:
     """Refine a point already near the optimum with a few Gauss-Newton steps.
 
     Each step solves the normal equations ``(J^T J) d = J^T r`` (a k x k system:
     no QR of the rows x k Jacobian, which dominates Levenberg-Marquardt on many
     rows) and is kept only when it lowers the loss. Returns None when a step
     fails to lower it before convergence (the caller then runs the full
-    optimiser), else the converged run.
+    optimiser), else the converged run. ``residual``: the residuals at ``start``, when the
+    caller has them already.
     """
     theta = np.asarray(start, dtype=np.float64).reshape(-1)
-    residual = problem.residuals(theta)
+    if residual is None:
+        residual = problem.residuals(theta)
     loss = float(residual @ residual) / residual.size
     evaluations = 1
     for _ in range(POLISH_STEPS):
