@@ -1,13 +1,15 @@
-"""The three seams between the agent loop and a runtime.
+"""The seams between the agent loop and a runtime, one protocol each.
 
-The agent loop is written once against these protocols. ``srh_core`` ships
-the in-process implementations (the embedded default); ``srh_workers``
-implements the same protocols on Celery and Redis.
+The agent loop (:class:`srh_core.agent.SRAgent`'s step functions) is written
+once against these protocols. ``srh_core`` ships the in-process
+implementations (the embedded default); ``srh_workers`` implements the same
+protocols on Celery and Redis. Nothing in the loop reaches past them.
 
 - :class:`ToolExecutor` runs a batch of tool calls for one context and
   returns the results in call order.
-- :class:`CandidateStore` holds nodes and candidates, and answers ranked
-  top-k and Pareto-front queries; every write is idempotent.
+- :class:`CandidateStore` holds a run's nodes, candidates, step plans and
+  tool-call log, and answers ranked top-k and Pareto-front queries; every
+  write is idempotent (keyed by node id, or coordinate).
 - :class:`BranchRunner` runs the C branches of one restart to completion
   (the barrier before restart r+1).
 """
@@ -15,21 +17,36 @@ implements the same protocols on Celery and Redis.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from srh_core.types import CandidateRecord, SearchNode, SearchResult, ToolCall, ToolCallResult
+from srh_core.types import (
+    CandidateRecord,
+    ParentLink,
+    SearchCoordinate,
+    SearchNode,
+    SearchResult,
+    ToolCall,
+    ToolCallResult,
+)
 
 if TYPE_CHECKING:
     from srh_core.agent.branch import BranchState
+    from srh_core.agent.steps import SampleScope, StepPlan
 
 
 @runtime_checkable
 class ToolExecutor(Protocol):
     """Runs tool calls; results come back in the order of ``calls``."""
 
-    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None
-            ) -> list[ToolCallResult]:
-        """Execute ``calls``; a call that fails or overruns ``timeout`` gets ok=False."""
+    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None,
+            key: str | None = None) -> list[ToolCallResult]:
+        """Execute ``calls``; a call that fails or overruns ``timeout`` gets ok=False.
+
+        ``key`` names the batch (the node id of the sample): an executor may
+        answer a batch it already ran under the same key with the stored
+        results instead of running it again (the Celery executor does).
+        """
         ...
 
     def close(self) -> None:
@@ -39,11 +56,18 @@ class ToolExecutor(Protocol):
 
 @runtime_checkable
 class CandidateStore(Protocol):
-    """Nodes, candidates, ranking and Pareto front of one run."""
+    """Nodes, candidates, plans, ranking and Pareto front of one run."""
 
     run_id: str
 
     def node_id(self, R: int, C: int, L: int, K: int) -> str: ...
+
+    def build_node(self, response: Any, results: Sequence[ToolCallResult],
+                   parents: tuple[ParentLink, ...], *, R: int, C: int, L: int, K: int,
+                   prompt: list[dict[str, Any]] | None = None,
+                   usage: Mapping[str, Any] | None = None) -> SearchNode:
+        """Build (without recording) the node of one sample."""
+        ...
 
     def record_node(self, node: SearchNode) -> bool:
         """Add a node; False when its id is already recorded."""
@@ -52,6 +76,24 @@ class CandidateStore(Protocol):
     def push_candidate(self, candidate: CandidateRecord) -> bool:
         """Add a candidate; False when unrankable or already recorded."""
         ...
+
+    def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
+                       results: Sequence[ToolCallResult], forced: bool) -> None:
+        """Append executed calls to the run's tool-call log."""
+        ...
+
+    def sample(self, R: int, C: int, L: int, K: int, samples: int
+               ) -> AbstractContextManager[SampleScope]:
+        """A scope around sample K's writes (of ``samples``); a store may batch them."""
+        ...
+
+    def save_plan(self, plan: StepPlan) -> StepPlan:
+        """Store an opened step unless one is stored; return the stored one (first wins)."""
+        ...
+
+    def load_plan(self, R: int, C: int, L: int) -> StepPlan | None: ...
+
+    def candidates(self) -> list[CandidateRecord]: ...
 
     def ranked_candidates(self) -> list[CandidateRecord]: ...
 
@@ -64,6 +106,11 @@ class CandidateStore(Protocol):
     @property
     def node_count(self) -> int: ...
 
+    @property
+    def latest_coordinate(self) -> SearchCoordinate | None: ...
+
+    def export_state(self) -> dict[str, Any]: ...
+
     def result(self, status: str, progress: str, *, stop_reason: str | None = None
                ) -> SearchResult: ...
 
@@ -74,6 +121,19 @@ class BranchRunner(Protocol):
 
     def run_restart(self, branches: Sequence[BranchState]) -> list[BranchState]:
         """Advance each branch until it finishes; return their final states."""
+        ...
+
+
+@runtime_checkable
+class RunControl(Protocol):
+    """What a runtime asks before a branch opens a step: stop, hold, or go on?"""
+
+    def stop_reason(self) -> str | None:
+        """A stop reason (:mod:`srh_core.agent.outcome`) once the run must stop, else None."""
+        ...
+
+    def paused(self) -> bool:
+        """True while no new step may open (the run is held; its branches stay as they are)."""
         ...
 
 

@@ -9,26 +9,23 @@ the same records in Redis.
 Every write is idempotent: recording a node id twice, or the same formula
 (canonical key) for the same node twice, changes nothing and returns False.
 
-With a ``save_path`` it persists, crash-safely:
-
-- ``run.json``: run id, creation time, agent metadata;
-- ``nodes.jsonl``: append-only node log (full detail);
-- ``candidates.jsonl``: append-only candidate log;
-- ``state.json``: snapshot written atomically by :meth:`save_snapshot`;
-- ``result.json``: the final :class:`SearchResult`.
+It also keeps the run's opened steps (:class:`~srh_core.agent.steps.StepPlan`,
+first write wins) and its tool-call log. With a ``save_path`` every record
+goes to the run directory as it is made (crash-safely; the layout belongs
+to :class:`srh_core.embedded.run_dir.RunDirectory`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import SearchStateError
-from srh_core.jsonio import append_jsonl, atomic_write_json, atomic_write_text, dumps, read_jsonl
 from srh_core.ranking import RankingPolicy, pareto_indices, rank_candidates
 from srh_core.types import (
     CandidateRecord,
@@ -37,8 +34,14 @@ from srh_core.types import (
     SearchCoordinate,
     SearchNode,
     SearchResult,
+    ToolCall,
+    ToolCallResult,
     json_value,
 )
+
+if TYPE_CHECKING:
+    from srh_core.agent.steps import SampleScope, StepPlan
+    from srh_core.embedded.run_dir import RunDirectory
 
 SNAPSHOT_VERSION = 1
 CONTENT_PREVIEW_CHARS = 2_000
@@ -70,11 +73,21 @@ class SearchRunState:
         self.nodes: dict[str, SearchNode] = {}
         self._candidates: dict[tuple[str, str], CandidateRecord] = {}
         self._ranked: list[CandidateRecord] | None = None
+        self.plans: dict[tuple[int, int, int], dict[str, Any]] = {}
         self._lock = threading.RLock()
-        self.save_path = Path(save_path) if save_path is not None else None
-        if self.save_path is not None and not (self.save_path / "run.json").exists():
-            atomic_write_json(self.save_path / "run.json", {
-                "run_id": self.run_id, "created_at": self.now(), "agent": self.agent_metadata})
+        self.run_dir: RunDirectory | None = None
+        if save_path is not None:
+            self._open_directory(Path(save_path))
+            self.run_dir.write_run_record(self.run_id, self.agent_metadata)
+
+    def _open_directory(self, save_path: Path) -> None:
+        from srh_core.embedded.run_dir import RunDirectory
+
+        self.run_dir = RunDirectory(save_path)
+
+    @property
+    def save_path(self) -> Path | None:
+        return None if self.run_dir is None else self.run_dir.path
 
     @property
     def ranking_metric(self) -> str:
@@ -107,8 +120,8 @@ class SearchRunState:
             if node.node_id in self.nodes:
                 return False
             self.nodes[node.node_id] = node
-            if self.save_path is not None:
-                append_jsonl(self.save_path / "nodes.jsonl", node.to_dict())
+            if self.run_dir is not None:
+                self.run_dir.append("nodes", [node.to_dict()])
             return True
 
     def register_iteration(
@@ -174,8 +187,10 @@ class SearchRunState:
 
     @property
     def latest_coordinate(self) -> SearchCoordinate | None:
+        """The furthest coordinate recorded (by R, L, C, K), whatever order nodes came in."""
         with self._lock:
-            return next(reversed(self.nodes.values())).coordinate if self.nodes else None
+            coordinates = [node.coordinate for node in self.nodes.values()]
+        return max(coordinates, key=coordinate_order, default=None)
 
     def node_record(self, node_id: str) -> dict[str, Any] | None:
         with self._lock:
@@ -204,9 +219,46 @@ class SearchRunState:
                 return False
             self._candidates[key] = candidate
             self._ranked = None
-            if self.save_path is not None:
-                append_jsonl(self.save_path / "candidates.jsonl", candidate.to_dict())
+            if self.run_dir is not None:
+                self.run_dir.append("candidates", [candidate.to_dict()])
         return True
+
+    def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
+                       results: Sequence[ToolCallResult], forced: bool) -> None:
+        """Append executed calls to ``tool_calls.jsonl`` (nothing is kept in memory)."""
+        if self.run_dir is not None:
+            from srh_core.embedded.run_dir import tool_call_record
+
+            self.run_dir.append("tool_calls", [tool_call_record(coordinate, call, result, forced)
+                                               for call, result in zip(calls, results,
+                                                                       strict=False)])
+
+    @contextlib.contextmanager
+    def sample(self, R: int, C: int, L: int, K: int, samples: int) -> Iterator[SampleScope]:
+        """One sample's writes: applied as they are made (nothing to batch in memory)."""
+        from srh_core.agent.steps import SampleScope
+
+        yield SampleScope()
+
+    # --------------------------------------------------------------- plans
+    def save_plan(self, plan: StepPlan) -> StepPlan:
+        """Keep an opened step unless one is kept for its coordinate; return the kept one."""
+        from srh_core.agent.steps import StepPlan
+
+        key = (plan.R, plan.C, plan.L)
+        with self._lock:
+            if key not in self.plans:
+                self.plans[key] = plan.to_dict()
+                if self.run_dir is not None:
+                    self.run_dir.append("plans", [self.plans[key]])
+            return StepPlan.from_dict(self.plans[key])
+
+    def load_plan(self, R: int, C: int, L: int) -> StepPlan | None:
+        from srh_core.agent.steps import StepPlan
+
+        with self._lock:
+            stored = self.plans.get((R, C, L))
+        return None if stored is None else StepPlan.from_dict(stored)
 
     def candidates(self) -> list[CandidateRecord]:
         """Every pooled candidate in insertion order (duplicates across nodes kept)."""
@@ -252,8 +304,8 @@ class SearchRunState:
             status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
             pareto_front=pareto_indices(ranked), best_candidate=0 if ranked else None,
             run_id=self.run_id, stop_reason=stop_reason)
-        if self.save_path is not None:
-            atomic_write_json(self.save_path / "result.json", result.to_dict())
+        if self.run_dir is not None:
+            self.run_dir.write_result(result)
         return result
 
     # ------------------------------------------------------ snapshot/resume
@@ -276,9 +328,11 @@ class SearchRunState:
     ) -> SearchRunState:
         """Rebuild a run from :meth:`export_state`.
 
-        With ``save_path``, the append-only logs are rewritten to hold exactly
-        the snapshot's records, dropping any written after it (a step that
-        will be re-run on resume).
+        With ``save_path``, the node and candidate logs are rewritten to hold
+        exactly the snapshot's records, dropping any written after it (a step
+        that will be re-run on resume); step plans come back from the run
+        directory's ``plans.jsonl``, so no step whose responses arrived is
+        sampled again.
 
         Raises:
             SearchStateError: When the snapshot is malformed or of another version.
@@ -301,28 +355,36 @@ class SearchRunState:
         return state
 
     def _attach(self, save_path: Path) -> None:
-        self.save_path = save_path
-        nodes = "".join(dumps(n.to_dict()) + "\n" for n in self.nodes.values())
-        pool = "".join(dumps(c.to_dict()) + "\n" for c in self._candidates.values())
-        atomic_write_text(save_path / "nodes.jsonl", nodes)
-        atomic_write_text(save_path / "candidates.jsonl", pool)
+        self._open_directory(save_path)
+        run_dir = self.run_dir
+        run_dir.rewrite("nodes", [n.to_dict() for n in self.nodes.values()])
+        run_dir.rewrite("candidates", [c.to_dict() for c in self._candidates.values()])
+        for record in run_dir.records("plans"):
+            self.plans.setdefault((int(record["R"]), int(record["C"]), int(record["L"])), record)
 
     def save_snapshot(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write ``state.json`` atomically (with ``extra`` under "runtime"); return it."""
         snapshot = self.export_state()
         if extra is not None:
             snapshot["runtime"] = json_value(dict(extra))
-        if self.save_path is not None:
-            atomic_write_json(self.save_path / "state.json", snapshot)
+        if self.run_dir is not None:
+            self.run_dir.write_snapshot(snapshot)
         return snapshot
 
     @classmethod
     def load_nodes(cls, save_path: str | Path) -> list[dict[str, Any]]:
         """Read the node log of a run directory (last record of an id wins)."""
+        from srh_core.embedded.run_dir import RunDirectory
+
         records: dict[str, dict[str, Any]] = {}
-        for record in read_jsonl(Path(save_path) / "nodes.jsonl"):
+        for record in RunDirectory(save_path).records("nodes"):
             records[record["node_id"]] = record
         return list(records.values())
+
+
+def coordinate_order(coordinate: SearchCoordinate) -> tuple[int, int, int, int]:
+    """Order of coordinates in a run: restart, then step, then branch, then sample."""
+    return (coordinate.R, coordinate.L, coordinate.C, coordinate.K)
 
 
 def response_parts(response: Any) -> tuple[str, list[Any], dict[str, Any]]:

@@ -29,7 +29,7 @@ from .errors import ParseError
 from .functions import FUNCTION_ALIASES, FUNCTIONS, resolve_function_name
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
 from .parser_calls import PARAMETER_CALLS
-from .source import PreparedSource, prepare_source
+from .source import PreparedSource, parse_syntax, prepare_source
 
 __all__ = [
     "CONSTANTS",
@@ -320,7 +320,7 @@ HANDLERS: dict[type[ast.AST], Handler] = {
 
 def _syntax_tree(prepared: PreparedSource) -> ast.Expression:
     try:
-        return ast.parse(prepared.text, mode="eval")
+        return parse_syntax(prepared.text)  # type: ignore[return-value]
     except SyntaxError as error:
         position = None
         if error.lineno:

@@ -14,13 +14,29 @@ text the user wrote.
 
 from __future__ import annotations
 
+import ast
 import io
+import threading
 import tokenize
 from dataclasses import dataclass
+from typing import Literal
 
 from .errors import ParseError
 
-__all__ = ["MAX_PAREN_DEPTH", "MAX_SOURCE_LENGTH", "PreparedSource", "prepare_source"]
+__all__ = ["MAX_PAREN_DEPTH", "MAX_SOURCE_LENGTH", "PreparedSource", "parse_syntax",
+           "prepare_source"]
+
+# CPython 3.11's AST constructor keeps its recursion depth in interpreter-wide
+# state, so concurrent ast.parse calls on threads can fail with "AST
+# constructor recursion depth mismatch" (python/cpython#106905). Every
+# ast.parse of ours goes through this lock; parsing a formula takes microseconds.
+_AST_LOCK = threading.Lock()
+
+
+def parse_syntax(text: str, mode: Literal["eval", "exec"] = "eval") -> ast.AST:
+    """``ast.parse`` that is safe to call from several threads at once."""
+    with _AST_LOCK:
+        return ast.parse(text, mode=mode)
 
 MAX_SOURCE_LENGTH = 10_000
 """Longest accepted formula text, in characters."""

@@ -31,8 +31,8 @@ from celery import Celery, signals
 from kombu import Exchange, Queue
 
 from srh_core.errors import ConfigurationError
-from srh_workers import logs, metrics
 from srh_workers.config import QUEUES, TASK_KINDS, TOOLS_QUEUE, WorkerSettings
+from srh_workers.observability import logs, metrics
 from srh_workers.reliability import SRHTask
 
 APP_NAME = "srh"

@@ -1,8 +1,8 @@
 """The cluster commands of ``srh``, plugged in through the ``srh.commands`` entry point.
 
 Adds ``srh worker``, ``srh metrics``, ``srh status``, ``srh result``,
-``srh cancel``, ``srh kick`` and ``srh sweep``, and the ``celery`` backend of ``srh run``
-(with ``--detach``). Connection settings come from the environment
+``srh cancel`` and ``srh kick``, and the ``celery`` backend of ``srh run`` (with
+``--detach``) and of ``srh sweep``. Connection settings come from the environment
 (``SRH_BROKER_URL``, ``SRH_RESULT_BACKEND``, ``SRH_REDIS_URL``).
 """
 
@@ -47,16 +47,18 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     kick = subparsers.add_parser("kick", help="re-send a stalled run's next tasks (idempotent)")
     kick.add_argument("run_id")
     kick.set_defaults(handler=handle_kick)
-    _add_sweep(subparsers)
+    from srh_core.cli import SWEEP_BACKENDS
+
+    SWEEP_BACKENDS["celery"] = celery_sweep_backend
 
 
-def _add_sweep(subparsers: Any) -> None:
-    sweep = subparsers.add_parser("sweep", help="run problems x seeds x settings as many runs")
-    sweep.add_argument("suite_file", help="sweep TOML file (see srh_workers.sweep_spec)")
-    sweep.add_argument("--out", default=None, help="output directory (default sweeps/NAME)")
-    sweep.add_argument("--backend", choices=("celery", "embedded"), default="celery")
-    sweep.add_argument("--json", action="store_true", help="print the results table as JSON")
-    sweep.set_defaults(handler=handle_sweep)
+def celery_sweep_backend(args: argparse.Namespace) -> Any:
+    """``srh sweep --backend celery``: cells as distributed runs."""
+    from srh_workers.flow.tasks import sender
+    from srh_workers.sweep import CelerySweepBackend
+
+    client, app = _connections()
+    return CelerySweepBackend(_checked(client), sender(app))
 
 
 def _connections() -> tuple[Any, Any]:
@@ -80,15 +82,21 @@ def _checked(client: Any) -> Any:
 
 def run_celery(args: argparse.Namespace) -> int:
     """``srh run --backend celery``: submit, then follow until the result (or detach)."""
-    from srh_core.cli.commands import load_run_data, print_result, report_judgement
+    from srh_core.cli.commands import (
+        agent_class_from_args,
+        load_run_data,
+        print_result,
+        report_judgement,
+    )
+    from srh_workers.flow.tasks import sender
     from srh_workers.submit import submit_run, wait_for_result
-    from srh_workers.tasks import sender
 
     client, app = _connections()
     _checked(client)
     settings = _cluster_settings(args)
     data = load_run_data(args)
-    spec = submit_run(client, sender(app), settings, data.X, data.y, data.description)
+    spec = submit_run(client, sender(app), settings, data.X, data.y, data.description,
+                      agent_class=agent_class_from_args(args))
     print(f"Submitted run {spec.run_id}", file=sys.stderr)
     if getattr(args, "detach", False):
         print(spec.run_id)
@@ -148,7 +156,7 @@ def _safe_status(client: Any, run_id: str) -> dict[str, Any]:
 def cluster_overview(app: Any) -> dict[str, Any]:
     """Queue depths from the broker and the workers that answer a ping."""
     from srh_workers.config import QUEUES, WorkerSettings
-    from srh_workers.metrics import queue_depths
+    from srh_workers.observability.metrics import queue_depths
 
     settings = WorkerSettings.from_env()
     try:
@@ -179,12 +187,13 @@ def _status_text(report: dict[str, Any]) -> str:
 def handle_result(args: argparse.Namespace) -> int:
     from srh_core.agent.settings import SearchSettings
     from srh_core.cli.commands import print_result
-    from srh_workers.publish import load_spec
+    from srh_workers.spec import load_spec
+    from srh_workers.store import RedisRunStore
     from srh_workers.submit import run_result, wait_for_result
 
     client, _ = _connections()
     _checked(client)
-    spec = load_spec(client, args.run_id)
+    spec = load_spec(RedisRunStore(client, args.run_id, register=False))
     if args.wait is not None:
         result: SearchResult | None = wait_for_result(client, args.run_id, timeout=args.wait)
     else:
@@ -196,21 +205,17 @@ def handle_result(args: argparse.Namespace) -> int:
 
 
 def handle_cancel(args: argparse.Namespace) -> int:
-    from srh_workers.keys import RunKeys
-    from srh_workers.publish import load_spec
-    from srh_workers.runtime import STOP_CANCELLED
+    from srh_workers.submit import cancel_run
 
     client, _ = _connections()
-    _checked(client)
-    load_spec(client, args.run_id)
-    client.set(RunKeys(args.run_id).stop, STOP_CANCELLED, nx=True)
+    cancel_run(_checked(client), args.run_id)
     print(f"Run {args.run_id} will stop at its branches' next steps.", file=sys.stderr)
     return 0
 
 
 def handle_kick(args: argparse.Namespace) -> int:
+    from srh_workers.flow.tasks import sender
     from srh_workers.submit import kick_run
-    from srh_workers.tasks import sender
 
     client, app = _connections()
     actions = kick_run(_checked(client), sender(app), args.run_id)
@@ -218,30 +223,3 @@ def handle_kick(args: argparse.Namespace) -> int:
           f"{', '.join(a.task for a in actions) or 'none (the run has a result)'}",
           file=sys.stderr)
     return 0
-
-
-def handle_sweep(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from srh_workers.sweep import CelerySweepBackend, EmbeddedSweepBackend, SweepRunner
-    from srh_workers.sweep_spec import load_sweep
-
-    spec = load_sweep(args.suite_file)
-    out = Path(args.out or Path("sweeps") / spec.name)
-    if args.backend == "embedded":
-        backend: Any = EmbeddedSweepBackend(out / "runs")
-    else:
-        from srh_workers.tasks import sender
-
-        client, app = _connections()
-        backend = CelerySweepBackend(_checked(client), sender(app))
-    rows = SweepRunner(spec, out, backend).run()
-    failed = [row for row in rows if row["status"] != "done"]
-    if args.json:
-        print(json.dumps({"sweep": spec.name, "rows": rows}, default=str))
-    else:
-        print(f"Sweep {spec.name}: {len(rows) - len(failed)}/{len(rows)} cells done; "
-              f"table in {out / 'results.csv'}")
-        for row in failed:
-            print(f"  must be re-run: {row['cell']} ({row['error']})")
-    return 0 if not failed else 1

@@ -43,7 +43,7 @@ TASK_KINDS: Mapping[TaskKind, tuple[str, str]] = {
     "branch": ("srh.branch.", BRANCHES_QUEUE),
 }
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-DEFAULT_TASK_MODULES = ("srh_workers.tasks",)
+DEFAULT_TASK_MODULES = ("srh_workers.flow.tasks",)
 MIN_VISIBILITY_MARGIN_SECONDS = 1.0
 VISIBILITY_MARGIN_FRACTION = 0.1
 MAX_PORT = 65535

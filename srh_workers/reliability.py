@@ -56,8 +56,8 @@ from kombu.exceptions import OperationalError
 from srh_core.errors import ModelRequestError
 from srh_workers.config import TASK_KINDS, TaskKind, WorkerSettings
 from srh_workers.errors import PoisonTaskError, TransientTaskError
-from srh_workers.keys import RunKeys
-from srh_workers.logs import TaskContext, bound_context, task_context
+from srh_workers.observability.logs import TaskContext, bound_context, task_context
+from srh_workers.store import RedisRunStore
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -143,35 +143,23 @@ class DeliveryCounter:
     max_deliveries: int
     ttl_seconds: int = DELIVERY_TTL_SECONDS
 
-    @staticmethod
-    def counter_key(scope: str, task_id: str, retries: int) -> str:
-        return RunKeys(scope).delivery(task_id, retries)
-
     def record(self, scope: str, task_id: str, retries: int = 0) -> int:
         """Count one delivery and return the count so far (1 on the first delivery)."""
-        key = self.counter_key(scope, task_id, retries)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.incr(key)
-        pipe.expire(key, self.ttl_seconds)
-        count, _ = pipe.execute()
-        return int(count)
+        store = RedisRunStore(self.client, scope, register=False)
+        return store.count_delivery(task_id, retries, self.ttl_seconds)
 
     def is_poison(self, deliveries: int) -> bool:
         return deliveries > self.max_deliveries
 
     def report(self, record: PoisonRecord) -> None:
         """Write ``record`` to the run's poison hash (idempotent by task id)."""
-        keys = RunKeys(record.run_id)
-        poison_key = keys.poison
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(poison_key, record.task_id, record.to_json())
-        pipe.sadd(keys.registry, poison_key)
-        pipe.execute()
+        RedisRunStore(self.client, record.run_id, register=False).report_poison(
+            record.task_id, record.to_json())
 
 
 def poison_records(client: redis.Redis, run_id: str) -> list[PoisonRecord]:
     """The poison tasks of a run, oldest first (for ``srh status``)."""
-    values = client.hvals(RunKeys(run_id).poison)
+    values = RedisRunStore(client, run_id, register=False).poison_reports()
     return sorted((PoisonRecord.from_json(value) for value in values), key=lambda r: r.at)
 
 

@@ -8,7 +8,6 @@ reaches the same Redis.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -17,65 +16,74 @@ from typing import Any
 import numpy as np
 from redis import Redis
 
+from srh_core.agent import SRAgent, agent_class_path
 from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.types import SearchResult
-from srh_workers.keys import RUNS_INDEX, RunKeys
-from srh_workers.publish import RunSpec, load_spec, publish_run
-from srh_workers.runtime import Action, restart_action
-from srh_workers.store import RedisCandidateStore
+from srh_workers.flow.names import Action, restart_action, whole_run_action
+from srh_workers.flow.runtime import resolve_granularity, runtime_for
+from srh_workers.spec import RunSpec, load_spec
+from srh_workers.store import RUNS_INDEX, RedisRunStore
 
 Send = Callable[[Action], Any]
 
 
 def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[str, Any],
-               y: Mapping[str, Any], description: str = "") -> RunSpec:
-    """Publish a run's spec and data, then enqueue its first restart.
+               y: Mapping[str, Any], description: str = "", *,
+               agent_class: type[SRAgent] = SRAgent) -> RunSpec:
+    """Publish a run's spec and data, then enqueue its first task.
 
     Args:
         client: Redis holding the candidate store (``SRH_REDIS_URL``).
-        send: Enqueues one action (the Celery app's ``send_action``).
+        send: Enqueues one action (:func:`srh_workers.flow.tasks.sender`).
         settings: The search settings; a run id is generated when missing.
         X: Feature arrays by name.
         y: ``{target: array}``.
         description: The problem description shown to the model.
+        agent_class: The SRAgent (sub)class the workers run; it must be
+            importable by name on the workers.
 
     Returns:
         The published spec (its ``run_id`` names the run everywhere).
 
     Raises:
-        ConfigurationError: The run id is already in use.
+        ConfigurationError: The run id is already in use, or the agent class
+            cannot be imported by name.
         DataError: The data is invalid (the error names the variable).
     """
     from srh_core.context import AgentContext
 
     if len(y) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(y)}.")
+    class_path = agent_class_path(agent_class)
     settings = settings if settings.run_id else settings.replace(run_id=uuid.uuid4().hex[:12])
     target = next(iter(y))
     context = AgentContext(args=settings)
     context.commit_data({**{k: np.asarray(v) for k, v in X.items()},
                          target: np.asarray(y[target])}, target=target, features=list(X))
-    keys = RunKeys(settings.run_id)
-    if client.exists(keys.spec):
+    probe = RedisRunStore(client, settings.run_id, register=False)
+    if probe.spec_json() is not None:
         raise ConfigurationError(f"Run id {settings.run_id!r} is already used by a submitted "
                                  "run; choose another.", setting="run_id")
     now = time.time()
     spec = RunSpec(run_id=settings.run_id, settings=settings.model_dump(),
-                   description=description, target=target, features=list(X), submitted_at=now,
+                   description=description, target=target, features=list(X),
+                   agent_class=class_path, submitted_at=now,
                    deadline=None if settings.time_limit is None else now + settings.time_limit)
-    RedisCandidateStore(client, settings.run_id, settings.ranking_metric,
-                        settings.larger_is_better,
-                        agent_metadata={"class": "SRAgent", **settings.model_dump()})
-    publish_run(client, spec, context.to_payload())
-    send(restart_action(settings.run_id, 1))
+    store = RedisRunStore(client, settings.run_id, settings.ranking_metric,
+                          settings.larger_is_better,
+                          agent_metadata={"class": class_path, **settings.model_dump()})
+    store.publish(spec.model_dump_json(), context.to_payload(), now)
+    if resolve_granularity(settings) == "run":
+        send(whole_run_action(settings.run_id))
+    else:
+        send(restart_action(settings.run_id, 1))
     return spec
 
 
 def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
     """Re-send what a stalled run's stored state says comes next (idempotent)."""
-    from srh_workers.flow import repair_actions
-    from srh_workers.runtime import runtime_for
+    from srh_workers.flow.steps import repair_actions
 
     actions = repair_actions(runtime_for(client, run_id))
     for action in actions:
@@ -83,58 +91,72 @@ def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
     return actions
 
 
+def _store(client: Redis, run_id: str) -> tuple[RunSpec, RedisRunStore]:
+    spec = load_spec(RedisRunStore(client, run_id, register=False))
+    settings = spec.search_settings()
+    return spec, RedisRunStore(client, run_id, settings.ranking_metric,
+                               settings.larger_is_better, register=False)
+
+
 def run_result(client: Redis, run_id: str) -> SearchResult | None:
     """The final result of a run, or None while it is still running."""
-    load_spec(client, run_id)
-    return RedisCandidateStore.open(client, run_id).stored_result()
+    return _store(client, run_id)[1].stored_result()
 
 
 def run_status(client: Redis, run_id: str) -> dict[str, Any]:
     """A JSON-ready view of a run: progress, branches, best formula, stop flag."""
-    spec = load_spec(client, run_id)
+    spec, store = _store(client, run_id)
     settings = spec.search_settings()
-    store = RedisCandidateStore.open(client, run_id)
-    keys = RunKeys(run_id)
     best = store.best_candidate()
     result = store.stored_result()
     return {
         "run_id": run_id,
         "status": result.status if result is not None else "running",
-        "stop_reason": result.stop_reason if result is not None else _text(client.get(keys.stop)),
+        "stop_reason": result.stop_reason if result is not None else store.stop_reason(),
+        "granularity": resolve_granularity(settings),
         "nodes": store.node_count, "max_nodes": settings.max_nodes,
-        "model_requests": int(client.get(keys.requests) or 0),
-        "branches": branch_summary(client, keys, settings),
+        "model_requests": store.model_requests(),
+        "branches": branch_summary(store, settings),
         "best_formula": best.formula if best else None,
         "best_metric": best.metric(settings.ranking_metric, "train") if best else None,
         "submitted_at": spec.submitted_at,
-        "elapsed_seconds": _finished_at(client, keys, result) - spec.submitted_at,
+        "elapsed_seconds": _finished_at(store, result) - spec.submitted_at,
     }
 
 
-def _finished_at(client: Redis, keys: RunKeys, result: SearchResult | None) -> float:
+def _finished_at(store: RedisRunStore, result: SearchResult | None) -> float:
     """When the run's result was written (now while it runs, or for a result without a time)."""
-    stamp = _text(client.hget(keys.meta, "finished_at")) if result is not None else None
+    stamp = store.run_summary().get("finished_at") if result is not None else None
     try:
         return float(stamp) if stamp else time.time()
     except ValueError:
         return time.time()
 
 
-def branch_summary(client: Redis, keys: RunKeys, settings: SearchSettings) -> list[dict]:
+def branch_summary(store: RedisRunStore, settings: SearchSettings) -> list[dict[str, Any]]:
     rows = []
-    for R in range(1, settings.max_restart_loop + 1):
-        for C in range(1, settings.global_width + 1):
-            raw = client.get(keys.branch(R, C))
-            if raw is not None:
-                state = json.loads(raw)
-                rows.append({"R": R, "C": C, "L": state["L"], "status": state["status"],
-                             "stop_reason": state.get("stop_reason")})
+    for R in range(1, max(1, store.latest_restart()) + 1):
+        for branch in store.load_branches(R, settings.global_width):
+            if branch is not None:
+                rows.append({"R": R, "C": branch.C, "L": branch.L, "status": branch.status,
+                             "stop_reason": branch.stop_reason})
     return rows
 
 
 def list_runs(client: Redis, limit: int = 20) -> list[str]:
     """The most recently submitted run ids, newest first."""
     return [_text(run_id) for run_id in client.zrevrange(RUNS_INDEX, 0, limit - 1)]
+
+
+def cancel_run(client: Redis, run_id: str) -> None:
+    """Ask a run to stop at its branches' next steps (it ends "interrupted", "cancelled").
+
+    Raises:
+        SearchStateError: The run is unknown.
+    """
+    from srh_core.agent.outcome import STOP_CANCELLED
+
+    _store(client, run_id)[1].request_stop(STOP_CANCELLED)
 
 
 def wait_for_result(client: Redis, run_id: str, *, timeout: float | None = None,

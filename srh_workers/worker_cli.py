@@ -252,7 +252,7 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``srh metrics``: serve the queue gauges until interrupted."""
-    from srh_workers.metrics import run_exporter
+    from srh_workers.observability.metrics import run_exporter
 
     settings = WorkerSettings.from_env()
     if importlib.util.find_spec("prometheus_client") is None:

@@ -63,6 +63,15 @@ class SearchSettings(BaseModel):
         time_limit: Wall-clock budget of the whole run in seconds.
         tool_timeout: Per-call limit in seconds (enforced when calls run in
             worker processes).
+        branch_threads: Embedded runtime: how many branches of a restart run
+            at once, on threads (model requests are I/O). 1 runs them one
+            after another, in branch order. The nodes are the same either way.
+        granularity: Celery runtime: "step" runs each refinement step as
+            tasks (a model request on the branches queue, one task per
+            sample on the tools queue); "run" runs the whole run as one task
+            on the tools queue (for steps too cheap to distribute, e.g. the
+            offline model); "auto" is "run" for the offline provider and
+            "step" otherwise. Either way a lost worker loses nothing.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
@@ -100,6 +109,8 @@ class SearchSettings(BaseModel):
     seed: int = 0
     time_limit: float | None = Field(default=None, gt=0)
     tool_timeout: float = Field(default=120.0, gt=0)
+    branch_threads: int = Field(default=8, ge=1, le=256)
+    granularity: Literal["auto", "step", "run"] = "auto"
 
     @field_validator("split_ood_variable")
     @classmethod

@@ -1,58 +1,90 @@
-"""SRAgent: the R-C-L-K search, written once as step functions over BranchState.
+"""SRAgent: the R-C-L-K search, written once as three step functions over BranchState.
 
-A refinement step is three calls, each a method a subclass may override:
+A refinement step is three calls; both runtimes call exactly these, with the
+same arguments, and nothing else of the loop's logic lives in a runtime:
 
 1. :meth:`SRAgent.open_step` -- ``prepare_iteration``, ``prepare_model_messages``
-   and ``request_llm``: the prompt and the K model responses (a StepPlan);
-2. :meth:`SRAgent.execute_tool_calls` -- every sample's tool calls, through
-   the run's :class:`~srh_core.seams.ToolExecutor`;
-3. :meth:`SRAgent.record_and_advance` -- ``record_search_iteration``,
-   ``collect_candidates``, ``update_conversation`` and ``finish_iteration``.
+   and ``request_llm``: the prompt and the K model responses (a
+   :class:`~srh_core.agent.steps.StepPlan`). A Celery ``branch_step`` task.
+2. :meth:`SRAgent.run_sample` -- one sample's ``execute_tool_calls``,
+   ``record_search_iteration`` and ``collect_candidates``: its tool results,
+   its node and its candidates. A Celery ``tool_calls`` task; the embedded
+   runtime calls it for K = 1..K.
+3. :meth:`SRAgent.close_step` -- ``update_conversation`` and
+   ``finish_iteration``: the branch's next state.
 
-The embedded runner calls them in a loop (:mod:`srh_core.agent.runner`); the
-Celery runtime calls them one task at a time with the same hooks, so both
-produce the same nodes and result. The three error families stay apart:
-the model's mistakes are fed back as messages; programmer and configuration
-errors raise; budgets (steps, time, exact fit) end branches or the run.
+Hooks that take a ``response_list`` receive the samples processed together,
+which is one sample in both runtimes (``response.sample`` is its K), so a
+subclass that overrides any hook behaves the same embedded and on a cluster.
+Whether a branch may open its next step, and how the run ends, is decided
+by :mod:`srh_core.agent.outcome`, also shared.
+
+The three error families stay apart: the model's mistakes are fed back as
+messages; programmer and configuration errors raise; budgets (steps, time,
+exact fit) end branches or the run.
+
+Subclasses must accept the base constructor's keyword arguments (forward
+``**kwargs``): a Celery worker rebuilds the agent from its class's import
+path with them.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
-from srh_core.agent.branch import BranchState
+from srh_core.agent import prompts
+from srh_core.agent.branch import BranchState, updated_front
 from srh_core.agent.candidates import choose_sample, is_evaluation, sample_candidates
-from srh_core.agent.lifecycle import AgentLifecycle
-from srh_core.agent.prompt_hooks import PromptHooks
+from srh_core.agent.outcome import STOP_DEPTH, STOP_TIME_LIMIT
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import StepPlan
 from srh_core.api import ModelResponse
-from srh_core.errors import ModelResponseTruncatedError
-from srh_core.ranking import ExactFitRule, RankingPolicy
+from srh_core.errors import ConfigurationError, ModelResponseTruncatedError, SearchStateError
+from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
 from srh_core.seams import CandidateStore, ToolExecutor
-from srh_core.types import CandidateRecord, ParentLink, ToolCall, ToolCallResult
+from srh_core.tools.base import BaseTool
+from srh_core.types import CandidateRecord, ParentLink, SearchResult, ToolCall, ToolCallResult
 
 logger = logging.getLogger("srh.agent")
 
 Message = dict[str, Any]
 Observer = Callable[[Mapping[str, Any]], None]
+ExecutorFactory = Callable[[Mapping[str, BaseTool]], ToolExecutor]
 
-class SRAgent(AgentLifecycle, PromptHooks):
+# The branch whose progress messages are being built, per thread: the
+# embedded runtime runs branches on threads and the Celery branch worker
+# shares one process between tasks.
+_ACTIVE_BRANCH: ContextVar[BranchState | None] = ContextVar("srh_active_branch", default=None)
+
+
+class SRAgent:
     """Agent that runs an R-C-L-K symbolic-regression search.
 
     Settings are the reference's (see :class:`SearchSettings` for each one),
-    passed as keyword arguments or as a ready ``settings`` object. Runtime
-    objects (``context``, ``skill_manager``, a model ``api``) are separate
-    arguments because they are not settings.
+    passed as keyword arguments or as a ready ``settings`` object. The parts
+    of a run are separate arguments because they are not settings; a run
+    binds them once, in :meth:`bind_run` (``run()`` does it for the data it
+    is given; a Celery worker passes them to the constructor).
 
     Args:
-        settings: Validated settings; built from ``settings_values`` when None.
-        context: Shared data and workspace; a new context when None.
+        llm_provider: Model provider ("offline", "openai", ...); a setting (a
+            ready :class:`SearchSettings` is also accepted here).
+        llm_model: Model name; a setting.
+        settings: Validated settings; built from the keyword settings when None.
+        context: The run's data context (an :class:`~srh_core.context.AgentContext`).
         skill_manager: Skill registry for the ``read_skill`` tool.
         api: A ready model adapter (tests inject a scripted one).
+        evaluator: Evaluator of the context made by ``run()`` (default: DefaultEvaluator).
+        store: The run's :class:`~srh_core.seams.CandidateStore`.
+        executor: The run's :class:`~srh_core.seams.ToolExecutor`.
+        problem_description: What the data is, for the model.
+        deadline: ``time.monotonic()`` value at which the run's time budget ends.
         **settings_values: Any :class:`SearchSettings` field.
     """
 
@@ -63,38 +95,144 @@ class SRAgent(AgentLifecycle, PromptHooks):
         "read_skill", "call_pysr",
     )
 
-    def __init__(self, settings: SearchSettings | None = None, *, context: Any = None,
-                 skill_manager: Any = None, api: Any = None, **settings_values: Any) -> None:
+    def __init__(self, llm_provider: str | None = None, llm_model: str | None = None, *,
+                 settings: SearchSettings | None = None, context: Any = None,
+                 skill_manager: Any = None, api: Any = None, evaluator: Any = None,
+                 store: CandidateStore | None = None, executor: ToolExecutor | None = None,
+                 problem_description: str = "", deadline: float | None = None,
+                 **settings_values: Any) -> None:
+        if isinstance(llm_provider, SearchSettings):  # SRAgent(settings) reads naturally too
+            settings, llm_provider = llm_provider, None
+        if llm_provider is not None:
+            settings_values["llm_provider"] = llm_provider
+        if llm_model is not None:
+            settings_values["llm_model"] = llm_model
         if settings is not None and settings_values:
             settings = settings.replace(**settings_values)
         self.settings = settings or SearchSettings.build(**settings_values)
-        self.context = context
         self.skill_manager = skill_manager
         self.api = api
-        self.strong_api: Any = None
-        self.parser: Any = None
-        self.tools: dict[str, Any] = {}
-        self.store: CandidateStore | None = None
-        self.executor: ToolExecutor | None = None
-        self.router: Any = None
-        self.task_route: tuple[float, list[str]] = (0.0, [])
+        self.evaluator = evaluator
         self.policy = RankingPolicy(self.settings.ranking_metric, self.settings.larger_is_better)
         self.exact_fit = ExactFitRule(self.settings.exact_fit_metric,
                                       self.settings.exact_fit_threshold,
                                       self.settings.exact_fit_metric in ("r2", "pearson",
                                                                          "spearman"))
-        self.problem_description = ""
+        self.context: Any = None
+        self.store: CandidateStore | None = None
+        self.executor: ToolExecutor | None = None
+        self.tools: dict[str, BaseTool] = {}
+        self.parser: Any = None
+        self.strong_api: Any = None
+        self.router: Any = None
+        self.task_route: tuple[float, list[str]] = (0.0, [])
+        self.problem_description = problem_description
         self.deadline: float | None = None
         self.observers: list[Observer] = []
+        if context is not None and store is not None:
+            self.bind_run(context, store, executor, problem_description, deadline=deadline)
 
-    # ------------------------------------------------------------ helpers
+    # ------------------------------------------------------------- a run's parts
+    def bind_run(self, context: Any, store: CandidateStore,
+                 executor: ToolExecutor | ExecutorFactory | None,
+                 problem_description: str = "", *, deadline: float | None = None) -> None:
+        """Attach a run's context, store and executor, and build tools, parser and model.
+
+        The only place a run's parts are set, whichever runtime runs it.
+
+        Args:
+            context: The run's data context.
+            store: The run's candidate store.
+            executor: A ready executor, a factory called with the enabled tools,
+                or None for a serial in-process executor.
+            problem_description: What the data is, for the model.
+            deadline: ``time.monotonic()`` value at which the time budget ends.
+        """
+        from srh_core.embedded.executor import SerialToolExecutor
+
+        self.context = context
+        self.store = store
+        self.problem_description = problem_description
+        self.deadline = deadline
+        self.initialize_tools(context)
+        if executor is None:
+            executor = SerialToolExecutor(self.tools)
+        elif not isinstance(executor, ToolExecutor):
+            executor = executor(self.tools)
+        self.executor = executor
+
+    def enabled_tool_names(self) -> list[str]:
+        """Tool names of this run: the setting, or the available defaults.
+
+        Raises:
+            ConfigurationError: A requested tool is not registered.
+        """
+        import srh_core.tools.catalogue  # noqa: F401 - registers the built-in tools
+
+        requested = self.settings.tools
+        names = list(self.DEFAULT_TOOLS if requested is None else requested)
+        enabled = []
+        for name in names:
+            try:
+                tool_class = BaseTool.get_class(name)
+            except Exception as error:
+                raise ConfigurationError(str(error), setting="tools") from error
+            reason = tool_class.availability()
+            if reason is None:
+                enabled.append(name)
+            elif requested is not None:
+                logger.warning("Tool %r is not available here (%s); it is not offered.",
+                               name, reason)
+        return enabled
+
+    def initialize_tools(self, context: Any) -> None:
+        """Bind the enabled tools, the parser and the model adapters to ``context``."""
+        from srh_core.api import ModelRouter
+        from srh_core.parsers import BaseParser
+
+        names = self.enabled_tool_names()
+        self.tools = {name: BaseTool.create(name, context) for name in names}
+        if self.skill_manager is not None:
+            for tool in self.tools.values():
+                tool.values.setdefault("skill_manager", self.skill_manager)
+        self.parser = BaseParser.create(self.settings.tool_parser, tool_names=names)
+        metadata = [tool.metadata for tool in self.tools.values()]
+        if self.api is None:
+            self.api = self.make_api(self.settings.llm_provider, self.settings.llm_model,
+                                     metadata)
+        self.router = None
+        if self.settings.auto_routing and self.settings.strong_llm_model:
+            strong_provider = self.settings.strong_llm_provider or self.settings.llm_provider
+            self.router = ModelRouter(True, self.settings.llm_provider,
+                                      str(getattr(self.api, "model", None) or "default"),
+                                      strong_provider, self.settings.strong_llm_model)
+            self.strong_api = self.make_api(strong_provider, self.settings.strong_llm_model,
+                                            metadata)
+            self.task_route = self.router.assess(self.problem_description,
+                                                 len(context.feature_names()))
+
+    def make_api(self, provider: str, model: str | None, metadata: list[Any]) -> Any:
+        from srh_core.api import BaseAPI
+
+        options: dict[str, Any] = {}
+        if self.settings.base_url:
+            options["base_url"] = self.settings.base_url
+        return BaseAPI.create(provider, model=model, tool_list=metadata,
+                              tool_parser_name=self.settings.tool_parser, **options)
+
+    # ------------------------------------------------------------------ helpers
     @property
     def K(self) -> int:
         return self.settings.local_sample_size
 
     def node_id(self, R: int, C: int, L: int, K: int) -> str:
-        assert self.store is not None, "the run has not started"
-        return self.store.node_id(R, C, L, K)
+        return self.require_store().node_id(R, C, L, K)
+
+    def require_store(self) -> CandidateStore:
+        """The run's store; SearchStateError when no run is bound."""
+        if self.store is None:
+            raise SearchStateError("The agent has no run bound (call run() or bind_run()).")
+        return self.store
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -104,7 +242,90 @@ class SRAgent(AgentLifecycle, PromptHooks):
         for observer in self.observers:
             observer({"event": event, **fields})
 
-    # ------------------------------------------------------- opening steps
+    # --------------------------------------------------------- initial prompts
+    def create_initial_system_prompt(self, restart_records: list[CandidateRecord]) -> str:
+        return prompts.system_prompt(self.settings.max_refinement_depth, restart_records,
+                                     self.settings.ranking_metric)
+
+    def create_initial_user_prompt(self, problem_description: str, X: Mapping[str, Any],
+                                   y: Mapping[str, Any],
+                                   restart_records: list[CandidateRecord]) -> str:
+        target, values = next(iter(y.items()))
+        descriptions = getattr(self.context, "variable_descriptions", {}) or {}
+        return prompts.user_prompt(problem_description, X, target, values, descriptions,
+                                   restart_records, self.settings.ranking_metric)
+
+    def customize_initial_prompts(self, messages: list[Message], *, X: Mapping[str, Any],
+                                  y: Mapping[str, Any]) -> list[Message]:
+        """Hook: edit the finished system and user messages (identity by default)."""
+        return messages
+
+    def create_initial_prompt_messages(self, problem_description: str, X: Mapping[str, Any],
+                                       y: Mapping[str, Any],
+                                       restart_records: list[CandidateRecord]) -> list[Message]:
+        messages = [
+            {"role": "system", "content": self.create_initial_system_prompt(restart_records)},
+            {"role": "user", "content": self.create_initial_user_prompt(
+                problem_description, X, y, restart_records)},
+        ]
+        return self.customize_initial_prompts(messages, X=X, y=y)
+
+    def create_initial_buffer(self, problem_description: str, X: Mapping[str, Any],
+                              y: Mapping[str, Any],
+                              restart_records: list[CandidateRecord]) -> list[Message]:
+        """System and user prompts plus the first progress message of a branch."""
+        messages = self.create_initial_prompt_messages(problem_description, X, y,
+                                                       restart_records)
+        return messages + [self.build_progress_message(0)]
+
+    def start_restart(self, R: int) -> list[BranchState]:
+        """The C branches of restart R, seeded from the pool's top-k."""
+        store = self.require_store()
+        records = store.top_k(self.settings.restart_top_k) if R > 1 else []
+        seeds = [record.to_dict() for record in records]
+        front = updated_front([], records, self.policy)
+        X, y = self.problem_arrays()
+        template = BranchState(store.run_id, R, 0, 1, [], seeds=seeds, front=front)
+        with self.active_branch(template):
+            buffer = self.create_initial_buffer(self.problem_description, X, y, records)
+        links = [ParentLink(record.node_id, "restart_seed") for record in records]
+        self.emit("restart", R=R, seeds=[record.formula for record in records])
+        return [BranchState(store.run_id, R, C, 1, [dict(m) for m in buffer], list(links),
+                            seeds=list(seeds), front=list(front))
+                for C in range(1, self.settings.global_width + 1)]
+
+    def problem_arrays(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Feature and target arrays of the context, keyed by name."""
+        data = self.context.data
+        X = {name: data[name] for name in self.context.feature_names()}
+        return X, {self.context.target: data[self.context.target]}
+
+    # ------------------------------------------------------- progress messages
+    @contextmanager
+    def active_branch(self, branch: BranchState) -> Iterator[BranchState]:
+        """Make ``branch`` the one progress messages describe, in this thread."""
+        token = _ACTIVE_BRANCH.set(branch)
+        try:
+            yield branch
+        finally:
+            _ACTIVE_BRANCH.reset(token)
+
+    def visible_front(self, branch: BranchState | None) -> list[CandidateRecord]:
+        """The Pareto front of what ``branch`` has seen: its seeds and its own candidates."""
+        return [] if branch is None else branch.front_records()
+
+    def build_progress_message(self, L: int) -> dict[str, str]:
+        """Step L+1 of the active branch, its Pareto front and the time left."""
+        branch = _ACTIVE_BRANCH.get()
+        settings = self.settings
+        where = f"restart {branch.R if branch else 1}/{settings.max_restart_loop}"
+        if branch is not None and branch.C > 0:
+            where += f", branch {branch.C}/{settings.global_width}"
+        return prompts.progress_message(L + 1, settings.max_refinement_depth,
+                                        self.visible_front(branch), settings.ranking_metric,
+                                        where, self.seconds_left())
+
+    # ------------------------------------------------------ step 1: open a step
     def prepare_iteration(self, buffer: list[Message], R: int, L: int, C: int
                           ) -> str | None:
         """Hook: apply control changes before the prompt is built.
@@ -113,12 +334,12 @@ class SRAgent(AgentLifecycle, PromptHooks):
         """
         seconds = self.seconds_left()
         if seconds is not None and seconds <= 0:
-            return "time_limit"
+            return STOP_TIME_LIMIT
         return None
 
     def prepare_model_messages(self, buffer: list[Message], R: int, L: int, C: int
                                ) -> list[Message]:
-        """The messages sent to the model; adds forced diagnostics at L=1."""
+        """The messages sent to the model; adds forced diagnostics to ``buffer`` at L=1."""
         if self.settings.force_initial_diagnostics and L == 1:
             buffer.append(self.run_initial_diagnostics(R, L, C))
         return [dict(message) for message in buffer]
@@ -128,7 +349,7 @@ class SRAgent(AgentLifecycle, PromptHooks):
         calls = [ToolCall("statistics_analysis", {}), ToolCall("relationship_analysis", {}),
                  ToolCall("read_skill", {"name": "discover-symbolic-laws"})]
         calls = [call for call in calls if call.name in self.tools]
-        results = self.executor.run(calls) if self.executor is not None else []
+        results = self.run_calls(calls, key=f"{self.node_id(R, C, L, 1)}:diagnostics")
         self.record_tool_calls(calls, results, R, L, C, forced=True)
         sections = [f"## {c.name}\n{r.result_str}" for c, r in zip(calls, results, strict=True)]
         return {"role": "user", "content": "[Initial diagnostics run by the harness]\n\n"
@@ -164,58 +385,80 @@ class SRAgent(AgentLifecycle, PromptHooks):
                      "reason": route.reason}
 
     def open_step(self, branch: BranchState) -> StepPlan | None:
-        """Open step L of a branch; None when ``prepare_iteration`` stops the branch."""
-        reason = self.prepare_iteration(branch.buffer, branch.R, branch.L, branch.C)
-        if reason is not None:
-            branch.status, branch.stop_reason = "stopped", reason
-            return None
-        prompt = self.prepare_model_messages(branch.buffer, branch.R, branch.L, branch.C)
-        responses, usage = self.request_llm(prompt, branch.R, branch.L, branch.C)
-        return StepPlan(branch.R, branch.C, branch.L, prompt, responses, list(branch.parents),
-                        usage)
+        """Open step ``branch.L``: the K responses, or None when ``prepare_iteration`` stops it.
 
-    # ------------------------------------------------------ tool execution
+        The branch is not modified, except that a stop ends it; the buffer the
+        opening hooks leave travels in the plan.
+        """
+        R, C, L = branch.R, branch.C, branch.L
+        buffer = [dict(message) for message in branch.buffer]
+        with self.active_branch(branch):
+            reason = self.prepare_iteration(buffer, R, L, C)
+            if reason is not None:
+                branch.stop(reason)
+                return None
+            prompt = self.prepare_model_messages(buffer, R, L, C)
+            responses, usage = self.request_llm(prompt, R, L, C)
+        return StepPlan(R, C, L, prompt, responses, list(branch.parents), usage,
+                        buffer=None if buffer == prompt else buffer)
+
+    # ------------------------------------------------------ step 2: one sample
+    def run_sample(self, plan: StepPlan, K: int) -> list[ToolCallResult]:
+        """Run sample K of an opened step: its tool calls, its node and its candidates."""
+        R, C, L = plan.R, plan.C, plan.L
+        response = [plan.responses[K - 1]]
+        results_list = self.execute_tool_calls(response, R, L, C)
+        self.record_search_iteration(response, results_list, plan.parents, plan.prompt,
+                                     plan.usage, R, L, C)
+        self.collect_candidates(response, results_list, R, L, C)
+        return results_list[0]
+
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
                            C: int) -> list[list[ToolCallResult]]:
-        """Run every sample's calls as one batch; results grouped by sample, in order."""
-        calls = [call for response in response_list for call in response.tool_calls]
-        results = self.run_calls(calls)
-        self.record_tool_calls(calls, results, R, L, C)
-        grouped, start = [], 0
+        """Run each sample's calls as one batch; results grouped by sample, in order."""
+        grouped = []
         for response in response_list:
-            grouped.append(results[start:start + len(response.tool_calls)])
-            start += len(response.tool_calls)
+            calls = list(response.tool_calls)
+            results = self.run_calls(calls, key=self.node_id(R, C, L, response.sample))
+            self.record_tool_calls(calls, results, R, L, C)
+            grouped.append(results)
         return grouped
 
-    def run_calls(self, calls: Sequence[ToolCall]) -> list[ToolCallResult]:
-        assert self.executor is not None, "the run has not started"
+    def run_calls(self, calls: Sequence[ToolCall], key: str | None = None
+                  ) -> list[ToolCallResult]:
+        """Run calls through the executor under the tool timeout and the time left."""
+        if self.executor is None:
+            raise SearchStateError("The agent has no run bound (call run() or bind_run()).")
         timeout = self.settings.tool_timeout
         seconds = self.seconds_left()
         if seconds is not None:
             timeout = max(1.0, min(timeout, seconds))
-        return self.executor.run(calls, timeout=timeout)
+        return self.executor.run(calls, timeout=timeout, key=key)
 
     def record_tool_calls(self, tool_calls: Sequence[ToolCall], results: Sequence[ToolCallResult],
                           R: int, L: int, C: int, forced: bool = False) -> None:
-        """Hook: observe executed calls (the run directory logs them)."""
-        self.emit("tool_calls", coordinate={"R": R, "C": C, "L": L}, forced=forced,
+        """Hook: log executed calls (the run directory's ``tool_calls.jsonl``)."""
+        coordinate = {"R": R, "C": C, "L": L}
+        self.require_store().log_tool_calls(coordinate, list(tool_calls), list(results), forced)
+        self.emit("tool_calls", coordinate=coordinate, forced=forced,
                   calls=list(tool_calls), results=list(results))
 
-    # ------------------------------------------------ recording, advancing
     def record_search_iteration(self, response_list: Sequence[ModelResponse],
                                 results_list: Sequence[Sequence[ToolCallResult]],
                                 parent_nodes: Sequence[ParentLink], prompt: list[Message],
                                 usage: Mapping[str, Any] | None, R: int, L: int, C: int
                                 ) -> None:
-        """Record one node per sample."""
-        for k, (response, results) in enumerate(zip(response_list, results_list, strict=True), 1):
-            self.record_sample(response, results, parent_nodes, prompt, usage, R, C, L, k)
+        """Record one node per sample (the K=1 node also keeps the prompt)."""
+        for response, results in zip(response_list, results_list, strict=True):
+            self.record_sample(response, results, parent_nodes, prompt, usage, R, C, L,
+                               response.sample)
 
     def record_sample(self, response: ModelResponse, results: Sequence[ToolCallResult],
                       parents: Sequence[ParentLink], prompt: list[Message] | None,
                       usage: Mapping[str, Any] | None, R: int, C: int, L: int, K: int
                       ) -> bool:
-        store = self.store
+        """Record the node of sample K; False when it was already recorded."""
+        store = self.require_store()
         node = store.build_node(response, results, tuple(parents), R=R, C=C, L=L, K=K,
                                 prompt=prompt if K == 1 else None, usage=usage)
         return store.record_node(node)
@@ -223,16 +466,45 @@ class SRAgent(AgentLifecycle, PromptHooks):
     def collect_candidates(self, response_list: Sequence[ModelResponse],
                            results_list: Sequence[Sequence[ToolCallResult]], R: int, L: int,
                            C: int) -> list[CandidateRecord]:
-        """Push every sample's eligible candidates; return the ranked pool."""
-        for k, (response, results) in enumerate(zip(response_list, results_list, strict=True), 1):
-            for candidate in self.sample_candidates(response, results, R, C, L, k):
-                self.store.push_candidate(candidate)
-        return self.store.ranked_candidates()
+        """Push the samples' eligible candidates to the pool; return them, ranked."""
+        collected = []
+        for response, results in zip(response_list, results_list, strict=True):
+            for candidate in self.sample_candidates(response, results, R, C, L,
+                                                    response.sample):
+                self.require_store().push_candidate(candidate)
+                collected.append(candidate)
+        return rank_candidates(collected, self.policy)
 
     def sample_candidates(self, response: ModelResponse, results: Sequence[ToolCallResult],
                           R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
         return sample_candidates(response.tool_calls, results, self.node_id(R, C, L, K),
                                  self.context.target)
+
+    # ------------------------------------------------------ step 3: close a step
+    def close_step(self, branch: BranchState, plan: StepPlan,
+                   results_list: Sequence[Sequence[ToolCallResult]]) -> BranchState:
+        """The branch's state after step ``plan.L``, from the K samples' results."""
+        R, C, L = plan.R, plan.C, plan.L
+        candidates = [c for k, (response, results) in
+                      enumerate(zip(plan.responses, results_list, strict=True), 1)
+                      for c in self.sample_candidates(response, results, R, C, L, k)]
+        exact = branch.exact_level
+        if exact is None and any(self.exact_fit.reached(c) for c in candidates):
+            exact = L
+        front = updated_front(branch.front_records(), candidates, self.policy)
+        seen = BranchState(branch.run_id, R, C, L, plan.branch_buffer(), list(plan.parents),
+                           seeds=branch.seeds, front=front, exact_level=exact)
+        with self.active_branch(seen):
+            buffer, parents = self.update_conversation(seen.buffer, plan.responses,
+                                                       results_list, plan.parents, R, L, C)
+            reason = self.finish_iteration(buffer, R, L, C)
+        after = BranchState(branch.run_id, R, C, L + 1, buffer, parents, seeds=branch.seeds,
+                            front=front, exact_level=exact)
+        if reason is not None:
+            after.stop(reason)
+        elif L >= self.settings.max_refinement_depth:
+            after.stop(STOP_DEPTH, status="done")
+        return after
 
     def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
                             results_list: Sequence[Sequence[ToolCallResult]],
@@ -292,48 +564,100 @@ class SRAgent(AgentLifecycle, PromptHooks):
 
     def finish_iteration(self, buffer: list[Message], R: int, L: int, C: int
                          ) -> str | None:
-        """A reason that ends the search after this step, or None to go on."""
-        if self.settings.early_stop and self.exact_fit.reached(self.store.best_candidate()):
-            return "early_stopped"
+        """Hook: a reason that ends this branch after this step, or None to go on.
+
+        The early-stop rule is not decided here: it ends the whole restart at
+        a level, see :mod:`srh_core.agent.outcome`.
+        """
         seconds = self.seconds_left()
         if seconds is not None and seconds <= 0:
-            return "time_limit"
+            return STOP_TIME_LIMIT
         return None
 
-    def record_and_advance(self, branch: BranchState, plan: StepPlan,
-                           results_list: Sequence[Sequence[ToolCallResult]]) -> BranchState:
-        """Record the step's nodes and candidates, then advance the branch."""
-        R, C, L = plan.R, plan.C, plan.L
-        self.record_search_iteration(plan.responses, results_list, plan.parents, plan.prompt,
-                                     plan.usage, R, L, C)
-        self.collect_candidates(plan.responses, results_list, R, L, C)
-        return self.advance(branch, plan, results_list)
+    # --------------------------------------------------------------- the run
+    def run(self, X: Mapping[str, Any], y: Mapping[str, Any] | Any,
+            problem_description: str = "") -> dict[str, Any]:
+        """Run the whole search on ``X`` and ``y`` in this process; the result as a dict.
 
-    def advance(self, branch: BranchState, plan: StepPlan,
-                results_list: Sequence[Sequence[ToolCallResult]]) -> BranchState:
-        """``update_conversation`` and ``finish_iteration``: the branch's next state."""
-        R, C, L = plan.R, plan.C, plan.L
-        with self.active_branch(branch):
-            buffer, parents = self.update_conversation(branch.buffer, plan.responses,
-                                                       results_list, plan.parents, R, L, C)
-            reason = self.finish_iteration(buffer, R, L, C)
-        after = BranchState(branch.run_id, R, C, L + 1, buffer, parents, seeds=branch.seeds)
-        if reason is not None:
-            after.status, after.stop_reason = "stopped", reason
-        elif L >= self.settings.max_refinement_depth:
-            after.status, after.stop_reason = "done", "depth"
-        best = self.store.best_candidate()
-        self.emit("step", R=R, C=C, L=L, nodes=self.store.node_count,
-                  best=best.formula if best else None, status=after.status)
-        return after
+        Args:
+            X: Feature arrays keyed by variable name.
+            y: ``{target_name: array}``, or a bare array (named "y").
+            problem_description: What the data is, for the model.
 
-    def run_step(self, branch: BranchState) -> BranchState:
-        """One whole refinement step in this process."""
-        plan = self.open_step(branch)
-        if plan is None:
-            return branch
-        results_list = self.execute_tool_calls(plan.responses, plan.R, plan.L, plan.C)
-        return self.record_and_advance(branch, plan, results_list)
+        Returns:
+            ``SearchResult.to_dict()``; its status says how the run ended.
+        """
+        return self.search(X, y, problem_description)
+
+    def search(self, X: Mapping[str, Any], y: Mapping[str, Any] | Any,
+               problem_description: str = "") -> dict[str, Any]:
+        """The R-C-L-K search of the embedded runtime (see :mod:`srh_core.embedded`)."""
+        from srh_core.embedded.runner import run_search
+
+        self.result_ = run_search(self, X, y, problem_description)
+        return self.result_.to_dict()
+
+    @classmethod
+    def resume(cls, path: str | Path, **overrides: Any) -> dict[str, Any]:
+        """Continue a run directory; finished steps are not repeated."""
+        from srh_core.embedded.runner import resume_search
+
+        return resume_search(path, agent_class=cls, **overrides).to_dict()
+
+    def format_progress(self, R: int | None, L: int | None, C: int | None) -> str:
+        settings = self.settings
+        if R is None:
+            return "no step run"
+        return (f"R={R}/{settings.max_restart_loop} C={C}/{settings.global_width} "
+                f"L={L}/{settings.max_refinement_depth} K={settings.local_sample_size}")
+
+    def build_search_result(self, status: str, R: int | None = None, L: int | None = None,
+                            C: int | None = None, *, stop_reason: str | None = None
+                            ) -> SearchResult:
+        """The run's result from the store (saved to result.json when persisting)."""
+        store = self.require_store()
+        latest = store.latest_coordinate
+        if R is None and latest is not None:
+            R, L, C = latest.R, latest.L, latest.C
+        progress = (f"{self.format_progress(R, L, C)}; "
+                    f"{store.node_count}/{self.settings.max_nodes} nodes")
+        return store.result(status, progress, stop_reason=stop_reason)
+
+
+def agent_class_path(agent_class: type[SRAgent]) -> str:
+    """The import path (``module:QualName``) a worker rebuilds ``agent_class`` from.
+
+    Raises:
+        ConfigurationError: The class cannot be imported by name in another process.
+    """
+    module, name = agent_class.__module__, agent_class.__qualname__
+    if module == "__main__" or "<locals>" in name:
+        raise ConfigurationError(
+            f"The agent class {name!r} is defined in {module!r}; a worker can only rebuild an "
+            "agent whose class it can import: define it in an importable module.",
+            setting="agent_class")
+    return f"{module}:{name}"
+
+
+def load_agent_class(path: str) -> type[SRAgent]:
+    """The SRAgent subclass named by an import path from :func:`agent_class_path`.
+
+    Raises:
+        ConfigurationError: The path does not name an importable SRAgent subclass.
+    """
+    import importlib
+
+    module_name, _, qualname = path.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ConfigurationError(f"The agent class {path!r} cannot be imported here: {error}.",
+                                 setting="agent_class") from error
+    if not (isinstance(found, type) and issubclass(found, SRAgent)):
+        raise ConfigurationError(f"{path!r} is not an SRAgent subclass.", setting="agent_class")
+    return found
 
 
 def renamed_call(call: ToolCall, k: int) -> ToolCall:
@@ -357,9 +681,17 @@ def truncated_responses(error: ModelResponseTruncatedError, k: int) -> list[Mode
 
 
 def pad_responses(responses: list[ModelResponse], k: int) -> list[ModelResponse]:
-    """Exactly K responses: missing samples become empty responses (still nodes)."""
-    padded = list(responses[:k])
+    """Exactly K responses, numbered 1..K: missing samples become empty responses (still nodes)."""
+    padded = [_numbered(response, index) for index, response in enumerate(responses[:k], 1)]
     while len(padded) < k:
         padded.append(ModelResponse(content="", message={"role": "assistant", "content": ""},
                                     finish_reason="missing", sample=len(padded) + 1))
     return padded
+
+
+def _numbered(response: ModelResponse, sample: int) -> ModelResponse:
+    if response.sample == sample:
+        return response
+    from dataclasses import replace
+
+    return replace(response, sample=sample)

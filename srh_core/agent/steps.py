@@ -1,24 +1,42 @@
 """StepPlan: one opened refinement step, as plain JSON.
 
-``open_step`` produces it (prompt, the K model responses, usage, the parent
-links the K nodes will carry); tool execution and ``advance`` consume it.
-The distributed runtime stores it in Redis between tasks, which is also what
-makes a re-delivered step never re-sample the model.
+``SRAgent.open_step`` produces it: the prompt, the K model responses, their
+usage, the parent links the K nodes will carry, and the branch's buffer as
+the opening left it (``prepare_model_messages`` may add to it, e.g. the
+forced initial diagnostics). Every runtime stores the plan before running
+tools (the embedded runtime in its run directory, the Celery runtime in
+Redis), so a step whose responses arrived is never sampled again: a resumed
+run or a re-delivered task reads the plan back and goes on from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srh_core.api import ModelResponse
-from srh_core.types import ParentLink, json_value
+from srh_core.types import ParentLink, ToolCallResult, json_value
+
+if TYPE_CHECKING:
+    from srh_core.agent.branch import BranchState
+    from srh_core.agent.sragent import SRAgent
 
 
 @dataclass(slots=True)
 class StepPlan:
-    """The opened step (R, C, L) of a branch and its K model responses."""
+    """The opened step (R, C, L) of a branch and its K model responses.
+
+    Attributes:
+        R, C, L: The step's coordinate.
+        prompt: The messages sent to the model.
+        responses: The K responses, in sample order (``response.sample`` is K).
+        parents: Parent links of the step's K nodes.
+        usage: Token usage of the request.
+        route: Which model answered (tier, provider, model, reason).
+        buffer: The branch buffer after the opening hooks; None when it equals
+            ``prompt`` (the common case, stored once).
+    """
 
     R: int
     C: int
@@ -28,6 +46,16 @@ class StepPlan:
     parents: list[ParentLink]
     usage: dict[str, Any] = field(default_factory=dict)
     route: dict[str, Any] = field(default_factory=dict)
+    buffer: list[dict[str, Any]] | None = None
+
+    @property
+    def K(self) -> int:
+        return len(self.responses)
+
+    def branch_buffer(self) -> list[dict[str, Any]]:
+        """The branch buffer after the step's opening (a copy)."""
+        source = self.prompt if self.buffer is None else self.buffer
+        return [dict(message) for message in source]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,13 +64,50 @@ class StepPlan:
             "responses": [response.to_dict() for response in self.responses],
             "parents": [link.to_dict() for link in self.parents],
             "usage": json_value(self.usage), "route": json_value(self.route),
+            "buffer": None if self.buffer is None else json_value(self.buffer),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepPlan:
+        buffer = data.get("buffer")
         return cls(
             R=int(data["R"]), C=int(data["C"]), L=int(data["L"]),
             prompt=list(data.get("prompt") or []),
             responses=[ModelResponse.from_dict(r) for r in data.get("responses") or []],
             parents=[ParentLink.from_dict(link) for link in data.get("parents") or []],
-            usage=dict(data.get("usage") or {}), route=dict(data.get("route") or {}))
+            usage=dict(data.get("usage") or {}), route=dict(data.get("route") or {}),
+            buffer=None if buffer is None else list(buffer))
+
+
+def opened_step(agent: SRAgent, branch: BranchState) -> StepPlan | None:
+    """The plan of the branch's next step: the stored one, else a new one, stored first.
+
+    None when ``prepare_iteration`` stopped the branch (the branch says why).
+    """
+    store = agent.require_store()
+    plan = store.load_plan(branch.R, branch.C, branch.L)
+    if plan is not None:
+        return plan
+    plan = agent.open_step(branch)
+    return None if plan is None else store.save_plan(plan)
+
+
+def sample_results(agent: SRAgent, plan: StepPlan, K: int) -> SampleScope:
+    """Run sample K of ``plan`` inside the store's sample scope; the scope, with the results.
+
+    A store may batch the sample's writes into one (the Redis store does);
+    the scope then also says what that write did.
+    """
+    with agent.require_store().sample(plan.R, plan.C, plan.L, K, plan.K) as scope:
+        scope.keep_results(agent.run_sample(plan, K))
+    return scope
+
+
+class SampleScope:
+    """What a store's ``sample()`` scope yields: the sample's results, once run."""
+
+    def __init__(self) -> None:
+        self.results: list[ToolCallResult] = []
+
+    def keep_results(self, results: list[ToolCallResult]) -> None:
+        self.results = list(results)

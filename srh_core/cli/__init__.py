@@ -1,10 +1,10 @@
 """The ``srh`` command line.
 
-Core commands live here (``run``, ``resume``, ``show``, ``problems``);
-packages above srh_core add commands and ``run`` backends through the
+Core commands live here (``run``, ``resume``, ``show``, ``problems``,
+``sweep``); packages above srh_core add commands and backends through the
 ``srh.commands`` entry-point group (``srh_workers`` adds ``worker``,
-``status``, ``result``, ``sweep`` and ``--backend celery``), so srh_core never
-imports them.
+``status``, ``result``, ``cancel``, ``kick`` and ``--backend celery`` for ``run``
+and ``sweep``), so srh_core never imports them.
 
 Exit codes: 0 a finished run (completed, early stop, or the time budget
 ended it), 1 a failed run, 2 bad usage or configuration, 130 interrupted
@@ -24,6 +24,8 @@ from srh_core.errors import SRHarnessError
 
 Backend = Callable[[argparse.Namespace], int]
 BACKENDS: dict[str, Backend] = {}
+#: Sweep backends by name: a factory from the parsed arguments to a SweepBackend.
+SWEEP_BACKENDS: dict[str, Callable[[argparse.Namespace], Any]] = {}
 PLUGIN_GROUP = "srh.commands"
 logger = logging.getLogger("srh.cli")
 

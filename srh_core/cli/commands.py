@@ -1,4 +1,4 @@
-"""Core CLI commands: run, resume, show, problems."""
+"""Core CLI commands: run, resume, show, problems, sweep."""
 
 from __future__ import annotations
 
@@ -49,6 +49,24 @@ def register(subparsers: Any) -> None:
     problems.add_argument("--suite", help="a suite JSON file instead of the built-in one")
     problems.add_argument("--json", action="store_true")
     problems.set_defaults(handler=handle_problems)
+    add_sweep_command(subparsers)
+
+
+def add_sweep_command(subparsers: Any) -> None:
+    from srh_core.sweep import default_jobs
+
+    sweep = subparsers.add_parser(
+        "sweep", help="run problems x seeds x settings as many runs, one results table",
+        description="Run every cell of a sweep file; a stopped sweep resumes where it was.")
+    sweep.add_argument("suite_file", help="sweep TOML file (see srh_core.sweep.spec)")
+    sweep.add_argument("--out", default=None, help="output directory (default sweeps/NAME)")
+    sweep.add_argument("--backend", default="embedded",
+                       help="embedded (default: this machine) or celery (the cluster)")
+    sweep.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+                       help="embedded: cells running at once, each in its own process "
+                            "(default: the cores available, here %(default)s)")
+    sweep.add_argument("--json", action="store_true", help="print the results table as JSON")
+    sweep.set_defaults(handler=handle_sweep)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +95,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print exactly the SearchResult JSON on stdout")
     parser.add_argument("--backend", default="embedded",
                         help="embedded (default) or celery (with srh_workers)")
+    parser.add_argument("--agent-class", default=None, metavar="MODULE:CLASS",
+                        help="an SRAgent subclass to run (importable here and on the workers)")
 
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
@@ -145,13 +165,20 @@ def handle_run(args: argparse.Namespace) -> int:
     return backend(args)
 
 
+def agent_class_from_args(args: argparse.Namespace) -> Any:
+    """The SRAgent class ``--agent-class`` names (SRAgent itself by default)."""
+    from srh_core.agent import SRAgent, load_agent_class
+
+    path = getattr(args, "agent_class", None)
+    return SRAgent if not path else load_agent_class(path)
+
+
 def run_embedded(args: argparse.Namespace) -> int:
-    from srh_core.agent import SRAgent
     from srh_core.cli.display import ProgressLine
 
     settings = settings_from_args(args)
     data = load_run_data(args)
-    agent = SRAgent(settings)
+    agent = agent_class_from_args(args)(settings=settings)
     agent.observers.append(ProgressLine(settings.max_nodes))
     result = SearchResult.from_dict(agent.run(data.X, data.y, data.description))
     report_judgement(data, result, settings.save_path)
@@ -191,17 +218,17 @@ def exit_code(result: SearchResult) -> int:
 
 
 def handle_resume(args: argparse.Namespace) -> int:
-    from srh_core.agent import SRAgent
-    from srh_core.agent.run_dir import RunDirectory
+    from srh_core.embedded.run_dir import RunDirectory
+    from srh_core.embedded.runner import resume_search
 
     overrides = {"time_limit": args.time_limit} if args.time_limit else {}
-    result = SearchResult.from_dict(SRAgent.resume(args.run_dir, **overrides))
+    result = resume_search(args.run_dir, **overrides)
     settings = RunDirectory(args.run_dir).settings()
     return print_result(result, settings, args.json)
 
 
 def handle_show(args: argparse.Namespace) -> int:
-    from srh_core.agent.run_dir import RunDirectory
+    from srh_core.embedded.run_dir import RunDirectory
 
     run_dir = RunDirectory(args.run_dir)
     result = run_dir.result()
@@ -221,3 +248,31 @@ def handle_problems(args: argparse.Namespace) -> int:
     for problem in suite.problems:
         print(f"  {problem.name:<22} {problem.output} <- {', '.join(problem.feature_names)}")
     return 0
+
+
+def handle_sweep(args: argparse.Namespace) -> int:
+    from srh_core.cli import SWEEP_BACKENDS
+    from srh_core.sweep import EmbeddedSweepBackend, SweepRunner, load_sweep
+
+    if args.jobs < 1:
+        raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
+    spec = load_sweep(args.suite_file)
+    out = Path(args.out or Path("sweeps") / spec.name)
+    if args.backend == "embedded":
+        backend: Any = EmbeddedSweepBackend(out / "runs", jobs=args.jobs)
+    elif args.backend in SWEEP_BACKENDS:
+        backend = SWEEP_BACKENDS[args.backend](args)
+    else:
+        raise ConfigurationError(f"Unknown sweep backend {args.backend!r}; available: "
+                                 f"{', '.join(['embedded', *sorted(SWEEP_BACKENDS)])}.",
+                                 setting="backend")
+    rows = SweepRunner(spec, out, backend).run()
+    failed = [row for row in rows if row["status"] != "done"]
+    if args.json:
+        print(json.dumps({"sweep": spec.name, "rows": rows}, default=str))
+    else:
+        print(f"Sweep {spec.name}: {len(rows) - len(failed)}/{len(rows)} cells done; "
+              f"table in {out / 'results.csv'}")
+        for row in failed:
+            print(f"  must be re-run: {row['cell']} ({row['error']})")
+    return 0 if not failed else 1

@@ -31,6 +31,7 @@ from srh_core.parsers.base import BaseParser, ParseIssue, clip
 from srh_core.parsers.lenient_json import MAX_DECODE_CHARS, as_json_value, balanced_span
 from srh_core.parsers.prompt_parser import PromptParser
 from srh_core.types import ToolCall
+from srh_engine.source import parse_syntax
 
 _CALL_LINE_RE = re.compile(
     r"^[ \t]*(?:(?:[-*>+]|\d{1,3}[.)])[ \t]+)?[*_`]*"
@@ -146,7 +147,7 @@ def parse_keyword_arguments(source: str) -> dict[str, Any]:
         raise ValueError(f"arguments too long ({len(source)} chars)")
     code = "f" + source
     try:
-        call = ast.parse(code, mode="eval").body
+        call = parse_syntax(code).body  # type: ignore[attr-defined]
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         raise ValueError(f"not a keyword list: {error}") from None
     if not isinstance(call, ast.Call):

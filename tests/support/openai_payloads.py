@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.support.openai_server import SSEEvent
+from tests.support.openai_server import Reply, SSEEvent
 
 TEST_MODEL = "test-model"
 
@@ -134,3 +134,20 @@ def responses_events(deltas: Sequence[str], final: Mapping[str, Any]) -> list[SS
     events.append((terminal, {"type": terminal, "sequence_number": len(deltas) + 1,
                               "response": dict(final)}))
     return events
+
+
+def evaluating_reply(formulas: Sequence[str], *, delay: float = 0.0) -> Any:
+    """A responder body for ``FakeOpenAIServer.respond_with``: n choices, each one evaluate call.
+
+    Choice k of a request evaluates ``formulas[(seed + k) % len(formulas)]``, so a
+    step's samples differ and the same step (same sampling seed) is answered the same.
+    """
+    def respond(request: Any) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        seed, n = int(body.get("seed") or 0), int(body.get("n") or 1)
+        choices = [chat_choice(None, index=k, tool_calls=[tool_call(
+            "evaluate", {"f": formulas[(seed + k) % len(formulas)]}, f"call_{seed}_{k}")])
+            for k in range(n)]
+        return Reply.json(chat_completion(choices), delay=delay)
+
+    return respond

@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -116,6 +116,7 @@ class FakeOpenAIServer:
     """Serves a script of replies on 127.0.0.1; records every request."""
 
     def __init__(self) -> None:
+        self._responder: Callable[[RecordedRequest], Reply] | None = None
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
@@ -171,6 +172,15 @@ class FakeOpenAIServer:
             self._script.extend(replies)
         return self
 
+    def respond_with(self, responder: Callable[[RecordedRequest], Reply]) -> FakeOpenAIServer:
+        """Answer every request with ``responder(request)`` instead of a script.
+
+        For runs whose number of requests is not fixed in advance (resumed,
+        interrupted or timed runs): the responder decides from the request.
+        """
+        self._responder = responder
+        return self
+
     @property
     def remaining(self) -> int:
         with self._lock:
@@ -210,6 +220,8 @@ class FakeOpenAIServer:
     def _next_reply(self, request: RecordedRequest) -> Reply | None:
         with self._lock:
             self._requests.append(request)
+            if self._responder is not None:
+                return self._responder(request)
             if not self._script:
                 self.unexpected.append(request)
                 return None

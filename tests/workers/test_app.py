@@ -53,7 +53,7 @@ def test_defaults_from_an_empty_environment() -> None:
     assert settings.broker_url == "redis://127.0.0.1:6379/0"
     assert settings.redis_url == settings.broker_url == settings.result_backend
     assert settings.broker_kind == "redis"
-    assert settings.task_modules == ("srh_workers.tasks",)
+    assert settings.task_modules == ("srh_workers.flow.tasks",)
     settings.check()
 
 

@@ -25,13 +25,13 @@ import redis
 
 from srh_core.agent import SearchSettings, SRAgent
 from srh_core.problems import load_suite
+from srh_core.sweep import SweepRunner, load_sweep
 from srh_workers.app import make_app
 from srh_workers.config import WorkerSettings
-from srh_workers.store import RedisCandidateStore
+from srh_workers.flow.tasks import sender
+from srh_workers.store import RedisRunStore
 from srh_workers.submit import run_status, submit_run, wait_for_result
-from srh_workers.sweep import CelerySweepBackend, SweepRunner
-from srh_workers.sweep_spec import load_sweep
-from srh_workers.tasks import sender
+from srh_workers.sweep import CelerySweepBackend
 from tests.workers.cluster_plugins import REQUESTS_KEY
 from tests.workers.support import ROOT, WorkerProcess, wait_until, worker_env
 
@@ -43,7 +43,7 @@ CLUSTER_ENV = {
     "SRH_VISIBILITY_TIMEOUT": str(VISIBILITY), "SRH_RESTORE_INTERVAL": "1",
     "SRH_TOOL_SOFT_LIMIT": "6", "SRH_TOOL_HARD_LIMIT": "8",
     "SRH_BRANCH_SOFT_LIMIT": "6", "SRH_BRANCH_HARD_LIMIT": "8", "SRH_RETRY_BACKOFF_MAX": "2",
-    "SRH_TASK_MODULES": "srh_workers.tasks,tests.workers.cluster_plugins",
+    "SRH_TASK_MODULES": "srh_workers.flow.tasks,tests.workers.cluster_plugins",
     "SRH_LOG_FORMAT": "text",
 }
 
@@ -107,7 +107,7 @@ def slow_settings(run_id: str, **values: Any) -> SearchSettings:
 
 def assert_complete(client: redis.Redis, run_id: str, settings: SearchSettings) -> None:
     """Every coordinate has its node, and no pool entry is duplicated."""
-    store = RedisCandidateStore.open(client, run_id)
+    store = RedisRunStore.open(client, run_id)
     ids = [record["node_id"] for record in store.records()]
     expected = {store.node_id(R, C, L, K)
                 for R in range(1, settings.max_restart_loop + 1)
@@ -134,7 +134,7 @@ def test_smallest_deployment_matches_the_embedded_run(cluster: Cluster) -> None:
     result = cluster.result(run_id).to_dict()
     assert result["status"] == embedded["status"] == "completed"
     assert set(result) == set(embedded)
-    store = RedisCandidateStore.open(cluster.client, run_id)
+    store = RedisRunStore.open(cluster.client, run_id)
     assert store.node_count == 24
     assert [c["formula"] for c in result["candidates"]] == \
         [c["formula"] for c in embedded["candidates"]]
@@ -167,7 +167,7 @@ def test_a_killed_tools_worker_loses_nothing(cluster: Cluster) -> None:
     killed_at = time.monotonic()
     cluster.start("tools", concurrency=1)
     _, R, C, L, K = held
-    store = RedisCandidateStore.open(cluster.client, run_id)
+    store = RedisRunStore.open(cluster.client, run_id)
     wait_until(lambda: store.node_record(store.node_id(R, C, L, K)), RECOVERY_TARGET_SECONDS,
                "the lost tool task to come back")
     recovery = time.monotonic() - killed_at

@@ -29,7 +29,6 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded, TimeLimitExceeded
 from srh_core.errors import ModelRequestError
 from srh_workers.app import make_app
 from srh_workers.config import WorkerSettings
-from srh_workers.keys import RunKeys
 from srh_workers.reliability import (
     DELIVERY_TTL_SECONDS,
     DeliveryCounter,
@@ -41,6 +40,7 @@ from srh_workers.reliability import (
     poison_records,
     retry_countdown,
 )
+from srh_workers.store import RunKeys
 from tests.workers.support import WorkerProcess, wait_until, worker_env
 
 EXECUTIONS_KEY = "test:executions:{task_id}"
@@ -82,7 +82,7 @@ def test_deliveries_are_counted_per_task_and_retry(client: redis.Redis) -> None:
     assert counter.record("run-1", "t1", retries=1) == 1
     assert counter.record("run-2", "t1") == 1
     assert [counter.is_poison(n) for n in (1, 2, 3)] == [False, False, True]
-    key = DeliveryCounter.counter_key("run-1", "t1", 0)
+    key = RunKeys("run-1").delivery("t1", 0)
     assert key == "srh:{run-1}:delivery:t1:0"
     assert 0 < client.ttl(key) <= DELIVERY_TTL_SECONDS
 

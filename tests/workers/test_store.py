@@ -16,10 +16,12 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from srh_core.agent.branch import BranchState
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.state import SearchRunState
 from srh_core.types import CandidateRecord, ParentLink, SearchNode, ToolCall, ToolCallResult
-from srh_workers.keys import (
+from srh_workers.store import RedisRunStore
+from srh_workers.store.keys import (
     FINISHED_RUN_TTL_SECONDS,
     KEY_SCHEMA,
     MAX_COMPLEXITY,
@@ -27,8 +29,7 @@ from srh_workers.keys import (
     entry_field,
     rank_member,
 )
-from srh_workers.scripts import SCRIPTS, script_source
-from srh_workers.store import RedisCandidateStore
+from srh_workers.store.scripts import SCRIPTS, script_source
 
 RUN = "run"
 
@@ -46,7 +47,7 @@ def dicts(records: list[CandidateRecord]) -> list[dict]:
     return [record.to_dict() for record in records]
 
 
-def node_of(store: RedisCandidateStore | SearchRunState, R: int = 1, C: int = 1, L: int = 1,
+def node_of(store: RedisRunStore | SearchRunState, R: int = 1, C: int = 1, L: int = 1,
             K: int = 1, content: str = "reply") -> SearchNode:
     call = ToolCall("evaluate", {"formula": "x"})
     result = ToolCallResult(True, {"mse": 0.5}, "mse=0.5")
@@ -55,7 +56,7 @@ def node_of(store: RedisCandidateStore | SearchRunState, R: int = 1, C: int = 1,
                             R=R, C=C, L=L, K=K, prompt=[{"role": "user"}] if K == 1 else None)
 
 
-def same_state(store: RedisCandidateStore, state: SearchRunState) -> None:
+def same_state(store: RedisRunStore, state: SearchRunState) -> None:
     assert dicts(store.ranked_candidates()) == dicts(state.ranked_candidates())
     assert dicts(store.pareto_front()) == dicts(state.pareto_front())
     assert store.pareto_indices() == state.pareto_indices()
@@ -85,8 +86,8 @@ def client(backend: redis.Redis) -> redis.Redis:
 
 
 @pytest.fixture
-def store(client: redis.Redis) -> RedisCandidateStore:
-    return RedisCandidateStore(client, RUN)
+def store(client: redis.Redis) -> RedisRunStore:
+    return RedisRunStore(client, RUN)
 
 
 def run_keys_in_redis(client: redis.Redis, run_id: str) -> set[str]:
@@ -100,7 +101,7 @@ def test_keys_follow_one_template_with_the_run_hash_tag():
     assert keys.nodes == "srh:{r-1.a:b}:nodes" and keys.registry == "srh:{r-1.a:b}:keys"
     built = {keys.branch(1, 2), keys.plan(1, 2, 3), keys.done(1, 2, 3), keys.advanced(1, 2, 3),
              keys.restart_finished(4), keys.restart_advanced(4), keys.results(1, 2, 3),
-             keys.delivery("t", 0),
+             keys.delivery("t", 0), keys.level(1, 2), keys.level_released(1, 2),
              *keys.static_keys()}
     assert len(built) == len(KEY_SCHEMA)
     assert all(key.startswith("srh:{r-1.a:b}:") for key in built)
@@ -160,11 +161,22 @@ def test_record_node_is_idempotent_and_matches_the_embedded_state(store):
     assert nodes[1].detail["prompt_node"] == f"{RUN}:R1-C1-L1-K1"
 
 
-def test_register_iteration_records_each_sample_once(store):
-    responses = [("a", [], {}), ("b", [], {})]
-    first = store.register_iteration(responses, [[], []], (), [], {}, 1, 1, 1)
-    assert [node.node_id for node in first] == [f"{RUN}:R1-C1-L1-K1", f"{RUN}:R1-C1-L1-K2"]
-    assert store.register_iteration(responses, [[], []], (), [], {}, 1, 1, 1) == []
+def test_a_sample_scope_batches_its_writes_into_one_record(store, client):
+    node = node_of(store, K=2)
+    with store.sample(1, 1, 1, 2, 2) as batch:
+        assert store.record_node(node)
+        assert store.push_candidate(candidate("x", node.node_id, 0.1, 1))
+        store.log_tool_calls({"R": 1, "C": 1, "L": 1}, [ToolCall("evaluate", {"f": "x"})],
+                             [ToolCallResult(True, {}, "fine")], False)
+        batch.keep_results([ToolCallResult(True, {}, "fine")])
+        assert store.node_count == 0  # nothing is written before the scope ends
+    assert batch.outcome is not None and batch.outcome.recorded and not batch.outcome.claimed
+    assert store.node_count == 1 and [c.formula for c in store.candidates()] == ["x"]
+    assert [line["call"]["name"] for line in store.tool_log()] == ["evaluate"]
+    assert client.hexists(store.keys.results(1, 1, 1), "2")
+    with store.sample(1, 1, 1, 1, 2) as last:
+        store.record_node(node_of(store, K=1))
+    assert last.outcome.complete and last.outcome.claimed
 
 
 def test_empty_store_answers_empty(store):
@@ -201,7 +213,7 @@ def test_dedup_by_canonical_key_keeps_the_best_ranked_entry(store, order):
 
 
 def test_larger_is_better_and_validation_split(client):
-    store = RedisCandidateStore(client, RUN, "r2", larger_is_better=True)
+    store = RedisRunStore(client, RUN, "r2", larger_is_better=True)
     state = SearchRunState(None, "r2", True, run_id=RUN)
     pool = [candidate("a", "n1", 0.5, 3), candidate("b", "n1", 0.1, 3),
             candidate("c", "n1", 0.0, 2, validation=0.7), candidate("nan", "n1", math.nan, 1)]
@@ -304,14 +316,27 @@ def test_k_set_fan_in_advances_once_under_concurrent_redelivery(store):
     assert store.node_count == samples and len(store.candidates()) == samples
 
 
+def ended(R: int, C: int, L: int = 2) -> BranchState:
+    return BranchState(RUN, R, C, L, [], status="done", stop_reason="depth")
+
+
 def test_finish_branch_counts_each_branch_once(store, client):
-    assert store.finish_branch(1, 1) == 1
-    assert store.finish_branch(1, 1) == 1
-    state = {"run_id": RUN, "R": 1, "C": 2, "L": 4, "buffer": [], "status": "done"}
-    assert store.finish_branch(1, 2, state) == 2
-    assert store.finish_branch(2, 1) == 1
-    assert json.loads(client.get(store.keys.branch(1, 2))) == state
+    assert store.finish_branch(ended(1, 1)) == 1
+    assert store.finish_branch(ended(1, 1)) == 1
+    state = ended(1, 2, L=4)
+    assert store.finish_branch(state) == 2
+    assert store.finish_branch(ended(2, 1)) == 1
+    assert json.loads(client.get(store.keys.branch(1, 2))) == state.to_dict()
     assert [store.claim_restart(1, c) for c in (2, 1, 2)] == [True, False, True]
+
+
+def test_level_done_releases_a_level_once_every_branch_is_done_with_it(store):
+    assert not store.level_done(1, 1, 1, 3)
+    store.finish_branch(ended(1, 3))  # an ended branch is done with every level
+    assert store.level_done(1, 1, 2, 3)
+    assert store.level_done(1, 1, 2, 3)  # the releaser again (a re-delivery)
+    assert not store.level_done(1, 1, 1, 3)
+    assert not store.level_done(1, 2, 1, 3)
 
 
 # ---------------------------------------------------- result, TTL, deletion
@@ -321,7 +346,7 @@ def test_result_is_stored_and_starts_the_ttl(store, client):
     store.record_sample(node, [candidate("x", node.node_id, 0.0, 1)], samples=1)
     state.push_candidate(candidate("x", node.node_id, 0.0, 1))
     store.claim_advance(1, 1, 1, 1)
-    store.finish_branch(1, 1, {"status": "done"})
+    store.finish_branch(ended(1, 1))
     assert all(client.ttl(key) == -1 for key in run_keys_in_redis(client, RUN))
     result = store.result("early_stopped", "done", stop_reason="exact fit")
     assert result.to_dict() == state.result("early_stopped", "done",
@@ -340,22 +365,22 @@ def test_result_is_stored_and_starts_the_ttl(store, client):
 
 
 def test_ttl_none_keeps_finished_runs_and_bad_ttl_is_rejected(client):
-    store = RedisCandidateStore(client, RUN, ttl_seconds=None)
+    store = RedisRunStore(client, RUN, ttl_seconds=None)
     store.push_candidate(candidate("x", "n", 0.1, 1))
     store.result("completed", "done")
     assert client.ttl(store.keys.rank) == -1
     with pytest.raises(ConfigurationError, match="ttl_seconds"):
-        RedisCandidateStore(client, RUN, ttl_seconds=0)
+        RedisRunStore(client, RUN, ttl_seconds=0)
 
 
 def test_delete_run_removes_every_key_of_the_run_only(client):
-    store = RedisCandidateStore(client, RUN)
-    other = RedisCandidateStore(client, "other")
+    store = RedisRunStore(client, RUN)
+    other = RedisRunStore(client, "other")
     for each in (store, other):
         node = node_of(each)
         each.record_sample(node, [candidate("x", node.node_id, 0.1, 1)], samples=2)
         each.claim_advance(1, 1, 1, 1)
-        each.finish_branch(1, 1, {"status": "done"})
+        each.finish_branch(ended(1, 1))
         each.claim_restart(1, 1)
     assert store.delete_run() == 14
     assert run_keys_in_redis(client, RUN) == set()
@@ -365,21 +390,21 @@ def test_delete_run_removes_every_key_of_the_run_only(client):
 
 # ---------------------------------------------------------- run and policy
 def test_a_run_keeps_its_ranking_policy(client):
-    RedisCandidateStore(client, RUN, "r2", True, agent_metadata={"model": "offline"})
+    RedisRunStore(client, RUN, "r2", True, agent_metadata={"model": "offline"})
     with pytest.raises(SearchStateError, match="ranks by 'r2'"):
-        RedisCandidateStore(client, RUN, "mse", False)
-    opened = RedisCandidateStore.open(client, RUN)
+        RedisRunStore(client, RUN, "mse", False)
+    opened = RedisRunStore.open(client, RUN)
     assert (opened.ranking_metric, opened.larger_is_better) == ("r2", True)
     assert opened.export_state()["agent_metadata"] == {"model": "offline"}
     with pytest.raises(SearchStateError, match="no run 'missing'"):
-        RedisCandidateStore.open(client, "missing")
+        RedisRunStore.open(client, "missing")
 
 
 def test_works_with_decode_responses_either_way():
     for decode in (False, True):
         client = fakeredis.FakeStrictRedis(server=fakeredis.FakeServer(),
                                            decode_responses=decode)
-        store = RedisCandidateStore(client, "é-run")
+        store = RedisRunStore(client, "é-run")
         node = node_of(store)
         store.record_sample(node, [candidate("é", node.node_id, 0.1, 1, key="k\x00é")],
                             samples=1)
@@ -404,16 +429,16 @@ def test_snapshot_round_trips_through_the_embedded_state(store, client):
     exported = state.export_state()
     exported["run_id"] = "resumed"
     exported["candidates"].append(candidate("nan", "n", math.nan, 1).to_dict())
-    resumed = RedisCandidateStore.from_snapshot(client, exported)
+    resumed = RedisRunStore.from_snapshot(client, exported)
     assert resumed.export_state() == exported
-    assert RedisCandidateStore.from_snapshot(client, exported).export_state() == exported
+    assert RedisRunStore.from_snapshot(client, exported).export_state() == exported
     same_state(resumed, SearchRunState.from_state(exported))
 
 
 @pytest.mark.parametrize("snapshot", [{"version": 99}, {"version": 1}], ids=["version", "run_id"])
 def test_malformed_snapshot_is_rejected(client, snapshot):
     with pytest.raises(SearchStateError, match="version|Malformed"):
-        RedisCandidateStore.from_snapshot(client, snapshot)
+        RedisRunStore.from_snapshot(client, snapshot)
 
 
 # -------------------------------------------------------- property and load
@@ -438,7 +463,7 @@ def specs_to_pool(specs) -> list[CandidateRecord]:
 @given(specs=candidate_specs, larger=st.booleans())
 def test_redis_store_ranks_exactly_like_the_embedded_state(backend, specs, larger):
     run_id = uuid.uuid4().hex
-    store = RedisCandidateStore(backend, run_id, "mse", larger)
+    store = RedisRunStore(backend, run_id, "mse", larger)
     state = SearchRunState(None, "mse", larger, run_id=run_id)
     for item in specs_to_pool(specs):
         assert store.push_candidate(item) == state.push_candidate(item)
@@ -460,8 +485,8 @@ def random_pool(size: int, seed: int) -> list[CandidateRecord]:
 
 def test_concurrent_pushes_end_in_the_serial_state(client):
     pool = random_pool(200, seed=3)
-    serial = RedisCandidateStore(client, "serial")
-    concurrent = RedisCandidateStore(client, "concurrent")
+    serial = RedisRunStore(client, "serial")
+    concurrent = RedisRunStore(client, "concurrent")
     flags = [serial.push_candidate(item) for item in pool]
     shuffled = random.Random(7).sample(pool, len(pool))
     with ThreadPoolExecutor(8) as threads:
@@ -477,12 +502,12 @@ def test_concurrent_pushes_end_in_the_serial_state(client):
 def test_a_run_survives_a_redis_kill_with_aof(redis_server_factory):
     server = redis_server_factory(appendonly=True)
     client = server.client()
-    store = RedisCandidateStore(client, RUN)
+    store = RedisRunStore(client, RUN)
     node = node_of(store)
     store.record_sample(node, [candidate("x", node.node_id, 0.1, 1)], samples=2)
     before = store.export_state()
     server.restart(hard=True)
-    reopened = RedisCandidateStore.open(client, RUN)
+    reopened = RedisRunStore.open(client, RUN)
     assert reopened.export_state() == before
     second = node_of(reopened, K=2)  # the script cache is gone: scripts reload on NOSCRIPT
     assert reopened.record_sample(second, [], samples=2).complete
@@ -501,7 +526,7 @@ def test_status_elapsed_time_stops_when_the_result_is_written(client):
     running = submit.run_status(client, "timed")
     time.sleep(0.02)
     assert submit.run_status(client, "timed")["elapsed_seconds"] > running["elapsed_seconds"]
-    RedisCandidateStore.open(client, "timed").result("completed", "done")
+    RedisRunStore.open(client, "timed").result("completed", "done")
     finished = submit.run_status(client, "timed")
     time.sleep(0.02)
     assert finished["status"] == "completed" and sent

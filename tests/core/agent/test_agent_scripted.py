@@ -21,7 +21,8 @@ def data():
 
 def make_agent(steps, tmp_path=None, **settings):
     api = ScriptedAPI(steps, tool_parser_name="text")
-    defaults = {"tool_parser": "text", "early_stop": False, "run_id": "t"}
+    # one branch thread: the script is consumed in request order
+    defaults = {"tool_parser": "text", "early_stop": False, "run_id": "t", "branch_threads": 1}
     if tmp_path is not None:
         defaults["save_path"] = str(tmp_path / "run")
     return SRAgent(api=api, **{**defaults, **settings}), api
@@ -103,12 +104,16 @@ def test_formula_using_the_target_is_not_a_candidate(data):
     assert result.candidates == []
 
 
-def test_early_stop_on_exact_fit(data):
-    steps = [['CALL evaluate {"f": "x1*x2**2"}']]
-    agent, api = make_agent(steps, max_refinement_depth=3, global_width=2, early_stop=True)
+def test_early_stop_ends_every_branch_at_the_exact_level(data):
+    exact, other = 'CALL evaluate {"f": "x1*x2**2"}', 'CALL evaluate {"f": "x1*x2"}'
+    # level 1: neither branch exact; level 2: branch 2 is exact, so branch 1 ends at level 2 too
+    steps = [[other], [other], [other], [exact]]
+    agent, api = make_agent(steps, max_refinement_depth=5, global_width=2, early_stop=True)
     result = SearchResult.from_dict(agent.run(*data, "find y"))
     api.assert_consumed()
-    assert result.status == "early_stopped" and agent.store.node_count == 1
+    assert result.status == "early_stopped" and agent.store.node_count == 4
+    assert {r["node_label"] for r in agent.store.records()} == {
+        "R1-C1-L1-K1", "R1-C2-L1-K1", "R1-C1-L2-K1", "R1-C2-L2-K1"}
 
 
 def test_run_directory_files(data, tmp_path):

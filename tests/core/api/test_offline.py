@@ -44,7 +44,8 @@ def best_formula(result: dict[str, Any]) -> str:
 
 
 def nodes(agent: SRAgent) -> list[dict[str, Any]]:
-    return agent.store.records(include_detail=True)
+    """The run's nodes by node id (branches on threads record them in any order)."""
+    return sorted(agent.store.records(include_detail=True), key=lambda node: node["node_id"])
 
 
 def calls(node: dict[str, Any]) -> list[tuple[str, str]]:

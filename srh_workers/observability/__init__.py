@@ -1,19 +1,18 @@
 """Observability of the workers: structured logs and Prometheus metrics, in one namespace.
 
-The two concepts live in their own modules; this one re-exports both, so
-``from srh_workers import observability`` keeps working:
+The two concepts live in their own modules; this package re-exports both:
 
-- :mod:`srh_workers.logs`: the task context (run_id, R, C, L, K, task_id,
+- :mod:`srh_workers.observability.logs`: the task context (run_id, R, C, L, K, task_id,
   task_name) bound around every task body and copied onto each log record,
   and the JSON / key=value formatters;
-- :mod:`srh_workers.metrics`: task counters and latency, queue depth read
+- :mod:`srh_workers.observability.metrics`: task counters and latency, queue depth read
   from the broker at scrape time, the worker endpoint (prometheus-client's
   multiprocess mode) and the ``srh metrics`` exporter.
 """
 
 from __future__ import annotations
 
-from srh_workers.logs import (
+from srh_workers.observability.logs import (
     COORDINATE_FIELDS,
     EMPTY_CONTEXT,
     TASK_FIELDS,
@@ -28,7 +27,7 @@ from srh_workers.logs import (
     make_formatter,
     task_context,
 )
-from srh_workers.metrics import (
+from srh_workers.observability.metrics import (
     LATENCY_BUCKETS,
     MULTIPROC_ENV,
     QueueDepthCollector,

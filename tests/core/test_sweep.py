@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from srh_core.errors import ConfigurationError
-from srh_workers.sweep import EmbeddedSweepBackend, RunLost, SweepRunner
-from srh_workers.sweep_spec import cells, load_sweep
+from srh_core.sweep import EmbeddedSweepBackend, RunLost, SweepRunner, cells, load_sweep
 
 SWEEP = """
 [sweep]

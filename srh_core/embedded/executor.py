@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -53,8 +54,8 @@ class SerialToolExecutor:
     def __init__(self, tools: Mapping[str, BaseTool]) -> None:
         self.tools = dict(tools)
 
-    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None
-            ) -> list[ToolCallResult]:
+    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None,
+            key: str | None = None) -> list[ToolCallResult]:
         deadline = None if timeout is None else time.monotonic() + timeout
         results = []
         for call in calls:
@@ -100,6 +101,11 @@ def _run_in_worker(call: ToolCall) -> ToolCallResult:
 class ProcessToolExecutor:
     """Runs calls in a pool of worker processes; calls can be cut at a timeout.
 
+    Safe to share between threads (the embedded runtime's concurrent
+    branches do). Cutting a call kills the pool; calls of other threads that
+    die with it are run once more on the new pool, so only a call that
+    crashes its worker twice is reported as a crash.
+
     Args:
         tools: The enabled tools (their classes and names are what workers use).
         max_workers: Pool size.
@@ -115,22 +121,34 @@ class ProcessToolExecutor:
         self.max_workers = max(1, max_workers)
         self._init_args = (self.modules, self.names, build_context, payload)
         self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
 
-    def _ensure_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.max_workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker, initargs=self._init_args)
-        return self._pool
+    def _submit(self, call: ToolCall) -> Future:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.max_workers,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_init_worker, initargs=self._init_args)
+            return self._pool.submit(_run_in_worker, _plain(call))
 
-    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None
-            ) -> list[ToolCallResult]:
+    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None,
+            key: str | None = None) -> list[ToolCallResult]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        results = self._run_once(calls, deadline, timeout)
+        crashed = [index for index, result in enumerate(results)
+                   if result.meta_data.get("error_type") == "BrokenPool"]
+        if crashed:
+            again = self._run_once([calls[i] for i in crashed], deadline, timeout)
+            for index, result in zip(crashed, again, strict=True):
+                results[index] = result
+        return results
+
+    def _run_once(self, calls: Sequence[ToolCall], deadline: float | None,
+                  timeout: float | None) -> list[ToolCallResult]:
         if not calls:
             return []
-        known = [call for call in calls if call.name in self.names]
-        futures = {id(call): self._ensure_pool().submit(_run_in_worker, _plain(call))
-                   for call in known}
-        deadline = None if timeout is None else time.monotonic() + timeout
+        futures = {id(call): self._submit(call) for call in calls if call.name in self.names}
         results = [self._collect(call, futures.get(id(call)), deadline, timeout)
                    for call in calls]
         if any(r.meta_data.get("error_type") in ("TimeoutError", "BrokenPool") for r in results):
@@ -152,7 +170,8 @@ class ProcessToolExecutor:
                 tool=call.name, error_type="BrokenPool")
 
     def _kill_pool(self) -> None:
-        pool, self._pool = self._pool, None
+        with self._lock:
+            pool, self._pool = self._pool, None
         if pool is None:
             return
         for process in list(getattr(pool, "_processes", {}).values()):
@@ -160,7 +179,8 @@ class ProcessToolExecutor:
         pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
-        pool, self._pool = self._pool, None
+        with self._lock:
+            pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 

@@ -4,8 +4,8 @@ Also the encoding the store uses around Redis: the scripts' node ARGV
 (:func:`node_args`) and reply text (:func:`reply_text`, for clients with
 ``decode_responses`` either way).
 
-Every write of :class:`srh_workers.store.RedisCandidateStore` is one of
-these scripts (``srh_workers/lua``), atomic and idempotent by node id or by
+Every write of :class:`srh_workers.store.RedisRunStore` is one of
+these scripts (``srh_workers/store/lua``), atomic and idempotent by node id or by
 (node id, canonical key); reads that combine keys are scripts too, so they
 see one consistent state. :class:`RunScripts` registers them on a client
 once and calls them by name, directly or queued on a pipeline.
@@ -26,14 +26,14 @@ if TYPE_CHECKING:
     from redis.commands.core import Script
 
 SCRIPTS = ("record_node", "push_candidate", "record_sample", "claim", "finish_branch",
-           "set_ttl", "ranked", "front", "values")
+           "level_done", "release", "set_ttl", "ranked", "front", "values")
 _USES_LIB = frozenset({"record_node", "push_candidate", "record_sample"})
 
 
 @functools.cache
 def script_source(name: str) -> str:
     """Lua text of one script; the pool writers get ``lib.lua`` prepended."""
-    folder = resources.files("srh_workers").joinpath("lua")
+    folder = resources.files("srh_workers.store").joinpath("lua")
     body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
     if name in _USES_LIB:
         return folder.joinpath("lib.lua").read_text(encoding="utf-8") + "\n" + body

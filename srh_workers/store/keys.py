@@ -5,11 +5,11 @@ Redis Cluster hash tag: every key of a run hashes to the same slot, so the
 Lua scripts (which take several keys of one run) also work on a cluster.
 
 The schema is :data:`KEY_SCHEMA`: one :class:`KeySpec` per key (template,
-Redis type, writers, readers, TTL); "store" there means
-:class:`srh_workers.store.RedisCandidateStore` and "runtime" the Celery tasks.
+Redis type, writers, readers, TTL); every reader and writer
+is a method of :class:`srh_workers.store.RedisRunStore`; the column says which.
 
 TTL policy: while a run is running no key expires; once it is finished,
-:meth:`RedisCandidateStore.result` (or ``expire_run``) gives every key of the
+:meth:`RedisRunStore.result` (or ``expire_run``) gives every key of the
 run the store's TTL (:data:`FINISHED_RUN_TTL_SECONDS`, 7 days, by default).
 Keys with a coordinate in their name are made on the fly, so their writer
 adds the name to the ``keys`` set in the same atomic step; that set is how
@@ -78,6 +78,12 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
             "runtime tool_calls, branch_advance"),
     KeySpec("poison", "hash", "SRHTask delivery guard (task id -> PoisonRecord JSON)",
             "srh status, poison_records"),
+    KeySpec("toollog", "list", "record_sample, log_tool_calls", "tool_log (tool_calls.jsonl)"),
+    KeySpec("level:{R}:{L}", "set", "level_done (early stop: branches done with step L)",
+            "level_done"),
+    KeySpec("level:{R}:{L}:released", "string", "level_done (SET NX)", "level_done"),
+    KeySpec("lock", "string", "run-granularity task (SET NX PX: who runs the run)",
+            "run-granularity task"),
     KeySpec("delivery:{task_id}:{retries}", "string", "SRHTask delivery guard (INCR)",
             "SRHTask delivery guard", ttl="24 h from the first delivery"),
 )
@@ -155,6 +161,8 @@ class RunKeys:
     context = _static_key("context", "Hash: context metadata JSON and one .npy per array.")
     requests = _static_key("requests", "String: counter of model requests actually sent.")
     poison = _static_key("poison", "Hash: task id -> PoisonRecord JSON of a poison task.")
+    tool_log = _static_key("toollog", "List: tool_calls.jsonl records, in recording order.")
+    lock = _static_key("lock", "String: id of the task running a run-granularity run.")
 
     def delivery(self, task_id: str, retries: int) -> str:
         """Counter of the deliveries of one task message (one retry generation)."""
@@ -197,6 +205,14 @@ class RunKeys:
         """Hash: sample index K -> JSON list of the sample's ToolCallResults (first write wins)."""
         return self.key(f"results:{_coordinate('R', R)}:{_coordinate('C', C)}:"
                         f"{_coordinate('L', L)}")
+
+    def level(self, R: int, L: int) -> str:
+        """Set of the branch indices C of restart R done with step level L (early stop)."""
+        return self.key(f"level:{_coordinate('R', R)}:{_coordinate('L', L)}")
+
+    def level_released(self, R: int, L: int) -> str:
+        """SET NX flag: who moves restart R's branches past step level L."""
+        return self.key(f"level:{_coordinate('R', R)}:{_coordinate('L', L)}:released")
 
     def restart_advanced(self, R: int) -> str:
         """SET NX flag: who starts restart R + 1 once every branch of R has finished."""

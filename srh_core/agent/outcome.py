@@ -1,0 +1,120 @@
+"""How branches move on and how a run ends: the rules both runtimes apply.
+
+Stop reasons (``BranchState.stop_reason``) are the constants below. The
+embedded runner and the Celery tasks call these functions and nothing
+else decides when a branch may open its next step, when the next restart
+starts, or what status a finished run has.
+
+The early-stop rule (``early_stop = true``), the same in both runtimes and
+independent of scheduling:
+
+    A restart's *exact level* is the lowest step L at which any of its
+    branches recorded a candidate that meets the exact-fit rule. Every
+    branch runs its steps up to that level (steps of that level finish) and
+    opens none beyond it; no later restart starts; the run ends
+    ``early_stopped``.
+
+To obey it, a branch may open step L+1 only once every branch of its
+restart has finished step L (or has ended): the branches of a restart move
+level by level. A branch's own steps depend only on its own history (its
+seeds and its own candidates, see :mod:`srh_core.agent.branch`), so the
+nodes of a run are the same whatever the number of threads or workers.
+With ``early_stop = false`` branches never wait for each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from srh_core.agent.branch import BranchState
+
+STOP_DEPTH = "depth"
+STOP_EARLY = "early_stopped"
+STOP_TIME_LIMIT = "time_limit"
+STOP_INTERRUPTED = "interrupted"
+STOP_CANCELLED = "cancelled"
+#: Reasons after which ``srh resume`` continues the branch (the budget was not used up).
+RESUMABLE_STOPS = frozenset({STOP_TIME_LIMIT, STOP_INTERRUPTED, STOP_CANCELLED})
+
+Gate = Literal["open", "wait", "stop"]
+RunStatus = Literal["completed", "early_stopped", "interrupted", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """The status and stop reason a finished run reports."""
+
+    status: RunStatus
+    reason: str
+
+
+def exact_level(branches: Sequence[BranchState]) -> int | None:
+    """The restart's exact level: the lowest step at which a branch recorded an exact candidate."""
+    levels = [branch.exact_level for branch in branches if branch.exact_level is not None]
+    return min(levels) if levels else None
+
+
+def step_gate(branch: BranchState, siblings: Sequence[BranchState], early_stop: bool) -> Gate:
+    """May ``branch`` (running, next step ``branch.L``) open its next step now?
+
+    Args:
+        branch: The branch about to open step ``branch.L``.
+        siblings: Every branch of the restart, ``branch`` included (its latest states).
+        early_stop: The run's ``early_stop`` setting.
+
+    Returns:
+        "open" to open the step, "wait" until the siblings finish step
+        ``branch.L - 1``, or "stop" when the early-stop rule ends the branch.
+    """
+    if not early_stop:
+        return "open"
+    level = exact_level(siblings)
+    if level is not None and level < branch.L:
+        return "stop"
+    behind = [s for s in siblings if not s.finished and s.L < branch.L]
+    return "wait" if behind else "open"
+
+
+def restart_is_last(branches: Sequence[BranchState], R: int, max_restart: int,
+                    early_stop: bool) -> bool:
+    """After every branch of restart R ended: True when no further restart runs."""
+    if R >= max_restart or (early_stop and exact_level(branches) is not None):
+        return True
+    return any(branch.status == "stopped" for branch in branches)
+
+
+def run_outcome(branches: Sequence[BranchState], *, early_stop: bool,
+                time_limit: float | None, failure: str | None = None) -> RunOutcome:
+    """The status and reason of a run whose last restart's branches are ``branches``.
+
+    Args:
+        branches: The branch states of the last restart that ran.
+        early_stop: The run's ``early_stop`` setting.
+        time_limit: The run's time limit (for the message).
+        failure: Set when the run ended by an error (its description).
+    """
+    if failure is not None:
+        return RunOutcome("failed", failure)
+    reasons = {branch.stop_reason for branch in branches if branch.status == "stopped"}
+    if STOP_INTERRUPTED in reasons:
+        return RunOutcome("interrupted", "interrupted by the user")
+    if STOP_CANCELLED in reasons:
+        return RunOutcome("interrupted", "cancelled")
+    if STOP_TIME_LIMIT in reasons:
+        limit = f" of {time_limit:g}s" if time_limit is not None else ""
+        return RunOutcome("interrupted", f"time limit{limit} reached")
+    if early_stop and exact_level(branches) is not None:
+        return RunOutcome("early_stopped", "a candidate reached the exact-fit threshold")
+    others = sorted(reason for reason in reasons if reason not in (STOP_EARLY, None))
+    if others:
+        return RunOutcome("interrupted", "; ".join(others))
+    return RunOutcome("completed", "search budget used")
+
+
+def resumable(branch: BranchState) -> BranchState:
+    """The branch as ``srh resume`` continues it: a resumable stop is lifted."""
+    if branch.status == "stopped" and branch.stop_reason in RESUMABLE_STOPS:
+        branch.status, branch.stop_reason = "running", None
+    return branch

@@ -1,0 +1,200 @@
+"""The run directory: what a run leaves so it can be shown, resumed and audited.
+
+This module is the only one that knows the layout; the embedded runtime
+writes it as the run goes, a Celery run's finalizing worker writes the same
+files at the end (:meth:`RunDirectory.write_finished`), so both runtimes
+leave the same set of files. All JSON is strict; nothing is ever pickled::
+
+    settings.json       SearchSettings, as validated
+    problem.json        description, target, feature names, run id
+    data.npz            the arrays the run searched (np.savez; read with allow_pickle=False)
+    run.json            run id, creation time, agent metadata (class, settings)
+    nodes.jsonl         append-only node log
+    candidates.jsonl    append-only candidate log
+    tool_calls.jsonl    append-only log of every executed tool call
+    plans.jsonl         append-only log of opened steps (prompt and the K responses)
+    state.json          snapshot after every step (atomic), with the branch states
+    result.json         the final SearchResult
+    pareto.png          Pareto-front plot (when matplotlib is installed)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from srh_core.agent.settings import SearchSettings
+from srh_core.errors import SearchStateError
+from srh_core.jsonio import (
+    append_jsonl,
+    atomic_write_json,
+    atomic_write_text,
+    dumps,
+    read_json,
+    read_jsonl,
+)
+from srh_core.types import SearchResult, ToolCall, ToolCallResult, finite_float
+
+logger = logging.getLogger("srh.agent")
+
+RUN_FILES = ("settings.json", "problem.json", "data.npz", "run.json", "nodes.jsonl",
+             "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "state.json", "result.json")
+
+
+def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: ToolCallResult,
+                     forced: bool) -> dict[str, Any]:
+    """One line of ``tool_calls.jsonl``."""
+    return {**coordinate, "forced": forced, "call": call.to_dict(), "ok": result.ok,
+            "result_str": result.result_str, "meta": result.meta_data}
+
+
+class RunDirectory:
+    """Reads and writes one run directory (safe to share between threads)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ writing
+    def write_start(self, settings: SearchSettings, problem: Mapping[str, Any],
+                    arrays: Mapping[str, np.ndarray]) -> None:
+        """The files a run starts with: settings, problem and data."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.path / "settings.json", settings.model_dump())
+        atomic_write_json(self.path / "problem.json", dict(problem))
+        temporary = self.path / ".data.tmp.npz"
+        np.savez(temporary, **{name: np.asarray(value) for name, value in arrays.items()})
+        temporary.replace(self.path / "data.npz")
+
+    def write_run_record(self, run_id: str, agent_metadata: Mapping[str, Any]) -> None:
+        """``run.json``, once (a resumed run keeps its creation time)."""
+        path = self.path / "run.json"
+        if not path.exists():
+            self.path.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(path, {"run_id": run_id, "created_at": now(),
+                                     "agent": dict(agent_metadata)})
+
+    def append(self, log: str, records: Iterable[Mapping[str, Any]]) -> None:
+        """Append records to a log: ``nodes``, ``candidates``, ``tool_calls`` or ``plans``."""
+        path = self.path / f"{log}.jsonl"
+        with self._lock:
+            for record in records:
+                append_jsonl(path, record)
+
+    def rewrite(self, log: str, records: Iterable[Mapping[str, Any]]) -> None:
+        """Replace a log with exactly ``records`` (resume drops what followed the snapshot)."""
+        text = "".join(dumps(record) + "\n" for record in records)
+        with self._lock:
+            atomic_write_text(self.path / f"{log}.jsonl", text)
+
+    def write_snapshot(self, snapshot: Mapping[str, Any]) -> None:
+        with self._lock:
+            atomic_write_json(self.path / "state.json", snapshot)
+
+    def write_result(self, result: SearchResult) -> None:
+        atomic_write_json(self.path / "result.json", result.to_dict())
+
+    def write_finished(self, settings: SearchSettings, problem: Mapping[str, Any],
+                       arrays: Mapping[str, np.ndarray], snapshot: Mapping[str, Any],
+                       logs: Mapping[str, Sequence[Mapping[str, Any]]],
+                       result: SearchResult) -> None:
+        """Every file of a finished run at once (what a Celery run's finalizer writes).
+
+        Args:
+            snapshot: ``export_state()`` of the run, with its "runtime" part.
+            logs: The ``tool_calls`` and ``plans`` records of the run.
+        """
+        self.write_start(settings, problem, arrays)
+        self.write_run_record(str(snapshot["run_id"]), snapshot.get("agent_metadata") or {})
+        self.rewrite("nodes", snapshot.get("nodes") or [])
+        self.rewrite("candidates", snapshot.get("candidates") or [])
+        for log in ("tool_calls", "plans"):
+            self.rewrite(log, logs.get(log) or [])
+        self.write_snapshot(snapshot)
+        self.write_result(result)
+        self.plot_pareto(result, settings.ranking_metric)
+
+    # ------------------------------------------------------------ reading
+    def settings(self, **overrides: Any) -> SearchSettings:
+        data = self._read("settings.json")
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return SearchSettings.build(**data)
+
+    def problem(self) -> dict[str, Any]:
+        return self._read("problem.json")
+
+    def run_record(self) -> dict[str, Any]:
+        return self._read("run.json")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        path = self.path / "data.npz"
+        if not path.exists():
+            raise SearchStateError(f"{path} is missing; the run directory cannot be resumed.")
+        with np.load(path, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._read("state.json")
+
+    def records(self, log: str) -> list[dict[str, Any]]:
+        """The records of one log, in order (none when it does not exist)."""
+        path = self.path / f"{log}.jsonl"
+        return list(read_jsonl(path)) if path.exists() else []
+
+    def result(self) -> SearchResult:
+        return SearchResult.from_dict(self._read("result.json"))
+
+    def has_result(self) -> bool:
+        return (self.path / "result.json").exists()
+
+    def _read(self, name: str) -> dict[str, Any]:
+        path = self.path / name
+        try:
+            return dict(read_json(path))
+        except FileNotFoundError:
+            raise SearchStateError(f"{path} is missing: {self.path} is not a run directory "
+                                   "(or the run never started).") from None
+        except ValueError as error:
+            raise SearchStateError(f"{path} is not valid JSON: {error}") from error
+
+    # ------------------------------------------------------------ the plot
+    def plot_pareto(self, result: SearchResult, metric: str) -> Path | None:
+        """Write pareto.png; None (and a debug log) when matplotlib is absent."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            logger.debug("matplotlib is not installed; skipping pareto.png")
+            return None
+        points = [_plot_point(candidate, metric) for candidate in result.candidates]
+        front = [points[i] for i in result.pareto_front if points[i] is not None]
+        cloud = [point for point in points if point is not None]
+        figure, axes = plt.subplots(figsize=(6, 4))
+        if cloud:
+            axes.scatter(*zip(*cloud, strict=True), s=10, alpha=0.4, label="candidates")
+        if front:
+            axes.step(*zip(*front, strict=True), where="post", color="C3", label="Pareto front")
+        axes.set(xlabel="complexity", ylabel=metric, yscale="symlog")
+        axes.legend(loc="best")
+        path = self.path / "pareto.png"
+        figure.savefig(path, dpi=100, bbox_inches="tight")
+        plt.close(figure)
+        return path
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _plot_point(candidate: Any, metric: str) -> tuple[float, float] | None:
+    value = finite_float(candidate.metric(metric, "validation"))
+    value = finite_float(candidate.metric(metric, "train")) if value is None else value
+    return None if value is None or candidate.complexity is None else (candidate.complexity, value)

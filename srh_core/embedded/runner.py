@@ -1,0 +1,371 @@
+"""The embedded runtime: one process, no services.
+
+``run_search`` binds a run's parts to the agent (context, store, executor,
+run directory), then loops over restarts; :class:`LocalBranchRunner` runs
+each restart's branches, up to ``branch_threads`` at once on threads (model
+requests are I/O), checkpointing after every step; ``resume_search``
+continues a run directory from its last snapshot.
+
+A step here is the agent's three step functions (``open_step``,
+``run_sample`` for K = 1..K, ``close_step``), the same the Celery tasks
+call; which branch may open a step next, and how the run ends, is decided
+by :mod:`srh_core.agent.outcome`, also shared. With one thread, branches run
+in branch order (level by level when early stop is on, which the stop rule
+needs); with more, in any order: the nodes are the same.
+
+Ends of a run: all budgets used ("completed"); an exact fit
+("early_stopped"); Ctrl-C or the time limit ("interrupted", resumable, with
+``stop_reason`` saying which); an exception ("failed", everything recorded
+so far kept, the traceback logged).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from srh_core.agent.branch import BranchState
+from srh_core.agent.outcome import (
+    STOP_EARLY,
+    STOP_INTERRUPTED,
+    RunOutcome,
+    restart_is_last,
+    resumable,
+    run_outcome,
+    step_gate,
+)
+from srh_core.agent.steps import opened_step, sample_results
+from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
+from srh_core.embedded.run_dir import RunDirectory
+from srh_core.errors import ConfigurationError, SearchStateError
+from srh_core.state import SearchRunState
+from srh_core.types import SearchResult
+
+if TYPE_CHECKING:
+    from srh_core.agent.sragent import SRAgent
+    from srh_core.seams import RunControl
+
+logger = logging.getLogger("srh.agent")
+
+Checkpoint = Callable[[int, Sequence[BranchState]], None]
+
+
+def run_branch_step(agent: SRAgent, branch: BranchState) -> BranchState:
+    """One whole refinement step of ``branch`` in this process: its next state."""
+    plan = opened_step(agent, branch)
+    if plan is None:
+        return branch
+    results = [sample_results(agent, plan, K).results for K in range(1, plan.K + 1)]
+    return agent.close_step(branch, plan, results)
+
+
+class StopFlag:
+    """The embedded :class:`~srh_core.seams.RunControl`: set on Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def stop_reason(self) -> str | None:
+        return self.reason
+
+    def paused(self) -> bool:
+        return False
+
+
+class LocalBranchRunner:
+    """Runs the branches of a restart, up to ``threads`` at once, a step at a time.
+
+    Args:
+        agent: The bound agent.
+        checkpoint: Called with (R, branch states) after every step.
+        control: Asked before every step whether the run must stop.
+        threads: Most branches stepping at once (1: in this thread, in order).
+    """
+
+    def __init__(self, agent: SRAgent, checkpoint: Checkpoint, control: RunControl,
+                 threads: int = 1) -> None:
+        self.agent = agent
+        self.checkpoint = checkpoint
+        self.control = control
+        self.threads = max(1, threads)
+        self._lock = threading.Lock()
+
+    def run_restart(self, branches: Sequence[BranchState]) -> list[BranchState]:
+        states = {branch.C: branch for branch in branches}
+        if self.threads == 1:
+            self._run_inline(states)
+        else:
+            self._run_threads(states)
+        return [states[C] for C in sorted(states)]
+
+    def _next(self, states: dict[int, BranchState], busy: set[int]) -> BranchState | None:
+        """The first branch (by C) allowed to open its next step; ends gated branches."""
+        if self.control.paused():
+            return None
+        siblings = list(states.values())
+        for C in sorted(states):
+            branch = states[C]
+            if branch.finished or C in busy:
+                continue
+            stop = self.control.stop_reason()
+            gate = "stop" if stop else step_gate(branch, siblings,
+                                                 self.agent.settings.early_stop)
+            if gate == "stop":
+                self._stepped(states, branch.stop(stop or STOP_EARLY))
+            elif gate == "open":
+                return branch
+        return None
+
+    def _stepped(self, states: dict[int, BranchState], branch: BranchState) -> None:
+        with self._lock:
+            states[branch.C] = branch
+            self.checkpoint(branch.R, [states[C] for C in sorted(states)])
+        store = self.agent.require_store()
+        self.agent.emit("step", R=branch.R, C=branch.C, L=branch.L,
+                        nodes=store.node_count, status=branch.status,
+                        best=branch.front[0]["formula"] if branch.front else None)
+
+    def _run_inline(self, states: dict[int, BranchState]) -> None:
+        while (branch := self._next(states, set())) is not None:
+            try:
+                after = run_branch_step(self.agent, branch.copy())
+            except KeyboardInterrupt:
+                self._interrupt(states)
+                raise
+            self._stepped(states, after)
+
+    def _run_threads(self, states: dict[int, BranchState]) -> None:
+        running: dict[Future[BranchState], int] = {}
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="srh-branch") as pool:
+            try:
+                while True:
+                    while len(running) < self.threads:
+                        branch = self._next(states, set(running.values()))
+                        if branch is None:
+                            break
+                        running[pool.submit(run_branch_step, self.agent, branch.copy())] = \
+                            branch.C
+                    if not running:
+                        return
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        del running[future]
+                        self._stepped(states, future.result())
+            except KeyboardInterrupt:
+                self._interrupt(states)
+                self._finish_running(states, running)
+                raise
+
+    def _finish_running(self, states: dict[int, BranchState],
+                        running: Mapping[Future[BranchState], int]) -> None:
+        """After Ctrl-C: let the steps in flight end (a second Ctrl-C stops waiting)."""
+        for future in list(running):
+            try:
+                after = future.result()
+                self._stepped(states, after if after.finished else after.stop(STOP_INTERRUPTED))
+            except Exception:  # the step failed: its branch stays where it was
+                logger.exception("A branch step failed while the run was being interrupted.")
+
+    def _interrupt(self, states: dict[int, BranchState]) -> None:
+        if isinstance(self.control, StopFlag):
+            self.control.reason = STOP_INTERRUPTED
+        for C in sorted(states):
+            if not states[C].finished:
+                states[C] = states[C].copy().stop(STOP_INTERRUPTED)
+        with self._lock:
+            self.checkpoint(next(iter(states.values())).R, [states[C] for C in sorted(states)])
+
+
+# ------------------------------------------------------------------ a run
+def make_context(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | Any) -> Any:
+    """The agent's context (a new one unless it was given) holding ``X`` and ``y``."""
+    from srh_core.context import AgentContext
+
+    targets = dict(y) if isinstance(y, Mapping) else {"y": np.asarray(y)}
+    if len(targets) != 1:
+        raise ConfigurationError(f"y must name exactly one target; got {list(targets)}.")
+    target = next(iter(targets))
+    context = agent.context
+    if context is None:
+        context = AgentContext(args=agent.settings, evaluator=agent.evaluator)
+    context.commit_data({**dict(X), **targets}, target=target, features=list(X))
+    return context
+
+
+def executor_factory(agent: SRAgent, context: Any) -> Callable[[Mapping[str, Any]], Any]:
+    """Serial by default; a process pool for ``max_workers > 0`` or a time limit.
+
+    A time limit needs calls in separate processes: only there can a call
+    that overruns be cut.
+    """
+    settings = agent.settings
+
+    def build(tools: Mapping[str, Any]) -> Any:
+        if settings.max_workers == 0 and settings.time_limit is None:
+            return SerialToolExecutor(tools)
+        from srh_core.context import AgentContext
+
+        return ProcessToolExecutor(tools, max(1, settings.max_workers),
+                                   AgentContext.from_payload, context.to_payload())
+
+    return build
+
+
+def _deadline(agent: SRAgent) -> float | None:
+    limit = agent.settings.time_limit
+    return None if limit is None else time.monotonic() + limit
+
+
+def agent_metadata(agent: SRAgent) -> dict[str, Any]:
+    """What ``run.json`` records of the agent: its class (an import path) and settings."""
+    from srh_core.agent.sragent import agent_class_path
+
+    try:
+        path = agent_class_path(type(agent))
+    except ConfigurationError:
+        path = type(agent).__qualname__
+    return {"class": path, **agent.settings.model_dump()}
+
+
+def run_search(agent: SRAgent, X: Mapping[str, Any], y: Any, problem_description: str,
+               ) -> SearchResult:
+    """Bind and run a whole search; never raises for a failed run."""
+    settings = agent.settings
+    store = SearchRunState(settings.save_path, settings.ranking_metric,
+                           settings.larger_is_better, run_id=settings.run_id,
+                           agent_metadata=agent_metadata(agent))
+    context = make_context(agent, X, y)
+    agent.bind_run(context, store, executor_factory(agent, context), problem_description,
+                   deadline=_deadline(agent))
+    if store.run_dir is not None:
+        problem = {"description": problem_description, "target": context.target,
+                   "features": list(context.feature_names()), "run_id": store.run_id}
+        arrays = {name: context.data[name]
+                  for name in [*context.feature_names(), context.target]}
+        store.run_dir.write_start(settings, problem, arrays)
+    return _guarded(agent, store, 1, None)
+
+
+def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
+                  **overrides: Any) -> SearchResult:
+    """Continue a run directory from its last snapshot.
+
+    Finished steps are never repeated: the store, the branch states, the
+    restart index and every opened step's responses come back from the run
+    directory. A run stopped by its time limit, by Ctrl-C or by a crash
+    continues (with a fresh time limit: the one given, else the run's own).
+
+    Raises:
+        SearchStateError: The directory is not a resumable run.
+    """
+    run_dir = RunDirectory(path)
+    snapshot = run_dir.snapshot()
+    runtime = snapshot.get("runtime") or {}
+    if runtime.get("status") in ("completed", "early_stopped") and run_dir.has_result():
+        return run_dir.result()
+    settings = run_dir.settings(save_path=str(run_dir.path), **overrides)
+    agent = (agent_class or _recorded_class(run_dir))(settings=settings)
+    problem, arrays = run_dir.problem(), run_dir.arrays()
+    X = {name: arrays[name] for name in problem["features"]}
+    store = SearchRunState.from_state(snapshot, run_dir.path)
+    context = make_context(agent, X, {problem["target"]: arrays[problem["target"]]})
+    agent.bind_run(context, store, executor_factory(agent, context), problem["description"],
+                   deadline=_deadline(agent))
+    restart, branches = _resume_point(runtime, agent.settings)
+    logger.info("Resuming run %s at restart %d with %d node(s) recorded",
+                store.run_id, restart, store.node_count)
+    return _guarded(agent, store, restart, branches)
+
+
+def _recorded_class(run_dir: RunDirectory) -> type[SRAgent]:
+    from srh_core.agent.sragent import SRAgent, load_agent_class
+
+    try:
+        path = run_dir.run_record().get("agent", {}).get("class")
+    except SearchStateError:
+        path = None
+    if path and ":" in str(path):
+        try:
+            return load_agent_class(str(path))
+        except ConfigurationError as error:
+            logger.warning("%s Resuming with SRAgent.", error)
+    return SRAgent
+
+
+def _resume_point(runtime: Mapping[str, Any], settings: Any
+                  ) -> tuple[int, list[BranchState] | None]:
+    if "restart" not in runtime:
+        raise SearchStateError("state.json has no branch states; the run cannot be resumed.")
+    restart = int(runtime["restart"])
+    branches = [resumable(BranchState.from_dict(b)) for b in runtime.get("branches") or []]
+    if branches and all(branch.finished for branch in branches):
+        if restart_is_last(branches, restart, settings.max_restart_loop, settings.early_stop):
+            return restart, branches
+        return restart + 1, None
+    return restart, branches or None
+
+
+def _guarded(agent: SRAgent, store: SearchRunState, restart: int,
+             branches: list[BranchState] | None) -> SearchResult:
+    outcome = RunOutcome("failed", "the search did not start")
+
+    def checkpoint(R: int, states: Sequence[BranchState]) -> None:
+        store.save_snapshot({"restart": R, "status": "running",
+                             "branches": [branch.to_dict() for branch in states]})
+
+    try:
+        outcome = search_loop(agent, restart, branches, checkpoint, StopFlag(),
+                              agent.settings.branch_threads) or outcome
+    except KeyboardInterrupt:
+        outcome = RunOutcome("interrupted", "interrupted by the user")
+        logger.warning("Interrupted; the run can be resumed from its run directory.")
+    except Exception as error:  # the run boundary: record, report, end as failed
+        outcome = RunOutcome("failed", f"{type(error).__name__}: {error}")
+        logger.exception("The search failed; everything recorded so far is kept.")
+    finally:
+        agent.executor.close()
+    return finish_run(agent, store, outcome)
+
+
+def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None,
+                checkpoint: Checkpoint, control: RunControl, threads: int
+                ) -> RunOutcome | None:
+    """The restarts from ``restart`` on (its ``branches`` when it is under way).
+
+    Returns:
+        How the run ended, or None when ``control`` paused it with branches
+        still running (their states are in the last checkpoint).
+    """
+    settings = agent.settings
+    runner = LocalBranchRunner(agent, checkpoint, control, threads)
+    states: list[BranchState] = []
+    for R in range(restart, settings.max_restart_loop + 1):
+        states = branches or agent.start_restart(R)
+        branches = None
+        checkpoint(R, states)
+        states = runner.run_restart(states)
+        if not all(branch.finished for branch in states):
+            return None
+        if restart_is_last(states, R, settings.max_restart_loop, settings.early_stop):
+            break
+    return run_outcome(states, early_stop=settings.early_stop, time_limit=settings.time_limit)
+
+
+def finish_run(agent: SRAgent, store: SearchRunState, outcome: RunOutcome) -> SearchResult:
+    """Build, save and plot the final result; mark the snapshot final."""
+    result = agent.build_search_result(outcome.status, stop_reason=outcome.reason)
+    if store.run_dir is not None:
+        runtime = {}
+        if (store.run_dir.path / "state.json").exists():
+            runtime = store.run_dir.snapshot().get("runtime") or {}
+        store.save_snapshot({**runtime, "status": outcome.status})
+        store.run_dir.plot_pareto(result, agent.settings.ranking_metric)
+    agent.emit("finished", status=outcome.status, reason=outcome.reason)
+    return result

@@ -1,0 +1,167 @@
+"""A run as a worker process sees it: its spec, its store, its data, and its agents.
+
+Every task builds the run's agent the one way an agent is built
+(``agent_class(settings=..., context=..., store=..., executor=...)``, which
+binds the run through ``SRAgent.bind_run``), from the class named in the
+spec, so a user's SRAgent subclass runs on the workers exactly as it runs
+embedded. What is expensive to rebuild (the decoded data, the model
+adapter) is kept per process in a small cache of runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from redis import Redis
+
+from srh_core.agent import SRAgent, load_agent_class
+from srh_core.agent.settings import SearchSettings
+from srh_core.embedded.executor import SerialToolExecutor
+from srh_core.types import ToolCall, ToolCallResult
+from srh_workers.spec import RunSpec, load_spec
+from srh_workers.store import RedisRunStore
+
+logger = logging.getLogger("srh.workers")
+
+RUN_CACHE_SIZE = 8
+Granularity = Literal["step", "run"]
+
+
+def resolve_granularity(settings: SearchSettings) -> Granularity:
+    """How a run is cut into tasks: the setting, with "auto" meaning "run" for the offline model.
+
+    The offline proposer answers in milliseconds, so a step's work is
+    comparable to what distributing a step costs (several task hops); a
+    model endpoint answers in seconds, and then every step should be its own
+    tasks so that branches and samples run on as many workers as there are.
+    """
+    if settings.granularity != "auto":
+        return settings.granularity
+    return "run" if settings.llm_provider == "offline" else "step"
+
+
+class StoredResultsExecutor:
+    """A tool task's executor: a sample whose results are stored is answered from them.
+
+    Args:
+        inner: Runs the calls of a sample that has no stored results.
+        stored: Stored results by batch key (the sample's node id).
+    """
+
+    def __init__(self, inner: Any, stored: Mapping[str, list[ToolCallResult]]) -> None:
+        self.inner = inner
+        self.stored = dict(stored)
+
+    def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None,
+            key: str | None = None) -> list[ToolCallResult]:
+        if key is not None and key in self.stored:
+            return list(self.stored[key])
+        return self.inner.run(calls, timeout=timeout, key=key)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class RunRuntime:
+    """One run in a worker: spec, store, cached data and model adapter, agent factory.
+
+    Args:
+        client: Redis of the run's store.
+        spec: The run's specification.
+        runs_dir: Where finished runs are written when their settings name no
+            ``save_path`` (the worker's ``SRH_RUNS_DIR``); None writes nothing.
+    """
+
+    def __init__(self, client: Redis, spec: RunSpec, runs_dir: Path | None = None) -> None:
+        self.client = client
+        self.spec = spec
+        self.runs_dir = runs_dir
+        self.settings = spec.search_settings()
+        self.store = RedisRunStore(client, spec.run_id, self.settings.ranking_metric,
+                                   self.settings.larger_is_better, register=False)
+        self.agent_class = load_agent_class(spec.agent_class)
+        self.granularity = resolve_granularity(self.settings)
+        self._context: Any = None
+        self._api: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def run_id(self) -> str:
+        return self.spec.run_id
+
+    @property
+    def width(self) -> int:
+        return self.settings.global_width
+
+    @property
+    def context(self) -> Any:
+        """The run's data context, decoded once per process."""
+        with self._lock:
+            if self._context is None:
+                from srh_core.context import AgentContext
+
+                self._context = AgentContext.from_payload(self.store.payload())
+            return self._context
+
+    def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None) -> SRAgent:
+        """The run's agent, bound to its store, with a serial executor over its tools.
+
+        Args:
+            stored: Results already stored for samples, by node id (a tool task's).
+        """
+
+        def executor(tools: Mapping[str, Any]) -> Any:
+            serial = SerialToolExecutor(tools)
+            return StoredResultsExecutor(serial, stored) if stored else serial
+
+        agent = self.agent_class(settings=self.settings, context=self.context, api=self._api,
+                                 store=self.store, executor=executor,
+                                 problem_description=self.spec.description,
+                                 deadline=self.deadline())
+        with self._lock:
+            self._api = self._api or agent.api
+        return agent
+
+    def deadline(self) -> float | None:
+        """The run's wall-clock deadline as a ``time.monotonic()`` value of this process."""
+        if self.spec.deadline is None:
+            return None
+        return time.monotonic() + (self.spec.deadline - time.time())
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run directory: the settings' save_path, else ``runs_dir/run_id``."""
+        if self.settings.save_path:
+            return Path(self.settings.save_path)
+        return None if self.runs_dir is None else self.runs_dir / self.spec.run_id
+
+
+_CACHE: OrderedDict[str, RunRuntime] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def runtime_for(client: Redis, run_id: str, runs_dir: Path | None = None) -> RunRuntime:
+    """The cached runtime of ``run_id`` in this process (data decoded once per process)."""
+    with _CACHE_LOCK:
+        cached = _CACHE.get(run_id)
+        if cached is not None:
+            _CACHE.move_to_end(run_id)
+            return cached
+    runtime = RunRuntime(client, load_spec(RedisRunStore(client, run_id, register=False)),
+                         runs_dir)
+    with _CACHE_LOCK:
+        _CACHE[run_id] = runtime
+        while len(_CACHE) > RUN_CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return runtime
+
+
+def forget_run(run_id: str) -> None:
+    with _CACHE_LOCK:
+        _CACHE.pop(run_id, None)

@@ -1,0 +1,276 @@
+"""The task bodies of a distributed run, one function per task kind, free of Celery.
+
+Each takes a :class:`~srh_workers.flow.runtime.RunRuntime` and coordinates,
+does one short piece of the search with the agent's step functions (the
+same the embedded runtime calls), writes its result idempotently through
+the run's store, and returns the :class:`~srh_workers.flow.names.Action`\\ s
+to enqueue next. Nothing here blocks on another task. Called twice with the
+same arguments (a re-delivered message) a function changes nothing the
+second time and returns what keeps the run moving: the step plan is stored
+so a step never re-samples the model, tool results are first-write-wins,
+nodes and candidates are idempotent, and SET NX claims let exactly one
+caller advance a step, release a level or move past a restart.
+
+Flow of one run with ``granularity = "step"``::
+
+    restart(R)       -> step(R, C, 1) for every branch C
+    step(R, C, L)    -> sample(R, C, L, K) for K in 1..K       (queue "branches")
+    sample(...)      the sample that completes the K-set closes the step itself:
+                     -> step(R, C, L+1) | branch ended          (queue "tools")
+    early stop on:   a branch waits at each level; the last one done with the
+                     level sends the next steps (or ends them: see outcome.py)
+    last branch of R -> restart(R+1) | finalize
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from pathlib import Path
+
+from redis import Redis
+
+from srh_core.agent.branch import BranchState
+from srh_core.agent.outcome import STOP_EARLY, restart_is_last, run_outcome, step_gate
+from srh_core.agent.steps import sample_results
+from srh_core.embedded.run_dir import RunDirectory
+from srh_core.types import SearchResult
+from srh_workers.flow.names import (
+    ADVANCE,
+    FINALIZE,
+    RESTART,
+    SAMPLE,
+    STEP,
+    WHOLE_RUN,
+    Action,
+    finalize_action,
+    restart_action,
+    sample_action,
+    step_action,
+    whole_run_action,
+)
+from srh_workers.flow.runtime import RunRuntime, runtime_for
+
+logger = logging.getLogger("srh.workers")
+
+
+def start_restart(rt: RunRuntime, R: int) -> list[Action]:
+    """Create the C branches of restart R (once) and start their first steps."""
+    if rt.store.stored_result() is not None:
+        return []
+    branches = rt.store.load_branches(R, rt.width)
+    if any(branch is None for branch in branches):
+        rt.store.save_branches(rt.agent().start_restart(R), only_new=True)
+        branches = rt.store.load_branches(R, rt.width)
+    states = [branch for branch in branches if branch is not None]
+    actions: list[Action] = []
+    for branch in states:
+        actions += continue_branch(rt, branch, states)
+    return actions
+
+
+def continue_branch(rt: RunRuntime, branch: BranchState,
+                    siblings: list[BranchState] | None = None) -> list[Action]:
+    """What moves a branch on from its stored state (idempotent: safe to send twice)."""
+    if branch.finished:
+        return end_branch(rt, branch)
+    if rt.settings.early_stop:
+        if siblings is None:
+            siblings = [b for b in rt.store.load_branches(branch.R, rt.width) if b is not None]
+        gate = step_gate(branch, siblings, True)
+        if gate == "wait":
+            return []
+        if gate == "stop":
+            branch.stop(STOP_EARLY)
+            rt.store.save_branches([branch])
+            return end_branch(rt, branch)
+    return [step_action(rt.run_id, branch.R, branch.C, branch.L)]
+
+
+def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
+    """Open step L (sample the model once, stored) and fan out its K samples."""
+    branch, plan, stop = rt.store.step_state(R, C, L)
+    if branch.finished or branch.L > L:
+        return continue_branch(rt, branch)
+    if branch.L < L:
+        return []
+    if plan is None:
+        if stop is not None:
+            branch.stop(stop)
+            rt.store.save_branches([branch])
+            return end_branch(rt, branch)
+        plan = rt.agent().open_step(branch)
+        if plan is None:
+            rt.store.save_branches([branch])
+            return end_branch(rt, branch)
+        plan = rt.store.save_plan(plan)
+    return [sample_action(rt.run_id, R, C, L, k) for k in range(1, plan.K + 1)]
+
+
+def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
+    """Run sample K: its tool calls, node and candidates; the K-set's last one closes the step."""
+    plan, stored = rt.store.sample_state(R, C, L, K)
+    if plan is None:
+        logger.warning("R%d-C%d-L%d-K%d: no step plan; nothing to do", R, C, L, K)
+        return []
+    known = {rt.store.node_id(R, C, L, K): stored} if stored is not None else {}
+    scope = sample_results(rt.agent(known), plan, K)
+    if scope.outcome is not None and scope.outcome.claimed:
+        return close_step(rt, R, C, L)
+    return []
+
+
+def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
+    """Close step L of a branch from its K samples' results; what the branch does next."""
+    branch, plan, results = rt.store.close_state(R, C, L)
+    if branch.finished or branch.L != L:
+        return continue_branch(rt, branch) if branch.L > L or branch.finished else []
+    if plan is None or any(k not in results for k in range(1, plan.K + 1)):
+        logger.warning("R%d-C%d-L%d: closing before every sample was recorded", R, C, L)
+        return []
+    after = rt.agent().close_step(branch, plan, [results[k] for k in range(1, plan.K + 1)])
+    rt.store.save_branches([after])
+    if after.finished:
+        return end_branch(rt, after)
+    if not rt.settings.early_stop:
+        return [step_action(rt.run_id, R, C, after.L)]
+    return level_done(rt, R, L, C)
+
+
+def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
+    """Branch C is done with level L; the last branch done with it moves the others on."""
+    if not rt.store.level_done(R, L, C, rt.width):
+        return []
+    siblings = [b for b in rt.store.load_branches(R, rt.width) if b is not None]
+    actions: list[Action] = []
+    for branch in siblings:
+        if not branch.finished and branch.L == L + 1:
+            actions += continue_branch(rt, branch, siblings)
+    return actions
+
+
+def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
+    """Count the ended branch; the last branch of a restart moves the run on."""
+    count = rt.store.finish_branch(branch)
+    actions: list[Action] = []
+    if rt.settings.early_stop:
+        for level in sorted({max(1, branch.L - 1), branch.L}):
+            actions += level_done(rt, branch.R, level, branch.C)
+    if count >= rt.width and rt.store.claim_restart(branch.R, claimant=branch.C):
+        siblings = [b for b in rt.store.load_branches(branch.R, rt.width) if b is not None]
+        settings = rt.settings
+        if restart_is_last(siblings, branch.R, settings.max_restart_loop, settings.early_stop):
+            actions.append(finalize_action(rt.run_id))
+        else:
+            actions.append(restart_action(rt.run_id, branch.R + 1))
+    return actions
+
+
+def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
+    """Write the result (Redis, starting the TTL, and the run directory); once.
+
+    The status comes from :func:`srh_core.agent.outcome.run_outcome` over the
+    last restart's branches, as in the embedded runtime.
+    """
+    existing = rt.store.stored_result()
+    if existing is not None:
+        return existing
+    last = rt.store.latest_restart()
+    branches = [b for b in rt.store.load_branches(last, rt.width) if b is not None] if last else []
+    settings = rt.settings
+    outcome = run_outcome(branches, early_stop=settings.early_stop,
+                          time_limit=settings.time_limit, failure=failure)
+    result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
+    if rt.run_dir is not None:
+        write_run_directory(rt, result, rt.run_dir)
+    return result
+
+
+def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
+    """Best effort: the run directory, the same files an embedded run leaves.
+
+    It is written on the disk of the worker that finalizes the run: point
+    ``save_path`` (or the workers' ``SRH_RUNS_DIR``) at shared storage to
+    collect runs in one place.
+    """
+    try:
+        context = rt.context
+        spec = rt.spec
+        problem = {"description": spec.description, "target": spec.target,
+                   "features": spec.features, "run_id": spec.run_id}
+        arrays = {name: context.data[name] for name in [*spec.features, spec.target]}
+        last = rt.store.latest_restart()
+        branches = rt.store.load_branches(last, rt.width) if last else []
+        snapshot = rt.store.save_snapshot({
+            "restart": last, "status": result.status, "backend": "celery",
+            "branches": [b.to_dict() for b in branches if b is not None]})
+        logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.plans()}
+        RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)
+    except OSError as error:
+        logger.warning("Run %s: could not write the run directory: %s", rt.run_id, error)
+
+
+def repair_actions(rt: RunRuntime) -> list[Action]:
+    """The actions that move a stalled run on from its stored state.
+
+    A message can be lost outside the tasks' control (e.g. popped from the
+    broker list an instant before the broker died). Every task is
+    idempotent, so re-sending what the stored state says comes next is
+    safe: duplicates of queued tasks change nothing.
+    """
+    if rt.store.stored_result() is not None:
+        return []
+    if rt.granularity == "run":
+        return [whole_run_action(rt.run_id)]
+    restart = rt.store.latest_restart()
+    if restart == 0:
+        return [restart_action(rt.run_id, 1)]
+    branches = rt.store.load_branches(restart, rt.width)
+    if any(branch is None for branch in branches):
+        return [restart_action(rt.run_id, restart)]
+    states = [branch for branch in branches if branch is not None]
+    actions: list[Action] = []
+    for branch in states:
+        actions += continue_branch(rt, branch, states)
+    return actions
+
+
+def _finalize(rt: RunRuntime) -> list[Action]:
+    finalize_run(rt)
+    return []
+
+
+def _whole_run(rt: RunRuntime) -> list[Action]:
+    from srh_workers.flow.whole_run import run_whole
+
+    return run_whole(rt, owner="inline", budget=lambda: None)
+
+
+HANDLERS = {
+    RESTART: start_restart,
+    STEP: run_step,
+    SAMPLE: run_sample,
+    ADVANCE: close_step,
+    FINALIZE: _finalize,
+    WHOLE_RUN: _whole_run,
+}
+
+
+def dispatch(client: Redis, action: Action, runs_dir: Path | None = None) -> list[Action]:
+    """Run one action's body in this process; the actions it asks for next."""
+    run_id, *coordinate = action.args
+    return HANDLERS[action.task](runtime_for(client, run_id, runs_dir), *coordinate)
+
+
+def run_inline(client: Redis, first: Action, *, max_actions: int = 1_000_000,
+               runs_dir: Path | None = None) -> int:
+    """Drive a run to its end in this process, FIFO (for tests and debugging).
+
+    Returns:
+        How many actions ran.
+    """
+    queue, done = deque([first]), 0
+    while queue and done < max_actions:
+        queue.extend(dispatch(client, queue.popleft(), runs_dir))
+        done += 1
+    return done

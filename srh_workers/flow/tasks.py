@@ -1,0 +1,185 @@
+"""The Celery tasks of a distributed run: thin wrappers over :mod:`srh_workers.flow.steps`.
+
+Each task takes a run id and a coordinate (plain JSON), runs one flow
+function against the run's Redis state, and enqueues the actions it
+returns. No task waits for another task's result; there are no chords.
+
+When a task is declared poison (its worker died every time it ran, see
+:mod:`srh_workers.reliability`), :meth:`FlowTask.on_poison` keeps the run
+moving: a sample task records its sample as failed calls so the step can
+close; a branch task ends its branch, so the restart barrier does not wait
+forever; a whole-run task ends the run as failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from celery import Celery, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from srh_core.types import ToolCallResult
+from srh_workers.flow import names, steps
+from srh_workers.flow.names import Action, whole_run_action
+from srh_workers.flow.runtime import RunRuntime, runtime_for
+from srh_workers.flow.whole_run import run_whole
+from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, redis_client
+
+logger = logging.getLogger("srh.workers.tasks")
+
+
+def send_action(app: Celery, action: Action) -> None:
+    """Enqueue one action; the app's routes pick its queue from the task name."""
+    app.send_task(action.task, args=list(action.args))
+
+
+def sender(app: Celery) -> Any:
+    """A ``send`` callable for :func:`srh_workers.submit.submit_run`."""
+    return lambda action: send_action(app, action)
+
+
+def _runtime(task: SRHTask, run_id: str) -> RunRuntime:
+    settings = app_settings(task.app)
+    return runtime_for(redis_client(str(settings.redis_url)), run_id, settings.runs_dir)
+
+
+def _send_all(task: SRHTask, actions: Sequence[Action]) -> dict[str, Any]:
+    for action in actions:
+        send_action(task.app, action)
+    return {"enqueued": [[action.task, *action.args[1:]] for action in actions]}
+
+
+def _run(task: SRHTask, name: str, run_id: str, *coordinate: int) -> dict[str, Any]:
+    actions = steps.HANDLERS[name](_runtime(task, run_id), *coordinate)
+    return {"run_id": run_id, "coordinate": list(coordinate), **_send_all(task, actions)}
+
+
+class FlowTask(SRHTask):
+    """SRHTask whose poison handling keeps the run moving.
+
+    Step tasks hand work on by enqueueing the next task and keep their state in
+    the run's Redis keys; nobody reads their return value, so it is not stored
+    (result-backend commands saved). Failures still are, for Flower.
+    """
+
+    ignore_result = True
+    store_errors_even_if_ignored = True
+
+    def on_poison(self, record: PoisonRecord) -> None:
+        args: Sequence[Any] = self.request.args or ()
+        if not args:
+            return
+        runtime = _runtime(self, str(args[0]))
+        if self.name == names.SAMPLE and len(args) == 5:
+            actions = _fail_sample(runtime, *args[1:], record)
+        elif self.name in (names.STEP, names.ADVANCE) and len(args) >= 3:
+            actions = _end_branch(runtime, int(args[1]), int(args[2]), record)
+        elif self.name == names.WHOLE_RUN:
+            steps.finalize_run(runtime, failure=f"poison task {record.task_name}: its worker "
+                                                f"died {record.deliveries} times")
+            actions = []
+        else:
+            return
+        _send_all(self, actions)
+
+
+def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
+                 record: PoisonRecord) -> list[Action]:
+    plan = runtime.store.load_plan(R, C, L)
+    if plan is None:
+        return []
+    calls = plan.responses[K - 1].tool_calls
+    message = (f"The tool call crashed its worker {record.deliveries} times and was "
+               "abandoned; try something else.")
+    runtime.store.store_results(R, C, L, K, [ToolCallResult.failure(message, tool=c.name)
+                                             for c in calls])
+    return steps.run_sample(runtime, R, C, L, K)
+
+
+def _end_branch(runtime: RunRuntime, R: int, C: int, record: PoisonRecord) -> list[Action]:
+    branch = runtime.store.load_branch(R, C)
+    if branch.finished:
+        return []
+    branch.stop(f"poison task {record.task_name}")
+    runtime.store.save_branches([branch])
+    return steps.end_branch(runtime, branch)
+
+
+@shared_task(name=names.RESTART, bind=True, base=FlowTask)
+def branch_restart(self: FlowTask, run_id: str, R: int) -> dict[str, Any]:
+    """Create restart R's branches (seeded from the pool) and start them."""
+    return _run(self, names.RESTART, run_id, R)
+
+
+@shared_task(name=names.STEP, bind=True, base=FlowTask)
+def branch_step(self: FlowTask, run_id: str, R: int, C: int, L: int) -> dict[str, Any]:
+    """Open one refinement step: request the K responses (once) and fan out."""
+    return _run(self, names.STEP, run_id, R, C, L)
+
+
+@shared_task(name=names.SAMPLE, bind=True, base=FlowTask)
+def tool_calls(self: FlowTask, run_id: str, R: int, C: int, L: int, K: int) -> dict[str, Any]:
+    """Run one sample's tool calls, record its node and candidates; the last closes the step."""
+    return _run(self, names.SAMPLE, run_id, R, C, L, K)
+
+
+@shared_task(name=names.ADVANCE, bind=True, base=FlowTask)
+def branch_advance(self: FlowTask, run_id: str, R: int, C: int, L: int) -> dict[str, Any]:
+    """Close a step whose samples are all recorded (sent by ``srh kick``, and by old clients)."""
+    return _run(self, names.ADVANCE, run_id, R, C, L)
+
+
+@shared_task(name=names.FINALIZE, bind=True, base=FlowTask)
+def branch_finalize(self: FlowTask, run_id: str) -> dict[str, Any]:
+    """Write the run's result to Redis and the run directory."""
+    return _run(self, names.FINALIZE, run_id)
+
+
+@shared_task(name=names.WHOLE_RUN, bind=True, base=FlowTask)
+def whole_run(self: FlowTask, run_id: str) -> dict[str, Any]:
+    """Run a whole run (granularity "run") until it ends or this task's time is up."""
+    try:
+        actions = run_whole(_runtime(self, run_id), owner=str(self.request.id),
+                            budget=self.time_budget)
+    except SoftTimeLimitExceeded:  # a step overran the chunk: continue from the checkpoint
+        logger.warning("run %s: soft time limit inside a step; continuing in a new task", run_id)
+        actions = [whole_run_action(run_id)]
+    try:
+        return {"run_id": run_id, **_send_all(self, actions)}
+    except SoftTimeLimitExceeded:  # raised once: the hard limit leaves time to send again
+        return {"run_id": run_id, **_send_all(self, actions)}
+
+
+_PROBE_CONTEXTS: dict[int, Any] = {}
+
+
+def _probe_context(samples: int) -> Any:
+    """A small fixed dataset per process (y = x1 * x2**2 + x3), built once."""
+    import numpy as np
+
+    from srh_core.context import AgentContext
+
+    if samples not in _PROBE_CONTEXTS:
+        rng = np.random.default_rng(0)
+        x1, x2, x3 = rng.uniform(1, 5, (3, samples))
+        _PROBE_CONTEXTS[samples] = AgentContext(
+            data={"x1": x1, "x2": x2, "x3": x3, "y": x1 * x2**2 + x3}, target="y")
+    return _PROBE_CONTEXTS[samples]
+
+
+@shared_task(name=names.PROBE, bind=True)
+def tool_probe(self: SRHTask, tool: str = "evaluate", params: dict[str, Any] | None = None,
+               samples: int = 200) -> dict[str, Any]:
+    """Run one tool call on a built-in dataset: a health check that tools really run
+    on this worker, and the unit of the cluster benchmark."""
+    import srh_core.tools.catalogue  # noqa: F401 - registers the tools
+    from srh_core.tools.base import BaseTool
+
+    samples = max(10, min(int(samples), 100_000))
+    result = BaseTool.create(tool, _probe_context(samples))(**(params or {"f": "x1*x2**2"}))
+    return {"ok": result.ok, "elapsed_s": result.meta_data.get("elapsed_s")}
+
+
+__all__ = ["FlowTask", "send_action", "sender"]

@@ -1,0 +1,93 @@
+"""``granularity = "run"``: a whole run as one task on the tools queue, in chunks.
+
+For steps too cheap to be worth distributing (the offline model answers in
+milliseconds), the run's task runs the embedded runtime's loop
+(:func:`srh_core.embedded.runner.search_loop`, the same step functions)
+against the run's Redis store, checkpointing every branch state to Redis
+after every step. It stops opening steps shortly before its soft time limit
+and sends itself again, so no task outlives its limits; a task that dies
+(worker killed) is re-delivered and continues from the last checkpoint,
+and any step whose model responses were stored is not sampled again.
+A lock (``lock``, SET NX with a TTL, held by the task id) keeps a second
+copy of the task from running the same run at the same time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from srh_core.agent.branch import BranchState
+from srh_core.embedded.runner import search_loop
+from srh_workers.flow.names import Action, whole_run_action
+from srh_workers.flow.runtime import RunRuntime
+from srh_workers.flow.steps import finalize_run
+
+logger = logging.getLogger("srh.workers")
+
+#: Stop opening steps when less than this share of the soft limit is left.
+CHUNK_MARGIN_FRACTION = 0.25
+MIN_CHUNK_MARGIN_SECONDS = 2.0
+#: How long the run's lock lasts without renewal (renewed after every step).
+LOCK_SECONDS = 120.0
+
+Budget = Callable[[], float | None]
+
+
+class ChunkControl:
+    """RunControl of a whole-run task: the run's stop flag, and a pause before the time limit."""
+
+    def __init__(self, rt: RunRuntime, owner: str, budget: Budget) -> None:
+        self.rt = rt
+        self.owner = owner
+        self.budget = budget
+        first = budget()
+        self.margin = None if first is None else max(MIN_CHUNK_MARGIN_SECONDS,
+                                                     CHUNK_MARGIN_FRACTION * first)
+
+    def stop_reason(self) -> str | None:
+        return self.rt.store.stop_reason()
+
+    def paused(self) -> bool:
+        left = self.budget()
+        if self.margin is not None and left is not None and left < self.margin:
+            return True
+        return not self.rt.store.hold_lock(self.owner, LOCK_SECONDS)
+
+
+def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
+    """Run (or continue) the run in this task until it ends or the chunk's time is up.
+
+    Args:
+        rt: The run.
+        owner: Who holds the run's lock (the task id; a re-delivery has the same).
+        budget: Seconds left before this task's soft time limit (None: no limit).
+
+    Returns:
+        ``[]`` once the run has its result (or another task holds it), else
+        the action that continues it.
+    """
+    store = rt.store
+    if store.stored_result() is not None or not store.hold_lock(owner, LOCK_SECONDS):
+        return []
+    agent = rt.agent()
+    restart = max(1, store.latest_restart())
+    loaded = store.load_branches(restart, rt.width) if store.latest_restart() else []
+    branches = [b for b in loaded if b is not None] or None
+    control = ChunkControl(rt, owner, budget)
+
+    def checkpoint(R: int, states: Sequence[BranchState]) -> None:
+        store.save_branches(states)
+
+    started = time.monotonic()
+    try:
+        outcome = search_loop(agent, restart, branches, checkpoint, control, threads=1)
+        if outcome is not None:
+            finalize_run(rt)
+            return []
+    finally:
+        store.release_lock(owner)
+    logger.info("run %s: chunk of %.1f s done; continuing in a new task", rt.run_id,
+                time.monotonic() - started)
+    return [whole_run_action(rt.run_id)]

@@ -1,0 +1,61 @@
+"""RunSpec: what a worker needs to rebuild a run's agent, besides the data.
+
+Submitting a run publishes its spec and its context payload once
+(:meth:`srh_workers.store.RedisRunStore.publish`): settings, problem, the
+agent's class as an import path, the wall-clock deadline. Workers load both
+by run id; the data travels once per run, not with every task.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from srh_core.agent.settings import SearchSettings
+from srh_core.errors import SearchStateError
+from srh_workers.store import RedisRunStore
+
+DEFAULT_AGENT_CLASS = "srh_core.agent.sragent:SRAgent"
+
+
+class RunSpec(BaseModel):
+    """A distributed run's specification.
+
+    Attributes:
+        run_id: The run identifier.
+        settings: ``SearchSettings.model_dump()``.
+        description: The problem description shown to the model.
+        target: Target variable.
+        features: Feature variables, in order.
+        agent_class: Import path (``module:QualName``) of the SRAgent (sub)class.
+        submitted_at: Epoch seconds at submission.
+        deadline: Epoch seconds when the time limit ends, or None.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    run_id: str
+    settings: dict[str, Any]
+    description: str
+    target: str
+    features: list[str]
+    agent_class: str = DEFAULT_AGENT_CLASS
+    submitted_at: float = Field(default_factory=time.time)
+    deadline: float | None = None
+
+    def search_settings(self) -> SearchSettings:
+        return SearchSettings.build(**self.settings)
+
+
+def load_spec(store: RedisRunStore) -> RunSpec:
+    """The run's spec.
+
+    Raises:
+        SearchStateError: The run is unknown (never submitted, or expired).
+    """
+    raw = store.spec_json()
+    if raw is None:
+        raise SearchStateError(f"Run {store.run_id!r} is not known to this Redis (never "
+                               "submitted, or its keys expired).")
+    return RunSpec.model_validate_json(raw)

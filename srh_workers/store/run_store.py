@@ -1,0 +1,759 @@
+"""RedisRunStore: every Redis read and write of one run, through the key schema.
+
+It is the ``CandidateStore`` seam on Redis (nodes, candidates, ranking,
+Pareto front, step plans, tool-call log) and also the distributed runtime's
+state of the run (branch states, sample results, the stop flag, the step
+and level claims, the spec and data, the stored result and key retention).
+Nothing else in srh_workers builds a key or talks to Redis about a run.
+
+It answers every query exactly as the embedded :class:`srh_core.state.SearchRunState`
+does: the ranking metric and the sort key come from
+:class:`srh_core.ranking.RankingPolicy` in Python, and Redis only stores and
+orders what Python computed:
+
+- ``rank`` is a sorted set holding the best-ranked entry of each canonical
+  key, scored by the signed metric (``repr`` text, so the double is exact;
+  -0.0 is stored as 0.0, which Python ranks equal to it). Redis orders equal
+  scores by member bytes, and a member is the zero-padded complexity followed
+  by an order-preserving encoding of (node id, canonical key), so ties fall
+  exactly as ``RankingPolicy.sort_key`` orders them.
+- ``best`` maps a canonical key to its entry in ``rank``; a new entry of the
+  same key is added to ``rank`` and whichever of the two ranks lower is
+  removed, so the zset decides, never a Lua comparison.
+- The Pareto front is not stored: a short script walks ``rank`` on read.
+
+Every write is a Lua script (``lua/``) or a MULTI transaction, atomic and
+idempotent by node id, (node id, canonical key) or coordinate. One sample's
+writes (its results, node, log lines and candidates, the K-set fan-in and
+the advance claim) are batched by :meth:`RedisRunStore.sample` into one
+script call: a tool task costs two round trips to Redis, one to read its
+step and one to write its sample.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from srh_core.agent.branch import BranchState
+from srh_core.agent.steps import StepPlan
+from srh_core.embedded.run_dir import tool_call_record
+from srh_core.errors import ConfigurationError, SearchStateError
+from srh_core.jsonio import dumps
+from srh_core.ranking import RankingPolicy, pareto_indices
+from srh_core.state import SNAPSHOT_VERSION, SearchRunState, coordinate_order
+from srh_core.types import (
+    CandidateRecord,
+    ParentLink,
+    SearchCoordinate,
+    SearchNode,
+    SearchResult,
+    ToolCall,
+    ToolCallResult,
+    json_value,
+)
+from srh_workers.store.keys import (
+    COMPLEXITY_DIGITS,
+    FINISHED_RUN_TTL_SECONDS,
+    RUNS_INDEX,
+    PoolEntry,
+    RunKeys,
+    pool_entry,
+    unranked_entry,
+)
+from srh_workers.store.scripts import RunScripts, node_args, reply_text
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+CONTEXT_METADATA_FIELD = b"metadata"
+CONTEXT_ARRAY_PREFIX = "array:"
+
+
+def _ttl(ttl_seconds: int | None) -> int | None:
+    if ttl_seconds is None or (isinstance(ttl_seconds, int) and not isinstance(ttl_seconds, bool)
+                               and ttl_seconds >= 1):
+        return ttl_seconds
+    raise ConfigurationError(
+        "The 'ttl_seconds' parameter of RedisRunStore must be an int >= 1 or None. "
+        f"Got {ttl_seconds!r} instead.", setting="ttl_seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class SampleOutcome:
+    """What the one write of a sample did.
+
+    Attributes:
+        recorded: True when the node was new.
+        pushed: One flag per candidate: True when it entered the pool.
+        done: How many samples of the step are recorded (the K-set's size).
+        samples: How many samples the step has (K).
+        claimed: True for the one sample (and its re-deliveries) that advances the step.
+    """
+
+    recorded: bool
+    pushed: tuple[bool, ...]
+    done: int
+    samples: int
+    claimed: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """True once every sample of the step is recorded (on every later call too)."""
+        return self.done >= self.samples
+
+
+@dataclass(slots=True)
+class SampleBatch:
+    """The writes of one sample, queued by the store until the scope ends.
+
+    It is the store's :class:`~srh_core.agent.steps.SampleScope`: the loop
+    hands it the sample's results with :meth:`keep_results`.
+    """
+
+    R: int
+    C: int
+    L: int
+    K: int
+    samples: int
+    node: SearchNode | None = None
+    entries: list[PoolEntry | None] = field(default_factory=list)
+    log_lines: list[str] = field(default_factory=list)
+    results: list[ToolCallResult] = field(default_factory=list)
+    kept: bool = False
+    outcome: SampleOutcome | None = None
+
+    def keep_results(self, results: list[ToolCallResult]) -> None:
+        self.results, self.kept = list(results), True
+
+    def matches(self, coordinate: SearchCoordinate) -> bool:
+        return (coordinate.R, coordinate.C, coordinate.L, coordinate.K) == (
+            self.R, self.C, self.L, self.K)
+
+
+class RedisRunStore:
+    """Everything one run keeps in Redis, read and written through :class:`RunKeys`.
+
+    Creating a store registers the run (its ranking policy and metadata) in
+    ``meta`` unless it is already there (``register=False`` skips that round
+    trip for a run known to exist); any number of processes may hold a
+    store of the same run, and all of them see the same state. A store may be
+    shared between threads: a sample's batched writes belong to its thread.
+
+    Args:
+        client: A redis-py client (``decode_responses`` either way).
+        run_id: The run identifier (no whitespace, no braces).
+        ranking_metric: Metric that ranks candidates (e.g. "mse").
+        larger_is_better: Whether larger metric values rank higher.
+        ttl_seconds: TTL given to every key of the run once it is finished
+            (see :meth:`result`); None keeps finished runs forever.
+        agent_metadata: Settings and facts kept with the run (as in ``run.json``).
+        register: Register the run's policy (skip for a run known to exist).
+
+    Raises:
+        SearchStateError: When the run exists with another ranking policy.
+        ConfigurationError: When ``run_id`` or ``ttl_seconds`` is invalid.
+    """
+
+    def __init__(self, client: Redis, run_id: str, ranking_metric: str = "mse",
+                 larger_is_better: bool = False, *,
+                 ttl_seconds: int | None = FINISHED_RUN_TTL_SECONDS,
+                 agent_metadata: Mapping[str, Any] | None = None,
+                 register: bool = True) -> None:
+        self.keys = RunKeys(run_id)
+        self.run_id = run_id
+        self.client = client
+        self.policy = RankingPolicy(metric=ranking_metric, larger_is_better=larger_is_better)
+        self.ttl_seconds = _ttl(ttl_seconds)
+        self.agent_metadata = dict(agent_metadata or {})
+        # The embedded state supplies the pure naming and node-building helpers.
+        self._naming = SearchRunState(None, ranking_metric, larger_is_better, run_id=run_id)
+        self._scripts = RunScripts(client)
+        self._local = threading.local()
+        if register:
+            self._register_run()
+
+    def _register_run(self) -> None:
+        meta, policy = self.keys.meta, self.policy
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hsetnx(meta, "ranking_metric", policy.metric)
+        pipe.hsetnx(meta, "larger_is_better", int(policy.larger_is_better))
+        pipe.hsetnx(meta, "agent_metadata", dumps(self.agent_metadata))
+        pipe.hsetnx(meta, "created_at", self.now())
+        pipe.hsetnx(meta, "status", "running")
+        pipe.hmget(meta, ["ranking_metric", "larger_is_better"])
+        metric, larger = (reply_text(value) for value in pipe.execute()[-1])
+        if (metric, larger) != (policy.metric, str(int(policy.larger_is_better))):
+            raise SearchStateError(
+                f"Run {self.run_id!r} ranks by {metric!r} (larger_is_better={larger == '1'}); "
+                f"got {policy.metric!r} (larger_is_better={policy.larger_is_better}) instead.")
+
+    @classmethod
+    def open(cls, client: Redis, run_id: str, *,
+             ttl_seconds: int | None = FINISHED_RUN_TTL_SECONDS) -> RedisRunStore:
+        """Attach to an existing run, reading its ranking policy from Redis.
+
+        Raises:
+            SearchStateError: When Redis holds no run ``run_id``.
+        """
+        meta = {reply_text(k): reply_text(v)
+                for k, v in client.hgetall(RunKeys(run_id).meta).items()}
+        if "ranking_metric" not in meta:
+            raise SearchStateError(f"Redis holds no run {run_id!r}.")
+        return cls(client, run_id, meta["ranking_metric"], meta["larger_is_better"] == "1",
+                   ttl_seconds=ttl_seconds, agent_metadata=json.loads(meta["agent_metadata"]),
+                   register=False)
+
+    @property
+    def ranking_metric(self) -> str:
+        return self.policy.metric
+
+    @property
+    def larger_is_better(self) -> bool:
+        return self.policy.larger_is_better
+
+    # ------------------------------------------------------------- naming
+    now = staticmethod(SearchRunState.now)
+    node_label = staticmethod(SearchRunState.node_label)
+    parent_link = staticmethod(SearchRunState.parent_link)
+
+    def node_id(self, R: int, C: int, L: int, K: int) -> str:
+        return self._naming.node_id(R, C, L, K)
+
+    def build_node(self, response: Any, results: Sequence[Any], parents: tuple[ParentLink, ...],
+                   *, R: int, C: int, L: int, K: int, prompt: list[dict[str, Any]] | None = None,
+                   usage: Mapping[str, Any] | None = None) -> SearchNode:
+        """Build (without recording) a node exactly as ``SearchRunState.build_node`` does."""
+        return self._naming.build_node(response, results, parents, R=R, C=C, L=L, K=K,
+                                       prompt=prompt, usage=usage)
+
+    # ------------------------------------------------------ candidate store
+    def _batch(self) -> SampleBatch | None:
+        return getattr(self._local, "batch", None)
+
+    @contextlib.contextmanager
+    def sample(self, R: int, C: int, L: int, K: int, samples: int) -> Iterator[SampleBatch]:
+        """Batch sample K's writes (of a step of ``samples``) into one script call at the end.
+
+        The node, its candidates and its tool-call log lines written inside
+        the scope are sent together with the sample's kept results, the
+        K-set fan-in and, once the K-set is complete, the advance claim; the
+        yielded batch's ``outcome`` says what happened. Reads inside the scope
+        do not see the scope's own writes.
+        """
+        batch = SampleBatch(R, C, L, K, samples)
+        self._local.batch = batch
+        try:
+            yield batch
+        finally:
+            self._local.batch = None
+        batch.outcome = self._flush(batch)
+
+    def _flush(self, batch: SampleBatch) -> SampleOutcome:
+        if batch.node is None:
+            raise SearchStateError(f"Sample R{batch.R}-C{batch.C}-L{batch.L}-K{batch.K} "
+                                   "recorded no node.")
+        return self.record_sample(batch.node, batch.entries, samples=batch.samples,
+                                  results=batch.results if batch.kept else None,
+                                  log_lines=batch.log_lines)
+
+    def record_sample(self, node: SearchNode,
+                      candidates: Iterable[CandidateRecord | PoolEntry | None], *,
+                      samples: int, results: Sequence[ToolCallResult] | None = None,
+                      log_lines: Sequence[str] = ()) -> SampleOutcome:
+        """One sample's writes in one atomic script: what a tool task records.
+
+        Stores the sample's results (first write wins), its node, its log lines
+        (only with a new node) and its candidates, marks the sample done and,
+        once every one of the ``samples`` is, claims the step's advance for it
+        (SET NX: one sample wins, and so do its re-deliveries). Idempotent.
+
+        Args:
+            node: The sample's node; its coordinate names the step and sample.
+            candidates: The sample's candidates (unrankable ones are not pooled).
+            samples: K, the number of samples of the step (0: claim nothing).
+            results: The sample's tool results, kept for closing the step.
+            log_lines: ``tool_calls.jsonl`` records of the sample, as JSON text.
+        """
+        entries = [c if isinstance(c, PoolEntry) or c is None else pool_entry(c, self.policy)
+                   for c in candidates]
+        keys, at = self.keys, node.coordinate
+        script_keys = (*keys.node_keys, *keys.pool_keys, keys.done(at.R, at.C, at.L),
+                       keys.registry, keys.results(at.R, at.C, at.L), keys.tool_log,
+                       keys.advanced(at.R, at.C, at.L))
+        payload = "" if results is None else dumps([r.to_dict() for r in results])
+        argv: list[Any] = [*node_args(node), at.K, samples, payload, len(log_lines), *log_lines]
+        argv += [value for entry in entries if entry is not None for value in entry.argv()]
+        reply = self._scripts.call("record_sample", script_keys, argv)
+        flags = iter(reply[3:])
+        pushed = tuple(entry is not None and bool(next(flags)) for entry in entries)
+        return SampleOutcome(bool(reply[0]), pushed, int(reply[1]), samples, bool(reply[2]))
+
+    def record_node(self, node: SearchNode) -> bool:
+        """Add one node; False (and no change) when its id is already recorded.
+
+        Inside :meth:`sample` the node is queued (True is returned; the batch's
+        outcome says whether it was new).
+        """
+        batch = self._batch()
+        if batch is not None and batch.matches(node.coordinate):
+            batch.node = node
+            return True
+        return bool(self._scripts.call("record_node", self.keys.node_keys, node_args(node)))
+
+    def push_candidate(self, candidate: CandidateRecord) -> bool:
+        """Add a candidate to the pool.
+
+        Returns:
+            False, without writing, when the candidate is unrankable; False
+            when the same node already pooled the same canonical key; True
+            when added (inside :meth:`sample`: when queued).
+        """
+        entry = pool_entry(candidate, self.policy)
+        if entry is None:
+            return False
+        batch = self._batch()
+        if batch is not None:
+            batch.entries.append(entry)
+            return True
+        return bool(self._scripts.call("push_candidate", self.keys.pool_keys, entry.argv()))
+
+    def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
+                       results: Sequence[ToolCallResult], forced: bool) -> None:
+        """Append executed calls to the run's log (``tool_calls.jsonl`` when it finishes)."""
+        lines = [dumps(tool_call_record(coordinate, call, result, forced))
+                 for call, result in zip(calls, results, strict=False)]
+        batch = self._batch()
+        if batch is not None and not forced:
+            batch.log_lines.extend(lines)
+        elif lines:
+            self.client.rpush(self.keys.tool_log, *lines)
+
+    def tool_log(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.client.lrange(self.keys.tool_log, 0, -1)]
+
+    def update_diagnostics(self, formula: str, diagnostics: Mapping[str, Any]) -> None:
+        """Attach diagnostics (e.g. from ``eic``) to every pooled record of ``formula``."""
+        updates = {}
+        for field_, value in self.client.hgetall(self.keys.cands).items():
+            candidate = CandidateRecord.from_dict(json.loads(value))
+            if candidate.formula == formula:
+                candidate.details["diagnostics"] = json_value(dict(diagnostics))
+                updates[field_] = dumps(candidate.to_dict())
+        if updates:
+            self.client.hset(self.keys.cands, mapping=updates)
+
+    # ------------------------------------------------------------- plans
+    def save_plan(self, plan: StepPlan) -> StepPlan:
+        """Store the plan unless one exists; return the stored one (first write wins).
+
+        Counts the model request that made it in ``requests`` (every request
+        sent counts, also one whose plan lost the race to a re-delivered twin).
+        """
+        key = self.keys.plan(plan.R, plan.C, plan.L)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.sadd(self.keys.registry, key)
+        pipe.set(key, dumps(plan.to_dict()), nx=True)
+        pipe.incr(self.keys.requests)
+        pipe.get(key)
+        stored = pipe.execute()[-1]
+        return StepPlan.from_dict(json.loads(stored))
+
+    def load_plan(self, R: int, C: int, L: int) -> StepPlan | None:
+        raw = self.client.get(self.keys.plan(R, C, L))
+        return None if raw is None else StepPlan.from_dict(json.loads(raw))
+
+    def plans(self) -> list[dict[str, Any]]:
+        """Every stored step plan, by coordinate (for ``plans.jsonl``)."""
+        names = sorted(reply_text(k) for k in self.client.smembers(self.keys.registry)
+                       if ":plan:" in reply_text(k))
+        values = self.client.mget(names) if names else []
+        plans = [json.loads(value) for value in values if value is not None]
+        return sorted(plans, key=lambda p: (p["R"], p["L"], p["C"]))
+
+    # ------------------------------------------------------------ branches
+    def load_branch(self, R: int, C: int) -> BranchState:
+        raw = self.client.get(self.keys.branch(R, C))
+        if raw is None:
+            raise SearchStateError(f"Run {self.run_id}: branch R{R}-C{C} has no state.")
+        return BranchState.from_dict(json.loads(raw))
+
+    def load_branches(self, R: int, width: int) -> list[BranchState | None]:
+        """The states of branches 1..width of restart R (None where none is stored)."""
+        values = self.client.mget([self.keys.branch(R, C) for C in range(1, width + 1)])
+        return [None if v is None else BranchState.from_dict(json.loads(v)) for v in values]
+
+    def save_branches(self, branches: Iterable[BranchState], *, only_new: bool = False) -> None:
+        """Store branch states (with ``only_new``, only where none is stored yet)."""
+        pipe = self.client.pipeline(transaction=True)
+        for branch in branches:
+            key = self.keys.branch(branch.R, branch.C)
+            pipe.sadd(self.keys.registry, key)
+            pipe.set(key, dumps(branch.to_dict()), nx=only_new)
+        pipe.execute()
+
+    def latest_restart(self) -> int:
+        """The highest restart with stored branches (0 before the first)."""
+        restart = 0
+        while self.client.exists(self.keys.branch(restart + 1, 1)):
+            restart += 1
+        return restart
+
+    def step_state(self, R: int, C: int, L: int) -> tuple[BranchState, StepPlan | None,
+                                                           str | None]:
+        """A branch step task's reads, in one round trip: branch, plan, stop reason."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(self.keys.branch(R, C))
+        pipe.get(self.keys.plan(R, C, L))
+        pipe.get(self.keys.stop)
+        branch, plan, stop = pipe.execute()
+        if branch is None:
+            raise SearchStateError(f"Run {self.run_id}: branch R{R}-C{C} has no state.")
+        return (BranchState.from_dict(json.loads(branch)),
+                None if plan is None else StepPlan.from_dict(json.loads(plan)),
+                None if stop is None else reply_text(stop))
+
+    def sample_state(self, R: int, C: int, L: int, K: int
+                     ) -> tuple[StepPlan | None, list[ToolCallResult] | None]:
+        """A tool task's reads, in one round trip: the step plan and sample K's stored results."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(self.keys.plan(R, C, L))
+        pipe.hget(self.keys.results(R, C, L), str(K))
+        plan, results = pipe.execute()
+        return (None if plan is None else StepPlan.from_dict(json.loads(plan)),
+                None if results is None else _results(results))
+
+    def close_state(self, R: int, C: int, L: int
+                    ) -> tuple[BranchState, StepPlan | None, dict[int, list[ToolCallResult]]]:
+        """A step's closing reads, in one round trip: branch, plan and every sample's results."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(self.keys.branch(R, C))
+        pipe.get(self.keys.plan(R, C, L))
+        pipe.hgetall(self.keys.results(R, C, L))
+        branch, plan, results = pipe.execute()
+        if branch is None:
+            raise SearchStateError(f"Run {self.run_id}: branch R{R}-C{C} has no state.")
+        by_sample = {int(reply_text(k)): _results(v) for k, v in results.items()}
+        return (BranchState.from_dict(json.loads(branch)),
+                None if plan is None else StepPlan.from_dict(json.loads(plan)), by_sample)
+
+    def store_results(self, R: int, C: int, L: int, K: int,
+                      results: Sequence[ToolCallResult]) -> None:
+        """Store sample K's results unless stored (first write wins)."""
+        key = self.keys.results(R, C, L)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.sadd(self.keys.registry, key)
+        pipe.hsetnx(key, str(K), dumps([r.to_dict() for r in results]))
+        pipe.execute()
+
+    # ------------------------------------------------------ coordination
+    def stop_reason(self) -> str | None:
+        raw = self.client.get(self.keys.stop)
+        return None if raw is None else reply_text(raw)
+
+    def request_stop(self, reason: str) -> None:
+        self.client.set(self.keys.stop, reason, nx=True)
+
+    def model_requests(self) -> int:
+        return int(self.client.get(self.keys.requests) or 0)
+
+    def finish_branch(self, branch: BranchState) -> int:
+        """Store the branch's final state and count it finished; how many of its restart are.
+
+        Idempotent: a re-delivered call counts the branch once. Whoever sees
+        the count reach the number of branches calls :meth:`claim_restart`.
+        """
+        keys = (self.keys.restart_finished(branch.R), self.keys.registry,
+                self.keys.branch(branch.R, branch.C))
+        return int(self._scripts.call("finish_branch", keys,
+                                      [branch.C, dumps(branch.to_dict())]))
+
+    def level_done(self, R: int, L: int, C: int, width: int) -> bool:
+        """Branch C is done with step level L; True for the one caller that releases the level."""
+        keys = (self.keys.level(R, L), self.keys.restart_finished(R),
+                self.keys.level_released(R, L), self.keys.registry)
+        return bool(self._scripts.call("level_done", keys, [C, width]))
+
+    def _claim(self, flag: str, claimant: str | int) -> bool:
+        return bool(self._scripts.call("claim", (flag, self.keys.registry), [str(claimant)]))
+
+    def claim_advance(self, R: int, C: int, L: int, claimant: str | int) -> bool:
+        """SET NX the step's advanced flag: True for one claimant only (and its re-deliveries)."""
+        return self._claim(self.keys.advanced(R, C, L), claimant)
+
+    def claim_restart(self, R: int, claimant: str | int) -> bool:
+        """SET NX the flag that moves the run past restart R; True for one claimant (branch C)."""
+        return self._claim(self.keys.restart_advanced(R), claimant)
+
+    def hold_lock(self, owner: str, seconds: float) -> bool:
+        """Take or renew the run's lock for ``owner``; False while another owner holds it."""
+        key, ms = self.keys.lock, max(1, int(seconds * 1000))
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(key, owner, nx=True, px=ms)
+        pipe.get(key)
+        _, holder = pipe.execute()
+        if holder is not None and reply_text(holder) == owner:
+            self.client.pexpire(key, ms)
+            return True
+        return False
+
+    def release_lock(self, owner: str) -> bool:
+        """Give the run's lock up, if ``owner`` holds it."""
+        return bool(self._scripts.call("release", (self.keys.lock,), [owner]))
+
+    def count_delivery(self, task_id: str, retries: int, ttl_seconds: int) -> int:
+        """Count one delivery of a task message (per retry); the count so far."""
+        key = self.keys.delivery(task_id, retries)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.incr(key)
+        pipe.expire(key, ttl_seconds)
+        count, _ = pipe.execute()
+        return int(count)
+
+    def report_poison(self, task_id: str, record_json: str) -> None:
+        """Keep a poison task's record in the run's ``poison`` hash (idempotent by task id)."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(self.keys.poison, task_id, record_json)
+        pipe.sadd(self.keys.registry, self.keys.poison)
+        pipe.execute()
+
+    def poison_reports(self) -> list[str]:
+        return [reply_text(value) for value in self.client.hvals(self.keys.poison)]
+
+    # ----------------------------------------------------------- spec, data
+    def publish(self, spec_json: str, payload: Any, submitted_at: float) -> None:
+        """Write the run's spec and context payload and index the run (one transaction)."""
+        mapping: dict[str, bytes] = {CONTEXT_METADATA_FIELD.decode(): json.dumps(
+            payload.metadata_json()).encode()}
+        mapping.update({CONTEXT_ARRAY_PREFIX + name: _npy(value)
+                        for name, value in payload.arrays.items()})
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(self.keys.spec, spec_json)
+        pipe.delete(self.keys.context)
+        pipe.hset(self.keys.context, mapping=mapping)
+        pipe.zadd(RUNS_INDEX, {self.run_id: submitted_at})
+        pipe.execute()
+
+    def spec_json(self) -> str | None:
+        raw = self.client.get(self.keys.spec)
+        return None if raw is None else reply_text(raw)
+
+    def payload(self) -> Any:
+        """The context payload of the run (arrays decoded without pickle)."""
+        from srh_core.context.payload import ContextPayload
+
+        fields: Mapping[bytes, bytes] = self.client.hgetall(self.keys.context)
+        if CONTEXT_METADATA_FIELD not in fields:
+            raise SearchStateError(f"Run {self.run_id!r} has no published data.")
+        metadata = json.loads(fields[CONTEXT_METADATA_FIELD])
+        arrays = {key.decode()[len(CONTEXT_ARRAY_PREFIX):]:
+                  np.load(io.BytesIO(value), allow_pickle=False)
+                  for key, value in fields.items()
+                  if key.decode().startswith(CONTEXT_ARRAY_PREFIX)}
+        return ContextPayload.from_parts(metadata, arrays)
+
+    # --------------------------------------------------------------- reads
+    @staticmethod
+    def _candidates(replies: Iterable[Any]) -> list[CandidateRecord]:
+        return [CandidateRecord.from_dict(json.loads(reply)) for reply in replies]
+
+    def candidates(self) -> list[CandidateRecord]:
+        """Every pooled candidate in pooling order (duplicates across nodes kept)."""
+        keys = (self.keys.cand_order, self.keys.cands)
+        return self._candidates(self._scripts.call("values", keys, [0, -1]))
+
+    def _ranked(self, start: int, stop: int) -> list[CandidateRecord]:
+        keys = (self.keys.rank, self.keys.cands)
+        reply = self._scripts.call("ranked", keys, [start, stop, COMPLEXITY_DIGITS])
+        return self._candidates(reply)
+
+    def ranked_candidates(self) -> list[CandidateRecord]:
+        """Ranked pool, best first, one entry per canonical key."""
+        return self._ranked(0, -1)
+
+    def top_k(self, k: int) -> list[CandidateRecord]:
+        return self._ranked(0, k - 1) if k > 0 else []
+
+    def best_candidate(self) -> CandidateRecord | None:
+        best = self._ranked(0, 0)
+        return best[0] if best else None
+
+    def pareto_indices(self, candidates: list[CandidateRecord] | None = None) -> list[int]:
+        """Indices of the Pareto front in ``candidates`` (default: the ranked pool)."""
+        return pareto_indices(self.ranked_candidates() if candidates is None else candidates)
+
+    def pareto_front(self) -> list[CandidateRecord]:
+        """The Pareto front of the ranked pool, best first (one atomic script)."""
+        keys = (self.keys.rank, self.keys.cands)
+        return self._candidates(self._scripts.call("front", keys, [COMPLEXITY_DIGITS]))
+
+    get_pareto_front = pareto_front
+
+    @property
+    def node_count(self) -> int:
+        return int(self.client.hlen(self.keys.nodes))
+
+    @property
+    def latest_coordinate(self) -> SearchCoordinate | None:
+        """The furthest coordinate recorded (by R, L, C, K), as the embedded store says."""
+        coordinates = [SearchCoordinate.from_dict(json.loads(record)["coordinate"])
+                       for record in self.client.hvals(self.keys.nodes)]
+        return max(coordinates, key=coordinate_order, default=None)
+
+    def node_record(self, node_id: str) -> dict[str, Any] | None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hget(self.keys.nodes, node_id)
+        pipe.hget(self.keys.node_detail, node_id)
+        record, detail = pipe.execute()
+        return None if record is None else {**json.loads(record), "detail": json.loads(detail)}
+
+    def records(self, *, include_detail: bool = False) -> list[dict[str, Any]]:
+        """Node records in recording order, with their detail when asked."""
+        if not include_detail:
+            keys = (self.keys.node_order, self.keys.nodes)
+            return [json.loads(value) for value in self._scripts.call("values", keys, [0, -1])]
+        keys = (self.keys.node_order, self.keys.nodes, self.keys.node_detail)
+        values = self._scripts.call("values", keys, [0, -1])
+        return [{**json.loads(record), "detail": json.loads(detail)}
+                for record, detail in zip(values[::2], values[1::2], strict=True)]
+
+    # -------------------------------------------------------------- result
+    def result(self, status: str, progress: str, *, stop_reason: str | None = None
+               ) -> SearchResult:
+        """Build the result from the ranked pool, store it, and start the finished-run TTL."""
+        ranked = self.ranked_candidates()
+        result = SearchResult(
+            status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
+            pareto_front=pareto_indices(ranked), best_candidate=0 if ranked else None,
+            run_id=self.run_id, stop_reason=stop_reason)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(self.keys.result, dumps(result.to_dict()))
+        pipe.hset(self.keys.meta, mapping={"status": status, "finished_at": repr(time.time())})
+        pipe.execute()
+        self.expire_run()
+        return result
+
+    def stored_result(self) -> SearchResult | None:
+        """The result written by :meth:`result`, or None while the run has none."""
+        stored = self.client.get(self.keys.result)
+        return None if stored is None else SearchResult.from_dict(json.loads(stored))
+
+    def run_summary(self) -> dict[str, Any]:
+        """Status, policy and counts of the run, read atomically (for ``srh status``)."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hgetall(self.keys.meta)
+        pipe.hlen(self.keys.nodes)
+        pipe.llen(self.keys.cand_order)
+        pipe.zcard(self.keys.rank)
+        meta, nodes, pooled, ranked = pipe.execute()
+        summary = {reply_text(k): reply_text(v) for k, v in meta.items()
+                   if reply_text(k) != "agent_metadata"}
+        return {**summary, "run_id": self.run_id, "nodes": nodes, "candidates": pooled,
+                "ranked": ranked}
+
+    # ------------------------------------------------------- key retention
+    def run_keys(self) -> list[str]:
+        """Every key of the run: the static ones and the registered coordinate keys."""
+        registered = sorted(reply_text(key) for key in self.client.smembers(self.keys.registry))
+        return [*self.keys.static_keys(), *registered]
+
+    def expire_run(self) -> int:
+        """Give every key of the run the store's TTL (or none when it is None); count changed keys.
+
+        Call it when the run is finished: a key created afterwards has no TTL.
+        """
+        seconds = 0 if self.ttl_seconds is None else self.ttl_seconds
+        return int(self._scripts.call("set_ttl", self.run_keys(), [seconds]))
+
+    def persist_run(self) -> int:
+        """Remove the TTL from every key of the run (e.g. to resume a finished run)."""
+        return int(self._scripts.call("set_ttl", self.run_keys(), [0]))
+
+    def delete_run(self) -> int:
+        """Delete every key of the run; return how many existed."""
+        return int(self.client.delete(*self.run_keys()))
+
+    # ------------------------------------------------------ snapshot/resume
+    def export_state(self) -> dict[str, Any]:
+        """A ``SearchRunState.export_state()`` snapshot of the run, read atomically."""
+        keys = self.keys
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hgetall(keys.meta)
+        pipe.lrange(keys.node_order, 0, -1)
+        pipe.hgetall(keys.nodes)
+        pipe.hgetall(keys.node_detail)
+        pipe.lrange(keys.cand_order, 0, -1)
+        pipe.hgetall(keys.cands)
+        meta, order, nodes, details, cand_order, cands = (
+            {reply_text(k): v for k, v in reply.items()} if isinstance(reply, dict) else reply
+            for reply in pipe.execute())
+        records = [{**json.loads(nodes[reply_text(node_id)]),
+                    "detail": json.loads(details[reply_text(node_id)])} for node_id in order]
+        agent = json.loads(meta.get("agent_metadata") or "{}")
+        return {"version": SNAPSHOT_VERSION, "run_id": self.run_id,
+                "ranking_metric": self.policy.metric,
+                "larger_is_better": self.policy.larger_is_better, "agent_metadata": agent,
+                "nodes": records,
+                "candidates": [json.loads(cands[reply_text(field_)]) for field_ in cand_order]}
+
+    def save_snapshot(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Return :meth:`export_state` with ``extra`` under "runtime" (nothing is written)."""
+        snapshot = self.export_state()
+        if extra is not None:
+            snapshot["runtime"] = json_value(dict(extra))
+        return snapshot
+
+    @classmethod
+    def from_snapshot(cls, client: Redis, snapshot: Mapping[str, Any], *,
+                      ttl_seconds: int | None = FINISHED_RUN_TTL_SECONDS) -> RedisRunStore:
+        """Load an ``export_state()`` snapshot (either store's) into Redis, in one transaction.
+
+        Records already in Redis are kept (every write is idempotent), so
+        loading the same snapshot twice changes nothing.
+
+        Raises:
+            SearchStateError: When the snapshot is malformed or of another version.
+        """
+        if snapshot.get("version") != SNAPSHOT_VERSION:
+            raise SearchStateError(f"Snapshot version {snapshot.get('version')!r} is not "
+                                   f"supported; expected {SNAPSHOT_VERSION}.")
+        try:
+            store = cls(client, snapshot["run_id"], snapshot["ranking_metric"],
+                        bool(snapshot["larger_is_better"]), ttl_seconds=ttl_seconds,
+                        agent_metadata=snapshot.get("agent_metadata"))
+            nodes = [SearchNode.from_dict(node) for node in snapshot.get("nodes", [])]
+            pool = [CandidateRecord.from_dict(c) for c in snapshot.get("candidates", [])]
+        except (KeyError, TypeError, ValueError) as error:
+            raise SearchStateError(f"Malformed run snapshot: {error!r}.") from error
+        store._load(nodes, pool)
+        return store
+
+    def _load(self, nodes: Sequence[SearchNode], pool: Sequence[CandidateRecord]) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        for node in nodes:
+            self._scripts.call("record_node", self.keys.node_keys, node_args(node), pipe)
+        for candidate in pool:
+            entry = pool_entry(candidate, self.policy) or unranked_entry(candidate)
+            self._scripts.call("push_candidate", self.keys.pool_keys, entry.argv(), pipe)
+        pipe.execute()
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _results(raw: bytes | str) -> list[ToolCallResult]:
+    return [ToolCallResult.from_dict(r) for r in json.loads(raw)]
+
+
+__all__ = ["RedisRunStore", "SampleBatch", "SampleOutcome"]
