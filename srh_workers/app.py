@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import time
 from typing import Any
 
 from celery import Celery, signals
@@ -41,6 +42,11 @@ JSON_ONLY = ("json",)
 RESULT_BACKEND_MAX_RETRIES = 10
 BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 EX_CONFIG = 78  # sysexits.h: configuration error (systemd does not restart-loop on it)
+#: Imported once when a worker starts, before its pool forks: the first task of a
+#: process must not pay seconds of imports inside its time limit.
+WARM_MODULES = ("srh_core.agent", "srh_core.context", "srh_core.tools.catalogue",
+                "scipy.optimize", "scipy.interpolate", "scipy.special")
+OPTIONAL_WARM_MODULES = ("matplotlib.pyplot",)  # the run directory's plot (``plot`` extra)
 logger = logging.getLogger("srh.workers.app")
 
 
@@ -177,6 +183,19 @@ def _import_task_modules(celery_app: Celery) -> None:
                 setting="SRH_TASK_MODULES") from error
 
 
+def _warm_up() -> None:
+    started = time.monotonic()
+    os.environ.setdefault("MPLBACKEND", "Agg")  # workers draw plots into files only
+    for module in WARM_MODULES:
+        importlib.import_module(module)
+    for module in OPTIONAL_WARM_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+    logger.info("imported the search and tool modules in %.1f s", time.monotonic() - started)
+
+
 def _consumes_tools(worker: Any) -> bool:
     with_queues = getattr(worker.app.amqp.queues, "consume_from", None) or {}
     return TOOLS_QUEUE in with_queues
@@ -189,6 +208,7 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
     except ConfigurationError as error:
         logger.critical("refusing to start: %s", error)
         raise SystemExit(EX_CONFIG) from error
+    _warm_up()
     if _consumes_tools(worker):
         loose = [name for name in BLAS_THREAD_VARIABLES if os.environ.get(name) != "1"]
         if loose:

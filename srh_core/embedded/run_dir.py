@@ -60,6 +60,7 @@ class RunDirectory:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._mended: set[str] = set()
 
     # ------------------------------------------------------------ writing
     def write_start(self, settings: SearchSettings, problem: Mapping[str, Any],
@@ -84,6 +85,9 @@ class RunDirectory:
         """Append records to a log: ``nodes``, ``candidates``, ``tool_calls`` or ``plans``."""
         path = self.path / f"{log}.jsonl"
         with self._lock:
+            if log not in self._mended:
+                _end_torn_line(path)
+                self._mended.add(log)
             for record in records:
                 append_jsonl(path, record)
 
@@ -117,8 +121,8 @@ class RunDirectory:
         for log in ("tool_calls", "plans"):
             self.rewrite(log, logs.get(log) or [])
         self.write_snapshot(snapshot)
-        self.write_result(result)
         self.plot_pareto(result, settings.ranking_metric)
+        self.write_result(result)  # last: a run directory with a result is complete
 
     # ------------------------------------------------------------ reading
     def settings(self, **overrides: Any) -> SearchSettings:
@@ -188,6 +192,16 @@ class RunDirectory:
         figure.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(figure)
         return path
+
+
+def _end_torn_line(path: Path) -> None:
+    """Close a last line a killed process left unfinished, so the next record stays whole."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as stream:
+        stream.seek(-1, 2)
+        if stream.read(1) != b"\n":
+            stream.write(b"\n")
 
 
 def now() -> str:

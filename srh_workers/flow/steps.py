@@ -174,6 +174,9 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     """
     existing = rt.store.stored_result()
     if existing is not None:
+        # the result is stored before the run directory is written: finish the directory
+        if rt.run_dir is not None and not RunDirectory(rt.run_dir).has_result():
+            write_run_directory(rt, existing, rt.run_dir)
         return existing
     last = rt.store.latest_restart()
     branches = [b for b in rt.store.load_branches(last, rt.width) if b is not None] if last else []

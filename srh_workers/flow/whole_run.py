@@ -69,7 +69,10 @@ def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
         the action that continues it.
     """
     store = rt.store
-    if store.stored_result() is not None or not store.hold_lock(owner, LOCK_SECONDS):
+    if store.stored_result() is not None:
+        finalize_run(rt)  # completes a run directory an interrupted finalizer left unwritten
+        return []
+    if not store.hold_lock(owner, LOCK_SECONDS):
         return []
     agent = rt.agent()
     restart = max(1, store.latest_restart())

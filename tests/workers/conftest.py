@@ -35,6 +35,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from tests.workers.cluster import Cluster
+
 START_DEADLINE_SECONDS = 10.0
 STOP_DEADLINE_SECONDS = 5.0
 PORT_ATTEMPTS = 5
@@ -212,3 +214,13 @@ def redis_server_factory(tmp_path: Path) -> Iterator[RedisServerFactory]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def cluster(redis_server_factory: RedisServerFactory, tmp_path: Path) -> Iterator[Cluster]:
+    """A private redis-server (AOF on) and a producer app; start workers with ``cluster.start``."""
+    server = redis_server_factory(appendonly=True)
+    made = Cluster(server.url, tmp_path)
+    made.server = server  # type: ignore[attr-defined]
+    yield made
+    made.close()

@@ -1,8 +1,7 @@
 """The distributed runtime end to end: a private redis-server and real worker processes.
 
-Workers run with short limits (visibility timeout 12 s, restore sweep every
-second) because every task is short by design; a message held by a worker
-that vanished therefore comes back within visibility + restore interval.
+The ``cluster`` fixture (tests/workers/conftest.py, :class:`tests.workers.cluster.Cluster`)
+starts workers with short limits, see there.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,72 +24,15 @@ import redis
 from srh_core.agent import SearchSettings, SRAgent
 from srh_core.problems import load_suite
 from srh_core.sweep import SweepRunner, load_sweep
-from srh_workers.app import make_app
-from srh_workers.config import WorkerSettings
 from srh_workers.flow.tasks import sender
 from srh_workers.store import RedisRunStore
-from srh_workers.submit import run_status, submit_run, wait_for_result
+from srh_workers.submit import run_status
 from srh_workers.sweep import CelerySweepBackend
+from tests.workers.cluster import RECOVERY_TARGET_SECONDS, VISIBILITY, Cluster
 from tests.workers.cluster_plugins import REQUESTS_KEY
-from tests.workers.support import ROOT, WorkerProcess, wait_until, worker_env
+from tests.workers.support import ROOT, wait_until
 
 pytestmark = pytest.mark.integration
-
-VISIBILITY = 12
-RECOVERY_TARGET_SECONDS = 120
-CLUSTER_ENV = {
-    "SRH_VISIBILITY_TIMEOUT": str(VISIBILITY), "SRH_RESTORE_INTERVAL": "1",
-    "SRH_TOOL_SOFT_LIMIT": "6", "SRH_TOOL_HARD_LIMIT": "8",
-    "SRH_BRANCH_SOFT_LIMIT": "6", "SRH_BRANCH_HARD_LIMIT": "8", "SRH_RETRY_BACKOFF_MAX": "2",
-    "SRH_TASK_MODULES": "srh_workers.flow.tasks,tests.workers.cluster_plugins",
-    "SRH_LOG_FORMAT": "text",
-}
-
-
-class Cluster:
-    """A private Redis plus worker processes, and a producer app to submit with."""
-
-    def __init__(self, url: str, directory: Path) -> None:
-        self.url = url
-        self.directory = directory
-        self.env = worker_env(url, SRH_RUNS_DIR=str(directory / "runs"), **CLUSTER_ENV)
-        self.workers: list[WorkerProcess] = []
-        producer_env = {key: value for key, value in self.env.items() if key.startswith("SRH_")}
-        self.app = make_app(WorkerSettings.from_env({**producer_env,
-                                                     "SRH_TASK_MODULES": "none"}))
-        self.client = redis.Redis.from_url(url)
-
-    def start(self, queue: str, *, pool: str | None = None, concurrency: int = 1,
-              **extra_env: str) -> WorkerProcess:
-        pool = pool or ("prefork" if queue == "tools" else "threads")
-        log = self.directory / f"{queue}-{len(self.workers)}.log"
-        worker = WorkerProcess.celery({**self.env, **extra_env}, log, queue=queue, pool=pool,
-                                      concurrency=concurrency)
-        self.workers.append(worker)
-        wait_until(lambda: "ready." in worker.log_text() or not worker.alive, 30,
-                   f"{queue} worker to start")
-        assert worker.alive, worker.log_text()[-2000:]
-        return worker
-
-    def submit(self, settings: SearchSettings, X: dict[str, Any], y: dict[str, Any]) -> str:
-        return submit_run(self.client, sender(self.app), settings, X, y, "find y").run_id
-
-    def result(self, run_id: str, timeout: float = 150) -> Any:
-        return wait_for_result(self.client, run_id, timeout=timeout, poll=0.2)
-
-    def close(self) -> None:
-        for worker in self.workers:
-            worker.stop(signal.SIGKILL)
-
-
-@pytest.fixture
-def cluster(redis_server_factory: Any, tmp_path: Path) -> Iterator[Cluster]:
-    server = redis_server_factory(appendonly=True)
-    made = Cluster(server.url, tmp_path)
-    made.server = server  # type: ignore[attr-defined]
-    yield made
-    made.close()
-
 
 def power_law_data(n: int = 300) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     rng = np.random.default_rng(1)

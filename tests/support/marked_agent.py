@@ -1,0 +1,32 @@
+"""An SRAgent subclass for the parity tests: it overrides one opening and one recording hook.
+
+It lives in an importable module because a Celery worker rebuilds the agent
+from its class's import path (``tests.support.marked_agent:MarkedAgent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from srh_core.agent import SRAgent
+from srh_core.api import ModelResponse
+from srh_core.types import ParentLink, ToolCallResult
+
+PROMPT_MARK = "[marked by MarkedAgent]"
+
+
+class MarkedAgent(SRAgent):
+    """Adds a note to every prompt and a mark to every node's usage record."""
+
+    def prepare_model_messages(self, buffer: list[dict[str, Any]], R: int, L: int, C: int
+                               ) -> list[dict[str, Any]]:
+        prompt = super().prepare_model_messages(buffer, R, L, C)
+        return [*prompt, {"role": "user", "content": f"{PROMPT_MARK} R{R} C{C} L{L}"}]
+
+    def record_sample(self, response: ModelResponse, results: Sequence[ToolCallResult],
+                      parents: Sequence[ParentLink], prompt: list[dict[str, Any]] | None,
+                      usage: Mapping[str, Any] | None, R: int, C: int, L: int, K: int
+                      ) -> bool:
+        marked = {**(usage or {}), "mark": f"R{R}-C{C}-L{L}-K{K}"}
+        return super().record_sample(response, results, parents, prompt, marked, R, C, L, K)

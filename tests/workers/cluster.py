@@ -1,0 +1,69 @@
+"""A private Redis and real worker processes for the cluster tests (the ``cluster`` fixture).
+
+Workers run with short limits (visibility timeout 12 s, restore sweep every
+second) because every task is short by design; a message held by a worker
+that vanished therefore comes back within visibility + restore interval.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from srh_core.agent import SearchSettings, SRAgent
+from srh_workers.app import make_app
+from srh_workers.config import WorkerSettings
+from srh_workers.flow.tasks import sender
+from srh_workers.submit import submit_run, wait_for_result
+from tests.workers.support import WorkerProcess, wait_until, worker_env
+
+VISIBILITY = 12
+RECOVERY_TARGET_SECONDS = 120
+CLUSTER_ENV = {
+    "SRH_VISIBILITY_TIMEOUT": str(VISIBILITY), "SRH_RESTORE_INTERVAL": "1",
+    "SRH_TOOL_SOFT_LIMIT": "6", "SRH_TOOL_HARD_LIMIT": "8",
+    "SRH_BRANCH_SOFT_LIMIT": "6", "SRH_BRANCH_HARD_LIMIT": "8", "SRH_RETRY_BACKOFF_MAX": "2",
+    "SRH_TASK_MODULES": "srh_workers.flow.tasks,tests.workers.cluster_plugins",
+    "SRH_LOG_FORMAT": "text",
+}
+
+
+class Cluster:
+    """A private Redis plus worker processes, and a producer app to submit with."""
+
+    def __init__(self, url: str, directory: Path) -> None:
+        self.url = url
+        self.directory = directory
+        self.env = worker_env(url, SRH_RUNS_DIR=str(directory / "runs"), **CLUSTER_ENV)
+        self.workers: list[WorkerProcess] = []
+        producer_env = {key: value for key, value in self.env.items() if key.startswith("SRH_")}
+        self.app = make_app(WorkerSettings.from_env({**producer_env,
+                                                     "SRH_TASK_MODULES": "none"}))
+        self.client = redis.Redis.from_url(url)
+
+    def start(self, queue: str, *, pool: str | None = None, concurrency: int = 1,
+              **extra_env: str) -> WorkerProcess:
+        pool = pool or ("prefork" if queue == "tools" else "threads")
+        log = self.directory / f"{queue}-{len(self.workers)}.log"
+        worker = WorkerProcess.celery({**self.env, **extra_env}, log, queue=queue, pool=pool,
+                                      concurrency=concurrency)
+        self.workers.append(worker)
+        wait_until(lambda: "ready." in worker.log_text() or not worker.alive, 30,
+                   f"{queue} worker to start")
+        assert worker.alive, worker.log_text()[-2000:]
+        return worker
+
+    def submit(self, settings: SearchSettings, X: dict[str, Any], y: dict[str, Any],
+               agent_class: type[SRAgent] = SRAgent) -> str:
+        return submit_run(self.client, sender(self.app), settings, X, y, "find y",
+                          agent_class=agent_class).run_id
+
+    def result(self, run_id: str, timeout: float = 150) -> Any:
+        return wait_for_result(self.client, run_id, timeout=timeout, poll=0.2)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.stop(signal.SIGKILL)

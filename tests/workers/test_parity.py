@@ -1,0 +1,90 @@
+"""One loop: an SRAgent subclass gives the same nodes embedded and on real Celery workers.
+
+The subclass (:class:`tests.support.marked_agent.MarkedAgent`) overrides a hook
+of the step opening and one of the recording; the cluster rebuilds it from its
+import path. Both granularities of the cluster are checked (a step as tasks, a
+whole run as chunked tasks), with early stop on and off: the same node labels,
+parent links, responses and marks, the same result, the same run-directory files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srh_core.agent import SearchSettings
+from srh_core.problems import load_suite
+from srh_workers.store import RedisRunStore
+from tests.support.marked_agent import PROMPT_MARK, MarkedAgent
+from tests.workers.cluster import Cluster
+from tests.workers.support import wait_until
+
+pytestmark = pytest.mark.integration
+
+# With seed 1 the offline proposer's two branches first fit this problem exactly at
+# steps 3 and 2, so early stop ends the first restart at step 2 (see test_concurrent_branches).
+PROBLEM = "feynman-I.6.2a"
+VALUES = {"max_restart_loop": 2, "global_width": 2, "max_refinement_depth": 3,
+          "local_sample_size": 2, "seed": 1}
+
+
+def without_run_id(text: str) -> str:
+    return text.split(":", 1)[1]
+
+
+def fingerprint(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What must agree: each node's label, parents, response and the subclass's marks."""
+    rows = []
+    for record in records:
+        detail = record["detail"]
+        prompt_marks = [m["content"] for m in detail.get("prompt") or []
+                        if PROMPT_MARK in str(m.get("content"))]
+        rows.append((record["node_label"],
+                     tuple((without_run_id(p["parent_node_id"]), p["relation"])
+                           for p in record["parents"]),
+                     detail["content"], detail["usage"].get("mark"), tuple(prompt_marks)))
+    return sorted(rows)
+
+
+def comparable(result: dict[str, Any]) -> dict[str, Any]:
+    drop = ("run_id",)
+    candidates = [{**c, "node_id": without_run_id(c["node_id"])} for c in result["candidates"]]
+    return {**{k: v for k, v in result.items() if k not in drop}, "candidates": candidates}
+
+
+@pytest.mark.parametrize("early_stop", [False, True], ids=["full-budget", "early-stop"])
+def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluster,
+                                                                 tmp_path: Path, early_stop):
+    problem = load_suite().get(PROBLEM)
+    X, y = problem.sample(300, seed=0)
+    embedded = MarkedAgent(run_id="emb", save_path=str(tmp_path / "embedded"),
+                           early_stop=early_stop, **VALUES)
+    expected = embedded.run(X, {problem.output: y}, "find y")
+    expected_nodes = fingerprint(embedded.store.records(include_detail=True))
+    assert all(row[3] == row[0] for row in expected_nodes)  # the recording hook ran
+    assert all(row[4] for row in expected_nodes if row[0].endswith("K1"))  # the opening one
+    if early_stop:
+        assert expected["status"] == "early_stopped" and len(expected_nodes) == 2 * 2 * 2
+    else:
+        assert expected["status"] == "completed" and len(expected_nodes) == 2 * 2 * 3 * 2
+    files = {path.name for path in (tmp_path / "embedded").iterdir()}
+
+    cluster.start("branches", concurrency=4)
+    cluster.start("tools", concurrency=2)
+    for granularity in ("step", "run"):
+        run_id = f"par-{granularity}-{int(early_stop)}"
+        settings = SearchSettings.build(run_id=run_id, early_stop=early_stop,
+                                        granularity=granularity, **VALUES)
+        cluster.submit(settings, X, {problem.output: y}, agent_class=MarkedAgent)
+        result = cluster.result(run_id).to_dict()
+        records = RedisRunStore.open(cluster.client, run_id).records(include_detail=True)
+        assert fingerprint(records) == expected_nodes, granularity
+        assert comparable(result) == comparable(expected), granularity
+        run_dir = cluster.directory / "runs" / run_id
+        wait_until(lambda: (run_dir / "result.json").exists(), 30,  # noqa: B023
+                   "the finalizing worker to write the run directory")
+        assert {path.name for path in run_dir.iterdir()} == files, granularity
+        assert json.loads((run_dir / "result.json").read_text()) == result
