@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from srh_core.errors import DataError
@@ -121,3 +123,12 @@ def test_prediction_failing_on_an_observed_target_makes_error_metrics_nan() -> N
         result = prediction_metrics([1.0, 2.0, 3.0], [1.0, np.nan, 3.0], 0)
     assert result["n_samples"] == 3 and result["n_finite"] == 2
     assert all(math.isnan(result[k]) for k in ("mse", "r2", "aic", "pearson", "spearman"))
+
+
+@given(st.lists(st.integers(-3, 3) | st.floats(-1e6, 1e6, allow_nan=False), min_size=1,
+                max_size=60))
+def test_average_ranks_are_scipys_rankdata(values):
+    from srh_core.evaluator.metrics import average_ranks
+
+    array = np.asarray(values, dtype=float)
+    assert np.array_equal(average_ranks(array), stats.rankdata(array))
