@@ -39,6 +39,10 @@ logger = logging.getLogger("srh.agent")
 
 Message = dict[str, Any]
 Observer = Callable[[Mapping[str, Any]], None]
+MOVE_ON_REASONS = frozenset({"next_c", "next_r"})
+"""``prepare_iteration`` reasons that end a branch as done, not the search: the
+interactive controls' "next branch" and "next restart" (the agent returns
+"next_r" for every remaining branch of that restart)."""
 
 class SRAgent(AgentLifecycle, PromptHooks):
     """Agent that runs an R-C-L-K symbolic-regression search.
@@ -109,7 +113,9 @@ class SRAgent(AgentLifecycle, PromptHooks):
                           ) -> str | None:
         """Hook: apply control changes before the prompt is built.
 
-        Returns None to continue, or a reason that stops this branch.
+        Returns None to continue; "next_c" or "next_r" (a researcher moving
+        on, see :data:`MOVE_ON_REASONS`) to end this branch as done; or a
+        reason that stops the search.
         """
         seconds = self.seconds_left()
         if seconds is not None and seconds <= 0:
@@ -167,7 +173,8 @@ class SRAgent(AgentLifecycle, PromptHooks):
         """Open step L of a branch; None when ``prepare_iteration`` stops the branch."""
         reason = self.prepare_iteration(branch.buffer, branch.R, branch.L, branch.C)
         if reason is not None:
-            branch.status, branch.stop_reason = "stopped", reason
+            branch.status = "done" if reason in MOVE_ON_REASONS else "stopped"
+            branch.stop_reason = reason
             return None
         prompt = self.prepare_model_messages(branch.buffer, branch.R, branch.L, branch.C)
         responses, usage = self.request_llm(prompt, branch.R, branch.L, branch.C)

@@ -278,10 +278,10 @@ class InteractionManager:
         yield messages
 
     def _hold_locked(self) -> None:
-        self._set_state_locked("paused")
         generation = self._release_generation
-        self._waiting += 1
+        self._waiting += 1  # before the state change, so its event says a branch is held
         try:
+            self._set_state_locked("paused")
             while self._release_generation == generation and self._state != "idle":
                 self._condition.wait(_WAIT_SLICE_SECONDS)
         finally:
