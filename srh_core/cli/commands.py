@@ -14,6 +14,7 @@ import numpy as np
 
 from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError
+from srh_core.runtime.cli import add_interactive_arguments, interactive_options
 from srh_core.types import SearchResult
 
 DEFAULT_RUNS_DIR = "runs"
@@ -40,6 +41,7 @@ def register(subparsers: Any) -> None:
     resume.add_argument("run_dir")
     resume.add_argument("--time-limit", type=float, help="new wall-clock budget (seconds)")
     resume.add_argument("--json", action="store_true", help="print the result JSON only")
+    add_interactive_arguments(resume)
     resume.set_defaults(handler=handle_resume)
     show = subparsers.add_parser("show", help="show a run directory's result")
     show.add_argument("run_dir")
@@ -77,6 +79,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print exactly the SearchResult JSON on stdout")
     parser.add_argument("--backend", default="embedded",
                         help="embedded (default) or celery (with srh_workers)")
+    add_interactive_arguments(parser)
 
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
@@ -151,7 +154,12 @@ def run_embedded(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     data = load_run_data(args)
-    agent = SRAgent(settings)
+    if getattr(args, "interactive", False):
+        from srh_core.runtime import SRAgentInteractive
+
+        agent = SRAgentInteractive(settings, **interactive_options(args))
+    else:
+        agent = SRAgent(settings)
     agent.observers.append(ProgressLine(settings.max_nodes))
     result = SearchResult.from_dict(agent.run(data.X, data.y, data.description))
     report_judgement(data, result, settings.save_path)
@@ -195,7 +203,12 @@ def handle_resume(args: argparse.Namespace) -> int:
     from srh_core.agent.run_dir import RunDirectory
 
     overrides = {"time_limit": args.time_limit} if args.time_limit else {}
-    result = SearchResult.from_dict(SRAgent.resume(args.run_dir, **overrides))
+    agent_class: Any = SRAgent
+    if args.interactive:
+        from srh_core.runtime import SRAgentInteractive
+
+        agent_class = SRAgentInteractive  # resumes with the class's pause defaults
+    result = SearchResult.from_dict(agent_class.resume(args.run_dir, **overrides))
     settings = RunDirectory(args.run_dir).settings()
     return print_result(result, settings, args.json)
 
