@@ -1,7 +1,7 @@
 """What the workbench can show: runs and sweeps under the run roots, and runs in Redis.
 
 Run directories are found by their files (``run.json`` and
-``settings.json``) up to three levels under each root, so a sweep's
+``settings.json``) up to four levels under each root, so a sweep's
 ``runs/`` are found too; a directory with ``sweep.json`` is a sweep. The
 scan is repeated at most every :data:`SCAN_SECONDS`; readers are kept, so
 each run's files are read incrementally across requests.

@@ -250,7 +250,7 @@ def _process_alive(pid: Any) -> bool:
     return True
 
 
-def iter_run_directories(root: Path, depth: int = 3) -> Iterator[Path]:
+def iter_run_directories(root: Path, depth: int = 4) -> Iterator[Path]:
     """Run directories under ``root`` (itself included), at most ``depth`` levels down."""
     if is_run_directory(root):
         yield root
