@@ -13,7 +13,10 @@ const ACTIONS = ["pause", "resume", "force_pause", "next_c", "next_r"];
 function renderSummary(s) {
   state.summary = s;
   put(document.getElementById("title"), `Run ${s.run_id}`);
+  const held = s.control && s.control.alive && s.status === "running"
+    && ["pausing", "interrupting", "paused"].includes(s.control.interaction_state);
   put(document.getElementById("status"), SRH.badge(s.status));
+  put(document.getElementById("held"), held ? SRH.badge(s.control.interaction_state) : "");
   const st = s.settings;
   const stats = [["R × C × L × K", `${st.R} × ${st.C} × ${st.L} × ${st.K}`],
     ["responses", `${s.nodes} / ${st.max_nodes}`], ["elapsed", SRH.seconds(s.elapsed_seconds)],
@@ -73,6 +76,9 @@ function plot(container, front) {
   svg.appendChild(el("svg:line", { x1: P.l, y1: P.t, x2: P.l, y2: H - P.b, stroke: "#94a3b8" }));
   svg.appendChild(el("svg:text", { x: W / 2, y: H - 6, "font-size": 11 }, "complexity"));
   svg.appendChild(el("svg:text", { x: 4, y: 12, "font-size": 11 }, `${front.metric} (log)`));
+  for (const x of [...new Set([Math.min(...xs), Math.max(...xs)])]) {
+    svg.appendChild(el("svg:text", { x: sx(x) - 3, y: H - P.b + 13, "font-size": 10 }, x));
+  }
   for (const decade of [Math.ceil(y0), Math.floor(y1)]) {
     svg.appendChild(el("svg:text", { x: 6, y: sy(10 ** decade) + 4, "font-size": 10 },
                        `1e${decade}`));
