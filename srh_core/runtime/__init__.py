@@ -35,8 +35,8 @@ from srh_core.runtime.manager import (
     PendingMessage,
     SearchTransition,
     SRInteractionAction,
-    SRInteractionManager,
 )
+from srh_core.runtime.sr_manager import SRInteractionManager
 
 _LAZY = {
     "ControlBridge": "srh_core.runtime.bridge",

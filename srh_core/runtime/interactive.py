@@ -37,7 +37,8 @@ from srh_core.api import ModelResponse
 from srh_core.errors import ConfigurationError, ModelRequestCancelledError, ToolRunAbort
 from srh_core.runtime.bridge import ControlBridge
 from srh_core.runtime.channel import ControlChannel, InProcessChannel
-from srh_core.runtime.manager import PendingMessage, SRInteractionManager
+from srh_core.runtime.manager import PendingMessage
+from srh_core.runtime.sr_manager import SRInteractionManager
 from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
 
 Message = dict[str, Any]
