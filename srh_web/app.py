@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 from srh_core.runtime import ControlCommand, InteractionError
 from srh_core.types import json_value
 from srh_web.catalog import Catalog
-from srh_web.errors import RunNotFoundError
+from srh_web.errors import RunNotFoundError, WebError
 from srh_web.security import SecurityMiddleware
 
 logger = logging.getLogger("srh.web")
@@ -66,7 +66,7 @@ def create_app(catalog: Catalog, *, token: str | None = None,
                allowed_hosts: tuple[str, ...] = ()) -> SecurityMiddleware:
     """The ASGI application over ``catalog``, behind :class:`SecurityMiddleware`."""
     app = Starlette(routes=_routes(catalog), exception_handlers={
-        RunNotFoundError: _not_found, InteractionError: _bad_request})
+        RunNotFoundError: _not_found, InteractionError: _bad_request, WebError: _unavailable})
     return SecurityMiddleware(app, token=token, allowed_hosts=allowed_hosts)
 
 
@@ -214,3 +214,7 @@ async def _not_found(request: Request, error: Exception) -> Response:
 
 async def _bad_request(request: Request, error: Exception) -> Response:
     return SafeJSON({"error": str(error)}, status_code=400)
+
+
+async def _unavailable(request: Request, error: Exception) -> Response:
+    return SafeJSON({"error": str(error)}, status_code=503)

@@ -11,14 +11,39 @@ store, ``queue_depths``); nothing here writes to Redis.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from typing import Any, TypeVar
 
 from srh_web import views
+from srh_web.errors import ClusterUnavailableError
 
 logger = logging.getLogger("srh.web")
 
 RECENT_RUNS = 50
 INSPECT_TIMEOUT_SECONDS = 1.0
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+@contextmanager
+def _redis_errors(url: str) -> Iterator[None]:
+    import redis
+
+    try:
+        yield
+    except redis.exceptions.RedisError as error:
+        raise ClusterUnavailableError(f"Redis at {_redacted(url)} did not answer: {error}") \
+            from error
+
+
+def _reads_redis(method: Method) -> Method:
+    """Turn a Redis failure inside ``method`` into :class:`ClusterUnavailableError`."""
+    @wraps(method)
+    def wrapper(self: ClusterSource, *args: Any, **kwargs: Any) -> Any:
+        with _redis_errors(self.redis_url):
+            return method(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
 
 
 class ClusterSource:
@@ -36,11 +61,13 @@ class ClusterSource:
         self._app: Any = None
 
     # ----------------------------------------------------------------- runs
+    @_reads_redis
     def run_ids(self) -> list[str]:
         from srh_workers.submit import list_runs
 
         return list_runs(self.client, RECENT_RUNS)
 
+    @_reads_redis
     def has_run(self, run_id: str) -> bool:
         from srh_workers.keys import RunKeys
 
@@ -60,6 +87,7 @@ class ClusterSource:
                 "elapsed_seconds": status["elapsed_seconds"], "updated_at": None,
                 "cost": None, "interactive": False, "path": None}
 
+    @_reads_redis
     def summary(self, run_id: str) -> dict[str, Any]:
         from srh_workers.publish import load_spec
         from srh_workers.store import RedisCandidateStore
@@ -81,12 +109,14 @@ class ClusterSource:
                             "features": spec.features},
                 "control": None, "model_requests": status["model_requests"]}
 
+    @_reads_redis
     def nodes(self, run_id: str, after: int = 0) -> dict[str, Any]:
         from srh_workers.store import RedisCandidateStore
 
         records = RedisCandidateStore.open(self.client, run_id).records(include_detail=True)
         return {"total": len(records), "nodes": [views.node_summary(r) for r in records[after:]]}
 
+    @_reads_redis
     def node(self, run_id: str, node_id: str) -> dict[str, Any] | None:
         from srh_workers.store import RedisCandidateStore
 
@@ -100,11 +130,13 @@ class ClusterSource:
         return None if record is None else views.node_detail(record, prompt_of)
 
     # -------------------------------------------------------------- cluster
+    @_reads_redis
     def overview(self) -> dict[str, Any]:
         """Workers that answer a ping (with their tasks in flight), queue depths, live runs."""
         from srh_workers.config import QUEUES
         from srh_workers.metrics import queue_depths
 
+        self.client.ping()  # a Redis that does not answer fails fast, before Celery retries
         report: dict[str, Any] = {"redis_url": _redacted(self.redis_url), "errors": []}
         try:
             depths, unacked = queue_depths(self.redis_url, QUEUES)

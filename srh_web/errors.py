@@ -21,3 +21,7 @@ class RunNotFoundError(WebError, LookupError):
         super().__init__(f"No {kind} {key!r} in {where}.")
         self.key = key
         self.kind = kind
+
+
+class ClusterUnavailableError(WebError):
+    """Redis (the cluster's store and broker) did not answer."""

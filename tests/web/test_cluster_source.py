@@ -91,3 +91,18 @@ def test_srh_web_lists_and_shows_redis_runs(stored_run, tmp_path):
         assert cluster["enabled"] and cluster["runs_in_flight"][0]["run_id"] == "cluster-run"
         status, _, body = client.post("/api/runs/cluster-run/control", {"action": "pause"})
         assert status == 409 and b"does not take commands" in body
+
+
+def test_a_redis_that_does_not_answer_is_reported_not_fatal(runs_root):
+    from srh_web.cluster import ClusterSource
+    from tests.web.support import free_port
+
+    with LiveServer([runs_root], cluster=ClusterSource(f"redis://127.0.0.1:{free_port()}/0")) \
+            as server:
+        client = Client(server.url)
+        runs = client.json("/api/runs")["runs"]
+        assert any(r["key"] == "offline-run" for r in runs)          # directories still list
+        assert runs[-1]["status"] == "unavailable" and "did not answer" in runs[-1]["error"]
+        status, _, body = client.get("/api/cluster")
+        assert status == 503 and b"did not answer" in body
+        assert client.get("/api/runs/not-a-directory-run")[0] == 503
