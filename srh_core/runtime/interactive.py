@@ -221,9 +221,9 @@ class SRAgentInteractive(SRAgent):
         """Run the step's calls; a force-pause cuts them (every call reported cancelled)."""
         manager = self.interaction_manager
         coord = {"R": R, "C": C, "L": L}
-        for K, response in enumerate(response_list, 1):
+        for response in response_list:  # one sample per call, or all K: K is response.sample
             for call in response.tool_calls:
-                manager.publish_event("tool_started", {"coord": {**coord, "K": K},
+                manager.publish_event("tool_started", {"coord": {**coord, "K": response.sample},
                                                        "call": _call_view(call)})
         try:
             with manager.cancellable(lambda: self._flag(R, C, L, "interrupted")):
@@ -232,10 +232,11 @@ class SRAgentInteractive(SRAgent):
             if "interrupted" not in self._flags(R, C, L):
                 raise
             grouped = self._cancelled_calls(response_list, R, L, C)
-        for K, (response, results) in enumerate(zip(response_list, grouped, strict=True), 1):
+        for response, results in zip(response_list, grouped, strict=True):
             for call, result in zip(response.tool_calls, results, strict=True):
                 manager.publish_event("tool_completed", {
-                    "coord": {**coord, "K": K}, "call": _call_view(call), "ok": result.ok,
+                    "coord": {**coord, "K": response.sample}, "call": _call_view(call),
+                    "ok": result.ok,
                     "result_str": _clip(result.result_str),
                     "elapsed_s": result.meta_data.get("elapsed_s")})
         return grouped
@@ -254,14 +255,15 @@ class SRAgentInteractive(SRAgent):
     def collect_candidates(self, response_list: Sequence[ModelResponse],
                            results_list: Sequence[Sequence[ToolCallResult]], R: int, L: int,
                            C: int) -> list[CandidateRecord]:
-        ranked = super().collect_candidates(response_list, results_list, R, L, C)
+        collected = super().collect_candidates(response_list, results_list, R, L, C)
         metric = self.settings.ranking_metric
+        top = self.store.top_k(TOP_K_EVENT) if self.store is not None else []
         self.interaction_manager.publish_event("topk_updated", {
-            "coord": {"R": R, "C": C, "L": L}, "total": len(ranked),
+            "coord": {"R": R, "C": C, "L": L}, "new_candidates": len(collected),
             "records": [{"formula": record.formula, "complexity": record.complexity,
                          "node_id": record.node_id, metric: record.metric(metric, "train")}
-                        for record in ranked[:TOP_K_EVENT]]})
-        return ranked
+                        for record in top]})
+        return collected
 
     def finish_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
         """Note a force-pause for the model, or ask for a pause after a tool-free reply."""

@@ -129,7 +129,7 @@ def live_run(openai_server, tmp_path, monkeypatch):
 
 def test_controls_and_live_events_of_an_interactive_run(live_run):
     live, client, agent, openai_server = live_run
-    openai_server.wait_for_requests(1)
+    openai_server.wait_for_requests(1, timeout=30)
     status, _, body = client.post("/api/runs/live/control", {"action": "pause"})
     assert status == 202, body
     events = read_sse(live.url, "/api/runs/live/events", lambda got: any(
@@ -145,14 +145,14 @@ def test_controls_and_live_events_of_an_interactive_run(live_run):
     status, _, body = client.post("/api/runs/live/control", {"action": "message",
                                                              "message": "try x1*x2**2"})
     assert status == 202
-    openai_server.wait_for_requests(2)
+    openai_server.wait_for_requests(2, timeout=30)
     last_user = [m for m in openai_server.bodies()[1]["messages"] if m["role"] == "user"][-1]
     assert last_user["content"].endswith("try x1*x2**2")
 
 
 def test_a_script_in_a_tool_result_stays_text(live_run):
     live, client, agent, openai_server = live_run
-    openai_server.wait_for_requests(2)
+    openai_server.wait_for_requests(2, timeout=30)
     node_id = client.json("/api/runs/live/nodes")["nodes"][0]["node_id"]
     status, _, raw = client.get(f"/api/runs/live/nodes/{node_id}")
     assert status == 200 and b"<script" not in raw and b"</script" not in raw

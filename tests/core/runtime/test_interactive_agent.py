@@ -125,7 +125,7 @@ def test_message_pause_resume_and_next_branch(openai_server, tmp_path):
                          evaluate("x1*x2**2", "c5"))
     run = Run(openai_server, tmp_path, global_width=2, max_refinement_depth=3).start()
 
-    openai_server.wait_for_requests(1)
+    openai_server.wait_for_requests(1, timeout=30)
     run.send("pause")                           # lands while step C1-L1 is open
     run.paused()
     assert len(openai_server.requests) == 1 and run.labels() == ["R1-C1-L1"]
@@ -134,12 +134,12 @@ def test_message_pause_resume_and_next_branch(openai_server, tmp_path):
     assert len(openai_server.requests) == 1             # held
 
     run.send("message", "Hint: y grows with the square of x2.")   # releases the pause
-    openai_server.wait_for_requests(2)
+    openai_server.wait_for_requests(2, timeout=30)
     hint = [t for t in user_texts(openai_server.bodies()[1]) if t.startswith(MESSAGE_PREFIX)]
     assert hint == [f"{MESSAGE_PREFIX}\nHint: y grows with the square of x2."]
 
     run.send("next_c")                          # C1 ends after L2: no C1-L3
-    openai_server.wait_for_requests(3)
+    openai_server.wait_for_requests(3, timeout=30)
     fresh = openai_server.bodies()[2]
     assert not any("Hint" in text for text in user_texts(fresh))
     assert not any(m["role"] == "tool" for m in fresh["messages"])
@@ -169,7 +169,7 @@ def test_next_restart_skips_the_rest_of_the_restart(openai_server, tmp_path):
                          evaluate("x1", "c3"), evaluate("x2", "c4"), evaluate("x1+x2", "c5"))
     run = Run(openai_server, tmp_path, max_restart_loop=2, global_width=2,
               max_refinement_depth=2).start()
-    openai_server.wait_for_requests(1)
+    openai_server.wait_for_requests(1, timeout=30)
     run.send("next_r")
     result = run.finish()
     assert result.status == "completed"
@@ -200,7 +200,7 @@ def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_serve
     run.paused()                                    # the tool-free reply asked for a pause
     assert len(openai_server.requests) == 1
     run.send("resume")
-    openai_server.wait_for_requests(2)
+    openai_server.wait_for_requests(2, timeout=30)
     run.send("force_pause")                         # cuts the streamed reply
     run.paused()
     started = time.monotonic()
