@@ -185,7 +185,6 @@ class SRAgentInteractive(SRAgent):
         except Exception as error:
             self._publish_failed(ids, coord, error)
             raise
-        self._note_responses(responses, R, C, L)
         for K, response in zip(ids, responses, strict=False):
             manager.publish_event("assistant_completed", {
                 "response_id": ids[K], "coord": {**coord, "K": K},
@@ -208,13 +207,6 @@ class SRAgentInteractive(SRAgent):
                 "response_id": response_id, "coord": {**coord, "K": K},
                 "error": f"{type(error).__name__}: {error}", "interrupted": interrupted})
 
-    def _note_responses(self, responses: Sequence[ModelResponse], R: int, C: int,
-                        L: int) -> None:
-        if not any(response.tool_calls for response in responses):
-            self._flag(R, C, L, "tool_free")
-        if any(response.finish_reason == "length" for response in responses):
-            self._flag(R, C, L, "truncated")
-
     # ---------------------------------------------------------------- tools
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
                            C: int) -> list[list[ToolCallResult]]:
@@ -229,7 +221,8 @@ class SRAgentInteractive(SRAgent):
             with manager.cancellable(lambda: self._flag(R, C, L, "interrupted")):
                 grouped = super().execute_tool_calls(response_list, R, L, C)
         except ToolRunAbort:
-            if "interrupted" not in self._flags(R, C, L):
+            if not (self.interaction_manager.cancellation_signal.is_set()
+                    or "interrupted" in self._flags(R, C, L)):
                 raise
             grouped = self._cancelled_calls(response_list, R, L, C)
         for response, results in zip(response_list, grouped, strict=True):
@@ -264,6 +257,28 @@ class SRAgentInteractive(SRAgent):
                          "node_id": record.node_id, metric: record.metric(metric, "train")}
                         for record in top]})
         return collected
+
+    def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
+                            results_list: Sequence[Sequence[ToolCallResult]],
+                            node_parents: Sequence[Any], R: int, L: int, C: int
+                            ) -> tuple[list[Message], list[Any]]:
+        """Note what the step's samples were (tool-free, truncated, cut) for ``finish_iteration``.
+
+        Read from the responses and results themselves, in the hook that runs
+        with ``finish_iteration``, so nothing has to survive between the tasks
+        of a distributed step.
+        """
+        if not any(response.tool_calls for response in response_list):
+            self._flag(R, C, L, "tool_free")
+        if any(response.finish_reason == "length" for response in response_list):
+            self._flag(R, C, L, "truncated")
+        cut = any(response.finish_reason == "cancelled" for response in response_list) or any(
+            result.meta_data.get("error_type") == "Cancelled"
+            for results in results_list for result in results)
+        if cut:
+            self._flag(R, C, L, "interrupted")
+        return super().update_conversation(buffer, response_list, results_list, node_parents,
+                                           R, L, C)
 
     def finish_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
         """Note a force-pause for the model, or ask for a pause after a tool-free reply."""
