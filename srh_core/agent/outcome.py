@@ -35,6 +35,9 @@ STOP_EARLY = "early_stopped"
 STOP_TIME_LIMIT = "time_limit"
 STOP_INTERRUPTED = "interrupted"
 STOP_CANCELLED = "cancelled"
+#: ``prepare_iteration`` reasons that end a branch as done, not the search: the interactive
+#: controls' "next branch" and "next restart" (every remaining branch of that restart).
+MOVE_ON_REASONS = frozenset({"next_c", "next_r"})
 #: Reasons after which ``srh resume`` continues the branch (the budget was not used up).
 RESUMABLE_STOPS = frozenset({STOP_TIME_LIMIT, STOP_INTERRUPTED, STOP_CANCELLED})
 

@@ -41,7 +41,7 @@ from typing import Any
 from srh_core.agent import prompts
 from srh_core.agent.branch import BranchState, updated_front
 from srh_core.agent.candidates import choose_sample, is_evaluation, sample_candidates
-from srh_core.agent.outcome import STOP_DEPTH, STOP_TIME_LIMIT
+from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import StepPlan
 from srh_core.api import ModelResponse
@@ -330,7 +330,9 @@ class SRAgent:
                           ) -> str | None:
         """Hook: apply control changes before the prompt is built.
 
-        Returns None to continue, or a reason that stops this branch.
+        Returns None to continue; "next_c" or "next_r" (a researcher moving
+        on, see :data:`MOVE_ON_REASONS`) to end this branch as done; or a
+        reason that stops the search.
         """
         seconds = self.seconds_left()
         if seconds is not None and seconds <= 0:
@@ -395,7 +397,7 @@ class SRAgent:
         with self.active_branch(branch):
             reason = self.prepare_iteration(buffer, R, L, C)
             if reason is not None:
-                branch.stop(reason)
+                branch.stop(reason, "done" if reason in MOVE_ON_REASONS else "stopped")
                 return None
             prompt = self.prepare_model_messages(buffer, R, L, C)
             responses, usage = self.request_llm(prompt, R, L, C)

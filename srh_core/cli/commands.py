@@ -14,6 +14,7 @@ import numpy as np
 
 from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError
+from srh_core.runtime.cli import add_interactive_arguments, interactive_options
 from srh_core.types import SearchResult
 
 DEFAULT_RUNS_DIR = "runs"
@@ -40,6 +41,7 @@ def register(subparsers: Any) -> None:
     resume.add_argument("run_dir")
     resume.add_argument("--time-limit", type=float, help="new wall-clock budget (seconds)")
     resume.add_argument("--json", action="store_true", help="print the result JSON only")
+    add_interactive_arguments(resume)
     resume.set_defaults(handler=handle_resume)
     show = subparsers.add_parser("show", help="show a run directory's result")
     show.add_argument("run_dir")
@@ -97,6 +99,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="embedded (default) or celery (with srh_workers)")
     parser.add_argument("--agent-class", default=None, metavar="MODULE:CLASS",
                         help="an SRAgent subclass to run (importable here and on the workers)")
+    add_interactive_arguments(parser)
 
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
@@ -178,7 +181,12 @@ def run_embedded(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     data = load_run_data(args)
-    agent = agent_class_from_args(args)(settings=settings)
+    if getattr(args, "interactive", False):
+        from srh_core.runtime import SRAgentInteractive
+
+        agent = SRAgentInteractive(settings=settings, **interactive_options(args))
+    else:
+        agent = agent_class_from_args(args)(settings=settings)
     agent.observers.append(ProgressLine(settings.max_nodes))
     result = SearchResult.from_dict(agent.run(data.X, data.y, data.description))
     report_judgement(data, result, settings.save_path)
@@ -222,7 +230,12 @@ def handle_resume(args: argparse.Namespace) -> int:
     from srh_core.embedded.runner import resume_search
 
     overrides = {"time_limit": args.time_limit} if args.time_limit else {}
-    result = resume_search(args.run_dir, **overrides)
+    agent_class: Any = None  # the class the run recorded
+    if args.interactive:
+        from srh_core.runtime import SRAgentInteractive
+
+        agent_class = SRAgentInteractive  # resumes with the class's pause defaults
+    result = resume_search(args.run_dir, agent_class=agent_class, **overrides)
     settings = RunDirectory(args.run_dir).settings()
     return print_result(result, settings, args.json)
 

@@ -16,6 +16,10 @@ leave the same set of files. All JSON is strict; nothing is ever pickled::
     state.json          snapshot after every step (atomic), with the branch states
     result.json         the final SearchResult
     pareto.png          Pareto-front plot (when matplotlib is installed)
+
+An interactive run (``srh run --interactive``, :mod:`srh_core.runtime`) adds its
+control channel: ``commands.jsonl`` (appended by a controller such as ``srh web``),
+``events.jsonl`` (the run's event timeline) and ``interaction.json`` (its state).
 """
 
 from __future__ import annotations

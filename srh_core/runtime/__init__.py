@@ -1,0 +1,63 @@
+"""Watch and steer a live search: the reference's ``sr_harness.runtime``.
+
+- :class:`InteractionManager` / :class:`SRInteractionManager`: the controls
+  of one run (message, pause, force_pause, resume; next_c, next_r), its
+  state machine and its bounded event timeline;
+- :class:`ControlChannel`: how commands reach a run and events leave it,
+  whoever the controller is (same process, another process through the run
+  directory, or the cluster through Redis, implemented in srh_workers);
+- :class:`ControlBridge`: pumps a channel into a manager inside the run;
+- :class:`SRAgentInteractive`: the SRAgent whose step hooks honour the
+  controls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from srh_core.runtime.channel import (
+    ControlChannel,
+    ControlCommand,
+    InProcessChannel,
+)
+from srh_core.runtime.errors import (
+    ControlChannelError,
+    InteractionError,
+    InteractionSnapshotError,
+    InteractionStateError,
+    InvalidCommandError,
+)
+from srh_core.runtime.events import EVENT_KINDS, EventTimeline, InteractionEventKind
+from srh_core.runtime.manager import (
+    InteractionAction,
+    InteractionManager,
+    InteractionState,
+    PendingMessage,
+    SearchTransition,
+    SRInteractionAction,
+)
+from srh_core.runtime.sr_manager import SRInteractionManager
+
+_LAZY = {
+    "ControlBridge": "srh_core.runtime.bridge",
+    "RunDirectoryChannel": "srh_core.runtime.run_dir_channel",
+    "SRAgentInteractive": "srh_core.runtime.interactive",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'srh_core.runtime' has no attribute {name!r}")
+
+
+__all__ = [
+    "EVENT_KINDS", "ControlBridge", "ControlChannel", "ControlChannelError", "ControlCommand",
+    "EventTimeline", "InProcessChannel", "InteractionAction", "InteractionError",
+    "InteractionEventKind", "InteractionManager", "InteractionSnapshotError",
+    "InteractionState", "InteractionStateError", "InvalidCommandError", "PendingMessage",
+    "RunDirectoryChannel", "SRAgentInteractive", "SRInteractionAction", "SRInteractionManager",
+    "SearchTransition",
+]

@@ -1,0 +1,324 @@
+"""SRAgentInteractive: an SRAgent whose step hooks honour the researcher's controls.
+
+Everything happens in the reference's hooks, so the same subclass works in
+both runtimes once they call them at the same boundaries:
+
+- ``prepare_iteration`` is the safe boundary: it waits while a pause is
+  asked, inserts the queued messages into the branch's buffer (so they reach
+  the next model request) and returns a queued ``next_c`` / ``next_r``,
+  which ends the branch (``next_r``: every branch of the restart) as done;
+- ``request_llm`` runs the model request under ``cancellable`` (a
+  force-pause calls the adapter's ``cancel()``: streamed replies stop at the
+  next chunk, retries stop waiting) and publishes the assistant events; a
+  cancelled step's samples are kept as empty "cancelled" nodes;
+- ``execute_tool_calls`` publishes tool events; tools see the force-pause
+  through ``context.cancel_event`` (``BaseTool.cancelled``), so a running
+  tool stops at its next cancellation check and the step's calls are
+  reported as cancelled;
+- ``finish_iteration`` asks for a pause after a tool-free reply (and, when
+  ``pause_on_truncated``, after a truncated one) and tells the model when a
+  force-pause cut its step.
+
+The controls reach the run through a :class:`~srh_core.runtime.ControlChannel`:
+by default the run directory's files (``srh web`` and ``srh run
+--interactive`` use them), or an :class:`~srh_core.runtime.InProcessChannel`
+for a controller in this process. The run's start is its first boundary and
+its end the agent's ``finished`` event, so no runner internals are touched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from srh_core.agent.sragent import SRAgent
+from srh_core.api import ModelResponse
+from srh_core.errors import ConfigurationError, ModelRequestCancelledError, ToolRunAbort
+from srh_core.runtime.bridge import ControlBridge
+from srh_core.runtime.channel import ControlChannel, InProcessChannel
+from srh_core.runtime.manager import PendingMessage
+from srh_core.runtime.sr_manager import SRInteractionManager
+from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
+
+Message = dict[str, Any]
+PREVIEW_CHARS = 4000
+TOP_K_EVENT = 5
+MESSAGE_PREFIX = "[Message from the researcher]"
+FORCE_PAUSE_NOTICE = ("[Harness] The researcher force-paused this step: its model response and "
+                      "tool calls were cut, so there are no results from it.")
+
+
+class SRAgentInteractive(SRAgent):
+    """SRAgent controlled by an :class:`SRInteractionManager`.
+
+    Args:
+        llm_provider: As for :class:`SRAgent` (a ready SearchSettings too).
+        llm_model: As for :class:`SRAgent`.
+        interaction_manager: The run's manager; a new one when None.
+        control_channel: Where commands come from; None uses the run
+            directory's files when the run has one (``save_path``).
+        pause_on_tool_free: Pause after a step whose replies call no tool
+            (the reference's behaviour: the model is waiting for the human).
+        pause_on_truncated: Pause after a step with a reply cut by the
+            length limit.
+        **kwargs: Everything else :class:`SRAgent` takes.
+    """
+
+    def __init__(self, llm_provider: Any = None, llm_model: str | None = None,
+                 interaction_manager: SRInteractionManager | None = None, *,
+                 control_channel: ControlChannel | None = None, pause_on_tool_free: bool = True,
+                 pause_on_truncated: bool = False, **kwargs: Any) -> None:
+        super().__init__(llm_provider, llm_model, **kwargs)
+        manager = interaction_manager or SRInteractionManager()
+        if not isinstance(manager, SRInteractionManager):
+            raise ConfigurationError("interaction_manager must be an SRInteractionManager. Got "
+                                     f"{type(manager).__name__} instead.",
+                                     setting="interaction_manager")
+        self.interaction_manager = manager
+        self.control_channel = control_channel
+        self.pause_on_tool_free = pause_on_tool_free
+        self.pause_on_truncated = pause_on_truncated
+        self._lock = threading.Lock()
+        self._bridge: ControlBridge | None = None
+        self._started = False
+        self._carried: list[PendingMessage] = []
+        self._step_flags: dict[tuple[int, int, int], set[str]] = {}
+        self._skipped_restarts: set[int] = set()
+        self.observers.append(self._on_agent_event)
+
+    # ------------------------------------------------------------ lifecycle
+    def initialize_tools(self, context: Any) -> None:
+        """Bind the tools, and let them see a force-pause through ``context.cancel_event``."""
+        super().initialize_tools(context)
+        context.cancel_event = self.interaction_manager.cancellation_signal
+
+    def _ensure_started(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            channel = self.control_channel
+            if channel is None and self.settings.save_path is not None:
+                from srh_core.runtime.run_dir_channel import RunDirectoryChannel
+
+                channel = RunDirectoryChannel(self.settings.save_path)
+            if channel is not None and not isinstance(channel, InProcessChannel):
+                self._bridge = ControlBridge(self.interaction_manager, channel)
+                self._bridge.start()
+            self._carried = self.interaction_manager.start_agent_execution()
+            self._started = True
+
+    def _on_agent_event(self, event: Mapping[str, Any]) -> None:
+        if event.get("event") != "finished" or not self._started:
+            return
+        manager = self.interaction_manager
+        if manager.state != "idle":
+            manager.finish_agent_execution()
+        kind = "execution_failed" if event.get("status") == "failed" else "execution_completed"
+        manager.publish_event(kind, {"status": event.get("status"),
+                                     "reason": event.get("reason")})
+        if self._bridge is not None:
+            self._bridge.stop()
+        self._bridge, self._started = None, False
+
+    # --------------------------------------------------------- the boundary
+    def prepare_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
+        """Wait while paused, insert queued messages, take a pending next_c / next_r."""
+        self._ensure_started()
+        manager = self.interaction_manager
+        manager.publish_event("search_position_changed", {"R": R, "C": C, "L": L})
+        if R in self._skipped_restarts:
+            return "next_r"
+        reason = super().prepare_iteration(buffer, R, L, C)
+        if reason is not None:
+            return reason
+        with manager.wait() as messages:
+            pending = self._take_carried() + messages
+            transition = manager.consume_search_transition()
+            if transition is not None:
+                self._carry(pending)  # they belong to the next branch's first request
+                if transition == "next_r":
+                    self._skipped_restarts.add(R)
+                return transition
+            for message in pending:
+                self._insert_message(buffer, message, R, C, L)
+        return super().prepare_iteration(buffer, R, L, C)
+
+    def _take_carried(self) -> list[PendingMessage]:
+        with self._lock:
+            carried, self._carried = self._carried, []
+            return carried
+
+    def _carry(self, messages: list[PendingMessage]) -> None:
+        with self._lock:
+            self._carried = messages + self._carried
+
+    def _insert_message(self, buffer: list[Message], message: PendingMessage, R: int, C: int,
+                        L: int) -> None:
+        prompt = {"role": "user", "content": f"{MESSAGE_PREFIX}\n{message.content}"}
+        buffer.append(prompt)
+        self.interaction_manager.publish_event("prompt_added", {
+            "coord": {"R": R, "C": C, "L": L}, "message": prompt})
+
+    # -------------------------------------------------------- model request
+    def request_llm(self, prompt: list[Message], R: int, L: int, C: int,
+                    stream_callback: Any = None) -> tuple[list[ModelResponse], dict[str, Any]]:
+        """The model request, cancellable by a force-pause, with assistant events."""
+        manager = self.interaction_manager
+        coord = {"R": R, "C": C, "L": L}
+        ids = {K: self.node_id(R, C, L, K) for K in range(1, self.K + 1)}
+        manager.publish_event("context", {"coord": coord, "n_messages": len(prompt),
+                                          "last_message": _preview(prompt[-1] if prompt else {})})
+        for K, response_id in ids.items():
+            manager.publish_event("assistant_started", {"response_id": response_id,
+                                                        "coord": {**coord, "K": K}})
+        try:
+            with manager.cancellable(lambda: self._cancel_step(R, C, L)):
+                if "interrupted" in self._flags(R, C, L):
+                    raise ModelRequestCancelledError("A force-pause came before the request.")
+                responses, usage = super().request_llm(prompt, R, L, C, stream_callback)
+        except ModelRequestCancelledError as error:
+            if "interrupted" not in self._flags(R, C, L):
+                self._publish_failed(ids, coord, error)
+                raise
+            self._publish_failed(ids, coord, error, interrupted=True)
+            return cancelled_responses(self.K), {}
+        except Exception as error:
+            self._publish_failed(ids, coord, error)
+            raise
+        for K, response in zip(ids, responses, strict=False):
+            manager.publish_event("assistant_completed", {
+                "response_id": ids[K], "coord": {**coord, "K": K},
+                "content": _clip(response.content), "finish_reason": response.finish_reason,
+                "tool_calls": [_call_view(call) for call in response.tool_calls],
+                "usage": usage})
+        return responses, usage
+
+    def _cancel_step(self, R: int, C: int, L: int) -> None:
+        self._flag(R, C, L, "interrupted")
+        for api in (self.api, self.strong_api):
+            cancel = getattr(api, "cancel", None)
+            if callable(cancel):
+                cancel()
+
+    def _publish_failed(self, ids: Mapping[int, str], coord: Mapping[str, int],
+                        error: Exception, *, interrupted: bool = False) -> None:
+        for K, response_id in ids.items():
+            self.interaction_manager.publish_event("assistant_failed", {
+                "response_id": response_id, "coord": {**coord, "K": K},
+                "error": f"{type(error).__name__}: {error}", "interrupted": interrupted})
+
+    # ---------------------------------------------------------------- tools
+    def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
+                           C: int) -> list[list[ToolCallResult]]:
+        """Run the step's calls; a force-pause cuts them (every call reported cancelled)."""
+        manager = self.interaction_manager
+        coord = {"R": R, "C": C, "L": L}
+        for response in response_list:  # one sample per call, or all K: K is response.sample
+            for call in response.tool_calls:
+                manager.publish_event("tool_started", {"coord": {**coord, "K": response.sample},
+                                                       "call": _call_view(call)})
+        try:
+            with manager.cancellable(lambda: self._flag(R, C, L, "interrupted")):
+                grouped = super().execute_tool_calls(response_list, R, L, C)
+        except ToolRunAbort:
+            if not (self.interaction_manager.cancellation_signal.is_set()
+                    or "interrupted" in self._flags(R, C, L)):
+                raise
+            grouped = self._cancelled_calls(response_list, R, L, C)
+        for response, results in zip(response_list, grouped, strict=True):
+            for call, result in zip(response.tool_calls, results, strict=True):
+                manager.publish_event("tool_completed", {
+                    "coord": {**coord, "K": response.sample}, "call": _call_view(call),
+                    "ok": result.ok,
+                    "result_str": _clip(result.result_str),
+                    "elapsed_s": result.meta_data.get("elapsed_s")})
+        return grouped
+
+    def _cancelled_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
+                         C: int) -> list[list[ToolCallResult]]:
+        grouped = [[ToolCallResult.failure(
+            f"Tool {call.name!r} was cancelled by a force-pause.", tool=call.name,
+            error_type="Cancelled") for call in response.tool_calls]
+            for response in response_list]
+        calls = [call for response in response_list for call in response.tool_calls]
+        self.record_tool_calls(calls, [r for results in grouped for r in results], R, L, C)
+        return grouped
+
+    # ------------------------------------------------------------ recording
+    def collect_candidates(self, response_list: Sequence[ModelResponse],
+                           results_list: Sequence[Sequence[ToolCallResult]], R: int, L: int,
+                           C: int) -> list[CandidateRecord]:
+        collected = super().collect_candidates(response_list, results_list, R, L, C)
+        metric = self.settings.ranking_metric
+        top = self.store.top_k(TOP_K_EVENT) if self.store is not None else []
+        self.interaction_manager.publish_event("topk_updated", {
+            "coord": {"R": R, "C": C, "L": L}, "new_candidates": len(collected),
+            "records": [{"formula": record.formula, "complexity": record.complexity,
+                         "node_id": record.node_id, metric: record.metric(metric, "train")}
+                        for record in top]})
+        return collected
+
+    def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
+                            results_list: Sequence[Sequence[ToolCallResult]],
+                            node_parents: Sequence[Any], R: int, L: int, C: int
+                            ) -> tuple[list[Message], list[Any]]:
+        """Note what the step's samples were (tool-free, truncated, cut) for ``finish_iteration``.
+
+        Read from the responses and results themselves, in the hook that runs
+        with ``finish_iteration``, so nothing has to survive between the tasks
+        of a distributed step.
+        """
+        if not any(response.tool_calls for response in response_list):
+            self._flag(R, C, L, "tool_free")
+        if any(response.finish_reason == "length" for response in response_list):
+            self._flag(R, C, L, "truncated")
+        cut = any(response.finish_reason == "cancelled" for response in response_list) or any(
+            result.meta_data.get("error_type") == "Cancelled"
+            for results in results_list for result in results)
+        if cut:
+            self._flag(R, C, L, "interrupted")
+        return super().update_conversation(buffer, response_list, results_list, node_parents,
+                                           R, L, C)
+
+    def finish_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
+        """Note a force-pause for the model, or ask for a pause after a tool-free reply."""
+        flags = self._pop_flags(R, C, L)
+        if "interrupted" in flags:
+            buffer.append({"role": "user", "content": FORCE_PAUSE_NOTICE})
+        elif ("tool_free" in flags and self.pause_on_tool_free) or \
+                ("truncated" in flags and self.pause_on_truncated):
+            self.interaction_manager.request_pause()
+        return super().finish_iteration(buffer, R, L, C)
+
+    # ---------------------------------------------------------------- flags
+    def _flag(self, R: int, C: int, L: int, flag: str) -> None:
+        with self._lock:
+            self._step_flags.setdefault((R, C, L), set()).add(flag)
+
+    def _flags(self, R: int, C: int, L: int) -> set[str]:
+        with self._lock:
+            return set(self._step_flags.get((R, C, L), ()))
+
+    def _pop_flags(self, R: int, C: int, L: int) -> set[str]:
+        with self._lock:
+            return self._step_flags.pop((R, C, L), set())
+
+
+def cancelled_responses(k: int) -> list[ModelResponse]:
+    """The K samples of a step whose request a force-pause cancelled (kept as nodes)."""
+    return [ModelResponse(content="", message={"role": "assistant", "content": ""},
+                          finish_reason="cancelled", sample=index) for index in range(1, k + 1)]
+
+
+def _clip(text: Any, limit: int = PREVIEW_CHARS) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more]"
+
+
+def _preview(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {"role": message.get("role"), "content": _clip(message.get("content"))}
+
+
+def _call_view(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "params": call.params}

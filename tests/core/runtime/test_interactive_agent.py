@@ -1,0 +1,225 @@
+"""An embedded run steered through its run directory, against a local OpenAI-compatible server.
+
+The controller is a RunDirectoryChannel (what ``srh web`` uses for a run in
+another process); the model is the real ``openai`` client talking to the
+scripted server, whose recorded request bodies show what reached the model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from srh_core.api import OpenAIAPI
+from srh_core.runtime import ControlCommand, RunDirectoryChannel, SRAgentInteractive
+from srh_core.runtime.interactive import FORCE_PAUSE_NOTICE, MESSAGE_PREFIX
+from srh_core.tools.base import BaseTool
+from srh_core.types import SearchResult
+from tests.support.openai_payloads import chat_chunk, chat_completion, tool_call
+from tests.support.openai_server import Reply
+
+CHAT = "/v1/chat/completions"
+DELAY = 0.8  # a reply's delay: long enough for a command to land while the step is open
+
+
+@BaseTool.register("wait_for_cancel")
+class WaitForCancelTool(BaseTool):
+    def execute(self, seconds: float = 5.0) -> dict:
+        """Wait, checking for cancellation, like a long fit does.
+
+        Args:
+            seconds: How long to wait.
+        """
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.check_cancelled()
+            time.sleep(0.02)
+        return {"waited": seconds}
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+
+def evaluate(f: str, call_id: str, delay: float = 0.0) -> Reply:
+    return Reply.json(chat_completion(content=None, tool_calls=[tool_call("evaluate", {"f": f},
+                                                                          call_id)]),
+                      path=CHAT, delay=delay)
+
+
+def data() -> tuple[dict, dict]:
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(1, 5, 120), rng.uniform(1, 5, 120)
+    return {"x1": x1, "x2": x2}, {"y": x1 * x2**2}
+
+
+class Run:
+    """An interactive run on a thread, and its controller."""
+
+    def __init__(self, server, tmp_path: Path, **settings) -> None:
+        self.path = tmp_path / "run"
+        self.server = server
+        api = settings.pop("api", None)
+        self.agent = SRAgentInteractive(
+            llm_provider="openai", llm_model="test-model", base_url=server.base_url,
+            tool_parser="openai", early_stop=False, run_id="steer", save_path=str(self.path),
+            branch_threads=1,  # the steps below are scripted in branch order
+            tools=["evaluate", "wait_for_cancel"], api=api, **settings)
+        self.control = RunDirectoryChannel(self.path)
+        self.result: SearchResult | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        X, y = data()
+        self.result = SearchResult.from_dict(self.agent.run(X, y, "y from x1 and x2"))
+
+    def start(self) -> Run:
+        self.thread.start()
+        return self
+
+    def send(self, action: str, message: str | None = None) -> None:
+        self.control.send(ControlCommand(action, message))
+
+    def paused(self, timeout: float = 10.0) -> None:
+        wait_until(lambda: (self.control.read_status() or {}).get("waiting_at_boundary"),
+                   timeout)
+
+    def finish(self) -> SearchResult:
+        self.thread.join(timeout=30)
+        assert not self.thread.is_alive() and self.result is not None
+        self.server.assert_script_consumed()
+        return self.result
+
+    def labels(self) -> list[str]:
+        lines = (self.path / "nodes.jsonl").read_text().splitlines()
+        return [json.loads(line)["node_label"].removesuffix("-K1") for line in lines]
+
+    def events(self) -> list[dict]:
+        return self.control.read_events(0)["events"]
+
+    def branch_steps(self) -> list[tuple[int, int]]:
+        state = json.loads((self.path / "state.json").read_text())["runtime"]
+        return [(branch["C"], branch["L"]) for branch in state["branches"]]
+
+
+def wait_until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached before the deadline"
+        time.sleep(0.01)
+
+
+def user_texts(body: dict) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+@pytest.mark.integration
+def test_message_pause_resume_and_next_branch(openai_server, tmp_path):
+    openai_server.script(evaluate("x1*x2", "c1", DELAY), evaluate("x1*x2**2", "c2", DELAY),
+                         evaluate("x1", "c3", DELAY), evaluate("x2", "c4"),
+                         evaluate("x1*x2**2", "c5"))
+    run = Run(openai_server, tmp_path, global_width=2, max_refinement_depth=3).start()
+
+    openai_server.wait_for_requests(1, timeout=30)
+    run.send("pause")                           # lands while step C1-L1 is open
+    run.paused()
+    assert len(openai_server.requests) == 1 and run.labels() == ["R1-C1-L1"]
+    assert run.branch_steps() == [(1, 2), (2, 1)]      # checkpointed: no step in flight
+    time.sleep(0.3)
+    assert len(openai_server.requests) == 1             # held
+
+    run.send("message", "Hint: y grows with the square of x2.")   # releases the pause
+    openai_server.wait_for_requests(2, timeout=30)
+    hint = [t for t in user_texts(openai_server.bodies()[1]) if t.startswith(MESSAGE_PREFIX)]
+    assert hint == [f"{MESSAGE_PREFIX}\nHint: y grows with the square of x2."]
+
+    run.send("next_c")                          # C1 ends after L2: no C1-L3
+    openai_server.wait_for_requests(3, timeout=30)
+    fresh = openai_server.bodies()[2]
+    assert not any("Hint" in text for text in user_texts(fresh))
+    assert not any(m["role"] == "tool" for m in fresh["messages"])
+
+    run.send("pause")
+    run.paused()
+    assert len(openai_server.requests) == 3 and run.branch_steps()[1] == (2, 2)
+    run.send("resume")
+    result = run.finish()
+
+    assert result.status == "completed", result.stop_reason
+    assert run.labels() == ["R1-C1-L1", "R1-C1-L2", "R1-C2-L1", "R1-C2-L2", "R1-C2-L3"]
+    assert result.best.formula == "x1*x2**2"
+    events = run.events()
+    states = [e["payload"]["current"] for e in events if e["kind"] == "state_changed"]
+    assert states.count("paused") == 2 and states[-1] == "idle"
+    received = [e["payload"]["action"] for e in events if e["kind"] == "command_received"]
+    assert received == ["pause", "message", "next_c", "pause", "resume"]
+    assert events[-1]["kind"] == "execution_completed"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert run.control.read_status()["active"] is False
+
+
+@pytest.mark.integration
+def test_next_restart_skips_the_rest_of_the_restart(openai_server, tmp_path):
+    openai_server.script(evaluate("x1*x2", "c1", DELAY), evaluate("x1*x2**2", "c2"),
+                         evaluate("x1", "c3"), evaluate("x2", "c4"), evaluate("x1+x2", "c5"))
+    run = Run(openai_server, tmp_path, max_restart_loop=2, global_width=2,
+              max_refinement_depth=2).start()
+    openai_server.wait_for_requests(1, timeout=30)
+    run.send("next_r")
+    result = run.finish()
+    assert result.status == "completed"
+    assert run.labels() == ["R1-C1-L1", "R2-C1-L1", "R2-C1-L2", "R2-C2-L1", "R2-C2-L2"]
+
+
+def streamed_reply(chunks: int) -> Reply:
+    return Reply.sse([chat_chunk(content=f"tok{i} ", role="assistant" if i == 0 else None)
+                      for i in range(chunks)], event_delay=0.05, path=CHAT)
+
+
+@pytest.mark.integration
+def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_server, tmp_path):
+    tools = [BaseTool.get_class(name).metadata for name in ("evaluate", "wait_for_cancel")]
+    api = OpenAIAPI(model="test-model", base_url=openai_server.base_url, api_key="sk-test",
+                    stream=True, tool_list=tools, tool_parser_name="openai")
+    openai_server.script(
+        Reply.sse([chat_chunk(content="Let me think.", role="assistant")], path=CHAT),
+        streamed_reply(60),
+        Reply.sse([chat_chunk(role="assistant", tool_calls=[{
+            "index": 0, "id": "w1", "type": "function",
+            "function": {"name": "wait_for_cancel", "arguments": "{}"}}])], path=CHAT),
+        Reply.sse([chat_chunk(role="assistant", tool_calls=[{
+            "index": 0, "id": "e1", "type": "function",
+            "function": {"name": "evaluate", "arguments": '{"f": "x1*x2**2"}'}}])], path=CHAT))
+    run = Run(openai_server, tmp_path, max_refinement_depth=4, api=api).start()
+
+    run.paused()                                    # the tool-free reply asked for a pause
+    assert len(openai_server.requests) == 1
+    run.send("resume")
+    openai_server.wait_for_requests(2, timeout=30)
+    run.send("force_pause")                         # cuts the streamed reply
+    run.paused()
+    started = time.monotonic()
+    run.send("resume")
+    wait_until(lambda: any(e["kind"] == "tool_started" for e in run.events()))
+    run.send("force_pause")                         # cuts the running tool
+    run.paused()
+    assert time.monotonic() - started < 4.0         # the 5 s tool did not run out
+    run.send("resume")
+    result = run.finish()
+
+    assert result.status == "completed"
+    assert run.labels() == ["R1-C1-L1", "R1-C1-L2", "R1-C1-L3", "R1-C1-L4"]
+    bodies = openai_server.bodies()
+    assert FORCE_PAUSE_NOTICE in user_texts(bodies[2])
+    tool_texts = [m["content"] for m in bodies[3]["messages"] if m["role"] == "tool"]
+    assert any("cancelled by a force-pause" in text for text in tool_texts)
+    failed = [e for e in run.events() if e["kind"] == "assistant_failed"]
+    assert len(failed) == 1 and failed[0]["payload"]["interrupted"] is True
+    nodes = [json.loads(line) for line in (run.path / "nodes.jsonl").read_text().splitlines()]
+    assert nodes[1]["detail"]["message"]["content"] == ""

@@ -1,0 +1,151 @@
+"""The workbench in a real browser: headless Chromium (Debian's) driven by Playwright.
+
+A live embedded run (``srh run --interactive`` in its own process, its model
+the local OpenAI-compatible server) is watched through ``srh web``: nodes
+appear, Pause holds the run with no step in flight, Resume finishes it, and a
+script in a tool result is shown as text. Skipped where Chromium or Python's
+playwright is missing; ``.ci/run`` installs Chromium and the README's test
+command installs playwright, so CI runs it. Set ``SRH_WEB_SCREENSHOT=PATH`` to
+also save the screenshot there (docs/workbench.png was made that way).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.openai_payloads import chat_completion, tool_call
+from tests.support.openai_server import Reply
+from tests.web.support import LiveServer
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCRIPT = "<script>window.__xss=1</script>"
+CHAT = "/v1/chat/completions"
+STEPS = 6
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - the dev extra installs it
+    sync_playwright = None
+
+pytestmark = [
+    pytest.mark.integration, pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (apt-get install "
+                       "chromium); .ci/run installs it"),
+    pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed "
+                       "(pip install -e '.[dev,web]')"),
+]
+
+
+def replies() -> list[Reply]:
+    """Step 1 returns a script in its tool result; step 2 calls no tool, so the run pauses
+    itself and waits for the browser; step 3 is slow, so the browser's Pause lands in it."""
+    def evaluate(f: str, i: int, delay: float = 0.3) -> Reply:
+        return Reply.json(chat_completion(content=f"Step {i}: trying {f}.", tool_calls=[
+            tool_call("evaluate", {"f": f}, f"c{i}")]), path=CHAT, delay=delay)
+
+    return [evaluate(f'x1 + "{SCRIPT}"', 1),
+            Reply.json(chat_completion(content="Which family should I try next?"), path=CHAT),
+            evaluate("x1*x2", 3, delay=2.0), evaluate("x1*x2**2", 4), evaluate("x2**2", 5),
+            evaluate("x1*x2**2", 6)]
+
+
+@pytest.fixture
+def live_run(openai_server, tmp_path):
+    """``srh run --interactive`` in a subprocess; its run directory under ``tmp_path/runs``."""
+    openai_server.script(*replies())
+    rng = np.random.default_rng(3)
+    x1, x2 = rng.uniform(1, 4, 60), rng.uniform(1, 4, 60)
+    data = tmp_path / "data.csv"
+    np.savetxt(data, np.column_stack([x1, x2, x1 * x2**2]), delimiter=",", header="x1,x2,y",
+               comments="")
+    command = [sys.executable, "-m", "srh_core", "run", "--interactive", "--data", str(data),
+               "--target", "y", "--llm", "openai:test-model", "--base-url", openai_server.base_url,
+               "-L", str(STEPS), "--no-early-stop", "--run-id", "browser",
+               "--out", str(tmp_path / "runs" / "browser")]
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONPATH": str(Path.cwd())}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        yield process, tmp_path / "runs"
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+
+
+def test_watch_pause_and_resume_a_live_run_in_chromium(live_run, openai_server, tmp_path):
+    process, runs = live_run
+    with LiveServer([runs]) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1400, "height": 1000})
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            wait_for_run_page(page, f"{server.url}/runs/browser")
+            nodes = page.locator("g.node")
+            control = page.locator("#control-state")
+            poll(page, lambda: control.inner_text() == "paused")     # the tool-free reply
+            assert nodes.count() == 2
+
+            page.locator("#resume").click()
+            poll(page, lambda: control.inner_text() == "running")
+            page.locator("#pause").click()                           # lands in slow step 3
+            poll(page, lambda: control.inner_text() == "paused")
+            poll(page, lambda: nodes.count() == 3)                   # nodes appear live
+            requests = len(openai_server.requests)
+            assert "no step in flight" in page.locator("#control-note").inner_text()
+            time.sleep(0.5)
+            assert len(openai_server.requests) == requests == 3      # held: nothing is asked
+            assert nodes.count() == 3
+
+            nodes.nth(0).click()                  # the step whose tool result carries a script
+            poll(page, lambda: "L1" in page.locator("#node-title").inner_text())
+            result = page.locator("#node .tool-result").first.inner_text()
+            assert "<script>window.__xss=1</script>" in result
+            assert page.evaluate("window.__xss") is None
+            assert page.locator("#node script").count() == 0
+            assert page.locator("#best .katex").count() == 1     # the best formula as math
+            shot = page.screenshot(path=str(tmp_path / "workbench.png"), full_page=True)
+            if os.environ.get("SRH_WEB_SCREENSHOT"):
+                Path(os.environ["SRH_WEB_SCREENSHOT"]).write_bytes(shot)
+
+            page.locator("#resume").click()
+            poll(page, lambda: nodes.count() == STEPS)
+            poll(page, lambda: page.locator("#status").inner_text() == "completed")
+            assert errors == []
+        finally:
+            browser.close()
+    assert process.wait(timeout=30) == 0, process.stderr.read()
+    openai_server.assert_script_consumed()
+    assert (tmp_path / "workbench.png").stat().st_size > 10_000
+
+
+def wait_for_run_page(page, url: str) -> None:
+    """Open the run's page once its run directory exists (the run process is starting)."""
+    deadline = time.monotonic() + 30
+    while True:
+        page.goto(url)
+        page.wait_for_timeout(300)
+        if page.locator("#title").inner_text() == "Run browser":
+            return
+        assert time.monotonic() < deadline, "the run never showed up in srh web"
+
+
+def poll(page, condition, timeout: float = 30.0) -> None:
+    """Wait for ``condition()`` (read through locators: the page's CSP forbids eval)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the page never reached the expected state"
+        page.wait_for_timeout(100)

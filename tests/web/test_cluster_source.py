@@ -1,0 +1,108 @@
+"""The cluster adapter against a private redis-server: a run the store holds, shown by srh web."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from srh_core.agent.candidates import sample_candidates
+from srh_core.agent.settings import SearchSettings
+from srh_core.api import ModelResponse
+from srh_core.context import AgentContext
+from srh_core.tools.base import BaseTool
+from srh_core.types import ToolCall
+from tests.web.support import Client, LiveServer
+from tests.workers.conftest import redis_server  # noqa: F401 - a private redis-server
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def stored_run(redis_server):  # noqa: F811 - the imported fixture
+    """A submitted run (no workers: its first action is only collected) with one recorded step."""
+    import redis
+
+    import srh_core.tools.catalogue  # noqa: F401 - registers evaluate
+    from srh_workers.store import RedisRunStore
+    from srh_workers.submit import submit_run
+
+    client = redis.Redis.from_url(redis_server)
+    rng = np.random.default_rng(2)
+    x1, x2 = rng.uniform(1, 4, 80), rng.uniform(1, 4, 80)
+    settings = SearchSettings.build(run_id="cluster-run", max_refinement_depth=3)
+    sent: list = []
+    submit_run(client, lambda *action: sent.append(action), settings, {"x1": x1, "x2": x2},
+               {"y": x1 * x2**2}, "y from x1 and x2")
+    context = AgentContext(args=settings)
+    context.commit_data({"x1": x1, "x2": x2, "y": x1 * x2**2}, target="y", features=["x1", "x2"])
+    call = ToolCall("evaluate", {"f": "x1*x2**2"}, id="c1")
+    result = BaseTool.create("evaluate", context)(**call.params)
+    response = ModelResponse(content="Try the product.", tool_calls=(call,),
+                             message={"role": "assistant", "content": "Try the product."})
+    store = RedisRunStore.open(client, "cluster-run")
+    node = store.build_node(response, [result], (), R=1, C=1, L=1, K=1,
+                            prompt=[{"role": "user", "content": "find y"}],
+                            usage={"total_tokens": 12, "prompt_tokens": 10,
+                                   "completion_tokens": 2, "price": 0.001})
+    store.record_node(node)
+    for candidate in sample_candidates([call], [result], node.node_id, "y"):
+        store.push_candidate(candidate)
+    assert sent, "submit enqueues the first restart"
+    return redis_server
+
+
+def test_the_adapter_reads_runs_in_the_shapes_of_run_directories(stored_run):
+    from srh_web.cluster import ClusterSource
+
+    source = ClusterSource(stored_run)
+    assert "cluster-run" in source.run_ids() and source.has_run("cluster-run")
+    assert not source.has_run("nope")
+    listing = source.listing("cluster-run")
+    assert listing | {"elapsed_seconds": 0} == {
+        "run_id": "cluster-run", "source": "redis", "status": "running", "nodes": 1,
+        "max_nodes": 3, "best_formula": "x1*x2**2", "elapsed_seconds": 0, "updated_at": None,
+        "cost": None, "interactive": False, "path": None}
+    summary = source.summary("cluster-run")
+    assert summary["best"]["formula"] == "x1*x2**2" and summary["cost"] == pytest.approx(0.001)
+    assert summary["tokens"] == {"prompt": 10, "completion": 2, "total": 12}
+    assert summary["problem"]["features"] == ["x1", "x2"]
+    nodes = source.nodes("cluster-run")
+    assert nodes["total"] == 1 and nodes["nodes"][0]["label"] == "R1-C1-L1-K1"
+    detail = source.node("cluster-run", nodes["nodes"][0]["node_id"])
+    assert detail["prompt"] == [{"role": "user", "content": "find y"}]
+    assert detail["tool_calls"][0]["ok"] is True and "x1*x2**2" in detail["tool_calls"][0][
+        "result_str"]
+    overview = source.overview()
+    assert {q["name"] for q in overview["queues"]} == {"branches", "tools"}
+    assert overview["workers"] == []                       # none started here
+    assert [run["run_id"] for run in overview["runs_in_flight"]] == ["cluster-run"]
+
+
+def test_srh_web_lists_and_shows_redis_runs(stored_run, tmp_path):
+    from srh_web.cluster import ClusterSource
+
+    with LiveServer([tmp_path], cluster=ClusterSource(stored_run)) as server:
+        client = Client(server.url)
+        runs = client.json("/api/runs")
+        assert runs["cluster"] is True
+        assert [(r["key"], r["source"]) for r in runs["runs"]] == [("cluster-run", "redis")]
+        assert client.json("/api/runs/cluster-run")["nodes"] == 1
+        cluster = client.json("/api/cluster")
+        assert cluster["enabled"] and cluster["runs_in_flight"][0]["run_id"] == "cluster-run"
+        status, _, body = client.post("/api/runs/cluster-run/control", {"action": "pause"})
+        assert status == 409 and b"does not take commands" in body
+
+
+def test_a_redis_that_does_not_answer_is_reported_not_fatal(runs_root):
+    from srh_web.cluster import ClusterSource
+    from tests.web.support import free_port
+
+    with LiveServer([runs_root], cluster=ClusterSource(f"redis://127.0.0.1:{free_port()}/0")) \
+            as server:
+        client = Client(server.url)
+        runs = client.json("/api/runs")["runs"]
+        assert any(r["key"] == "offline-run" for r in runs)          # directories still list
+        assert runs[-1]["status"] == "unavailable" and "did not answer" in runs[-1]["error"]
+        status, _, body = client.get("/api/cluster")
+        assert status == 503 and b"did not answer" in body
+        assert client.get("/api/runs/not-a-directory-run")[0] == 503
