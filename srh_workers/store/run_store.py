@@ -359,7 +359,7 @@ class RedisRunStore:
         sent counts, also one whose plan lost the race to a re-delivered twin).
         """
         key = self.keys.plan(plan.R, plan.C, plan.L)
-        pipe = self.client.pipeline(transaction=True)
+        pipe = self.client.pipeline(transaction=False)  # SET NX decides; GET reads the winner
         pipe.sadd(self.keys.registry, key)
         pipe.set(key, dumps(plan.to_dict()), nx=True)
         pipe.incr(self.keys.requests)
@@ -392,8 +392,12 @@ class RedisRunStore:
         return [None if v is None else BranchState.from_dict(json.loads(v)) for v in values]
 
     def save_branches(self, branches: Iterable[BranchState], *, only_new: bool = False) -> None:
-        """Store branch states (with ``only_new``, only where none is stored yet)."""
-        pipe = self.client.pipeline(transaction=True)
+        """Store branch states (with ``only_new``, only where none is stored yet).
+
+        Each branch's state is one SET, whole by itself; the states of several
+        branches need not change together (every reader takes each as it is).
+        """
+        pipe = self.client.pipeline(transaction=False)
         for branch in branches:
             key = self.keys.branch(branch.R, branch.C)
             pipe.sadd(self.keys.registry, key)
@@ -496,7 +500,7 @@ class RedisRunStore:
     def hold_lock(self, owner: str, seconds: float) -> bool:
         """Take or renew the run's lock for ``owner``; False while another owner holds it."""
         key, ms = self.keys.lock, max(1, int(seconds * 1000))
-        pipe = self.client.pipeline(transaction=True)
+        pipe = self.client.pipeline(transaction=False)
         pipe.set(key, owner, nx=True, px=ms)
         pipe.get(key)
         _, holder = pipe.execute()
@@ -510,13 +514,16 @@ class RedisRunStore:
         return bool(self._scripts.call("release", (self.keys.lock,), [owner]))
 
     def count_delivery(self, task_id: str, retries: int, ttl_seconds: int) -> int:
-        """Count one delivery of a task message (per retry); the count so far."""
+        """Count one delivery of a task message (per retry); the count so far.
+
+        The counter gets its TTL when it is created (SET NX EX), so it expires
+        whatever happens after; one round trip, no transaction needed.
+        """
         key = self.keys.delivery(task_id, retries)
-        pipe = self.client.pipeline(transaction=True)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(key, 0, ex=ttl_seconds, nx=True)
         pipe.incr(key)
-        pipe.expire(key, ttl_seconds)
-        count, _ = pipe.execute()
-        return int(count)
+        return int(pipe.execute()[1])
 
     def report_poison(self, task_id: str, record_json: str) -> None:
         """Keep a poison task's record in the run's ``poison`` hash (idempotent by task id)."""
