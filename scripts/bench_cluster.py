@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CPU_TOOL = {"tool": "sindy", "params": {"poly_degree": 4}, "samples": 100_000}
+CPU_TOOL = {"tool": "call_sindy", "params": {"poly_degree": 4}, "samples": 100_000}
 SWEEP_PROBLEMS = ["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13", "feynman-II.34.2",
                   "feynman-I.39.1", "feynman-I.29.4"]
 

@@ -41,8 +41,10 @@ class AgentLifecycle:
             except Exception as error:
                 raise ConfigurationError(str(error), setting="tools") from error
             reason = tool_class.availability()
+            if tool_class.metadata.name in enabled:
+                continue
             if reason is None:
-                enabled.append(name)
+                enabled.append(tool_class.metadata.name)  # an alias runs as its canonical name
             elif requested is not None:
                 logger.warning("Tool %r is not available here (%s); it is not offered.",
                                name, reason)

@@ -57,9 +57,10 @@ class SRAgent(AgentLifecycle, PromptHooks):
     """
 
     DEFAULT_TOOLS: tuple[str, ...] = (
-        "statistics_analysis", "relationship_analysis", "evaluate", "submit_formula",
+        "statistics_analysis", "relationship_analysis", "evaluate_formula", "submit_formula",
         "polynomial_fit", "power_law_fit", "rational_fit", "constant_fit",
-        "harmonic_interaction_fit", "monomial_sum_fit", "sindy", "eic", "evaluate_code",
+        "harmonic_interaction_fit", "monomial_sum_fit", "call_sindy", "evaluate_eic",
+        "evaluate_code",
         "read_skill", "call_pysr",
     )
 

@@ -118,7 +118,7 @@ STAGES = {  # harness step -> (argument at fault, what was running)
     "predict_validation": ("predict_code", "predict(X, params) on the validation rows"),
 }
 NOT_A_CANDIDATE = ("a code model is never a candidate: write it as an engine formula and use "
-                   "evaluate to make it one")
+                   "evaluate_formula to make it one")
 
 
 @BaseTool.register("evaluate_code")
@@ -137,7 +137,7 @@ class EvaluateCodeTool(FormulaTool, SandboxedTool):
     ) -> dict[str, Any]:
         """Score a model written in Python when no engine formula can express it.
 
-        Prefer an engine formula (evaluate) when one can express the model: a code
+        Prefer an engine formula (evaluate_formula) when one can express the model: a code
         model is never a candidate answer. Use this to test a hypothesis quickly
         (a lookup, a piecewise or iterative model) before writing it as a formula.
         Both parts run in an isolated sandbox with numpy and scipy; metrics on the

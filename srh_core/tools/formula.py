@@ -292,8 +292,8 @@ class FormulaTool(BaseTool):
         if unbound:
             raise ToolArgumentError(
                 f"The formula has free parameter(s) {', '.join(unbound[:10])} without values: "
-                f"fit them (evaluate with fit=true) or give values, e.g. param(\"{unbound[0]}\", "
-                "1.5).", parameter="f")
+                "fit them (evaluate_formula with fit=true) or give values, e.g. "
+                f"param(\"{unbound[0]}\", 1.5).", parameter="f")
         uses_target = context.target is not None and context.target in engine.symbols(f)
         splits = {"train": context.train_split, "validation": context.validation_split}
         metrics = {name: self._split_metrics(f, target, split)
