@@ -108,9 +108,17 @@ class Registry(Generic[T]):
         self.ensure_loaded()
         return self._aliases.get(name, name)
 
-    def find(self, name: str) -> T | None:
-        """The class of ``name`` (or of the name it is an alias of), or None."""
-        return self._classes.get(self.canonical(name))
+    def find(self, name: str, *, load: bool = True) -> T | None:
+        """The class of ``name`` (or of the name it is an alias of), or None.
+
+        Args:
+            name: A canonical name or an alias.
+            load: Run the loader first; False looks only at what is registered
+                now (registration itself must not wait for the loader).
+        """
+        if load:
+            self.ensure_loaded()
+        return self._classes.get(self._aliases.get(name, name))
 
     def get(self, name: str) -> T:
         """The class registered as ``name``; the family's error with suggestions otherwise."""

@@ -86,7 +86,7 @@ class BaseTool(ABC):
         def decorate(tool_class: ToolClass) -> ToolClass:
             tool_class.metadata = _resolve_metadata(tool_class, name)
             for taken in (name, *aliases):
-                existing = TOOLS.find(taken)
+                existing = TOOLS.find(taken, load=False)
                 if existing is not None and _qualname(existing) != _qualname(tool_class):
                     raise ToolError(f"Tool name {taken!r} is already registered by "
                                     f"{_qualname(existing)}; choose another name.")

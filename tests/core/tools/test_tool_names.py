@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -38,3 +41,52 @@ def test_default_tools_use_the_reference_names():
     names = SRAgent().enabled_tool_names()
     assert {"evaluate_formula", "call_sindy", "evaluate_eic"} <= set(names)
     assert not {"evaluate", "sindy", "eic"} & set(names)
+
+
+FRESH_INTERPRETER = """
+import sys
+import srh_core
+from srh_core import BaseTool
+from srh_core.tools import ToolMetadata, BaseTool as PackageBaseTool
+assert PackageBaseTool is BaseTool and ToolMetadata is srh_core.ToolMetadata
+assert not [m for m in sys.modules if m.startswith("srh_core.tools.") and m != "srh_core.tools.base"
+            and m != "srh_core.tools.schema"], sorted(sys.modules)
+classes = BaseTool.load_tool_classes(["power_law_fit", "sindy"])
+print(",".join(c.metadata.name for c in classes), "srh_core.tools.catalogue" in sys.modules)
+"""
+
+
+def test_a_fresh_interpreter_finds_built_in_tools_without_importing_them_first():
+    completed = subprocess.run([sys.executable, "-c", FRESH_INTERPRETER], capture_output=True,
+                               text=True, timeout=60, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["power_law_fit,call_sindy", "True"]
+
+
+def test_the_package_exports_every_built_in_tool_class():
+    import srh_core.tools as tools
+
+    registered = {BaseTool.get_class(name) for name in BaseTool.registered_names()
+                  if BaseTool.get_class(name).__module__.startswith("srh_core.tools.")}
+    exported = {getattr(tools, name) for name in tools.__all__}
+    assert registered <= exported
+    assert tools.ReadSkill is tools.ReadSkillTool and tools.EvaluateTool.metadata.name == (
+        "evaluate_formula")
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = tools.Nope
+
+
+def test_process_pool_workers_build_tools_by_name_in_a_fresh_interpreter():
+    from srh_core.agent.executor import ProcessToolExecutor
+    from srh_core.types import ToolCall
+
+    x = np.linspace(1, 2, 60)
+    context = AgentContext(data={"x": x, "y": 3 * x}, target="y")
+    tools = {"evaluate_formula": BaseTool.create("evaluate", context)}
+    executor = ProcessToolExecutor(tools, 1, AgentContext.from_payload, context.to_payload())
+    try:
+        [result] = executor.run([ToolCall("evaluate_formula", {"f": "3*x"})], timeout=60)
+    finally:
+        executor.close()
+    assert result.ok, result.result_str
+    assert result.meta_data["tool"] == "evaluate_formula"
