@@ -48,7 +48,7 @@ from srh_core.tools.code_sandbox import (
     strip_fence,
 )
 from srh_core.tools.diagnostics import residual_diagnostics
-from srh_core.tools.formula import MAX_DIAGNOSTIC_VARIABLES, FormulaTool
+from srh_core.tools.formula import MAX_DIAGNOSTIC_VARIABLES, FormulaTool, split_results
 
 MAX_PARAMS_JSON_CHARS = 100_000
 PARAMS_SHOWN_CHARS = 600
@@ -252,7 +252,8 @@ def _code_entry(codes: Mapping[str, str], target: str, params: Any,
         "truncated": True, "chars": len(text), "preview": text[:2000]}
     description = params.get("description") if isinstance(params, Mapping) else None
     return {"formula": f"<code model: {digest[:12]}>", "is_candidate": False, "target": target,
-            "metrics": metrics, "warnings": [NOT_A_CANDIDATE], "params": shown,
+            "metrics": metrics, "data_split_results": split_results(metrics),
+            "warnings": [NOT_A_CANDIDATE], "params": shown,
             "description": description if isinstance(description, str) else None,
             "code_sha1": digest}
 
