@@ -19,6 +19,13 @@ from srh_core.types import SearchResult
 logger = logging.getLogger("srh.agent")
 
 
+def _canonical_tool(name: str, setting: str) -> str:
+    try:
+        return BaseTool.canonical_name(name)
+    except Exception as error:
+        raise ConfigurationError(str(error), setting=setting) from error
+
+
 class AgentLifecycle:
     """Run-level methods shared by every SRAgent."""
 
@@ -34,6 +41,7 @@ class AgentLifecycle:
 
         requested = self.settings.tools
         names = list(self.DEFAULT_TOOLS if requested is None else requested)
+        banned = {_canonical_tool(name, "ban_tools") for name in self.settings.ban_tools}
         enabled = []
         for name in names:
             try:
@@ -41,7 +49,7 @@ class AgentLifecycle:
             except Exception as error:
                 raise ConfigurationError(str(error), setting="tools") from error
             reason = tool_class.availability()
-            if tool_class.metadata.name in enabled:
+            if tool_class.metadata.name in enabled or tool_class.metadata.name in banned:
                 continue
             if reason is None:
                 enabled.append(tool_class.metadata.name)  # an alias runs as its canonical name

@@ -28,6 +28,7 @@ class SearchSettings(BaseModel):
         llm_model: Model name; None uses the provider's default.
         base_url: Endpoint override for OpenAI-compatible providers.
         tools: Tool names to enable; None enables the default catalogue.
+        ban_tools: Tool names never enabled, even when ``tools`` lists them.
         skills: Skill names the model may read; None enables all.
         verbose: Debug logging.
         tool_parser: How tool calls are exchanged with the model.
@@ -63,6 +64,8 @@ class SearchSettings(BaseModel):
         time_limit: Wall-clock budget of the whole run in seconds.
         tool_timeout: Per-call limit in seconds (enforced when calls run in
             worker processes).
+        workspace: Directory the workspace tools (``workspace_shell``,
+            ``workspace_code_executor``) work in; None gives the run no workspace.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
@@ -71,6 +74,7 @@ class SearchSettings(BaseModel):
     llm_model: str | None = None
     base_url: str | None = None
     tools: list[str] | None = None
+    ban_tools: list[str] = Field(default_factory=list)
     skills: list[str] | None = None
     verbose: bool = False
     tool_parser: ToolParserName = "openai"
@@ -100,6 +104,7 @@ class SearchSettings(BaseModel):
     seed: int = 0
     time_limit: float | None = Field(default=None, gt=0)
     tool_timeout: float = Field(default=120.0, gt=0)
+    workspace: str | None = None
 
     @field_validator("split_ood_variable")
     @classmethod

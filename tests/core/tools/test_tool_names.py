@@ -90,3 +90,24 @@ def test_process_pool_workers_build_tools_by_name_in_a_fresh_interpreter():
         executor.close()
     assert result.ok, result.result_str
     assert result.meta_data["tool"] == "evaluate_formula"
+
+
+def test_banned_tools_are_never_enabled_and_unknown_bans_are_errors():
+    from srh_core.errors import ConfigurationError
+
+    agent = SRAgent(tools=["evaluate_formula", "call_sindy", "polynomial_fit"],
+                    ban_tools=["sindy"])
+    assert agent.enabled_tool_names() == ["evaluate_formula", "polynomial_fit"]
+    assert "evaluate_eic" not in SRAgent(ban_tools=["evaluate_eic"]).enabled_tool_names()
+    with pytest.raises(ConfigurationError, match="Did you mean 'call_sindy'") as caught:
+        SRAgent(ban_tools=["call_sindi"]).enabled_tool_names()
+    assert caught.value.setting == "ban_tools"
+
+
+def test_the_workspace_setting_reaches_the_context(tmp_path):
+    from srh_core.agent.settings import SearchSettings
+
+    settings = SearchSettings.build(workspace=str(tmp_path))
+    assert AgentContext(args=settings).workspace_path == tmp_path
+    assert AgentContext(args={"workspace": str(tmp_path)}).workspace_path == tmp_path
+    assert AgentContext(args=SearchSettings.build()).workspace is None
