@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from difflib import get_close_matches
 from typing import Generic, TypeVar
 
-from srh_core.errors import ConfigurationError, did_you_mean
+from srh_core.errors import ConfigurationError
 
 T = TypeVar("T", bound=type)
 
@@ -124,10 +125,14 @@ class Registry(Generic[T]):
         """The class registered as ``name``; the family's error with suggestions otherwise."""
         registered = self.find(name)
         if registered is None:
-            known = [*self._classes, *self._aliases]
-            raise self.error(f"Unknown {self.kind} {name!r}.{did_you_mean(name, known)} "
+            raise self.error(f"Unknown {self.kind} {name!r}.{self._suggestion(name)} "
                              f"{self.listing}: {', '.join(self.names())}.")
         return registered
+
+    def _suggestion(self, name: str) -> str:
+        """A "did you mean" naming the canonical name, whether a name or an alias is close."""
+        matches = get_close_matches(name, [*self._classes, *self._aliases], n=1, cutoff=0.6)
+        return f" Did you mean {self.canonical(matches[0])!r}?" if matches else ""
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.find(name) is not None
