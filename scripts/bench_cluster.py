@@ -1,7 +1,7 @@
 """Benchmark the distributed runtime on this machine (starts its own Redis and workers).
 
 (a) dispatch overhead: round trip of a trivial tool call (``srh.tool.probe``:
-    ``evaluate`` on 200 samples) through Celery + Redis, against a bare no-op
+    ``evaluate_formula`` on 200 samples) through Celery + Redis, against a bare no-op
     task (``srh.tool.ping``): median and p99 (target: at most 1.5x);
 (b) throughput scaling: the same batch of CPU-bound tool calls (``sindy`` on
     10^5 samples, about 0.1 s each, so worker time dominates dispatch) on 1 and
@@ -45,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CPU_TOOL = {"tool": "sindy", "params": {"poly_degree": 4}, "samples": 100_000}
+CPU_TOOL = {"tool": "call_sindy", "params": {"poly_degree": 4}, "samples": 100_000}
 SWEEP_PROBLEMS = ["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13", "feynman-II.34.2",
                   "feynman-I.39.1", "feynman-I.29.4"]
 
@@ -214,7 +214,7 @@ def small_data(n: int = 300) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 LATENCY = {"global_width": 8, "max_refinement_depth": 3, "local_sample_size": 2,
-           "early_stop": False, "tool_parser": "openai", "tools": ["evaluate"]}
+           "early_stop": False, "tool_parser": "openai", "tools": ["evaluate_formula"]}
 
 
 def bench_latency(cluster: Cluster) -> dict[str, Any]:

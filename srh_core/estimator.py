@@ -1,134 +1,343 @@
-"""SRHarnessRegressor: the search behind scikit-learn's estimator conventions.
+"""SRHarnessRegressor: the R-C-L-K search as a scikit-learn regressor.
 
-No scikit-learn import is needed: the class follows the conventions
-(arguments stored untouched, ``get_params``/``set_params``, fitted state in
-attributes ending with ``_``), so ``sklearn.base.clone`` and pipelines work
-when scikit-learn is installed.
+With scikit-learn installed (``pip install 'srh[sklearn]'``) the estimator is
+a real ``BaseEstimator``/``RegressorMixin``: it validates input with
+scikit-learn's own helpers, passes ``check_estimator`` (see
+:func:`expected_failed_checks`) and works in ``Pipeline``, ``GridSearchCV``,
+``cross_val_score`` and ``clone``. Without scikit-learn the same class works
+alone, on the stand-ins of :mod:`srh_core.estimator_compat`.
+
+Every parameter is a :class:`~srh_core.agent.SearchSettings` field (same name,
+same default) except ``problem_description``; they are stored untouched and
+validated when ``fit`` builds the settings. The fitted formula is
+the search's best candidate; when the search found none, it is the mean of
+``y`` (a constant) and a :class:`NoFormulaFoundWarning` says so.
 """
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from srh_core.agent.settings import SearchSettings
-from srh_core.errors import ConfigurationError, DataError, SRHarnessError, did_you_mean
+import srh_engine as engine
+from srh_core.errors import ConfigurationError, SRHarnessError, did_you_mean
+from srh_core.estimator_compat import ParamsBase, RegressorScoreMixin, validate_input
 from srh_core.types import SearchResult
 
+try:
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.exceptions import NotFittedError as _NotFittedBase
+    from sklearn.utils.validation import validate_data
+except ImportError:  # scikit-learn is an optional extra
+    BaseEstimator, RegressorMixin = ParamsBase, RegressorScoreMixin  # type: ignore[misc]
+    validate_data = None  # type: ignore[assignment]
 
-class NotFittedError(SRHarnessError, ValueError, AttributeError):
-    """``predict`` or ``score`` was called before ``fit``."""
+    class _NotFittedBase(ValueError, AttributeError):  # type: ignore[no-redef]
+        pass
+
+SKLEARN_AVAILABLE = validate_data is not None
+_NAME_CHARACTERS = re.compile(r"\W+")
+_REFIT_COMPARISONS = ("check_fit_idempotent", "check_supervised_y_2d", "check_regressors_int",
+                      "check_regressor_data_not_an_array")
+"""scikit-learn checks that fit twice on equal data and compare the predictions."""
 
 
-class SRHarnessRegressor:
-    """Symbolic regression estimator (``fit`` runs an embedded R-C-L-K search).
+class NotFittedError(SRHarnessError, _NotFittedBase):
+    """``predict``, ``score`` or an accessor was called before ``fit``."""
+
+
+class NoFormulaFoundWarning(UserWarning):
+    """The search found no candidate; the estimator predicts the mean of ``y``."""
+
+
+class SRHarnessRegressor(RegressorMixin, BaseEstimator):
+    """Symbolic regression estimator: ``fit`` runs an embedded R-C-L-K search.
 
     Args:
-        **settings: Any :class:`~srh_core.agent.SearchSettings` field
-            (``llm_provider``, ``max_refinement_depth``, ``local_sample_size``, ...).
+        llm_provider: Model provider ("offline", "openai", "deepseek", ...).
+        llm_model: Model name; None uses the provider's default.
+        base_url: Endpoint override for OpenAI-compatible providers.
+        tools: Tool names to enable; None enables the default catalogue.
+        ban_tools: Tool names never enabled; None bans none.
+        skills: Skill names the model may read; None enables all.
+        tool_parser: How tool calls are exchanged ("openai", "json", "text", "xml").
+        local_sample_size: K, model responses per step.
+        max_refinement_depth: L, steps per branch.
+        global_width: C, branches per restart.
+        max_restart_loop: R, restarts.
+        restart_top_k: Pool candidates carried into each restart prompt.
+        llm_max_tokens: Maximum tokens per model response.
+        llm_temperature: Sampling temperature.
+        max_workers: Tool-call worker processes; 0 runs calls serially.
+        validation_fraction: Share of samples held out inside the search; 0 disables.
+        split_by: "random" or "ood" validation split.
+        split_ood_variable: Variable whose high tail is held out when "ood".
+        split_random_state: Seed of the validation split.
+        ranking_metric: Metric ranking candidates.
+        larger_is_better: Direction of the ranking metric.
+        early_stop: Stop once the best candidate is exact.
+        exact_fit_threshold: Value of ``exact_fit_metric`` that counts as exact.
+        exact_fit_metric: Metric of the early-stop rule.
+        force_initial_diagnostics: Run the analysis tools before the first step.
+        auto_routing: Route hard tasks to the strong model.
+        strong_llm_provider: Provider of the strong model.
+        strong_llm_model: Strong model; None disables routing to it.
+        seed: Seed of the model sampling (the offline proposer's choices).
+        time_limit: Wall-clock budget of one fit in seconds; None for none.
+        tool_timeout: Per-call tool limit in seconds.
+        save_path: Run directory of each fit; None keeps runs in memory.
+        workspace: Directory of the workspace tools; None for none.
+        branch_threads: Branches of a restart stepping at once, on threads.
+        granularity: How a cluster run is cut into tasks (unused by ``fit``).
+        verbose: Debug logging.
+        problem_description: What the data is, for the model.
 
     Attributes:
-        best_formula_: The best formula found (engine syntax).
+        formula_: The formula ``predict`` evaluates (engine syntax, in ``variable_names_``).
+        best_formula_: The search's best formula, or None when it found none.
         pareto_front_: The Pareto front, best first, as candidate dicts.
         result_: The full :class:`~srh_core.types.SearchResult`.
-        feature_names_in_: Variable names used for the columns of X.
+        variable_names_: The engine variable of each column of X.
         n_features_in_: Number of columns of X.
+        feature_names_in_: Column names of X, when X had string column names.
     """
 
-    def __init__(self, **settings: Any) -> None:
-        self._settings = dict(settings)
+    def __init__(
+        self, *, llm_provider: str = "offline", llm_model: str | None = None,
+        base_url: str | None = None, tools: Sequence[str] | None = None,
+        ban_tools: Sequence[str] | None = None, skills: Sequence[str] | None = None,
+        tool_parser: str = "openai", local_sample_size: int = 1, max_refinement_depth: int = 20,
+        global_width: int = 1, max_restart_loop: int = 1, restart_top_k: int = 1,
+        llm_max_tokens: int = 4096, llm_temperature: float = 1.0, max_workers: int = 0,
+        validation_fraction: float = 0.2, split_by: str = "random",
+        split_ood_variable: str | None = None, split_random_state: int = 42,
+        ranking_metric: str = "mse", larger_is_better: bool = False, early_stop: bool = True,
+        exact_fit_threshold: float = 1.0, exact_fit_metric: str = "r2",
+        force_initial_diagnostics: bool = False, auto_routing: bool = True,
+        strong_llm_provider: str | None = None, strong_llm_model: str | None = None,
+        seed: int = 0, time_limit: float | None = None, tool_timeout: float = 120.0,
+        save_path: str | None = None, workspace: str | None = None, branch_threads: int = 8,
+        granularity: str = "auto", verbose: bool = False, problem_description: str = "",
+    ) -> None:
+        self.llm_provider = llm_provider
+        self.llm_model = llm_model
+        self.base_url = base_url
+        self.tools = tools
+        self.ban_tools = ban_tools
+        self.skills = skills
+        self.tool_parser = tool_parser
+        self.local_sample_size = local_sample_size
+        self.max_refinement_depth = max_refinement_depth
+        self.global_width = global_width
+        self.max_restart_loop = max_restart_loop
+        self.restart_top_k = restart_top_k
+        self.llm_max_tokens = llm_max_tokens
+        self.llm_temperature = llm_temperature
+        self.max_workers = max_workers
+        self.validation_fraction = validation_fraction
+        self.split_by = split_by
+        self.split_ood_variable = split_ood_variable
+        self.split_random_state = split_random_state
+        self.ranking_metric = ranking_metric
+        self.larger_is_better = larger_is_better
+        self.early_stop = early_stop
+        self.exact_fit_threshold = exact_fit_threshold
+        self.exact_fit_metric = exact_fit_metric
+        self.force_initial_diagnostics = force_initial_diagnostics
+        self.auto_routing = auto_routing
+        self.strong_llm_provider = strong_llm_provider
+        self.strong_llm_model = strong_llm_model
+        self.seed = seed
+        self.time_limit = time_limit
+        self.tool_timeout = tool_timeout
+        self.save_path = save_path
+        self.workspace = workspace
+        self.branch_threads = branch_threads
+        self.granularity = granularity
+        self.verbose = verbose
+        self.problem_description = problem_description
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return dict(self._settings)
+    # ----------------------------------------------------------- settings
+    def _resolve(self) -> Any:
+        """The validated SearchSettings of the current parameters.
+
+        Raises:
+            ConfigurationError: A parameter is invalid (a ValueError naming it).
+        """
+        from srh_core.agent.settings import SearchSettings
+
+        values = {name: value for name, value in self.get_params(deep=False).items()
+                  if name != "problem_description"}
+        for name in ("tools", "skills"):
+            values[name] = None if values[name] is None else list(values[name])
+        values["ban_tools"] = list(values["ban_tools"] or [])
+        return SearchSettings.build(**values)
 
     def set_params(self, **params: Any) -> SRHarnessRegressor:
+        """Set parameters; an unknown name is a ValueError with a "did you mean"."""
+        names = self._get_param_names()
         for name in params:
-            if name not in SearchSettings.model_fields:
-                raise ConfigurationError(f"Invalid parameter {name!r} for SRHarnessRegressor."
-                                         f"{did_you_mean(name, SearchSettings.model_fields)}",
-                                         setting=name)
-        self._settings.update(params)
-        return self
+            if name not in names:
+                raise ConfigurationError(
+                    f"Invalid parameter {name!r} for estimator {type(self).__name__}."
+                    f"{did_you_mean(name, names)} Valid parameters are: {names}.", setting=name)
+        return super().set_params(**params)
 
-    def __repr__(self) -> str:
-        arguments = ", ".join(f"{k}={v!r}" for k, v in self._settings.items())
-        return f"SRHarnessRegressor({arguments})"
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self._search_varies()
+        return tags
 
+    def _search_varies(self) -> bool:
+        """A model's replies vary; the offline proposer with a seed and no clock does not."""
+        return self.llm_provider != "offline" or self.time_limit is not None
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "formula_")
+
+    # ------------------------------------------------------------ fitting
     def fit(self, X: Any, y: Any, variable_names: Sequence[str] | None = None,
-            problem_description: str = "") -> SRHarnessRegressor:
+            problem_description: str | None = None) -> SRHarnessRegressor:
         """Search for a formula y = f(X).
 
         Args:
-            X: ``(n_samples, n_features)`` array, or a DataFrame (column names used).
-            y: ``(n_samples,)`` array or Series.
-            variable_names: Names of X's columns (default: DataFrame columns or x0, x1, ...).
-            problem_description: What the data is, for the model.
+            X: ``(n_samples, n_features)`` array-like or DataFrame.
+            y: ``(n_samples,)`` array-like.
+            variable_names: Variable names of X's columns in formulas (default:
+                DataFrame column names when they are usable identifiers, else x0, x1, ...).
+            problem_description: Overrides the ``problem_description`` parameter.
+
+        Returns:
+            self.
         """
         from srh_core.agent import SRAgent
 
-        names, matrix = _named_columns(X, variable_names)
-        target = _target_name(y, names)
-        agent = SRAgent(**self._settings)
+        settings = self._resolve()
+        matrix, vector = self._validate(X, y, reset=True)
+        names = _variable_names(variable_names or getattr(self, "feature_names_in_", None),
+                                matrix.shape[1])
+        target = _free_name("y", names)
         data = {name: matrix[:, i] for i, name in enumerate(names)}
-        result = SearchResult.from_dict(agent.run(data, {target: _vector(y, len(matrix))},
-                                                  problem_description))
+        text = self.problem_description if problem_description is None else problem_description
+        result = SearchResult.from_dict(SRAgent(settings).run(data, {target: vector}, text))
         self.result_ = result
-        self.feature_names_in_ = list(names)
-        self.n_features_in_ = len(names)
+        self.variable_names_ = names
         self.best_formula_ = result.best.formula if result.best is not None else None
         self.pareto_front_ = [candidate.to_dict() for candidate in result.front()]
+        self.formula_ = self.best_formula_ or repr(float(np.mean(vector)))
+        if self.best_formula_ is None:
+            warnings.warn(f"The search found no formula ({result.stop_reason or result.status});"
+                          " predicting the mean of y.", NoFormulaFoundWarning, stacklevel=2)
         return self
 
-    def predict(self, X: Any) -> np.ndarray:
-        """Evaluate the best formula on X (columns as in ``fit``)."""
-        from srh_engine import parse
+    def _validate(self, X: Any, y: Any = None, *, reset: bool) -> Any:
+        if validate_data is None:
+            return validate_input(self, X, y, reset=reset)
+        if y is None and not reset:
+            return validate_data(self, X, reset=False, dtype=np.float64)
+        return validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True,
+                             ensure_min_samples=2)
 
-        if getattr(self, "best_formula_", None) is None:
-            raise NotFittedError("This SRHarnessRegressor is not fitted (or found no formula); "
-                                 "call fit(X, y) first.")
-        if getattr(X, "columns", None) is not None:
-            X = X[self.feature_names_in_]  # a DataFrame: pick the fitted columns by name
-        names, matrix = _named_columns(X, self.feature_names_in_)
-        values = {name: matrix[:, i] for i, name in enumerate(names)}
+    # --------------------------------------------------------- prediction
+    def predict(self, X: Any) -> np.ndarray:
+        """Evaluate the fitted formula on X (the columns of ``fit``).
+
+        Returns:
+            ``(n_samples,)`` float predictions.
+        """
+        self._check_fitted()
+        matrix = self._validate(X, reset=False)
+        values = {name: matrix[:, i] for i, name in enumerate(self.variable_names_)}
         with np.errstate(all="ignore"):
-            predicted = parse(self.best_formula_).evaluate(values)
+            predicted = engine.parse(self.formula_).evaluate(values)
         return np.broadcast_to(np.asarray(predicted, dtype=float), (len(matrix),)).copy()
 
-    def score(self, X: Any, y: Any) -> float:
-        """Coefficient of determination R^2 of ``predict(X)``."""
-        truth = _vector(y, None)
-        predicted = self.predict(X)
-        total = float(np.sum((truth - truth.mean()) ** 2))
-        residual = float(np.sum((truth - predicted) ** 2))
-        return 1.0 - residual / total if total > 0 else float(residual == 0.0)
+    def _check_fitted(self) -> None:
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; "
+                                 "call fit(X, y) first.")
+
+    # ---------------------------------------------------------- accessors
+    def expression(self, index: int | None = None) -> engine.Expression:
+        """The engine expression of the fitted formula, or of row ``index`` of the front."""
+        self._check_fitted()
+        if index is None:
+            return engine.parse(self.formula_)
+        return engine.parse(self.pareto_front_[index]["formula"])
+
+    def sympy(self, index: int | None = None) -> Any:
+        """The fitted formula (or front row ``index``) as a SymPy expression."""
+        from srh_core.symbolic import to_sympy
+
+        return to_sympy(self.expression(index))
+
+    def latex(self, index: int | None = None) -> str:
+        """The fitted formula (or front row ``index``) as LaTeX."""
+        return engine.to_str(self.expression(index), latex=True)
+
+    def front_table(self) -> list[dict[str, Any]]:
+        """The Pareto front, best first: formula, complexity, the ranking split and its metrics."""
+        self._check_fitted()
+        return [candidate.display_dict() for candidate in self.result_.front()]
+
+    @property
+    def equations_(self) -> Any:
+        """The Pareto front as a pandas DataFrame (PySR's name; needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError("equations_ needs pandas (pip install pandas); "
+                              "front_table() gives the same rows as dicts.") from error
+        return pd.DataFrame(self.front_table())
 
 
-def _named_columns(X: Any, names: Sequence[str] | None) -> tuple[list[str], np.ndarray]:
-    columns = getattr(X, "columns", None)
-    matrix = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=float)
-    if matrix.ndim == 1:
-        matrix = matrix[:, None]
-    if matrix.ndim != 2:
-        raise DataError(f"X must be 2-D (n_samples, n_features); got shape {matrix.shape}.")
-    chosen = list(names if names is not None else (columns if columns is not None
-                                                    else [f"x{i}" for i in
-                                                          range(matrix.shape[1])]))
-    if len(chosen) != matrix.shape[1]:
-        raise DataError(f"X has {matrix.shape[1]} columns but {len(chosen)} variable names "
-                        f"were given: {chosen}.")
-    return [str(name) for name in chosen], matrix
+def expected_failed_checks(estimator: SRHarnessRegressor) -> dict[str, str]:
+    """scikit-learn checks that cannot apply to a formula search, with the reason.
+
+    A search whose replies vary between fits (a language model, or a time
+    limit that cuts the search at a different point) cannot pass the checks
+    that fit twice and compare the predictions; with the offline proposer and
+    no time limit the search is deterministic and every check applies. Pass
+    it to ``check_estimator(est, expected_failed_checks=expected_failed_checks(est))``
+    or ``parametrize_with_checks(..., expected_failed_checks=expected_failed_checks)``.
+    """
+    if not estimator._search_varies():
+        return {}
+    return dict.fromkeys(_REFIT_COMPARISONS, "two searches on the same data may return "
+                         "different formulas (model replies or the time limit vary)")
 
 
-def _target_name(y: Any, features: Sequence[str]) -> str:
-    name = getattr(y, "name", None)
-    name = name if isinstance(name, str) and name.isidentifier() else "y"
-    return name if name not in features else f"{name}_target"
+def _variable_names(given: Sequence[Any] | None, n_features: int) -> list[str]:
+    """One distinct engine variable name per column: usable given names, else x0, x1, ..."""
+    names: list[str] = []
+    for i in range(n_features):
+        name = str(given[i]) if given is not None and i < len(given) else f"x{i}"
+        name = name if _usable(name) else _usable_or(_NAME_CHARACTERS.sub("_", name), f"x{i}")
+        names.append(_free_name(name, names))
+    return names
 
 
-def _vector(y: Any, length: int | None) -> np.ndarray:
-    vector = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y, dtype=float).ravel()
-    if length is not None and len(vector) != length:
-        raise DataError(f"y has {len(vector)} values but X has {length} rows.", variable="y")
-    return vector
+def _usable(name: str) -> bool:
+    """Whether ``name`` parses as the engine variable ``name`` (not e, pi, sin, ...)."""
+    if not name.isidentifier():
+        return False
+    try:
+        parsed = engine.parse(name)
+    except engine.EngineError:
+        return False
+    return isinstance(parsed, engine.Symbol) and parsed.name == name
+
+
+def _usable_or(name: str, fallback: str) -> str:
+    return name if _usable(name) else fallback
+
+
+def _free_name(name: str, taken: Sequence[str]) -> str:
+    candidate, suffix = name, 1
+    while candidate in taken:
+        candidate, suffix = f"{name}_{suffix}", suffix + 1
+    return candidate

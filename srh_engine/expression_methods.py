@@ -34,6 +34,8 @@ class ExpressionMethods:
 
         return evaluate(self, values, parameters=parameters)
 
+    eval = evaluate  # the reference's name; one method, so the two never diverge
+
     def fit(
         self: Expression,
         values: Mapping[str, Any],

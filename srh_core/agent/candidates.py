@@ -22,7 +22,8 @@ from srh_core.types import CandidateRecord, ToolCallResult, json_value
 
 logger = logging.getLogger("srh.agent")
 
-_SKIPPED_DETAILS = frozenset({"formula", "is_candidate", "all_formulas", "metrics", "diagnostics"})
+_SKIPPED_DETAILS = frozenset({"formula", "is_candidate", "all_formulas", "metrics", "diagnostics",
+                              "data_split_results"})  # the reference's view of metrics
 
 
 def evaluation_entries(result: ToolCallResult) -> Iterator[Mapping[str, Any]]:

@@ -28,6 +28,7 @@ class SearchSettings(BaseModel):
         llm_model: Model name; None uses the provider's default.
         base_url: Endpoint override for OpenAI-compatible providers.
         tools: Tool names to enable; None enables the default catalogue.
+        ban_tools: Tool names never enabled, even when ``tools`` lists them.
         skills: Skill names the model may read; None enables all.
         verbose: Debug logging.
         tool_parser: How tool calls are exchanged with the model.
@@ -72,6 +73,8 @@ class SearchSettings(BaseModel):
             on the tools queue (for steps too cheap to distribute, e.g. the
             offline model); "auto" is "run" for the offline provider and
             "step" otherwise. Either way a lost worker loses nothing.
+        workspace: Directory the workspace tools (``workspace_shell``,
+            ``workspace_code_executor``) work in; None gives the run no workspace.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
@@ -80,6 +83,7 @@ class SearchSettings(BaseModel):
     llm_model: str | None = None
     base_url: str | None = None
     tools: list[str] | None = None
+    ban_tools: list[str] = Field(default_factory=list)
     skills: list[str] | None = None
     verbose: bool = False
     tool_parser: ToolParserName = "openai"
@@ -111,6 +115,7 @@ class SearchSettings(BaseModel):
     tool_timeout: float = Field(default=120.0, gt=0)
     branch_threads: int = Field(default=8, ge=1, le=256)
     granularity: Literal["auto", "step", "run"] = "auto"
+    workspace: str | None = None
 
     @field_validator("split_ood_variable")
     @classmethod

@@ -89,9 +89,10 @@ class SRAgent:
     """
 
     DEFAULT_TOOLS: tuple[str, ...] = (
-        "statistics_analysis", "relationship_analysis", "evaluate", "submit_formula",
+        "statistics_analysis", "relationship_analysis", "evaluate_formula", "submit_formula",
         "polynomial_fit", "power_law_fit", "rational_fit", "constant_fit",
-        "harmonic_interaction_fit", "monomial_sum_fit", "sindy", "eic", "evaluate_code",
+        "harmonic_interaction_fit", "monomial_sum_fit", "call_sindy", "evaluate_eic",
+        "evaluate_code",
         "read_skill", "call_pysr",
     )
 
@@ -171,15 +172,18 @@ class SRAgent:
 
         requested = self.settings.tools
         names = list(self.DEFAULT_TOOLS if requested is None else requested)
-        enabled = []
+        banned = {_canonical_tool(name, "ban_tools") for name in self.settings.ban_tools}
+        enabled: list[str] = []
         for name in names:
             try:
                 tool_class = BaseTool.get_class(name)
             except Exception as error:
                 raise ConfigurationError(str(error), setting="tools") from error
             reason = tool_class.availability()
+            if tool_class.metadata.name in enabled or tool_class.metadata.name in banned:
+                continue
             if reason is None:
-                enabled.append(name)
+                enabled.append(tool_class.metadata.name)  # an alias runs as its canonical name
             elif requested is not None:
                 logger.warning("Tool %r is not available here (%s); it is not offered.",
                                name, reason)
@@ -624,6 +628,13 @@ class SRAgent:
         progress = (f"{self.format_progress(R, L, C)}; "
                     f"{store.node_count}/{self.settings.max_nodes} nodes")
         return store.result(status, progress, stop_reason=stop_reason)
+
+
+def _canonical_tool(name: str, setting: str) -> str:
+    try:
+        return BaseTool.canonical_name(name)
+    except Exception as error:
+        raise ConfigurationError(str(error), setting=setting) from error
 
 
 def agent_class_path(agent_class: type[SRAgent]) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from srh_core.agent.settings import SearchSettings
+from srh_core.cli import run_options, tool_commands
 from srh_core.errors import ConfigurationError
 from srh_core.runtime.cli import add_interactive_arguments, interactive_options
 from srh_core.types import SearchResult
@@ -52,6 +53,7 @@ def register(subparsers: Any) -> None:
     problems.add_argument("--json", action="store_true")
     problems.set_defaults(handler=handle_problems)
     add_sweep_command(subparsers)
+    tool_commands.register(subparsers)
 
 
 def add_sweep_command(subparsers: Any) -> None:
@@ -72,33 +74,8 @@ def add_sweep_command(subparsers: Any) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", help="a CSV file (header row = names) or a context.data dir")
-    source.add_argument("--problem", help="a built-in problem, e.g. feynman-I.6.2a")
-    parser.add_argument("--target", help="target column of --data")
-    parser.add_argument("--suite", help="suite file for --problem (default: built-in)")
-    parser.add_argument("--samples", type=int, default=2000, help="samples for --problem")
-    parser.add_argument("--noise", type=float, default=0.0, help="relative noise for --problem")
-    parser.add_argument("--description", help="problem description shown to the model")
-    parser.add_argument("--llm", default=None, help="offline (default) or PROVIDER:MODEL")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint URL")
-    for flag, name in (("-R", "max_restart_loop"), ("-C", "global_width"),
-                       ("-L", "max_refinement_depth"), ("-K", "local_sample_size")):
-        parser.add_argument(flag, dest=name, type=int, help=f"{name} ({flag[1]})")
-    parser.add_argument("--seed", type=int, default=None, help="sampling and data seed")
-    parser.add_argument("--time-limit", type=float, help="wall-clock budget in seconds")
-    parser.add_argument("--no-early-stop", dest="early_stop", action="store_false",
-                        default=None, help="use the whole budget even after an exact fit")
-    parser.add_argument("--max-workers", type=int, help="tool worker processes (0: serial)")
-    parser.add_argument("--out", help=f"run directory (default {DEFAULT_RUNS_DIR}/RUN_ID)")
-    parser.add_argument("--run-id", help="run identifier (default: random)")
-    parser.add_argument("--config", help="TOML settings file ([search] table)")
-    parser.add_argument("--json", action="store_true",
-                        help="print exactly the SearchResult JSON on stdout")
-    parser.add_argument("--backend", default="embedded",
-                        help="embedded (default) or celery (with srh_workers)")
-    parser.add_argument("--agent-class", default=None, metavar="MODULE:CLASS",
-                        help="an SRAgent subclass to run (importable here and on the workers)")
+    """The options of ``srh run``, grouped by topic (see :mod:`srh_core.cli.run_options`)."""
+    run_options.add_run_arguments(parser)
     add_interactive_arguments(parser)
 
 
@@ -106,13 +83,9 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     """Settings from ``--config`` plus the flags given on the command line."""
     provider, model = _llm(args.llm)
     run_id = args.run_id or uuid.uuid4().hex[:12]
-    flags = {"llm_provider": provider, "llm_model": model, "base_url": args.base_url,
-             "max_restart_loop": args.max_restart_loop, "global_width": args.global_width,
-             "max_refinement_depth": args.max_refinement_depth,
-             "local_sample_size": args.local_sample_size, "seed": args.seed,
-             "time_limit": args.time_limit, "max_workers": args.max_workers, "run_id": run_id,
-             "early_stop": args.early_stop,
-             "save_path": args.out or str(Path(DEFAULT_RUNS_DIR) / run_id)}
+    flags = {"llm_provider": provider, "llm_model": model, "run_id": run_id,
+             "save_path": args.out or str(Path(DEFAULT_RUNS_DIR) / run_id),
+             **run_options.settings_flags(args)}
     flags = {name: value for name, value in flags.items() if value is not None}
     if args.config:
         return SearchSettings.from_toml(args.config, **flags)
@@ -127,7 +100,11 @@ def _llm(spec: str | None) -> tuple[str | None, str | None]:
 
 
 def load_run_data(args: argparse.Namespace) -> ProblemData:
-    """The run's data from ``--problem`` or ``--data``/``--target``."""
+    """The run's data from ``--problem``, ``--equation`` or ``--data``/``--target``."""
+    run_options.check_data_flags(args)
+    if getattr(args, "equation", None):
+        X, y, text, problem = run_options.synthetic_data(args)
+        return ProblemData(X, y, text, problem)
     if args.problem:
         from srh_core.problems import load_suite
 

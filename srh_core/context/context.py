@@ -81,7 +81,7 @@ class AgentContext(DataCommits):
         self.args = args if args is not None else argparse.Namespace()
         self.settings()  # fail at construction, not at the first split, on bad settings
         self.evaluator = evaluator if evaluator is not None else _default_evaluator()
-        self.workspace = workspace
+        self.workspace = workspace if workspace is not None else _args_value(args, "workspace")
         self._lock = threading.RLock()
         self._split_cache: tuple[int, dict[str, AgentContext | None]] | None = None
         self._revision = 0
@@ -323,3 +323,8 @@ def _checked_splits(splits: Any) -> dict[str, AgentContext | None]:
             setting="evaluator",
         )
     return {"train": train, "validation": validation}
+
+
+def _args_value(args: Any, name: str) -> Any:
+    """One runtime setting of ``args`` (a mapping, Namespace or settings object), or None."""
+    return args.get(name) if isinstance(args, Mapping) else getattr(args, name, None)

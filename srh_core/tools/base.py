@@ -2,7 +2,7 @@
 
 A tool is a :class:`BaseTool` subclass registered under a stable name::
 
-    @BaseTool.register("evaluate")
+    @BaseTool.register("evaluate_formula", aliases=("evaluate",))
     class EvaluateTool(BaseTool):
         def execute(self, f: str, fit: bool = False) -> dict[str, Any]:
             \"\"\"Score a formula on the data. ... Args: f: The formula. ...\"\"\"
@@ -23,6 +23,7 @@ constructor ``values``, and must be safe to run concurrently.
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 import time
@@ -37,7 +38,15 @@ from srh_core.types import ToolCallResult, ToolMetadata, json_value
 
 ToolClass = TypeVar("ToolClass", bound="type[BaseTool]")
 
-TOOLS: Registry[type[BaseTool]] = Registry("tool", "Registered tools", error=ToolError)
+
+
+def _load_builtin_tools() -> None:
+    """Import every built-in tool module (each registers its tools)."""
+    importlib.import_module("srh_core.tools.catalogue")
+
+
+TOOLS: Registry[type[BaseTool]] = Registry("tool", "Registered tools", error=ToolError,
+                                           loader=_load_builtin_tools)
 RESULT_STR_LIMIT = 6_000
 MAX_FORMULA_LENGTH = 2_000
 _CODE_FENCE_CHARS = "`$ \n\t"
@@ -64,28 +73,48 @@ class BaseTool(ABC):
 
     # ------------------------------------------------------------ registry
     @classmethod
-    def register(cls, name: str) -> Callable[[ToolClass], ToolClass]:
-        """Class decorator registering a tool under ``name``."""
+    def register(cls, name: str, *, aliases: Iterable[str] = ()
+                 ) -> Callable[[ToolClass], ToolClass]:
+        """Class decorator registering a tool under ``name``.
+
+        Args:
+            name: The canonical name: the one the model sees and every result carries.
+            aliases: Other names a lookup (settings, ``create``) accepts for this tool.
+        """
+        aliases = tuple(aliases)
 
         def decorate(tool_class: ToolClass) -> ToolClass:
             tool_class.metadata = _resolve_metadata(tool_class, name)
-            existing = TOOLS.find(name)
-            if existing is not None and _qualname(existing) != _qualname(tool_class):
-                raise ToolError(f"Tool name {name!r} is already registered by "
-                                f"{_qualname(existing)}; choose another name.")
-            TOOLS.add(name, tool_class)
+            for taken in (name, *aliases):
+                existing = TOOLS.find(taken, load=False)
+                if existing is not None and _qualname(existing) != _qualname(tool_class):
+                    raise ToolError(f"Tool name {taken!r} is already registered by "
+                                    f"{_qualname(existing)}; choose another name.")
+            TOOLS.add(name, tool_class, aliases=aliases)
             return tool_class
 
         return decorate
 
     @classmethod
     def registered_names(cls) -> list[str]:
-        """Names of every registered tool, sorted."""
+        """Canonical names of every registered tool (built-ins included), sorted."""
         return TOOLS.names()
 
     @classmethod
+    def canonical_name(cls, name: str) -> str:
+        """The canonical name of ``name`` (itself unless it is an alias).
+
+        Raises:
+            ToolError: When no tool has that name.
+        """
+        return cls.get_class(name).metadata.name
+
+    @classmethod
     def get_class(cls, name: str) -> type[BaseTool]:
-        """Return the registered class of ``name``.
+        """Return the registered class of ``name`` (a canonical name or an alias).
+
+        The built-in tools are registered on the first lookup; nothing needs
+        importing first.
 
         Raises:
             ToolError: When no tool has that name.

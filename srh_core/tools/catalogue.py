@@ -1,8 +1,10 @@
-"""Importing this module registers every built-in tool.
+"""The built-in tool modules; importing this module registers every built-in tool.
 
 Each tool module registers its classes with ``@BaseTool.register(name)`` when
-imported; this is the one place that imports them all. Tool worker processes
-and the agent import it before looking tools up by name.
+imported. The tool registry imports this module on its first lookup, so
+callers (the agent, process-pool workers, Celery tool workers, user code)
+never need to import it themselves. A new built-in tool module is listed
+here, and its classes in :mod:`srh_core.tools`.
 """
 
 from __future__ import annotations

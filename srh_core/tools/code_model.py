@@ -48,7 +48,7 @@ from srh_core.tools.code_sandbox import (
     strip_fence,
 )
 from srh_core.tools.diagnostics import residual_diagnostics
-from srh_core.tools.formula import MAX_DIAGNOSTIC_VARIABLES, FormulaTool
+from srh_core.tools.formula import MAX_DIAGNOSTIC_VARIABLES, FormulaTool, split_results
 
 MAX_PARAMS_JSON_CHARS = 100_000
 PARAMS_SHOWN_CHARS = 600
@@ -118,7 +118,7 @@ STAGES = {  # harness step -> (argument at fault, what was running)
     "predict_validation": ("predict_code", "predict(X, params) on the validation rows"),
 }
 NOT_A_CANDIDATE = ("a code model is never a candidate: write it as an engine formula and use "
-                   "evaluate to make it one")
+                   "evaluate_formula to make it one")
 
 
 @BaseTool.register("evaluate_code")
@@ -137,7 +137,7 @@ class EvaluateCodeTool(FormulaTool, SandboxedTool):
     ) -> dict[str, Any]:
         """Score a model written in Python when no engine formula can express it.
 
-        Prefer an engine formula (evaluate) when one can express the model: a code
+        Prefer an engine formula (evaluate_formula) when one can express the model: a code
         model is never a candidate answer. Use this to test a hypothesis quickly
         (a lookup, a piecewise or iterative model) before writing it as a formula.
         Both parts run in an isolated sandbox with numpy and scipy; metrics on the
@@ -252,7 +252,8 @@ def _code_entry(codes: Mapping[str, str], target: str, params: Any,
         "truncated": True, "chars": len(text), "preview": text[:2000]}
     description = params.get("description") if isinstance(params, Mapping) else None
     return {"formula": f"<code model: {digest[:12]}>", "is_candidate": False, "target": target,
-            "metrics": metrics, "warnings": [NOT_A_CANDIDATE], "params": shown,
+            "metrics": metrics, "data_split_results": split_results(metrics),
+            "warnings": [NOT_A_CANDIDATE], "params": shown,
             "description": description if isinstance(description, str) else None,
             "code_sha1": digest}
 

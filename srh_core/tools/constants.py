@@ -263,7 +263,8 @@ class ConstantFitTool(FormulaTool):
         """Bound parameters become numbers; unbound ones are an error."""
         if engine.unbound_parameters(expression):
             raise ToolArgumentError("The 'eq' parameter has parameters without values; fit "
-                                    "them first (evaluate with fit=true).", parameter="eq")
+                                    "them first (evaluate_formula with fit=true).",
+                                    parameter="eq")
         return engine.parse(formula_text(expression))
 
     def _search(self, original: engine.Expression, positions: list[int],

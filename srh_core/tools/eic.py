@@ -1,4 +1,4 @@
-"""eic: per-subtree numerical information-loss diagnostics of a formula.
+"""evaluate_eic (alias eic): per-subtree numerical information-loss diagnostics of a formula.
 
 Following the EIC recursion (https://github.com/tsinghua-fib-lab/EIC): every
 operation's output is perturbed by relative Gaussian noise ``noise_level``
@@ -105,7 +105,7 @@ class _Propagation:
         return self._run(perturb, data)
 
 
-@BaseTool.register("eic")
+@BaseTool.register("evaluate_eic", aliases=("eic",))
 class EICTool(FormulaTool):
     """Numerical stability of a formula: where does it amplify noise or lose information?"""
 

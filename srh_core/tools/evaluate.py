@@ -1,4 +1,4 @@
-"""evaluate and submit_formula: score a formula the model wrote, optionally fitting it first."""
+"""evaluate_formula (alias evaluate) and submit_formula: score a formula, optionally fitted."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class _FormulaEvaluation(FormulaTool):
         return equation.rhs, target
 
 
-@BaseTool.register("evaluate")
+@BaseTool.register("evaluate_formula", aliases=("evaluate",))
 class EvaluateTool(_FormulaEvaluation):
     """Score a formula on the train and validation splits."""
 
@@ -70,9 +70,9 @@ class SubmitFormulaTool(_FormulaEvaluation):
 
     def execute(self, f: str, y: str | None = None, fit: bool = False,
                 show_diagnostics: bool = True) -> dict[str, Any]:
-        """Submit your final formula for the target: scored like evaluate, and marked submitted.
+        """Submit your final formula for the target: scored like evaluate_formula, and submitted.
 
-        Use it once you are confident. Arguments are those of evaluate.
+        Use it once you are confident. Arguments are those of evaluate_formula.
 
         Args:
             f: The final formula, e.g. "2.5*x1**2 + sin(x2)"; param("a") with fit=true

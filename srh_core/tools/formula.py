@@ -7,8 +7,13 @@ reads (see :mod:`srh_core.agent.candidates`)::
      "is_candidate": bool,    # predicts the configured target itself
      "target": str,           # what the metrics were computed against
      "metrics": {"train": {...}, "validation": {...}},  # validation iff a split exists
+     "data_split_results": {"train": {"metrics": {...}}, "validation": {"metrics": {...}}},
      "parameters": {...}, "diagnostics": {...}, "warnings": [...],   # optional
      "all_formulas": [<same shape without all_formulas>, ...]}       # optional
+
+``metrics[split]`` and ``data_split_results[split]["metrics"]`` hold the same
+metric dict: the first is what the harness reads, the second the reference's
+shape, for code written against it (see :func:`split_results`).
 
 Fitting uses the train split only. Formula text from the model is parsed by
 ``srh_engine`` only (never ``eval``). A formula fitted against a transformed
@@ -292,15 +297,16 @@ class FormulaTool(BaseTool):
         if unbound:
             raise ToolArgumentError(
                 f"The formula has free parameter(s) {', '.join(unbound[:10])} without values: "
-                f"fit them (evaluate with fit=true) or give values, e.g. param(\"{unbound[0]}\", "
-                "1.5).", parameter="f")
+                "fit them (evaluate_formula with fit=true) or give values, e.g. "
+                f"param(\"{unbound[0]}\", 1.5).", parameter="f")
         uses_target = context.target is not None and context.target in engine.symbols(f)
         splits = {"train": context.train_split, "validation": context.validation_split}
         metrics = {name: self._split_metrics(f, target, split)
                    for name, split in splits.items() if split is not None}
         entry: dict[str, Any] = {
             "formula": formula_text(f), "is_candidate": target.is_target and not uses_target,
-            "target": target.text, "metrics": metrics, "warnings": metric_warnings(metrics)}
+            "target": target.text, "metrics": metrics,
+            "data_split_results": split_results(metrics), "warnings": metric_warnings(metrics)}
         if uses_target:
             entry["warnings"].append(f"not a candidate: the formula uses the target "
                                      f"{context.target!r}")
@@ -357,7 +363,8 @@ class FormulaTool(BaseTool):
         if context.validation_split is not None:
             metrics["validation"] = dict(empty)
         return {"formula": formula, "is_candidate": False, "target": context.target or "",
-                "metrics": metrics, "warnings": [reason]}
+                "metrics": metrics, "data_split_results": split_results(metrics),
+                "warnings": [reason]}
 
     @staticmethod
     def residual_diagnostics(y_true: Any, y_pred: Any, data: Mapping[str, Any] | None = None,
@@ -407,6 +414,11 @@ class FormulaTool(BaseTool):
 
 
 # --------------------------------------------------------------------- helpers
+def split_results(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The reference's ``data_split_results`` view of ``{split: metric dict}``."""
+    return {split: {"metrics": values} for split, values in metrics.items()}
+
+
 def formula_text(f: engine.Expression) -> str:
     """Engine-parseable text of ``f`` with bound parameter values written as numbers.
 

@@ -36,8 +36,8 @@ FEATURE_PREFIX = "srhfeature"
 def pysr_unavailable() -> str | None:
     """Why PySR cannot run here, or None; never imports pysr (or Julia)."""
     if importlib.util.find_spec("pysr") is None:
-        return ("PySR is not installed here (pip install pysr; it also needs Julia). Use sindy, "
-                "polynomial_fit or evaluate instead.")
+        return ("PySR is not installed here (pip install pysr; it also needs Julia). Use "
+                "call_sindy, polynomial_fit or evaluate_formula instead.")
     return None
 
 

@@ -1,4 +1,4 @@
-"""sindy: sparse regression (STLSQ) over a polynomial (+ sin/cos) library.
+"""call_sindy (alias sindy): sparse regression (STLSQ) over a polynomial (+ sin/cos) library.
 
 Our own sequentially thresholded least squares, no pysindy: library columns
 and the target are scaled to unit RMS, so a coefficient is the term's share of
@@ -74,7 +74,7 @@ def sindy_columns(X: np.ndarray, exponents: list[Exponents], include_trig: bool)
     return np.column_stack(columns)
 
 
-@BaseTool.register("sindy")
+@BaseTool.register("call_sindy", aliases=("sindy",))
 class SINDyTool(FormulaTool):
     """Sparse identification of a formula from a polynomial (+ trig) library."""
 

@@ -170,7 +170,8 @@ def _probe_context(samples: int) -> Any:
 
 
 @shared_task(name=names.PROBE, bind=True)
-def tool_probe(self: SRHTask, tool: str = "evaluate", params: dict[str, Any] | None = None,
+def tool_probe(self: SRHTask, tool: str = "evaluate_formula",
+               params: dict[str, Any] | None = None,
                samples: int = 200) -> dict[str, Any]:
     """Run one tool call on a built-in dataset: a health check that tools really run
     on this worker, and the unit of the cluster benchmark."""

@@ -137,7 +137,7 @@ def responses_events(deltas: Sequence[str], final: Mapping[str, Any]) -> list[SS
 
 
 def evaluating_reply(formulas: Sequence[str], *, delay: float = 0.0) -> Any:
-    """A responder body for ``FakeOpenAIServer.respond_with``: n choices, each one evaluate call.
+    """A responder for ``FakeOpenAIServer.respond_with``: n choices, one evaluate_formula call each.
 
     Choice k of a request evaluates ``formulas[(seed + k) % len(formulas)]``, so a
     step's samples differ and the same step (same sampling seed) is answered the same.
@@ -146,7 +146,7 @@ def evaluating_reply(formulas: Sequence[str], *, delay: float = 0.0) -> Any:
         body = request.body if isinstance(request.body, dict) else {}
         seed, n = int(body.get("seed") or 0), int(body.get("n") or 1)
         choices = [chat_choice(None, index=k, tool_calls=[tool_call(
-            "evaluate", {"f": formulas[(seed + k) % len(formulas)]}, f"call_{seed}_{k}")])
+            "evaluate_formula", {"f": formulas[(seed + k) % len(formulas)]}, f"call_{seed}_{k}")])
             for k in range(n)]
         return Reply.json(chat_completion(choices), delay=delay)
 

@@ -101,7 +101,7 @@ def test_cluster_page_without_redis_says_so(server):
 # ------------------------------------------------------------ a live run
 def reply(f: str, call_id: str, delay: float = 0.0) -> Reply:
     return Reply.json(chat_completion(content=None, tool_calls=[
-        tool_call("evaluate", {"f": f}, call_id)]), path=CHAT, delay=delay)
+        tool_call("evaluate_formula", {"f": f}, call_id)]), path=CHAT, delay=delay)
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def live_run(openai_server, tmp_path, monkeypatch):
     openai_server.script(reply(PAYLOAD, "c1", delay=0.8), reply("x1*x2**2", "c2"))
     agent = SRAgentInteractive(llm_provider="openai", llm_model="test-model",
                                base_url=openai_server.base_url, max_refinement_depth=2,
-                               early_stop=False, run_id="live", tools=["evaluate"],
+                               early_stop=False, run_id="live", tools=["evaluate_formula"],
                                save_path=str(tmp_path / "runs" / "live"))
     agent.interaction_manager.command("message", "first hint")
     import numpy as np

@@ -51,7 +51,7 @@ def replies() -> list[Reply]:
     itself and waits for the browser; step 3 is slow, so the browser's Pause lands in it."""
     def evaluate(f: str, i: int, delay: float = 0.3) -> Reply:
         return Reply.json(chat_completion(content=f"Step {i}: trying {f}.", tool_calls=[
-            tool_call("evaluate", {"f": f}, f"c{i}")]), path=CHAT, delay=delay)
+            tool_call("evaluate_formula", {"f": f}, f"c{i}")]), path=CHAT, delay=delay)
 
     return [evaluate(f'x1 + "{SCRIPT}"', 1),
             Reply.json(chat_completion(content="Which family should I try next?"), path=CHAT),

@@ -22,7 +22,7 @@ def stored_run(redis_server):  # noqa: F811 - the imported fixture
     """A submitted run (no workers: its first action is only collected) with one recorded step."""
     import redis
 
-    import srh_core.tools.catalogue  # noqa: F401 - registers evaluate
+    import srh_core.tools.catalogue  # noqa: F401 - registers evaluate_formula
     from srh_workers.store import RedisRunStore
     from srh_workers.submit import submit_run
 
@@ -35,8 +35,8 @@ def stored_run(redis_server):  # noqa: F811 - the imported fixture
                {"y": x1 * x2**2}, "y from x1 and x2")
     context = AgentContext(args=settings)
     context.commit_data({"x1": x1, "x2": x2, "y": x1 * x2**2}, target="y", features=["x1", "x2"])
-    call = ToolCall("evaluate", {"f": "x1*x2**2"}, id="c1")
-    result = BaseTool.create("evaluate", context)(**call.params)
+    call = ToolCall("evaluate_formula", {"f": "x1*x2**2"}, id="c1")
+    result = BaseTool.create("evaluate_formula", context)(**call.params)
     response = ModelResponse(content="Try the product.", tool_calls=(call,),
                              message={"role": "assistant", "content": "Try the product."})
     store = RedisRunStore.open(client, "cluster-run")

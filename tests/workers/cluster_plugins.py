@@ -59,7 +59,7 @@ class SlowScriptedAPI(BaseAPI):
         for k in range(1, n + 1):
             formula = FORMULAS[(k + (options.seed or 0)) % len(FORMULAS)]
             text = (f'CALL slow_probe {{"seconds": {PROBE_SECONDS}}}\n'
-                    f'CALL evaluate {{"f": "{formula}"}}')
+                    f'CALL evaluate_formula {{"f": "{formula}"}}')
             outcome = self.parser.parse_response_detailed(text)
             responses.append(ModelResponse(
                 content=text, tool_calls=tuple(outcome.calls),

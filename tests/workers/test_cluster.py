@@ -42,7 +42,7 @@ def power_law_data(n: int = 300) -> tuple[dict[str, np.ndarray], dict[str, np.nd
 
 def slow_settings(run_id: str, **values: Any) -> SearchSettings:
     return SearchSettings.build(llm_provider="test-slow", tool_parser="text",
-                                tools=["evaluate", "slow_probe"], early_stop=False,
+                                tools=["evaluate_formula", "slow_probe"], early_stop=False,
                                 run_id=run_id, **values)
 
 

@@ -152,7 +152,7 @@ def refinements(view: ConversationView) -> list[Move]:
         return []
     error = view.relative_error(best)
     near = error is not None and error <= NEAR_EXACT_RELATIVE_MSE
-    moves = [Move("evaluate", {"f": best.formula, "fit": True}, 0.5 if near else 3.0,
+    moves = [Move("evaluate_formula", {"f": best.formula, "fit": True}, 0.5 if near else 3.0,
                   "refit every constant of the best formula jointly")]
     if LONG_NUMBER.search(best.formula):
         moves.append(Move("constant_fit", {"eq": best.formula}, 0.4 if near else 2.9,

@@ -211,7 +211,7 @@ def other_shapes(view: ConversationView, factorization: Factorization,
     inputs = sparse_inputs(view, factorization)
     degree = library_degree(len(inputs), budget=SPARSE_BUDGET)
     if degree > library_degree(len(inputs), budget=LIBRARY_BUDGET):
-        moves.append(Move("sindy", {"y": reduced.z, "x": inputs, "poly_degree": degree,
+        moves.append(Move("call_sindy", {"y": reduced.z, "x": inputs, "poly_degree": degree,
                                     "threshold": SPARSE_THRESHOLD}, 2.1 + _shift(reduced),
                           f"{reduced.z} may be a short sum of higher-degree monomials"))
     return moves

@@ -49,11 +49,11 @@ def offset_moves(view: ConversationView) -> list[Move]:
     moves = []
     report = power_law_report(view)
     if report is not None and report.scale is not None and not report.exact:
-        moves.append(Move("evaluate", {"f": "param(\"a\", 0) + " + fitted_monomial(
+        moves.append(Move("evaluate_formula", {"f": "param(\"a\", 0) + " + fitted_monomial(
             report, report.scale), "fit": True}, OFFSET_TIER,
             "the power law may miss an additive constant"))
         root = f"sqrt(param(\"a\", 0) + {fitted_monomial(report, report.scale ** 2, 2.0)})"
-        moves.append(Move("evaluate", {"f": root, "fit": True}, OFFSET_TIER + 0.2,
+        moves.append(Move("evaluate_formula", {"f": root, "fit": True}, OFFSET_TIER + 0.2,
                           "the power law may sit under a square root with a constant"))
     return moves
 
@@ -115,7 +115,7 @@ def prefactor_moves(view: ConversationView, factorization: Factorization) -> lis
         if monomial:
             inner = form.formula.format(u=monomial)
             formula = inner if reduced.trivial else f"{factorization.monomial}*{inner}"
-            moves.append(Move("evaluate", {"f": formula, "fit": True}, tier,
+            moves.append(Move("evaluate_formula", {"f": formula, "fit": True}, tier,
                               f"{reduced.z} may be {form.why}"))
     return moves
 

@@ -22,10 +22,10 @@ def test_native_calls_through_http_cover_every_failure(openai_server, tmp_path, 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     openai_server.script(
         reply(content="Let me think about the data first."),                      # no call
-        reply(content=None, tool_calls=[tool_call("evaluate", '{"f": "x1*x2**2"', "c1")]),
-        reply(content=None, tool_calls=[tool_call("evaluate", {"f": "x1*x9"}, "c2")]),
+        reply(content=None, tool_calls=[tool_call("evaluate_formula", '{"f": "x1*x2**2"', "c1")]),
+        reply(content=None, tool_calls=[tool_call("evaluate_formula", {"f": "x1*x9"}, "c2")]),
         reply(content="I will submit.", finish_reason="length",                   # truncated
-              tool_calls=[tool_call("evaluate", {"f": "x1*x2**2"}, "c3")]),
+              tool_calls=[tool_call("evaluate_formula", {"f": "x1*x2**2"}, "c3")]),
         reply(content=None, tool_calls=[tool_call("submit_formula", {"f": "x1*x2**2"}, "c4")]),
     )
     rng = np.random.default_rng(0)

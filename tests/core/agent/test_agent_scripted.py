@@ -30,10 +30,10 @@ def make_agent(steps, tmp_path=None, **settings):
 
 def test_every_failure_family_is_fed_back_and_the_run_completes(data, tmp_path):
     steps = [
-        ['CALL evaluate {"f": "x1*x2**2"'],                      # malformed call
+        ['CALL evaluate_formula {"f": "x1*x2**2"'],                      # malformed call
         ["I will think first."],                                 # no tool call
-        ['CALL evaluate {"f": "x1*x3"}'],                        # tool error: unknown x3
-        [Truncated('CALL evaluate {"f": "x1*x2**2"}\nCALL evaluate {"f": "x1')],
+        ['CALL evaluate_formula {"f": "x1*x3"}'],                        # tool error: unknown x3
+        [Truncated('CALL evaluate_formula {"f": "x1*x2**2"}\nCALL evaluate_formula {"f": "x1')],
         ["done"],
     ]
     agent, api = make_agent(steps, tmp_path, max_refinement_depth=5)
@@ -54,8 +54,8 @@ def test_every_failure_family_is_fed_back_and_the_run_completes(data, tmp_path):
 
 
 def test_the_best_sample_continues_and_errors_break_ties(data):
-    steps = [['CALL evaluate {"f": "x1*x2"}', 'CALL evaluate {"f": "x1*x2**2"}',
-              "nothing", 'CALL evaluate {"f": "x9"}'],
+    steps = [['CALL evaluate_formula {"f": "x1*x2"}', 'CALL evaluate_formula {"f": "x1*x2**2"}',
+              "nothing", 'CALL evaluate_formula {"f": "x9"}'],
              ["a", "b", "c", "d"]]
     agent, _ = make_agent(steps, local_sample_size=4, max_refinement_depth=2)
     agent.run(*data, "find y")
@@ -65,8 +65,8 @@ def test_the_best_sample_continues_and_errors_break_ties(data):
 
 
 def test_node_grid_parents_and_restart_seeds(data):
-    reply = 'CALL evaluate {"f": "x1*x2**2"}'
-    other = 'CALL evaluate {"f": "x1*x2"}'
+    reply = 'CALL evaluate_formula {"f": "x1*x2**2"}'
+    other = 'CALL evaluate_formula {"f": "x1*x2"}'
     steps = [[reply, other]] * (2 * 2 * 2)
     agent, api = make_agent(steps, local_sample_size=2, max_refinement_depth=2,
                             global_width=2, max_restart_loop=2, restart_top_k=1)
@@ -85,7 +85,7 @@ def test_node_grid_parents_and_restart_seeds(data):
 
 
 def test_analysis_output_of_other_samples_is_merged(data):
-    steps = [['CALL evaluate {"f": "x1*x2**2"}', "CALL statistics_analysis {}"],
+    steps = [['CALL evaluate_formula {"f": "x1*x2**2"}', "CALL statistics_analysis {}"],
              ["done", "done"]]
     agent, api = make_agent(steps, local_sample_size=2, max_refinement_depth=2)
     agent.run(*data, "find y")
@@ -94,18 +94,18 @@ def test_analysis_output_of_other_samples_is_merged(data):
         {"parent_node_id": "t:R1-C1-L1-K1", "relation": "continuation"},
         {"parent_node_id": "t:R1-C1-L1-K2", "relation": "context_merge"}]
     text = "\n".join(str(m.get("content")) for m in api.prompts[1])
-    assert "statistics_analysis" in text and "evaluate" in text
+    assert "statistics_analysis" in text and "evaluate_formula" in text
 
 
 def test_formula_using_the_target_is_not_a_candidate(data):
-    steps = [['CALL evaluate {"f": "y + 0*x1"}']]
+    steps = [['CALL evaluate_formula {"f": "y + 0*x1"}']]
     agent, _ = make_agent(steps, max_refinement_depth=1)
     result = SearchResult.from_dict(agent.run(*data, "find y"))
     assert result.candidates == []
 
 
 def test_early_stop_ends_every_branch_at_the_exact_level(data):
-    exact, other = 'CALL evaluate {"f": "x1*x2**2"}', 'CALL evaluate {"f": "x1*x2"}'
+    exact, other = 'CALL evaluate_formula {"f": "x1*x2**2"}', 'CALL evaluate_formula {"f": "x1*x2"}'
     # level 1: neither branch exact; level 2: branch 2 is exact, so branch 1 ends at level 2 too
     steps = [[other], [other], [other], [exact]]
     agent, api = make_agent(steps, max_refinement_depth=5, global_width=2, early_stop=True)
@@ -117,7 +117,7 @@ def test_early_stop_ends_every_branch_at_the_exact_level(data):
 
 
 def test_run_directory_files(data, tmp_path):
-    steps = [['CALL evaluate {"f": "x1*x2**2"}']]
+    steps = [['CALL evaluate_formula {"f": "x1*x2**2"}']]
     agent, _ = make_agent(steps, tmp_path, max_refinement_depth=1)
     agent.run(*data, "find y")
     run = tmp_path / "run"
@@ -129,7 +129,7 @@ def test_run_directory_files(data, tmp_path):
 
 
 def test_model_failure_ends_failed_and_keeps_nodes(data, tmp_path):
-    steps = [['CALL evaluate {"f": "x1*x2**2"}']]  # the second call is not scripted
+    steps = [['CALL evaluate_formula {"f": "x1*x2**2"}']]  # the second call is not scripted
     agent, _ = make_agent(steps, tmp_path, max_refinement_depth=2)
     result = SearchResult.from_dict(agent.run(*data, "find y"))
     assert result.status == "failed" and "script is empty" in result.stop_reason

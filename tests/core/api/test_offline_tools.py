@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-import srh_core.tools.catalogue  # noqa: F401  (registers the tools)
 import srh_engine as engine
 from srh_core.context import AgentContext
 from srh_core.tools.base import BaseTool

@@ -48,9 +48,8 @@ def api_key(monkeypatch):
 
 
 def evaluate(f: str, call_id: str, delay: float = 0.0) -> Reply:
-    return Reply.json(chat_completion(content=None, tool_calls=[tool_call("evaluate", {"f": f},
-                                                                          call_id)]),
-                      path=CHAT, delay=delay)
+    call = tool_call("evaluate_formula", {"f": f}, call_id)
+    return Reply.json(chat_completion(content=None, tool_calls=[call]), path=CHAT, delay=delay)
 
 
 def data() -> tuple[dict, dict]:
@@ -70,7 +69,7 @@ class Run:
             llm_provider="openai", llm_model="test-model", base_url=server.base_url,
             tool_parser="openai", early_stop=False, run_id="steer", save_path=str(self.path),
             branch_threads=1,  # the steps below are scripted in branch order
-            tools=["evaluate", "wait_for_cancel"], api=api, **settings)
+            tools=["evaluate_formula", "wait_for_cancel"], api=api, **settings)
         self.control = RunDirectoryChannel(self.path)
         self.result: SearchResult | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -184,7 +183,7 @@ def streamed_reply(chunks: int) -> Reply:
 
 @pytest.mark.integration
 def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_server, tmp_path):
-    tools = [BaseTool.get_class(name).metadata for name in ("evaluate", "wait_for_cancel")]
+    tools = [BaseTool.get_class(name).metadata for name in ("evaluate_formula", "wait_for_cancel")]
     api = OpenAIAPI(model="test-model", base_url=openai_server.base_url, api_key="sk-test",
                     stream=True, tool_list=tools, tool_parser_name="openai")
     openai_server.script(
@@ -195,7 +194,8 @@ def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_serve
             "function": {"name": "wait_for_cancel", "arguments": "{}"}}])], path=CHAT),
         Reply.sse([chat_chunk(role="assistant", tool_calls=[{
             "index": 0, "id": "e1", "type": "function",
-            "function": {"name": "evaluate", "arguments": '{"f": "x1*x2**2"}'}}])], path=CHAT))
+            "function": {"name": "evaluate_formula",
+                         "arguments": '{"f": "x1*x2**2"}'}}])], path=CHAT))
     run = Run(openai_server, tmp_path, max_refinement_depth=4, api=api).start()
 
     run.paused()                                    # the tool-free reply asked for a pause

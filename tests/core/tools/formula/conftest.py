@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-import srh_core.tools.catalogue  # noqa: F401  (registers the tools)
 import srh_engine as engine
 from srh_core.context import AgentContext
 from srh_core.tools.base import RESULT_STR_LIMIT, BaseTool
@@ -67,6 +66,9 @@ def check_shape(result: Mapping[str, Any], context: AgentContext, *, nested: boo
     assert isinstance(result["target"], str)
     splits = {"train"} | ({"validation"} if context.validation_split is not None else set())
     assert set(result["metrics"]) == splits
+    # the reference's shape holds the same metric dicts
+    assert result["data_split_results"] == {split: {"metrics": values}
+                                             for split, values in result["metrics"].items()}
     for metrics in result["metrics"].values():
         assert {"mse", "rmse", "r2", "n_samples"} <= set(metrics)
     assert not engine.unbound_parameters(expression)

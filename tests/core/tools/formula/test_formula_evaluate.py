@@ -30,7 +30,7 @@ def decay_truth(d):
 ], ids=["params", "numeric-guesses"])
 def test_evaluate_fit_recovers_exponential_decay(formula, make_context, run, shape, assert_exact):
     context = make_context(decay, "T", decay_truth)
-    result = run("evaluate", context, f=formula, fit=True)
+    result = run("evaluate_formula", context, f=formula, fit=True)
     assert result.ok, result.result_str
     shape(result.result, context)
     assert result.result["is_candidate"] and "param" not in result.result["formula"]
@@ -39,7 +39,7 @@ def test_evaluate_fit_recovers_exponential_decay(formula, make_context, run, sha
 
 def test_evaluate_without_fit_scores_as_written(make_context, run, shape):
     context = make_context(decay, "T", decay_truth)
-    result = run("evaluate", context, f="2.5*exp(-1.3*x) + 0.7")
+    result = run("evaluate_formula", context, f="2.5*exp(-1.3*x) + 0.7")
     assert result.ok and result.result["metrics"]["train"]["mse"] == 0
     shape(result.result, context)
     text = result.result_str.splitlines()
@@ -49,7 +49,7 @@ def test_evaluate_without_fit_scores_as_written(make_context, run, shape):
 
 def test_equation_text_sets_the_target_and_is_back_transformed(make_context, run, shape):
     context = make_context(decay, "T", decay_truth)
-    result = run("evaluate", context, f="T - 0.7 = 2.5*exp(-1.3*x)")
+    result = run("evaluate_formula", context, f="T - 0.7 = 2.5*exp(-1.3*x)")
     assert result.ok, result.result_str
     shape(result.result, context)
     assert result.result["target"] == "T - 0.7" and not result.result["is_candidate"]
@@ -59,14 +59,14 @@ def test_equation_text_sets_the_target_and_is_back_transformed(make_context, run
 
 def test_formula_using_the_target_is_not_a_candidate(make_context, run, shape):
     context = make_context(decay, "T", decay_truth)
-    result = run("evaluate", context, f="T*1")
+    result = run("evaluate_formula", context, f="T*1")
     assert result.ok and not result.result["is_candidate"]
     shape(result.result, context)
 
 
 def test_non_finite_predictions_do_not_crash(make_context, run, shape):
     context = make_context(decay, "T", decay_truth)
-    result = run("evaluate", context, f="log(x - 2)/(x - x)")
+    result = run("evaluate_formula", context, f="log(x - 2)/(x - x)")
     assert result.ok, result.result_str
     shape(result.result, context)
     assert math.isnan(result.result["metrics"]["train"]["mse"])
@@ -126,8 +126,8 @@ def test_eic_flags_cancellation(make_context, run, shape):
         return d["x"] + d["x"] ** 2
 
     context = make_context(sample, "y", truth)
-    stable = run("eic", context, f="x + x**2")
-    fragile = run("eic", context, f="(x + 1e6) - 1e6 + x**2")
+    stable = run("evaluate_eic", context, f="x + x**2")
+    fragile = run("evaluate_eic", context, f="(x + 1e6) - 1e6 + x**2")
     assert stable.ok and fragile.ok, fragile.result_str
     shape(stable.result, context)
     assert stable.result["diagnostics"]["eic"]["eic"] < 0.5
@@ -222,7 +222,7 @@ def test_tools_without_data_or_target_fail_clearly(run):
     from srh_core.context import AgentContext
 
     empty = AgentContext()
-    assert "needs data" in run("evaluate", empty, f="x").result_str
+    assert "needs data" in run("evaluate_formula", empty, f="x").result_str
     no_target = AgentContext(data={"x": np.arange(5.0)})
     result = run("polynomial_fit", no_target)
     assert not result.ok and "No target is configured" in result.result_str

@@ -102,7 +102,7 @@ def test_sindy_recovers_sparse_cubic(make_context, run, shape, assert_exact):
         return 1.5 * d["x1"] ** 3 - 2 * d["x1"] * d["x2"] + 0.8 * d["x3"] + 1
 
     context = make_context(sample, "y", truth)
-    result = run("sindy", context, poly_degree=3)
+    result = run("call_sindy", context, poly_degree=3)
     assert result.ok, result.result_str
     shape(result.result, context)
     assert len(result.result["parameters"]["coefficients"]) == 4
@@ -116,7 +116,7 @@ def test_sindy_with_trig_library(make_context, run, shape, assert_exact):
         return 2 * np.sin(d["x1"]) + d["x2"] ** 2
 
     context = make_context(sample, "y", truth)
-    result = run("sindy", context, include_trig=True, poly_degree=2)
+    result = run("call_sindy", context, include_trig=True, poly_degree=2)
     assert result.ok, result.result_str
     shape(result.result, context)
     assert_exact(result.result, sample, truth)

@@ -1,0 +1,213 @@
+"""The options of ``srh run``, grouped by topic; each search flag maps to one setting.
+
+:func:`add_run_arguments` builds the argument groups ``srh run --help`` shows;
+:func:`settings_flags` turns the parsed flags into :class:`SearchSettings`
+values (a flag left out is absent, so ``--config`` or the default decides);
+:func:`synthetic_data` draws a problem from ``--equation``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from srh_core.errors import ConfigurationError
+
+DEFAULT_X_LOW, DEFAULT_X_HIGH = 1.0, 5.0
+
+# flag destination -> SearchSettings field, for the flags that map one to one
+SETTING_OF_FLAG = {
+    "max_restart_loop": "max_restart_loop", "global_width": "global_width",
+    "max_refinement_depth": "max_refinement_depth", "local_sample_size": "local_sample_size",
+    "restart_top_k": "restart_top_k", "seed": "seed", "time_limit": "time_limit",
+    "early_stop": "early_stop", "base_url": "base_url", "llm_max_tokens": "llm_max_tokens",
+    "auto_routing": "auto_routing", "tool_parser": "tool_parser", "tools": "tools",
+    "ban_tools": "ban_tools", "max_workers": "max_workers", "workspace": "workspace",
+    "force_initial_diagnostics": "force_initial_diagnostics",
+    "validation_fraction": "validation_fraction", "split_by": "split_by",
+    "split_ood_variable": "split_ood_variable", "split_random_state": "split_random_state",
+    "branch_threads": "branch_threads", "granularity": "granularity",
+}
+SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
+
+
+def name_list(text: str) -> list[str]:
+    """``"a,b, c"`` -> ``["a", "b", "c"]`` (argparse type of the list flags)."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated names, e.g. a,b")
+    return names
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every option of ``srh run``, in the groups its ``--help`` shows."""
+    for build in (_data_options, _model_options, _tool_options, _budget_options,
+                  _validation_options, _output_options, _runtime_options):
+        build(parser)
+
+
+def _data_options(parser: argparse.ArgumentParser) -> None:
+    data = parser.add_argument_group("data", "one of --data, --problem or --equation")
+    source = data.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="a CSV file (header row = names) or a context.data dir")
+    source.add_argument("--problem", help="a built-in problem, e.g. feynman-I.6.2a")
+    source.add_argument("--equation", help='synthetic data from a formula, e.g. "x1**2 + '
+                        '2*x1*x2" or "y = x1*x2" (parsed by the engine, never evaluated as '
+                        "Python)")
+    data.add_argument("--target", help="target column of --data (or the name of --equation's "
+                      "target, default y)")
+    data.add_argument("--suite", help="suite file for --problem (default: built-in)")
+    data.add_argument("--samples", "--n-samples", dest="samples", type=int, default=2000,
+                      help="samples drawn for --problem or --equation (default 2000)")
+    data.add_argument("--noise", type=float, default=0.0,
+                      help="--problem: noise std relative to the target's RMS")
+    data.add_argument("--features", type=name_list, metavar="NAMES",
+                      help="--equation: variables x1,x2,... (default: the equation's; extra "
+                      "ones are distractors)")
+    data.add_argument("--x-low", type=float, help=f"--equation: lower end of every variable's "
+                      f"uniform range (default {DEFAULT_X_LOW:g})")
+    data.add_argument("--x-high", type=float, help=f"--equation: upper end (default "
+                      f"{DEFAULT_X_HIGH:g})")
+    data.add_argument("--noise-std-ratio", type=float, help="--equation: Gaussian noise on the "
+                      "target with std = RATIO x std(target) (default 0)")
+    data.add_argument("--description", help="problem description shown to the model")
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    model = parser.add_argument_group("model")
+    model.add_argument("--llm", default=None, help="offline (default) or PROVIDER:MODEL")
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint URL")
+    model.add_argument("--strong-llm", type=_provider_model, metavar="PROVIDER:MODEL",
+                       help="the strong model hard tasks are routed to")
+    model.add_argument("--auto-routing", action=argparse.BooleanOptionalAction, default=None,
+                       help="route hard tasks to --strong-llm (default: on)")
+    model.add_argument("--llm-max-tokens", type=int, help="maximum tokens per model response")
+    model.add_argument("--tool-parser", choices=("openai", "json", "text", "xml"),
+                       help="how tool calls are exchanged with the model (default openai)")
+
+
+def _tool_options(parser: argparse.ArgumentParser) -> None:
+    tools = parser.add_argument_group("tools")
+    tools.add_argument("--tools", type=name_list, metavar="NAMES", help="tools to offer, e.g. "
+                       "evaluate_formula,polynomial_fit (default: the built-in set)")
+    tools.add_argument("--ban-tools", type=name_list, metavar="NAMES", help="tools never offered")
+    tools.add_argument("--force-initial-diagnostics", action="store_true", default=None,
+                       help="run the analysis tools before the first step")
+    tools.add_argument("--max-workers", type=int, help="tool worker processes (0: serial)")
+    tools.add_argument("--workspace", metavar="DIR",
+                       help="directory the workspace tools work in")
+
+
+def _budget_options(parser: argparse.ArgumentParser) -> None:
+    budget = parser.add_argument_group("search budget")
+    for flag, name in (("-R", "max_restart_loop"), ("-C", "global_width"),
+                       ("-L", "max_refinement_depth"), ("-K", "local_sample_size")):
+        budget.add_argument(flag, dest=name, type=int, help=f"{name} ({flag[1]})")
+    budget.add_argument("--restart-top-k", type=int,
+                        help="pool candidates carried into each restart")
+    budget.add_argument("--seed", type=int, default=None, help="sampling and data seed")
+    budget.add_argument("--time-limit", type=float, help="wall-clock budget in seconds")
+    budget.add_argument("--no-early-stop", dest="early_stop", action="store_false",
+                        default=None, help="use the whole budget even after an exact fit")
+
+
+def _validation_options(parser: argparse.ArgumentParser) -> None:
+    validation = parser.add_argument_group("validation split")
+    validation.add_argument("--validation-fraction", type=float,
+                            help="share of samples held out (0 disables; default 0.2)")
+    validation.add_argument("--split-by", choices=("random", "ood"),
+                            help="random, or ood: hold out the high tail of a variable")
+    validation.add_argument("--split-ood-variable", help="the variable of --split-by ood")
+    validation.add_argument("--split-random-state", type=int, help="seed of the split")
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    output = parser.add_argument_group("run and output")
+    output.add_argument("--out", help="run directory (default runs/RUN_ID)")
+    output.add_argument("--run-id", help="run identifier (default: random)")
+    output.add_argument("--config", help="TOML settings file ([search] table); flags win")
+    output.add_argument("--json", action="store_true",
+                        help="print exactly the SearchResult JSON on stdout")
+    output.add_argument("--backend", default="embedded",
+                        help="embedded (default) or celery (with srh_workers)")
+
+
+def _runtime_options(parser: argparse.ArgumentParser) -> None:
+    runtime = parser.add_argument_group("runtime")
+    runtime.add_argument("--agent-class", default=None, metavar="MODULE:CLASS",
+                         help="an SRAgent subclass to run (importable here and on the workers)")
+    runtime.add_argument("--branch-threads", type=int, metavar="N",
+                         help="embedded: branches of a restart stepping at once (1: in order)")
+    runtime.add_argument("--granularity", choices=("auto", "step", "run"),
+                         help="celery: a step as tasks, or a whole run as one task "
+                              "(auto: run for the offline model)")
+
+
+def _provider_model(text: str) -> tuple[str, str]:
+    provider, _, model = text.partition(":")
+    if not provider or not model:
+        raise argparse.ArgumentTypeError(f"expected PROVIDER:MODEL, e.g. openai:gpt-4o; "
+                                         f"got {text!r}")
+    return provider, model
+
+
+def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The SearchSettings values the flags set (absent flags are left out)."""
+    flags = {setting: getattr(args, dest, None) for dest, setting in SETTING_OF_FLAG.items()}
+    workspace = flags["workspace"]
+    if workspace is not None and not Path(workspace).is_dir():
+        raise ConfigurationError(f"--workspace {workspace} is not a directory.",
+                                 setting="workspace")
+    strong = getattr(args, "strong_llm", None)
+    if strong is not None:
+        flags["strong_llm_provider"], flags["strong_llm_model"] = strong
+    return {name: value for name, value in flags.items() if value is not None}
+
+
+def check_data_flags(args: argparse.Namespace) -> None:
+    """The --equation options are errors with another data source.
+
+    Raises:
+        ConfigurationError: An --equation option was given without --equation.
+    """
+    if getattr(args, "equation", None):
+        return
+    given = [name for name in SYNTHETIC_ONLY if getattr(args, name, None) is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise ConfigurationError(f"{flag} only applies to --equation data.", setting=given[0])
+
+
+def synthetic_data(args: argparse.Namespace) -> tuple[dict[str, np.ndarray],
+                                                      dict[str, np.ndarray], str, Any]:
+    """Data drawn from ``--equation``: features, target, description and the Problem.
+
+    Every feature is drawn i.i.d. from U[--x-low, --x-high] by the suite protocol
+    (so the run is judged on fresh points like a suite problem); the noise is
+    N(0, (ratio * std(y))^2) on the target only.
+
+    Raises:
+        ConfigurationError: The equation does not parse, uses a variable that is
+            not a feature, or is not finite on the sampled points.
+    """
+    from srh_core.cli.synthetic import synthetic_problem
+
+    low = DEFAULT_X_LOW if args.x_low is None else args.x_low
+    high = DEFAULT_X_HIGH if args.x_high is None else args.x_high
+    problem = synthetic_problem(args.equation, features=args.features, target=args.target,
+                                x_low=low, x_high=high)
+    seed = args.seed or 0
+    X, y = problem.sample(args.samples, seed=seed)
+    ratio = args.noise_std_ratio or 0.0
+    if ratio < 0 or not np.isfinite(ratio):
+        raise ConfigurationError(f"--noise-std-ratio must be >= 0; got {ratio}.",
+                                 setting="noise_std_ratio")
+    if ratio > 0:
+        y = y + np.random.default_rng([seed, 2]).normal(0.0, ratio * float(np.std(y)), y.shape)
+    text = args.description or (f"Find the formula for {problem.output} as a function of "
+                                f"{', '.join(problem.feature_names)}.")
+    return X, {problem.output: y}, text, problem
+
