@@ -101,10 +101,12 @@ def configure_logging(verbose: bool, debug: bool = False) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("srh").setLevel(logging.DEBUG if verbose else logging.INFO)
-    if not debug:
-        for handler in logging.getLogger().handlers:
-            if not any(isinstance(f, _OneLineTracebacks) for f in handler.filters):
-                handler.addFilter(_OneLineTracebacks())
+    if debug:
+        return
+    for handler in logging.getLogger().handlers:
+        on_stderr = getattr(handler, "stream", None) in (sys.stderr, sys.__stderr__)
+        if on_stderr and not any(isinstance(f, _OneLineTracebacks) for f in handler.filters):
+            handler.addFilter(_OneLineTracebacks())
 
 
 def one_line(error: BaseException | str) -> str:

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from srh_core.errors import ConfigurationError
 
 MAX_SAMPLES = 100_000_000
@@ -71,6 +73,37 @@ def check_writable_directory(path: str | Path, flag: str) -> None:
         raise ConfigurationError(f"The '{flag}' directory {target} cannot be written{where}: "
                                  f"{error.strerror or error}; give a writable directory.",
                                  setting=setting) from None
+
+
+def check_run(settings: Any, data: Any) -> None:
+    """Before an embedded run starts: its data passes the search's data policy, its model resolves.
+
+    The same checks the agent's context applies on commit, done on the loaded
+    arrays without copying them, so a refused run leaves no run directory.
+
+    Args:
+        settings: The run's :class:`~srh_core.agent.settings.SearchSettings`.
+        data: The loaded :class:`~srh_core.cli.commands.ProblemData` (``X``, ``y``).
+
+    Raises:
+        DataError: The data breaks the data policy (names, values, rows).
+        ConfigurationError: The model endpoint cannot be resolved.
+    """
+    from srh_core.context.validation import (
+        DataLayout,
+        check_context_data,
+        check_sample_count,
+        raise_first,
+    )
+
+    arrays = {name: np.asarray(values) for name, values in {**data.X, **data.y}.items()}
+    target = next(iter(data.y))
+    issues = check_context_data(arrays, DataLayout(target=target))
+    if not issues:
+        issues += filter(None, [check_sample_count(
+            len(arrays[target]), settings.validation_fraction, settings.min_train_rows)])
+    raise_first(issues)
+    check_model_endpoint(settings)
 
 
 def check_model_endpoint(settings: Any) -> None:

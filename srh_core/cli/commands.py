@@ -147,12 +147,12 @@ def handle_run(args: argparse.Namespace) -> int:
 
 def run_embedded(args: argparse.Namespace) -> int:
     from srh_core.agent import SRAgent
-    from srh_core.cli.checks import check_model_endpoint
+    from srh_core.cli.checks import check_run
     from srh_core.cli.display import ProgressLine
 
     settings = settings_from_args(args)
     data = load_run_data(args)
-    check_model_endpoint(settings)
+    check_run(settings, data)
     agent = SRAgent(settings)
     agent.observers.append(ProgressLine(settings.max_nodes))
     result = SearchResult.from_dict(agent.run(data.X, data.y, data.description))
