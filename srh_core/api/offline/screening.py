@@ -5,24 +5,31 @@ the policy is written for a handful of variables, so with more features than
 that every call failed. Before the policy plans, this module screens them the
 way an analyst would, with the analysis tools and from the conversation only:
 
-1. while some feature has no screening result, the step's calls are
-   ``relationship_analysis`` over groups of at most ``MAX_VARIABLES`` (40)
-   features, dealt over the K samples (the harness merges the analysis output
-   of the samples it does not continue, so every group's result is read);
-2. then each feature's score is its cross-validated collapse R2 against the
-   target (y explained by a function of that feature alone); a feature is
-   kept when its score stands out of the bulk: above the median by
-   ``NOISE_MADS`` scaled median absolute deviations (and above 0). At most
-   ``MAX_INPUTS`` are kept, the best first; when none stands out, the
-   ``MAX_INPUTS`` best are;
-3. the policy plans on a view that lists the kept features only, and every
-   planned call of a tool with an ``x`` or ``variables`` argument that leaves
-   it out gets the kept features, so no tool falls back to all of them.
+1. marginal screen: ``relationship_analysis`` over groups of at most
+   ``MAX_VARIABLES`` (40) features, dealt over the K samples (the harness
+   merges the analysis output of the samples it does not continue, so every
+   group's result is read). Each feature's score is its cross-validated
+   collapse R2 against the target (y explained by a function of it alone); a
+   feature stands out when its score is above the median by ``NOISE_MADS``
+   scaled median absolute deviations (and above 0);
+2. partial screen (when ``power_law_fit`` is available and the target and
+   the features are sign-definite): a feature can matter although it
+   explains little alone, next to a dominant one. So the ``ANCHORS`` best
+   features of step 1 are fitted together with each chunk of the others in
+   a log-linear ``power_law_fit`` (the others held fixed, as in a multiple
+   regression); a feature whose exponent lies more than ``MIN_EXPONENT_Z``
+   half-widths of its 95% interval away from 0 in any of these fits matters;
+3. the kept features are those of 1 and 2 (at most ``MAX_INPUTS``, best
+   first; the ``MAX_INPUTS`` best of 1 when none is found). The policy plans
+   on a view that lists them only, and every planned call of a tool with an
+   ``x`` or ``variables`` argument that leaves it out gets them, so no tool
+   falls back to all the features.
 
-Screening happens once per branch; a feature whose group failed counts as not
-standing out. With at most ``MAX_INPUTS`` features nothing changes. What it
-cannot see: a feature that matters only jointly with others (no effect alone,
-e.g. a symmetric factor) scores like noise and is dropped.
+Each stage runs once per branch (a group whose call failed counts as finding
+nothing); with at most ``MAX_INPUTS`` features nothing changes. What it
+cannot see: a feature whose effect is neither visible alone nor monotone next
+to the anchors (e.g. a symmetric factor, or a term of a sum dwarfed by another)
+is dropped.
 """
 
 from __future__ import annotations
@@ -42,8 +49,12 @@ from srh_core.tools.analysis.variables import MAX_VARIABLES
 from srh_core.tools.formula import MAX_INPUTS
 
 SCREENING_TOOL = "relationship_analysis"
+PARTIAL_TOOL = "power_law_fit"
 SCREENING_MARK = "[offline screening]"
+PARTIAL_MARK = "[offline screening: partial]"
 NOISE_MADS = 6.0
+ANCHORS = 4
+MIN_EXPONENT_Z = 4.0
 MAD_SCALE = 1.4826
 FEATURE_ARGUMENTS = ("x", "variables")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -51,6 +62,8 @@ _MORE_NAMES_RE = re.compile(r"^  - \.\.\. and \d+ more: (.+)$", re.M)
 _RANKED_RE = re.compile(rf"^\d+\. (\w+)(?: \(reads the target!\))?: collapse R2 (\S+?)(?:±\S*)? "
                         rf"\|.*?\| x in \[({_NUMBER}), ({_NUMBER})\]", re.M)
 _FURTHER_RE = re.compile(r"^  further variables \(collapse R2\): (.+)$", re.M)
+_EXPONENTS_RE = re.compile(r"^  exponents \(95% interval\): (.*)$", re.M)
+_EXPONENT_RE = re.compile(rf"(\w+): ({_NUMBER}) \[({_NUMBER}), ({_NUMBER})\]")
 Planner = Callable[[ConversationView, int, np.random.Generator], tuple[Proposal, ...]]
 
 
@@ -72,12 +85,17 @@ def screened_plan(messages: Sequence[Mapping[str, Any]], view: ConversationView,
         return plan(view, n, rng)
     parameters = _tool_parameters(tools)
     scores, ranges = read_screening(messages)
-    done = any(SCREENING_MARK in str(m.get("content") or "") for m in messages
-               if m.get("role") == "assistant")
     pending = [name for name in names if name not in scores]
-    if pending and not done and not view.final_step and SCREENING_TOOL in parameters:
+    if pending and not _ran(messages, SCREENING_MARK) and not view.final_step \
+            and SCREENING_TOOL in parameters:
         return _screening_proposals(view, pending, len(names), n)
-    kept = select_features(names, scores)
+    partial = read_partial_screen(messages)
+    if not _ran(messages, PARTIAL_MARK) and not view.final_step and PARTIAL_TOOL in parameters:
+        moves = _partial_moves(view, names, scores, ranges)
+        if moves:
+            return _deal(view, moves, len(names), n, PARTIAL_MARK, "fitting the best features "
+                         "with each chunk of the others, to find those that matter next to them")
+    kept = select_features(names, scores, partial)
     narrowed = replace(view, features=[_variable(view, name, ranges) for name in kept])
     note = (f"{SCREENING_MARK} {len(names)} features; fitting the {len(kept)} that explain the "
             "target alone: " + ", ".join(f"{name} {_shown(scores.get(name))}" for name in kept))
@@ -120,35 +138,84 @@ def read_screening(messages: Sequence[Mapping[str, Any]]
     return scores, ranges
 
 
-def select_features(names: Sequence[str], scores: Mapping[str, float]) -> list[str]:
-    """The features whose score stands out of the bulk (at most MAX_INPUTS, best first)."""
+def read_partial_screen(messages: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Largest |exponent| / interval half-width of each feature in the partial-screen fits."""
+    found: dict[str, float] = {}
+    inside = False
+    for message in messages:
+        text = str(message.get("content") or "")
+        if message.get("role") == "assistant":
+            inside = PARTIAL_MARK in text
+            continue
+        if not inside:
+            continue
+        for line in _EXPONENTS_RE.finditer(text):
+            for match in _EXPONENT_RE.finditer(line.group(1)):
+                value, low, high = (float(match.group(i)) for i in (2, 3, 4))
+                half = (high - low) / 2
+                z = abs(value) / half if half > 0 else (np.inf if value else 0.0)
+                found[match.group(1)] = max(found.get(match.group(1), 0.0), z)
+    return found
+
+
+def select_features(names: Sequence[str], scores: Mapping[str, float],
+                    partial: Mapping[str, float] | None = None) -> list[str]:
+    """Features that stand out alone or matter next to the best (at most MAX_INPUTS)."""
     known = [scores[name] for name in names if name in scores and scores[name] > -np.inf]
     ranked = sorted(names, key=lambda name: -scores.get(name, -np.inf))
-    if len(known) < 2:
-        return ranked[:MAX_INPUTS]
-    median = statistics.median(known)
-    spread = MAD_SCALE * statistics.median(abs(value - median) for value in known)
-    threshold = max(median + NOISE_MADS * spread, 0.0)
-    standing_out = [name for name in ranked if scores.get(name, -np.inf) > threshold]
-    return (standing_out or ranked)[:MAX_INPUTS]
+    standing_out = []
+    if len(known) >= 2:
+        median = statistics.median(known)
+        spread = MAD_SCALE * statistics.median(abs(value - median) for value in known)
+        threshold = max(median + NOISE_MADS * spread, 0.0)
+        standing_out = [name for name in ranked if scores.get(name, -np.inf) > threshold]
+    mattering = {name for name, z in (partial or {}).items() if z > MIN_EXPONENT_Z}
+    kept = [name for name in ranked if name in mattering or name in standing_out]
+    return (kept or ranked)[:MAX_INPUTS]
 
 
 def _screening_proposals(view: ConversationView, pending: list[str], total: int,
                          n: int) -> tuple[Proposal, ...]:
     groups = [pending[i:i + MAX_VARIABLES] for i in range(0, len(pending), MAX_VARIABLES)]
-    dealt: list[list[Move]] = [[] for _ in range(n)]
-    for index, group in enumerate(groups):
-        dealt[index % n].append(Move(SCREENING_TOOL, {"variables": group}, 0,
-                                     f"screen features {index + 1} of {len(groups)} groups: "
-                                     "which explain the target alone"))
+    moves = [Move(SCREENING_TOOL, {"variables": group}, 0,
+                  f"screen features {index + 1} of {len(groups)} groups: which explain the "
+                  "target alone") for index, group in enumerate(groups)]
+    return _deal(view, moves, total, n, SCREENING_MARK, "screening them first")
+
+
+def _partial_moves(view: ConversationView, names: list[str], scores: Mapping[str, float],
+                   ranges: Mapping[str, tuple[float, float]]) -> list[Move]:
+    target = view.target
+    if target is None or not (target.low > 0 or target.high < 0):
+        return []  # a log-linear fit needs a target of one sign
+    positive = [name for name in sorted(names, key=lambda name: -scores.get(name, -np.inf))
+                if _variable(view, name, ranges).low > 0]
+    anchors, others = positive[:ANCHORS], positive[ANCHORS:]
+    width = MAX_INPUTS - len(anchors)
+    chunks = [others[i:i + width] for i in range(0, len(others), width)]
+    return [Move(PARTIAL_TOOL, {"x": anchors + chunk, "snap_exponents": True,
+                                "show_diagnostics": False}, 0,
+                 f"partial screen {index + 1} of {len(chunks)}: does any of these matter next "
+                 f"to {', '.join(anchors)}?") for index, chunk in enumerate(chunks)]
+
+
+def _deal(view: ConversationView, moves: list[Move], total: int, n: int, mark: str,
+          what: str) -> tuple[Proposal, ...]:
+    """Deal ``moves`` over the ``n`` samples, each response saying what the step does."""
+    dealt: list[list[Move]] = [moves[k::n] for k in range(n)]
     proposals = []
-    for k, moves in enumerate(dealt):
-        lines = [f"{SCREENING_MARK} Rule-based proposer, no language model (step {view.step} of "
+    for k, own in enumerate(dealt):
+        lines = [f"{mark} Rule-based proposer, no language model (step {view.step} of "
                  f"{view.max_steps}): {total} features, more than the {MAX_INPUTS} a fit takes; "
-                 f"screening them first (sample {k + 1} of {n})."]
-        lines += [f"- {move.tool}: {move.why}" for move in moves] or ["- nothing to screen here."]
-        proposals.append(Proposal("\n".join(lines), tuple(moves)))
+                 f"{what} (sample {k + 1} of {n})."]
+        lines += [f"- {move.tool}: {move.why}" for move in own] or ["- nothing to do here."]
+        proposals.append(Proposal("\n".join(lines), tuple(own)))
     return tuple(proposals)
+
+
+def _ran(messages: Sequence[Mapping[str, Any]], mark: str) -> bool:
+    return any(str(m.get("content") or "").startswith(mark) for m in messages
+               if m.get("role") == "assistant")
 
 
 def _tool_parameters(tools: Sequence[Any]) -> dict[str, set[str]]:
