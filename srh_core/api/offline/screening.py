@@ -16,9 +16,13 @@ way an analyst would, with the analysis tools and from the conversation only:
    the features are sign-definite): a feature can matter although it
    explains little alone, next to a dominant one. So the ``ANCHORS`` best
    features of step 1 are fitted together with each chunk of the others in
-   a log-linear ``power_law_fit`` (the others held fixed, as in a multiple
-   regression); a feature whose exponent lies more than ``MIN_EXPONENT_Z``
-   half-widths of its 95% interval away from 0 in any of these fits matters;
+   a log-linear ``power_law_fit``, all in sample 1 (fits are candidates, and
+   the harness merges only analysis output from the samples it does not
+   continue; the others held fixed, as in a multiple
+   regression; exponents are snapped, so an exact fit gives a clean
+   candidate); a feature whose free exponent (the centre of its 95% interval,
+   whatever it was snapped to) lies more than ``MIN_EXPONENT_Z`` half-widths
+   of that interval away from 0 in any of these fits matters;
 3. the kept features are those of 1 and 2 (at most ``MAX_INPUTS``, best
    first; the ``MAX_INPUTS`` best of 1 when none is found). The policy plans
    on a view that lists them only, and every planned call of a tool with an
@@ -54,7 +58,7 @@ SCREENING_MARK = "[offline screening]"
 PARTIAL_MARK = "[offline screening: partial]"
 NOISE_MADS = 6.0
 ANCHORS = 4
-MIN_EXPONENT_Z = 4.0
+MIN_EXPONENT_Z = 3.0
 MAD_SCALE = 1.4826
 FEATURE_ARGUMENTS = ("x", "variables")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -92,9 +96,10 @@ def screened_plan(messages: Sequence[Mapping[str, Any]], view: ConversationView,
     partial = read_partial_screen(messages)
     if not _ran(messages, PARTIAL_MARK) and not view.final_step and PARTIAL_TOOL in parameters:
         moves = _partial_moves(view, names, scores, ranges)
-        if moves:
+        if moves:  # all in sample 1: fits are candidates, never merged from other samples
             return _deal(view, moves, len(names), n, PARTIAL_MARK, "fitting the best features "
-                         "with each chunk of the others, to find those that matter next to them")
+                         "with each chunk of the others, to find those that matter next to them",
+                         spread=False)
     kept = select_features(names, scores, partial)
     narrowed = replace(view, features=[_variable(view, name, ranges) for name in kept])
     note = (f"{SCREENING_MARK} {len(names)} features; fitting the {len(kept)} that explain the "
@@ -139,7 +144,7 @@ def read_screening(messages: Sequence[Mapping[str, Any]]
 
 
 def read_partial_screen(messages: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Largest |exponent| / interval half-width of each feature in the partial-screen fits."""
+    """Largest |free exponent| / interval half-width of each feature in the partial screen."""
     found: dict[str, float] = {}
     inside = False
     for message in messages:
@@ -151,9 +156,9 @@ def read_partial_screen(messages: Sequence[Mapping[str, Any]]) -> dict[str, floa
             continue
         for line in _EXPONENTS_RE.finditer(text):
             for match in _EXPONENT_RE.finditer(line.group(1)):
-                value, low, high = (float(match.group(i)) for i in (2, 3, 4))
-                half = (high - low) / 2
-                z = abs(value) / half if half > 0 else (np.inf if value else 0.0)
+                low, high = float(match.group(3)), float(match.group(4))
+                centre, half = (low + high) / 2, (high - low) / 2
+                z = abs(centre) / half if half > 0 else (np.inf if centre else 0.0)
                 found[match.group(1)] = max(found.get(match.group(1), 0.0), z)
     return found
 
@@ -188,11 +193,16 @@ def _partial_moves(view: ConversationView, names: list[str], scores: Mapping[str
     target = view.target
     if target is None or not (target.low > 0 or target.high < 0):
         return []  # a log-linear fit needs a target of one sign
-    positive = [name for name in sorted(names, key=lambda name: -scores.get(name, -np.inf))
-                if _variable(view, name, ranges).low > 0]
-    anchors, others = positive[:ANCHORS], positive[ANCHORS:]
+    ranked = sorted(names, key=lambda name: -scores.get(name, -np.inf))
+    lows = {name: _variable(view, name, ranges).low for name in ranked}
+    positive = [name for name in ranked if lows[name] > 0]
+    # a feature whose range the conversation never showed goes in chunks of its own:
+    # if one of them is not positive, only their fit fails
+    unknown = [name for name in ranked if lows[name] != lows[name]]
+    anchors = positive[:ANCHORS]
     width = MAX_INPUTS - len(anchors)
-    chunks = [others[i:i + width] for i in range(0, len(others), width)]
+    chunks = [group[i:i + width] for group in (positive[ANCHORS:], unknown)
+              for i in range(0, len(group), width)]
     return [Move(PARTIAL_TOOL, {"x": anchors + chunk, "snap_exponents": True,
                                 "show_diagnostics": False}, 0,
                  f"partial screen {index + 1} of {len(chunks)}: does any of these matter next "
@@ -200,9 +210,9 @@ def _partial_moves(view: ConversationView, names: list[str], scores: Mapping[str
 
 
 def _deal(view: ConversationView, moves: list[Move], total: int, n: int, mark: str,
-          what: str) -> tuple[Proposal, ...]:
-    """Deal ``moves`` over the ``n`` samples, each response saying what the step does."""
-    dealt: list[list[Move]] = [moves[k::n] for k in range(n)]
+          what: str, *, spread: bool = True) -> tuple[Proposal, ...]:
+    """Deal ``moves`` over the ``n`` samples (or all to sample 1), each saying what it does."""
+    dealt = [moves[k::n] if spread else (moves if k == 0 else []) for k in range(n)]
     proposals = []
     for k, own in enumerate(dealt):
         lines = [f"{mark} Rule-based proposer, no language model (step {view.step} of "
