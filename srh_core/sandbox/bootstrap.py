@@ -95,7 +95,8 @@ def _too_deep(value: object, limit: int) -> bool:
             if depth > limit:
                 return True
             children = item.values() if isinstance(item, dict) else item
-            pending += [(child, depth + 1) for child in children]
+            pending += [(child, depth + 1) for child in children  # scalars need no visit
+                        if isinstance(child, list | tuple | dict) or hasattr(child, "ndim")]
         elif depth + getattr(item, "ndim", 0) - 1 > limit:
             return True
     return False
