@@ -76,10 +76,23 @@ def check_writable_directory(path: str | Path, flag: str) -> None:
 
 
 def check_run(settings: Any, data: Any) -> None:
-    """Before an embedded run starts: its data passes the search's data policy, its model resolves.
+    """Before an embedded run starts: its data passes the search's policy, its model resolves.
 
-    The same checks the agent's context applies on commit, done on the loaded
-    arrays without copying them, so a refused run leaves no run directory.
+    A cluster submitter should call :func:`check_run_data` only: there the
+    model's credentials live on the workers.
+
+    Raises:
+        DataError: The data breaks the data policy (names, values, rows).
+        ConfigurationError: The model endpoint cannot be resolved.
+    """
+    check_run_data(settings, data)
+    check_model_endpoint(settings)
+
+
+def check_run_data(settings: Any, data: Any) -> None:
+    """The checks the agent's context applies on commit, on the loaded arrays, without copies.
+
+    So a refused run leaves no run directory behind.
 
     Args:
         settings: The run's :class:`~srh_core.agent.settings.SearchSettings`.
@@ -87,7 +100,6 @@ def check_run(settings: Any, data: Any) -> None:
 
     Raises:
         DataError: The data breaks the data policy (names, values, rows).
-        ConfigurationError: The model endpoint cannot be resolved.
     """
     from srh_core.context.validation import (
         DataLayout,
@@ -103,7 +115,6 @@ def check_run(settings: Any, data: Any) -> None:
         issues += filter(None, [check_sample_count(
             len(arrays[target]), settings.validation_fraction, settings.min_train_rows)])
     raise_first(issues)
-    check_model_endpoint(settings)
 
 
 def check_model_endpoint(settings: Any) -> None:
