@@ -148,7 +148,8 @@ class ModelRequestError(ModelAPIError):
 
     ``attempts`` counts the requests sent (1 + retries); ``retryable`` says
     whether the last failure was of a transient kind (timeout, connection,
-    408/409/429/5xx) that simply ran out of retries.
+    408/409/429/5xx) that simply ran out of retries; ``last_error`` is the
+    client's exception of the last attempt (not chained, see ``srh_core.api.retry``).
     """
 
     def __init__(
@@ -164,6 +165,7 @@ class ModelRequestError(ModelAPIError):
         super().__init__(message, provider=provider, model=model, status=status)
         self.attempts = attempts
         self.retryable = retryable
+        self.last_error: BaseException | None = None
 
 
 class ModelRequestCancelledError(ModelAPIError):

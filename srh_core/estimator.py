@@ -93,6 +93,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         workspace: Directory of the workspace tools; None for none.
         branch_threads: Branches of a restart stepping at once, on threads.
         granularity: How a cluster run is cut into tasks (unused by ``fit``).
+        min_train_rows: Fewest training rows a fit accepts.
         verbose: Debug logging.
         problem_description: What the data is, for the model.
 
@@ -121,7 +122,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         strong_llm_provider: str | None = None, strong_llm_model: str | None = None,
         seed: int = 0, time_limit: float | None = None, tool_timeout: float = 120.0,
         save_path: str | None = None, workspace: str | None = None, branch_threads: int = 8,
-        granularity: str = "auto", verbose: bool = False, problem_description: str = "",
+        granularity: str = "auto", min_train_rows: int = 3, verbose: bool = False,
+        problem_description: str = "",
     ) -> None:
         self.llm_provider = llm_provider
         self.llm_model = llm_model
@@ -158,6 +160,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.workspace = workspace
         self.branch_threads = branch_threads
         self.granularity = granularity
+        self.min_train_rows = min_train_rows
         self.verbose = verbose
         self.problem_description = problem_description
 

@@ -95,6 +95,9 @@ def run_celery(args: argparse.Namespace) -> int:
     _checked(client)
     settings = _cluster_settings(args)
     data = load_run_data(args)
+    from srh_core.cli.checks import check_run_data
+
+    check_run_data(settings, data)  # the model endpoint is the workers' to check
     spec = submit_run(client, sender(app), settings, data.X, data.y, data.description,
                       agent_class=agent_class_from_args(args))
     print(f"Submitted run {spec.run_id}", file=sys.stderr)

@@ -16,6 +16,9 @@ from srh_core.types import CandidateRecord, finite_float
 MAX_FRONT_ROWS = 8
 MAX_FORMULA_CHARS = 160
 MAX_VARIABLES_LISTED = 40
+#: Features named at all (the ones past MAX_VARIABLES_LISTED by name only, so a
+#: model can still refer to them).
+MAX_NAMES_LISTED = 1000
 
 
 def system_prompt(max_depth: int, restart_records: Sequence[CandidateRecord], metric: str) -> str:
@@ -61,7 +64,10 @@ def user_prompt(
     for name in list(features)[:MAX_VARIABLES_LISTED]:
         lines.append(f"  - {_variable_line(name, features[name], descriptions)}")
     if len(features) > MAX_VARIABLES_LISTED:
-        lines.append(f"  - ... and {len(features) - MAX_VARIABLES_LISTED} more")
+        rest = list(features)[MAX_VARIABLES_LISTED:MAX_NAMES_LISTED]
+        more = len(features) - MAX_VARIABLES_LISTED - len(rest)
+        lines.append(f"  - ... and {len(features) - MAX_VARIABLES_LISTED} more: "
+                     + ", ".join(rest) + (f", ... ({more} not named)" if more else ""))
     lines.append(f"- Samples: {np.size(target_values)}")
     if restart_records:
         lines += ["", "Best formulas of earlier restarts (best first):"]

@@ -3,13 +3,19 @@
 The constructor arguments of :class:`~srh_core.agent.SRAgent` (the
 reference's names) land here untouched by the caller; pydantic validates
 types and ranges and the model is frozen, so a run's settings cannot drift.
+Types are strict: nothing is coerced (``max_refinement_depth = true`` and
+``time_limit = "10"`` are errors, not 1 and 10.0); an int is accepted where
+a float is expected, and any sequence of strings for the list settings.
 Settings load from TOML (a ``[search]`` table or a flat file) and are written
-into the run directory as ``settings.json``.
+into the run directory as ``settings.json``. Every error names the setting
+and its allowed values, in one line.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from srh_core.errors import ConfigurationError, did_you_mean
 
 ToolParserName = Literal["openai", "json", "text", "xml"]
+#: Run ids name directories and Redis keys: no "." or ".." and no separators.
+RUN_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
+MAX_SEED = 2**32 - 1
 
 
 class SearchSettings(BaseModel):
@@ -75,20 +84,23 @@ class SearchSettings(BaseModel):
             "step" otherwise. Either way a lost worker loses nothing.
         workspace: Directory the workspace tools (``workspace_shell``,
             ``workspace_code_executor``) work in; None gives the run no workspace.
+        min_train_rows: Fewest training rows the search accepts; data that
+            leaves fewer (or a validation split that holds out no row) is
+            refused when it is committed.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, strict=True)
 
     llm_provider: str = "offline"
     llm_model: str | None = None
     base_url: str | None = None
-    tools: list[str] | None = None
-    ban_tools: list[str] = Field(default_factory=list)
-    skills: list[str] | None = None
+    tools: list[str] | None = Field(default=None, strict=False)
+    ban_tools: list[str] = Field(default_factory=list, strict=False)
+    skills: list[str] | None = Field(default=None, strict=False)
     verbose: bool = False
     tool_parser: ToolParserName = "openai"
     save_path: str | None = None
-    run_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
     local_sample_size: int = Field(default=1, ge=1, le=64)
     max_refinement_depth: int = Field(default=20, ge=1, le=1000)
     global_width: int = Field(default=1, ge=1, le=256)
@@ -100,22 +112,23 @@ class SearchSettings(BaseModel):
     validation_fraction: float = Field(default=0.2, ge=0.0, lt=1.0)
     split_by: Literal["random", "ood"] = "random"
     split_ood_variable: str | None = None
-    split_random_state: int = 42
+    split_random_state: int = Field(default=42, ge=0, le=MAX_SEED)
     ranking_metric: str = "mse"
     larger_is_better: bool = False
     early_stop: bool = True
-    exact_fit_threshold: float = 1.0
+    exact_fit_threshold: float = Field(default=1.0, allow_inf_nan=False)
     exact_fit_metric: str = "r2"
     force_initial_diagnostics: bool = False
     auto_routing: bool = True
     strong_llm_provider: str | None = None
     strong_llm_model: str | None = None
-    seed: int = 0
-    time_limit: float | None = Field(default=None, gt=0)
-    tool_timeout: float = Field(default=120.0, gt=0)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    time_limit: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    tool_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     branch_threads: int = Field(default=8, ge=1, le=256)
     granularity: Literal["auto", "step", "run"] = "auto"
     workspace: str | None = None
+    min_train_rows: int = Field(default=3, ge=1, le=1_000_000)
 
     @field_validator("split_ood_variable")
     @classmethod
@@ -148,10 +161,21 @@ class SearchSettings(BaseModel):
         """Load a TOML file (a ``[search]`` table, or top-level keys) plus overrides."""
         try:
             document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as error:
-            raise ConfigurationError(f"Cannot read settings file {path}: {error}") from error
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+            raise ConfigurationError(f"Cannot read settings file {path}: {error}",
+                                     setting="config") from error
         table = document.get("search", document)
-        return cls.build(**{**table, **{k: v for k, v in overrides.items() if v is not None}})
+        if not isinstance(table, Mapping):
+            raise ConfigurationError(
+                f"The 'search' entry of {path} must be a table of settings ([search] with "
+                f"key = value lines). Got {table!r} instead.", setting="search")
+        given = {k: v for k, v in overrides.items() if v is not None}
+        try:
+            return cls.build(**{**table, **given})
+        except ConfigurationError as error:
+            if error.setting in table and error.setting not in given:
+                raise ConfigurationError(f"{path}: {error}", setting=error.setting) from None
+            raise
 
     def replace(self, **changes: Any) -> SearchSettings:
         """A validated copy with ``changes`` applied."""
@@ -160,8 +184,54 @@ class SearchSettings(BaseModel):
 
 def _configuration_error(error: ValidationError) -> ConfigurationError:
     first = error.errors()[0]
-    setting = ".".join(str(part) for part in first["loc"]) or None
-    got = first.get("input")
-    message = (f"The {setting!r} setting is invalid: {first['msg']}. Got {got!r} instead."
-               if setting else str(error))
+    location = [str(part) for part in first["loc"]]
+    if not location:
+        return ConfigurationError(str(error).replace("\n", " "))
+    setting, got = location[0], first.get("input")
+    allowed = allowed_values().get(setting)
+    if allowed is None or first["type"] == "value_error":
+        reason = first["msg"].removeprefix("Value error, ")
+        message = f"The {setting!r} setting is invalid: {reason}. Got {got!r} instead."
+    else:
+        message = f"The {setting!r} setting must be {allowed}. Got {got!r} instead."
     return ConfigurationError(message, setting=setting)
+
+
+@lru_cache(maxsize=1)
+def allowed_values() -> dict[str, str]:
+    """Each setting's allowed values in words ("an int in [1, 1000]"), from the schema."""
+    properties = SearchSettings.model_json_schema()["properties"]
+    return {name: _describe(schema) for name, schema in properties.items()}
+
+
+def _describe(schema: Mapping[str, Any]) -> str:
+    if "anyOf" in schema:
+        return " or ".join(_describe(option) for option in schema["anyOf"])
+    if "enum" in schema or "const" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema.get("enum", [schema.get("const")]))
+    kind = schema.get("type")
+    if kind == "array":
+        return f"a list of {_describe(schema.get('items', {})).removeprefix('a ')}s"
+    words = {"integer": "an int", "number": "a number", "boolean": "a bool",
+             "string": "a string", "null": "None"}.get(kind, "a value")
+    if "pattern" in schema:
+        words += f" matching {schema['pattern']}"
+    return words + _range(schema)
+
+
+def _range(schema: Mapping[str, Any]) -> str:
+    low = ("[", schema["minimum"]) if "minimum" in schema else (
+        ("(", schema["exclusiveMinimum"]) if "exclusiveMinimum" in schema else None)
+    high = ("]", schema["maximum"]) if "maximum" in schema else (
+        (")", schema["exclusiveMaximum"]) if "exclusiveMaximum" in schema else None)
+    if low and high:
+        return f" in {low[0]}{_number(low[1])}, {_number(high[1])}{high[0]}"
+    if low:
+        return f" {'>=' if low[0] == '[' else '>'} {_number(low[1])}"
+    if high:
+        return f" {'<=' if high[0] == ']' else '<'} {_number(high[1])}"
+    return ""
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)

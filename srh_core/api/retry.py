@@ -7,6 +7,12 @@ anything that is not an endpoint failure. A ``Retry-After`` (or
 ``retry-after-ms``) header replaces the computed delay, capped at
 ``max_retry_after``. The official client runs with ``max_retries=0``; this
 module owns retrying so the policy, the sleeps and the final message are ours.
+
+The final :class:`~srh_core.errors.ModelRequestError` says everything in its
+one-line message (endpoint, attempts, the last failure and its cause) and is
+raised without the client's exception chain (httpcore -> httpx -> openai),
+which only repeated it in three more tracebacks; the client's exception stays
+available as ``last_error``.
 """
 
 from __future__ import annotations
@@ -177,7 +183,9 @@ def run_with_retries(
                 raise
             streamed = not may_retry()
             if attempt > policy.max_retries or not failure.retryable or streamed:
-                raise _final_error(failure, attempt, context, streamed=streamed) from error
+                final = _final_error(failure, attempt, context, streamed=streamed)
+                final.last_error = error
+                raise final from None
         _wait(policy.delay(failure, attempt - 1, context.rng), context, token)
 
 

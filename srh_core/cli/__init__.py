@@ -9,6 +9,14 @@ and ``sweep``), so srh_core never imports them.
 Exit codes: 0 a finished run (completed, early stop, or the time budget
 ended it), 1 a failed run, 2 bad usage or configuration, 130 interrupted
 by Ctrl-C.
+
+Error boundary: every user error (a bad flag, setting, TOML file, data file
+or manifest: the ``SRHarnessError`` family, argparse's usage errors, and
+files that cannot be read or written) ends in exactly one last line
+``srh: error: ...`` on stderr and exit code 2, without a traceback. Log
+records keep their message but lose their traceback (the exception's one
+line summary is appended instead). ``--debug``, before or after the command,
+shows the tracebacks.
 """
 
 from __future__ import annotations
@@ -16,9 +24,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, NoReturn
 
 from srh_core.errors import SRHarnessError
 
@@ -27,20 +36,43 @@ BACKENDS: dict[str, Backend] = {}
 #: Sweep backends by name: a factory from the parsed arguments to a SweepBackend.
 SWEEP_BACKENDS: dict[str, Callable[[argparse.Namespace], Any]] = {}
 PLUGIN_GROUP = "srh.commands"
+USAGE_EXIT = 2
 logger = logging.getLogger("srh.cli")
+
+
+class UsageError(SRHarnessError):
+    """A command-line usage error found by argparse; ``usage`` is the command's usage text."""
+
+    def __init__(self, message: str, usage: str = "") -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing and exiting, so one boundary reports."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("srh").strip()
+        raise UsageError(f"{command}: {message}" if command else message, self.format_usage())
 
 
 def build_parser() -> argparse.ArgumentParser:
     from srh_core.cli import commands
 
-    parser = argparse.ArgumentParser(prog="srh", description=(
+    parser = _Parser(prog="srh", description=(
         "SRHarness: agentic symbolic regression, embedded or on a Celery + Redis cluster."))
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks of errors (also accepted after the command)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     BACKENDS.setdefault("embedded", commands.run_embedded)
     commands.register(subparsers)
     for plugin in _plugins():
         plugin(subparsers, BACKENDS)
+    for command in subparsers.choices.values():
+        if not any("--debug" in action.option_strings for action in command._actions):
+            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help="show tracebacks of errors")
     return parser
 
 
@@ -54,22 +86,68 @@ def _plugins() -> list[Callable[..., Any]]:
     return loaded
 
 
-def configure_logging(verbose: bool) -> None:
+class _OneLineTracebacks(logging.Filter):
+    """Replace a record's traceback by the exception's one-line summary."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.msg = f"{record.getMessage()} ({type(error).__name__}: {one_line(error)}; " \
+                         "--debug shows the traceback)"
+            record.args = None
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def configure_logging(verbose: bool, debug: bool = False) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("srh").setLevel(logging.DEBUG if verbose else logging.INFO)
+    if debug:
+        return
+    for handler in logging.getLogger().handlers:
+        on_stderr = getattr(handler, "stream", None) in (sys.stderr, sys.__stderr__)
+        if on_stderr and not any(isinstance(f, _OneLineTracebacks) for f in handler.filters):
+            handler.addFilter(_OneLineTracebacks())
+
+
+def one_line(error: BaseException | str) -> str:
+    """An error message on one line: list items joined with "; ", other breaks as spaces."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__ if isinstance(error, BaseException) else ""
+    head, items = lines[0], [line.removeprefix("- ") for line in lines[1:]]
+    return head if not items else f"{head.rstrip(':')}: {'; '.join(items)}"
+
+
+def _report(error: BaseException, debug: bool) -> int:
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    if isinstance(error, UsageError) and error.usage:
+        sys.stderr.write(error.usage)
+    if isinstance(error, OSError) and not isinstance(error, SRHarnessError):
+        where = f" {error.filename}" if error.filename else ""
+        text = f"cannot access{where}: {error.strerror or error}"
+    else:
+        text = one_line(error)
+    print(f"srh: error: {text}", file=sys.stderr)
+    return USAGE_EXIT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``srh``; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    configure_logging(args.verbose)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
     try:
+        args = build_parser().parse_args(arguments)
+        debug = bool(getattr(args, "debug", False)) or debug
+        configure_logging(args.verbose, debug)
+        from srh_core.cli.checks import check_arguments
+
+        check_arguments(args)
         return int(args.handler(args))
-    except SRHarnessError as error:
-        print(f"srh: error: {error}", file=sys.stderr)
-        return 2
+    except (SRHarnessError, OSError) as error:
+        return _report(error, debug)
     except KeyboardInterrupt:
         print("srh: interrupted", file=sys.stderr)
         return 130

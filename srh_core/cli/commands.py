@@ -154,10 +154,12 @@ def agent_class_from_args(args: argparse.Namespace) -> Any:
 
 
 def run_embedded(args: argparse.Namespace) -> int:
+    from srh_core.cli.checks import check_run
     from srh_core.cli.display import ProgressLine
 
     settings = settings_from_args(args)
     data = load_run_data(args)
+    check_run(settings, data)
     if getattr(args, "interactive", False):
         from srh_core.runtime import SRAgentInteractive
 

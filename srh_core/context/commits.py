@@ -20,6 +20,7 @@ from srh_core.context.validation import (
     DataLayout,
     check_context_data,
     check_descriptions,
+    check_sample_count,
     raise_first,
 )
 from srh_core.errors import DataError
@@ -165,6 +166,10 @@ class DataCommits:
         self, data: dict[str, np.ndarray], layout: DataLayout, descriptions: dict[str, str]
     ) -> None:
         issues = check_context_data(data, layout) + check_descriptions(descriptions, data)
+        settings = self.settings()  # type: ignore[attr-defined]
+        if not issues and layout.target is not None and settings.min_train_rows is not None:
+            issues += filter(None, [check_sample_count(
+                len(data[layout.target]), settings.validation_fraction, settings.min_train_rows)])
         raise_first(issues)
         with self._lock:
             self._data = data

@@ -42,6 +42,8 @@ from pydantic import (
 
 MANIFEST_NAME = "manifest.json"
 AXIS_VALUE_TYPES = (bool, int, float, str)
+#: Largest axis ``size`` (an axis of size n is materialised as ``arange(n)``).
+MAX_AXIS_SIZE = 100_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,7 @@ class AxisSpec(_Strict):
     description: str = ""
     values: list[Any] | None = Field(default=None, min_length=1)
     file: str | None = None
-    size: int | None = Field(default=None, ge=1)
+    size: int | None = Field(default=None, ge=1, le=MAX_AXIS_SIZE)
 
     @model_validator(mode="after")
     def _one_source(self) -> AxisSpec:
@@ -130,6 +132,8 @@ def _hint(kind: str, fields: tuple[str, ...]) -> str:
         return "Add at least one entry."
     if kind == "greater_than_equal":
         return "Use a positive value."
+    if kind == "less_than_equal":
+        return "Use a smaller value; larger ones are refused before anything is allocated."
     return "Fix the value as described."
 
 

@@ -10,8 +10,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from srh_core.errors import ContextManifestError
+from srh_core.json_limits import depth_problem
 
 WriteMode = Literal["atomic", "in_place"]
+#: Largest manifest file read (inline axis values included).
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+#: Deepest nesting of arrays and objects in a manifest (the format needs 4).
+MAX_MANIFEST_DEPTH = 16
 
 
 class _DuplicateKeyError(ValueError):
@@ -28,15 +33,23 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def read_manifest_json(path: Path) -> Any:
-    """Parse a manifest file, rejecting duplicate keys.
+    """Parse a manifest file, rejecting duplicate keys, huge files and deep nesting.
 
     Raises:
-        ContextManifestError: The file cannot be read or is not valid JSON.
+        ContextManifestError: The file cannot be read, is larger than
+            ``MAX_MANIFEST_BYTES``, nests deeper than ``MAX_MANIFEST_DEPTH`` or is
+            not valid JSON.
     """
     try:
+        size = path.stat().st_size
+        if size > MAX_MANIFEST_BYTES:
+            raise ContextManifestError(f"{path.name} holds {size} bytes; at most "
+                                       f"{MAX_MANIFEST_BYTES} are read.")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ContextManifestError(f"Cannot read {path.name}: {exc}") from exc
+    if problem := depth_problem(text, MAX_MANIFEST_DEPTH, path.name):
+        raise ContextManifestError(problem)
     try:
         return json.loads(text, object_pairs_hook=_reject_duplicates)
     except json.JSONDecodeError as exc:

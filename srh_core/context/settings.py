@@ -18,6 +18,7 @@ SplitBy = Literal["random", "ood"]
 DEFAULT_VALIDATION_FRACTION = 0.0
 DEFAULT_SPLIT_BY: SplitBy = "random"
 DEFAULT_SPLIT_RANDOM_STATE = 42
+MAX_MIN_ROWS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,9 @@ class ContextSettings:
         fit_constants: Whether numeric constants of a formula become fitted
             parameters (passed to the engine's ``fit``).
         fit_method: Optimiser name passed to the engine's ``fit``.
+        min_train_rows: When set (a search's settings set it), committing data
+            with a target refuses fewer training rows than this, and a validation
+            split that would hold out no row; None accepts any length.
     """
 
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION
@@ -42,6 +46,7 @@ class ContextSettings:
     split_random_state: int = DEFAULT_SPLIT_RANDOM_STATE
     fit_constants: bool = False
     fit_method: str = "auto"
+    min_train_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict."""
@@ -70,6 +75,7 @@ def resolve_context_settings(args: Any) -> ContextSettings:
         split_random_state=_seed(read("split_random_state", DEFAULT_SPLIT_RANDOM_STATE)),
         fit_constants=_flag("fit_constants", read("fit_constants", False)),
         fit_method=_fit_method(read("fit_method", "auto")),
+        min_train_rows=_min_rows(read("min_train_rows", None)),
     )
 
 
@@ -79,8 +85,18 @@ def _reader(args: Any) -> Any:
     return lambda name, default: getattr(args, name, default)
 
 
+def _min_rows(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_MIN_ROWS:
+        raise ConfigurationError(
+            f"The 'min_train_rows' setting must be an int in [1, {MAX_MIN_ROWS}] or None. "
+            f"Got {value!r} instead.", setting="min_train_rows")
+    return value
+
+
 def _fraction(value: Any) -> float:
-    number = None if isinstance(value, bool) else _as_float(value)
+    number = None if isinstance(value, bool) or isinstance(value, str) else _as_float(value)
     if number is None or not (0.0 <= number < 1.0):
         raise ConfigurationError(
             "The 'validation_fraction' setting must be a float in [0, 1) "

@@ -12,14 +12,27 @@ Data policy (one rule for contexts, manifests and CSV files):
 - ``inf`` and ``-inf`` are rejected everywhere;
 - ``nan`` marks a missing value and is allowed, but a variable that is
   entirely ``nan`` is rejected; evaluators drop rows with a missing value in
-  any variable a formula reads (see ``srh_core.evaluator.default``).
+  any variable a formula reads (see ``srh_core.evaluator.default``);
+- names are Python identifiers that are not keywords and not reserved by the
+  formula language, so a formula can name them: not starting with ``__``,
+  not one of the engine's functions or their aliases (``sin``, ``ln``...),
+  module prefixes (``np``, ``math``) or parameter builders (``param``). The
+  constants ``pi`` and ``e`` stay allowed as names: the engine reads them as
+  variables where a caller passes them as ``symbols``;
+- for a search (a context whose settings carry ``min_train_rows``, as
+  :class:`~srh_core.agent.settings.SearchSettings` do), the data must leave
+  at least that many training rows, and a requested validation split must
+  hold out at least one row (:func:`check_sample_count`); other contexts
+  (views, tools' scratch contexts) may be as short as they like.
 """
 
 from __future__ import annotations
 
 import keyword
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -27,6 +40,8 @@ from srh_core.errors import DataError, did_you_mean
 
 NUMERIC_KINDS = "biuf"
 RELATION_WIDTHS = (2, 3)
+#: Fewest training rows a search accepts by default (the fitting tools need as many).
+MIN_TRAIN_ROWS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,16 +126,73 @@ def check_context_data(
     return issues
 
 
+@lru_cache(maxsize=1)
+def reserved_names() -> Mapping[str, str]:
+    """Names the formula language gives a meaning, each with what it means there."""
+    from srh_engine.functions import FUNCTION_ALIASES, FUNCTIONS
+    from srh_engine.parser import MODULE_PREFIXES, PARAMETER_BUILDERS
+
+    reserved = {name: "a function of the formula language" for name in FUNCTIONS}
+    reserved |= {name: f"an alias of the function {FUNCTION_ALIASES[name]!r}"
+                 for name in FUNCTION_ALIASES}
+    reserved |= {name: "a module prefix of functions (np.sin)" for name in MODULE_PREFIXES}
+    reserved |= {name: "a parameter builder" for name in PARAMETER_BUILDERS}
+    return reserved
+
+
 def check_name(name: object) -> DataIssue | None:
-    """Reject names a formula could not reference."""
-    if isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name):
+    """Reject names a formula could not reference: non-identifiers, keywords, reserved names."""
+    if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)):
+        return DataIssue(
+            str(name),
+            f"Variable name {name!r} is not usable in a formula; expected a Python identifier "
+            "that is not a keyword (letters, digits and '_', not starting with a digit).",
+            "Rename the variable, e.g. replace spaces and dashes with '_'.",
+        )
+    if name.startswith("__"):
+        example = (name.strip("_") or "x") + "_"
+        return DataIssue(name, f"Variable name {name!r} is reserved: formulas cannot use names "
+                         "starting with '__'.", f"Rename it, e.g. {example!r}.")
+    meaning = reserved_names().get(name)
+    if meaning is not None:
+        return DataIssue(name, f"Variable name {name!r} is reserved: in a formula it is "
+                         f"{meaning}.", f"Rename it, e.g. {name + '_'!r}.")
+    return None
+
+
+def check_sample_count(n_samples: int, validation_fraction: float,
+                       min_train_rows: int = MIN_TRAIN_ROWS) -> DataIssue | None:
+    """Refuse data too short to fit, or to give the requested validation split.
+
+    Uses the split's own rule (``srh_core.evaluator.splits.split_sizes``):
+    ``n_validation = floor(n * fraction + 0.5)``.
+
+    Args:
+        n_samples: Rows of the data.
+        validation_fraction: The requested validation share (0: none).
+        min_train_rows: Fewest rows left to fit on.
+    """
+    n_validation = math.floor(n_samples * validation_fraction + 0.5)
+    n_train = n_samples - n_validation
+    if n_train >= min_train_rows and (validation_fraction == 0 or n_validation >= 1):
         return None
-    return DataIssue(
-        str(name),
-        f"Variable name {name!r} is not usable in a formula; expected a Python identifier "
-        "that is not a keyword (letters, digits and '_', not starting with a digit).",
-        "Rename the variable, e.g. replace spaces and dashes with '_'.",
-    )
+    if validation_fraction == 0:
+        return DataIssue(None, f"The data has {n_samples} row(s); a search needs at least "
+                         f"{min_train_rows} (min_train_rows) to fit a formula.",
+                         "Provide more rows.")
+    needed = _rows_needed(validation_fraction, min_train_rows)
+    return DataIssue(None, f"The data has {n_samples} row(s): too few for a validation split "
+                     f"of {validation_fraction:g} ({n_validation} held out, {n_train} left to "
+                     f"fit; {min_train_rows} to fit and 1 held out need at least {needed} rows).",
+                     "Provide more rows, or set validation_fraction = 0 to fit on all of them.")
+
+
+def _rows_needed(fraction: float, min_train_rows: int) -> int:
+    n = max(min_train_rows, math.ceil(0.5 / fraction) - 1)
+    while (n - math.floor(n * fraction + 0.5) < min_train_rows
+           or math.floor(n * fraction + 0.5) < 1):
+        n += 1
+    return n
 
 
 def check_sample_array(name: str, value: np.ndarray, *, complete: bool = True) -> list[DataIssue]:

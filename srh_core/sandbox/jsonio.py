@@ -11,7 +11,10 @@ Protocol (one way in, one way out, so output noise never corrupts a result):
   needed) with any JSON-serialisable value; numpy values are converted. The
   value travels through a file in the run directory, not through stdout, so
   ``print`` output and truncation cannot corrupt it. The last call wins; a
-  value above ``MAX_RESULT_BYTES`` raises ``ValueError`` in the program.
+  value above ``MAX_RESULT_BYTES``, or nested deeper than
+  ``MAX_RESULT_DEPTH`` lists and dicts, raises ``ValueError`` in the program
+  (and a result file past either bound is refused by the parent:
+  ``result.result_error`` says why).
 - the helper returns ``(result, value)``: ``value`` is the parsed emitted
   value, or ``None`` when ``emit_result`` was never called (or its text was
   not valid JSON). A value may come with a failed run (the program crashed
@@ -80,7 +83,7 @@ def decode_result(result: SandboxResult) -> Any | None:
         return None
     try:
         return json.loads(result.result_json)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 

@@ -6,8 +6,10 @@ so new namespaces come from util-linux ``unshare`` as the launcher: it
 creates the namespaces and then ``exec``s the interpreter in the same
 process, so the child's pid, process group and rusage are unchanged.
 
-- as root: ``unshare --net --ipc`` (a network namespace with only a down
-  loopback device, and a private System V IPC namespace);
+- as root: ``unshare --mount --net --ipc`` (a private mount namespace, where
+  the bootstrap mounts the size-limited tmpfs of the run directory; a network
+  namespace with only a down loopback device; a private System V IPC
+  namespace), else ``unshare --net --ipc``;
 - otherwise: ``unshare --user --net --ipc`` where unprivileged user
   namespaces are enabled (no uid mapping: the child keeps its real
   credentials and loses all capabilities at ``exec``).
@@ -26,8 +28,11 @@ from functools import lru_cache
 
 UNSHARE_CANDIDATES = ("/usr/bin/unshare", "/bin/unshare")
 PROBE_TIMEOUT_SECONDS = 10.0
-ROOT_UNSHARE_FLAGS = ("--net", "--ipc")
-USER_UNSHARE_FLAGS = ("--user", "--net", "--ipc")
+#: Flag sets tried in order, with what each gives. ``--mount`` makes mounts
+#: private (util-linux's default propagation), so nothing reaches the host.
+ROOT_UNSHARE_OPTIONS = ((("--mount", "--net", "--ipc"), ("mntns", "netns", "ipcns")),
+                        (("--net", "--ipc"), ("netns", "ipcns")))
+USER_UNSHARE_OPTIONS = ((("--user", "--net", "--ipc"), ("netns", "ipcns")),)
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,9 @@ def detect_launcher() -> Launcher:
     binary = _unshare_binary()
     if binary is None or not sys.platform.startswith("linux"):
         return Launcher((), ())
-    flags = ROOT_UNSHARE_FLAGS if os.geteuid() == 0 else USER_UNSHARE_FLAGS
-    prefix = (binary, *flags, "--")
-    if _probe(prefix):
-        return Launcher(prefix, ("netns", "ipcns"))
+    options = ROOT_UNSHARE_OPTIONS if os.geteuid() == 0 else USER_UNSHARE_OPTIONS
+    for flags, isolation in options:
+        prefix = (binary, *flags, "--")
+        if _probe(prefix):
+            return Launcher(prefix, isolation)
     return Launcher((), ())

@@ -30,7 +30,9 @@ MAX_CPU_LIMIT_SECONDS = int(MAX_TIMEOUT_SECONDS)
 FILE_SIZE_LIMIT_BYTES = 256 * 1024 * 1024
 #: Open file descriptors in the child (RLIMIT_NOFILE).
 OPEN_FILES_LIMIT = 256
-#: Processes per uid for non-root children (RLIMIT_NPROC); threads count too.
+#: Tasks (processes and threads, the main thread included) a child may have: the
+#: pids cgroup's ``pids.max``, or RLIMIT_NPROC under a dedicated uid; a non-root
+#: child without a cgroup gets this many above what its uid already runs.
 PROCESS_LIMIT = 64
 #: Largest stdin payload accepted by the runner.
 MAX_STDIN_BYTES = 256 * 1024 * 1024
@@ -38,6 +40,14 @@ MAX_STDIN_BYTES = 256 * 1024 * 1024
 MAX_CODE_BYTES = 4 * 1024 * 1024
 #: Largest JSON result accepted from ``emit_result``.
 MAX_RESULT_BYTES = 64 * 1024 * 1024
+#: Deepest nesting of arrays and objects in a result (numpy arrays count their ndim).
+MAX_RESULT_DEPTH = 64
+#: New bytes a run may write (tmpfs size of the run directory; budget of the workspace).
+DEFAULT_DISK_LIMIT_BYTES = 512 * 1024 * 1024
+MIN_DISK_LIMIT_BYTES = 1024 * 1024
+MAX_DISK_LIMIT_BYTES = 16 * 1024 * 1024 * 1024
+#: Files and directories the run-directory tmpfs may hold (its inode limit).
+MAX_SCRATCH_FILES = 10_000
 #: Output beyond the capture limit is drained and discarded up to this many
 #: bytes per stream; past it the child is killed (``killed_reason="output_limit"``).
 MAX_DISCARDED_OUTPUT_BYTES = 32 * 1024 * 1024
@@ -144,3 +154,12 @@ def _check_cpu(value: float | None, timeout: float) -> int:
             setting="cpu_limit_seconds",
         )
     return math.ceil(value)
+
+
+def check_disk_limit(value: object) -> int:
+    """Validate a runner's disk budget in bytes.
+
+    Raises:
+        ConfigurationError: Not an int in [MIN_DISK_LIMIT_BYTES, MAX_DISK_LIMIT_BYTES].
+    """
+    return _check_int("disk_limit_bytes", value, MIN_DISK_LIMIT_BYTES, MAX_DISK_LIMIT_BYTES)

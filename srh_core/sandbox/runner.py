@@ -2,33 +2,35 @@
 
 See the package docstring (``srh_core.sandbox``) for the isolation model. This
 module owns the parent side: it validates limits, prepares a private run
-directory, starts ``bootstrap.py`` with a scrubbed environment in a new
-session, feeds stdin, drains stdout/stderr with bounded readers, enforces
-the wall-clock timeout and the interruption event by killing the whole
-process group, reaps the child with ``wait4`` for its own rusage, and removes
-the run directory. Runs share no mutable state, so one runner may be used
-from many threads at once.
+directory and the run's task cap (a pids cgroup, or a dedicated uid: see
+:mod:`srh_core.sandbox.tasks`), starts ``bootstrap.py`` with a scrubbed
+environment in a new session, feeds stdin, drains stdout/stderr with bounded
+readers, and leaves the waiting (timeout, interruption, output flood, disk
+budget) to :mod:`srh_core.sandbox.supervisor`. Afterwards it kills whatever
+the program left behind, reads the child's reports and removes the run
+directory. Runs share no mutable state, so one runner may be used from many
+threads at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
+import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from srh_core.errors import ConfigurationError, SandboxError
+from srh_core.json_limits import depth_problem
 from srh_core.sandbox import limits as lim
+from srh_core.sandbox import tasks
+from srh_core.sandbox.disk import DiskBudget
 from srh_core.sandbox.launcher import detect_launcher
 from srh_core.sandbox.policy import (
     DEVICE_FILES,
@@ -39,14 +41,23 @@ from srh_core.sandbox.policy import (
     system_library_paths,
 )
 from srh_core.sandbox.streams import BoundedReader, StdinWriter
+from srh_core.sandbox.supervisor import (
+    ChildExit,
+    kill_group,
+    killed_reason,
+    read_report,
+    wait_for_child,
+)
 
 if TYPE_CHECKING:
     from srh_core.workspace.workspace import Workspace
 
 BOOTSTRAP_PATH = str(Path(__file__).with_name("bootstrap.py"))
-MAX_STATUS_BYTES = 64 * 1024
 STDERR_TAIL_CHARS = 2000
 RunMode = Literal["plain", "json"]
+#: A traceback's last line for MemoryError and its subclasses (numpy's
+#: ``_ArrayMemoryError``), the fallback when the child's outcome report is missing.
+MEMORY_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?_?\w*MemoryError\b", re.M)
 
 
 @dataclass(frozen=True)
@@ -64,13 +75,17 @@ class SandboxResult:
         timed_out: The wall-clock timeout killed the child.
         interrupted: The interruption event killed the child.
         killed_reason: Why the child was killed: ``"timeout"``, ``"interrupted"``,
-            ``"output_limit"``, ``"cpu_limit"`` or ``"signal NAME"``; ``None`` if it exited.
+            ``"output_limit"``, ``"cpu_limit"``, ``"disk_limit"`` or ``"signal NAME"``;
+            ``None`` if it exited.
         stdout_truncated: stdout exceeded ``output_limit_bytes``.
         stderr_truncated: stderr exceeded ``output_limit_bytes``.
-        memory_error: The program raised ``MemoryError`` (hit the memory limit).
+        memory_error: The program failed with ``MemoryError`` or a subclass (numpy's
+            allocation failure included): it hit the memory limit.
         result_json: Text passed to ``emit_result`` (JSON), or ``None``.
-        isolation: Mechanisms in force, from ``"rlimits"``, ``"netns"``,
-            ``"ipcns"``, ``"landlock"``, ``"seccomp"``, ``"audit_hook"``.
+        result_error: Why a result file was refused (too large, nested too deep), or None.
+        isolation: Mechanisms in force, from ``"pids_cgroup"``, ``"dedicated_uid"``,
+            ``"rlimits"``, ``"mntns"``, ``"netns"``, ``"ipcns"``, ``"tmpfs"``,
+            ``"landlock"``, ``"seccomp"``, ``"audit_hook"``, ``"disk_budget"``.
     """
 
     exit_code: int
@@ -87,38 +102,12 @@ class SandboxResult:
     memory_error: bool = False
     result_json: str | None = None
     isolation: tuple[str, ...] = ()
+    result_error: str | None = None
 
     @property
     def ok(self) -> bool:
         """The program exited with status 0 and was not killed."""
         return self.exit_code == 0 and self.killed_reason is None
-
-
-@dataclass(frozen=True)
-class _Exit:
-    status: int
-    rusage: object
-    duration: float
-    reason: str | None
-    peak_rss: int = 0
-
-
-def _resident_peak(pid: int) -> int:
-    """The child's resident high-water mark (VmHWM) in bytes; 0 once it has exited.
-
-    Sampled while the child runs because ``wait4``'s ``ru_maxrss`` is no
-    use here: Linux carries the parent's high-water mark across fork and
-    exec, so a large parent (a long test session, a worker) would be
-    reported as the child's peak.
-    """
-    try:
-        with open(f"/proc/{pid}/status", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return 0
-    return 0
 
 
 class SandboxRunner:
@@ -127,15 +116,28 @@ class SandboxRunner:
     Args:
         use_landlock: Apply Landlock when the kernel supports it.
         use_seccomp: Apply the seccomp filter when the architecture is supported.
-        use_namespaces: Start the child in new network/IPC namespaces when possible.
+        use_namespaces: Start the child in new mount/network/IPC namespaces when possible.
+        use_cgroup: Cap the child's tasks with a per-run pids cgroup when one can be made.
+        use_dedicated_uid: As root without that cgroup, cap them with ``RLIMIT_NPROC``
+            under a uid of the run's own.
+        disk_limit_bytes: New bytes a run may write (run directory and workspace), in
+            [MIN_DISK_LIMIT_BYTES, MAX_DISK_LIMIT_BYTES].
+
+    Raises:
+        ConfigurationError: ``disk_limit_bytes`` is outside its range.
     """
 
     def __init__(
-        self, *, use_landlock: bool = True, use_seccomp: bool = True, use_namespaces: bool = True
+        self, *, use_landlock: bool = True, use_seccomp: bool = True, use_namespaces: bool = True,
+        use_cgroup: bool = True, use_dedicated_uid: bool = True,
+        disk_limit_bytes: int = lim.DEFAULT_DISK_LIMIT_BYTES,
     ) -> None:
         self.use_landlock = use_landlock
         self.use_seccomp = use_seccomp
         self.use_namespaces = use_namespaces
+        self.use_cgroup = use_cgroup
+        self.use_dedicated_uid = use_dedicated_uid
+        self.disk_limit_bytes = lim.check_disk_limit(disk_limit_bytes)
 
     def run(
         self,
@@ -195,29 +197,48 @@ class SandboxRunner:
         """
         stdin_bytes = _checked_inputs(code, stdin)
         run_dir = Path(tempfile.mkdtemp(prefix="srh-sandbox-"))
+        cgroup = tasks.create_cgroup(lim.PROCESS_LIMIT) if self.use_cgroup else None
         try:
             paths = sandbox_paths(run_dir, workspace)
             for directory in (run_dir / "tmp", paths.cwd):
                 directory.mkdir(exist_ok=True)
             paths.program.write_text(code, encoding="utf-8")
-            return self._supervise(paths, stdin_bytes, limits, interruption_event, mode)
+            return self._supervise(paths, stdin_bytes, limits, interruption_event, mode, cgroup)
         finally:
+            if cgroup is not None:
+                tasks.release_cgroup(cgroup)
             shutil.rmtree(run_dir, ignore_errors=True)
 
+    def _task_cap(self, cgroup: str | None) -> dict:
+        if cgroup is not None:
+            return {"cgroup": cgroup, "dedicated_uid_base": None}
+        dedicated = self.use_dedicated_uid and os.geteuid() == 0
+        return {"cgroup": None, "dedicated_uid_base": tasks.SANDBOX_UID_BASE if dedicated else None}
+
+    def _scratch(self, paths: SandboxPaths, isolation: tuple[str, ...]) -> dict | None:
+        if "mntns" not in isolation:
+            return None
+        return {"path": str(paths.run_dir), "size": self.disk_limit_bytes,
+                "files": lim.MAX_SCRATCH_FILES, "cwd": str(paths.cwd)}
+
     def _config(
-        self, paths: SandboxPaths, limits: lim.SandboxLimits, status_fd: int, mode: RunMode
+        self, paths: SandboxPaths, limits: lim.SandboxLimits, fds: tuple[int, int],
+        mode: RunMode, cgroup: str | None,
     ) -> dict:
         launcher = detect_launcher() if self.use_namespaces else None
+        isolation = launcher.isolation if launcher else ()
         return {
-            "status_fd": status_fd, "mode": mode, "program": str(paths.program),
-            "result_path": str(paths.result), "max_result_bytes": lim.MAX_RESULT_BYTES,
+            "status_fd": fds[0], "outcome_fd": fds[1], "mode": mode,
+            "program": str(paths.program), "result_path": str(paths.result),
+            "max_result_bytes": lim.MAX_RESULT_BYTES, "max_result_depth": lim.MAX_RESULT_DEPTH,
+            **self._task_cap(cgroup), "scratch": self._scratch(paths, isolation),
             "site_paths": site_paths(), "process_limit": lim.PROCESS_LIMIT,
             "rlimits": {
                 "RLIMIT_AS": limits.memory_limit_bytes, "RLIMIT_CPU": limits.cpu_limit_seconds,
                 "RLIMIT_FSIZE": lim.FILE_SIZE_LIMIT_BYTES, "RLIMIT_NOFILE": lim.OPEN_FILES_LIMIT,
                 "RLIMIT_CORE": 0,
             },
-            "launcher_isolation": list(launcher.isolation if launcher else ()),
+            "launcher_isolation": list(isolation),
             "landlock": self.use_landlock, "seccomp": self.use_seccomp,
             "read_roots": list(paths.read_roots), "write_roots": list(paths.write_roots),
             "readonly_roots": list(paths.readonly_roots), "workspace": paths.workspace,
@@ -226,14 +247,14 @@ class SandboxRunner:
             "max_fd": lim.OPEN_FILES_LIMIT,
         }
 
-    def _start(self, paths: SandboxPaths, config: dict, status_fd: int) -> subprocess.Popen:
+    def _start(self, paths: SandboxPaths, config: dict, fds: tuple[int, int]) -> subprocess.Popen:
         prefix = detect_launcher().prefix if self.use_namespaces else ()
         command = [*prefix, sys.executable, "-I", "-S", "-B", BOOTSTRAP_PATH, json.dumps(config)]
         try:
             return subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 cwd=paths.cwd, env=child_environment(paths.run_dir), start_new_session=True,
-                close_fds=True, pass_fds=(status_fd,),
+                close_fds=True, pass_fds=fds,
             )
         except (OSError, ValueError) as error:
             raise SandboxError(f"The sandbox could not start {sys.executable}: {error}") from error
@@ -245,30 +266,55 @@ class SandboxRunner:
         limits: lim.SandboxLimits,
         interruption_event: threading.Event | None,
         mode: RunMode,
+        cgroup: str | None,
     ) -> SandboxResult:
-        status_read, status_write = os.pipe()
+        (status_read, status_write), (outcome_read, outcome_write) = os.pipe(), os.pipe()
         try:
-            config = self._config(paths, limits, status_write, mode)
-            process = self._start(paths, config, status_write)
+            config = self._config(paths, limits, (status_write, outcome_write), mode, cgroup)
+            process = self._start(paths, config, (status_write, outcome_write))
         except BaseException:
             os.close(status_read)
+            os.close(outcome_read)
             raise
         finally:
             os.close(status_write)
+            os.close(outcome_write)
         try:
             writer = StdinWriter(process.stdin, stdin)
             readers = (BoundedReader(process.stdout, limits.output_limit_bytes),
                        BoundedReader(process.stderr, limits.output_limit_bytes))
-            exit_info = _wait(process, limits, interruption_event, readers)
+            disk = DiskBudget(paths.write_roots, self.disk_limit_bytes)
+            exit_info = wait_for_child(process, limits, interruption_event, readers, disk)
         except BaseException:
             # Whatever interrupted supervision (KeyboardInterrupt...), leave no child.
-            _kill_group(process.pid)
+            kill_group(process.pid)
             process.wait()
+            _end_leftovers(config, process.pid, paths)
             os.close(status_read)
+            os.close(outcome_read)
             raise
+        _end_leftovers(config, process.pid, paths)
         writer.finish()
-        report = _read_status(status_read)
-        return _build_result(paths, limits, exit_info, readers, report)
+        report = read_report(status_read)
+        outcome = read_report(outcome_read, waiting=False)
+        return _build_result(paths, limits, exit_info, readers, {**report, "outcome": outcome})
+
+
+def _end_leftovers(config: dict, pid: int, paths: SandboxPaths) -> None:
+    """Kill what the program left (its pipes stay open while anything holds them).
+
+    The process group is killed already; this reaches tasks that left it.
+    Under a dedicated uid, files the run left in the workspace are given back.
+    """
+    if config.get("cgroup"):
+        tasks.kill_cgroup(config["cgroup"])
+    base = config.get("dedicated_uid_base")
+    if base is None:
+        return
+    uid = base + pid
+    tasks.kill_uid(uid)
+    if paths.workspace is not None:
+        tasks.reclaim_files(paths.workspace, uid)
 
 
 def _checked_inputs(code: str, stdin: str) -> bytes:
@@ -287,100 +333,36 @@ def _checked_inputs(code: str, stdin: str) -> bytes:
     return data
 
 
-def _exit_waiter(pid: int) -> tuple[Callable[[float], object], int | None]:
-    """Return a function waiting up to ``seconds`` for the child's exit, and its pidfd."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return lambda seconds: time.sleep(seconds), None
-
-    def wait(seconds: float) -> None:
-        select.select([pidfd], [], [], seconds)
-
-    return wait, pidfd
-
-
-def _has_exited(pid: int) -> bool:
-    # WNOWAIT leaves the child a zombie, so its pid (= process group id)
-    # cannot be reused before the group is killed below.
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait(
-    process: subprocess.Popen,
-    limits: lim.SandboxLimits,
-    event: threading.Event | None,
-    readers: tuple[BoundedReader, BoundedReader],
-) -> _Exit:
-    start = time.monotonic()
-    deadline = start + limits.timeout_seconds
-    wait, pidfd = _exit_waiter(process.pid)
-    reason, peak = None, 0
-    try:
-        while not _has_exited(process.pid):
-            peak = max(peak, _resident_peak(process.pid))
-            if time.monotonic() >= deadline:
-                reason = "timeout"
-            elif event is not None and event.is_set():
-                reason = "interrupted"
-            elif any(reader.flooded.is_set() for reader in readers):
-                reason = "output_limit"
-            if reason is not None:
-                break
-            wait(min(lim.POLL_INTERVAL_SECONDS, max(deadline - time.monotonic(), 0.001)))
-        _kill_group(process.pid)  # also ends anything the program left behind
-        _, status, rusage = os.wait4(process.pid, 0)
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return _Exit(status, rusage, time.monotonic() - start, reason, peak)
-
-
-def _read_status(fd: int) -> dict:
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_STATUS_BYTES)
-    try:
-        report = json.loads(data.decode("utf-8")) if data else {}
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return report if isinstance(report, dict) else {}
-
-
-def _read_result(path: Path) -> str | None:
+def _read_result(path: Path) -> tuple[str | None, str | None]:
+    """The emitted JSON text (None when nothing was emitted) and why it was refused."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None
+        return None, None
     with os.fdopen(fd, "rb") as handle:
-        if not os.path.isfile(path) or os.fstat(fd).st_size > lim.MAX_RESULT_BYTES:
-            return None
-        return handle.read(lim.MAX_RESULT_BYTES).decode("utf-8", errors="replace")
+        if not os.path.isfile(path):
+            return None, None
+        size = os.fstat(fd).st_size
+        if size > lim.MAX_RESULT_BYTES:
+            return None, (f"the result file holds {size} bytes; at most "
+                          f"{lim.MAX_RESULT_BYTES} are accepted.")
+        text = handle.read(lim.MAX_RESULT_BYTES).decode("utf-8", errors="replace")
+    if not text:
+        return None, None
+    problem = depth_problem(text, lim.MAX_RESULT_DEPTH, "the result")
+    return (None, problem) if problem else (text, None)
 
 
-def _killed_reason(reason: str | None, exit_code: int, cpu: float, cpu_limit: int) -> str | None:
-    if reason is not None or exit_code >= 0:
-        return reason
-    number = -exit_code
-    if number == signal.SIGXCPU or (number == signal.SIGKILL and cpu >= cpu_limit - 0.05):
-        return "cpu_limit"
-    try:
-        return f"signal {signal.Signals(number).name}"
-    except ValueError:
-        return f"signal {number}"
+def _memory_error(outcome: dict, stderr: str) -> bool:
+    if isinstance(outcome.get("memory_error"), bool):
+        return outcome["memory_error"]
+    return MEMORY_ERROR_LINE.search(stderr) is not None
 
 
 def _build_result(
     paths: SandboxPaths,
     limits: lim.SandboxLimits,
-    exit_info: _Exit,
+    exit_info: ChildExit,
     readers: tuple[BoundedReader, BoundedReader],
     report: dict,
 ) -> SandboxResult:
@@ -391,13 +373,15 @@ def _build_result(
     exit_code = os.waitstatus_to_exitcode(exit_info.status)
     rusage = exit_info.rusage
     cpu = float(rusage.ru_utime + rusage.ru_stime)
+    result_json, result_error = _read_result(paths.result)
     return SandboxResult(
         exit_code=exit_code, stdout=stdout, stderr=stderr,
         duration_seconds=exit_info.duration, cpu_seconds=cpu,
         peak_memory_bytes=exit_info.peak_rss or int(rusage.ru_maxrss) * 1024,
         timed_out=exit_info.reason == "timeout", interrupted=exit_info.reason == "interrupted",
-        killed_reason=_killed_reason(exit_info.reason, exit_code, cpu, limits.cpu_limit_seconds),
+        killed_reason=killed_reason(exit_info.reason, exit_code, cpu, limits.cpu_limit_seconds),
         stdout_truncated=stdout_cut, stderr_truncated=stderr_cut,
-        memory_error=any(line.startswith("MemoryError") for line in stderr.splitlines()),
-        result_json=_read_result(paths.result), isolation=tuple(report.get("isolation", ())),
+        memory_error=_memory_error(report["outcome"], stderr),
+        result_json=result_json, result_error=result_error,
+        isolation=(*report.get("isolation", ()), "disk_budget"),
     )

@@ -26,7 +26,7 @@ from tests.support.openai_server import FakeOpenAIServer
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
-C, L, K = 2, 4, 2
+C, L, K = 2, 6, 2
 FORMULAS = ("x1*x2", "x1 + x2", "x2**2", "x1**2")  # none is exact: every step runs
 DEADLINE = 120.0
 
@@ -39,7 +39,7 @@ def step_seeds() -> dict[int, tuple[int, int]]:
 @pytest.fixture
 def server() -> FakeOpenAIServer:
     with FakeOpenAIServer() as fake:
-        fake.respond_with(evaluating_reply(FORMULAS, delay=0.25))
+        fake.respond_with(evaluating_reply(FORMULAS, delay=0.4))
         yield fake
 
 
@@ -107,7 +107,8 @@ def wait_for_requests(server: FakeOpenAIServer, count: int) -> None:
 
 def test_resume_continues_a_run_stopped_by_its_time_limit(server, data_file, tmp_path):
     out = tmp_path / "run"
-    process = srh(*run_args(data_file, out, server, "--time-limit", "1.2"), server=server)
+    # 6 levels of 0.4 s requests cannot end within 3 s; the first levels do
+    process = srh(*run_args(data_file, out, server, "--time-limit", "3"), server=server)
     stdout, stderr = process.communicate(timeout=DEADLINE)
     assert process.returncode == 0, stderr
     first = json.loads(stdout)

@@ -55,10 +55,11 @@ def test_workspace_must_be_a_directory(tmp_path):
         settings_from_args(parse("--workspace", str(tmp_path / "missing")))
 
 
-def test_strong_llm_needs_provider_and_model(capsys):
-    with pytest.raises(SystemExit):
+def test_strong_llm_needs_provider_and_model():
+    from srh_core.cli import UsageError
+
+    with pytest.raises(UsageError, match="expected PROVIDER:MODEL"):
         parse("--strong-llm", "gpt-4o")
-    assert "expected PROVIDER:MODEL" in capsys.readouterr().err
 
 
 def test_help_is_grouped_by_topic():

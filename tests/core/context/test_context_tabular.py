@@ -62,3 +62,72 @@ def test_inf_cells_are_rejected_by_the_context_with_the_column_name(tmp_path: Pa
     data, names = load_tabular(write(tmp_path, "x,y\n1,inf\n2,3\n"))
     with pytest.raises(DataError, match="'y' holds 1 infinite"):
         AgentContext().commit_data(data, target="y")
+
+
+ENGINES = ["arrow", "numpy", "exact"]
+TRICKY = ["0.1", "1e-320", "2.2250738585072014e-308", "1.7976931348623157e308", "-0.0",
+          "123456789012345678901234567890", "9007199254740993", "0.30000000000000004",
+          "4.9406564584124654e-324", "1E5", ".5", "5.", "+3", "-2.5e-3"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    if request.param == "arrow":
+        pytest.importorskip("pyarrow")
+    return request.param
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from srh_core.context import tabular
+
+    monkeypatch.setattr(tabular, "PART_BYTES", 64)
+    monkeypatch.setattr(tabular, "READ_BYTES", 50)
+
+
+def test_every_reader_parses_like_float(tmp_path: Path, engine: str) -> None:
+    text = "a,b\n" + "".join(f"{value},{len(value)}\n" for value in TRICKY)
+    data, _ = load_tabular(write(tmp_path, text), engine=engine)  # type: ignore[arg-type]
+    assert [float(v) for v in TRICKY] == data["a"].tolist()
+    assert all(np.signbit(data["a"]) == [v.startswith("-") for v in TRICKY])
+
+
+def test_parts_give_the_same_table(tmp_path: Path, engine: str, small_parts: None) -> None:
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(200, 3))
+    lines = ["x,y,z"] + [",".join(repr(float(v)) for v in row) for row in values]
+    lines[57] = "NA,Null,"  # a part with missing values goes through the exact reader
+    lines[120] = ""  # a blank line is skipped
+    data, _ = load_tabular(write(tmp_path, "\r\n".join(lines)), engine=engine)  # type: ignore
+    expected = np.delete(values, 119, axis=0)
+    expected[56] = np.nan
+    for index, name in enumerate("xyz"):
+        np.testing.assert_array_equal(data[name], expected[:, index])
+
+
+def test_error_lines_are_right_in_later_parts(tmp_path: Path, engine: str,
+                                              small_parts: None) -> None:
+    lines = ["x,y"] + [f"{i},{i * 2}" for i in range(100)]
+    lines[77] = "76,oops"
+    with pytest.raises(DataError, match="line 78, column 'y': 'oops' is not a number"):
+        load_tabular(write(tmp_path, "\n".join(lines) + "\n"), engine=engine)  # type: ignore
+
+
+def test_a_line_longer_than_a_part_and_no_final_newline(tmp_path: Path, engine: str,
+                                                         small_parts: None) -> None:
+    names = [f"c{i}" for i in range(40)]
+    text = ",".join(names) + "\n" + ",".join(["1.5"] * 40) + "\n" + ",".join(["2"] * 40)
+    data, _ = load_tabular(write(tmp_path, text), engine=engine)  # type: ignore[arg-type]
+    assert data["c39"].tolist() == [1.5, 2.0]
+
+
+def test_quoted_cells_and_mixed_case_missing_tokens(tmp_path: Path, engine: str) -> None:
+    data, _ = load_tabular(write(tmp_path, 'x,y\n"1.5",nOnE\n2,N/a\n'),
+                           engine=engine)  # type: ignore[arg-type]
+    assert data["x"].tolist() == [1.5, 2.0] and np.isnan(data["y"]).all()
+
+
+def test_columns_share_one_float_block(tmp_path: Path) -> None:
+    data, _ = load_tabular(write(tmp_path, "x,y\n1,2\n3,4\n"))
+    assert data["x"].base is data["y"].base is not None
+    assert all(column.flags.c_contiguous for column in data.values())

@@ -187,5 +187,6 @@ def test_isolation_mechanisms_are_reported(runner: SandboxRunner) -> None:
     result = runner.run("pass", timeout_seconds=TIMEOUT)
     assert {"rlimits", "audit_hook"} <= set(result.isolation)
     assert set(detect_launcher().isolation) <= set(result.isolation)
-    assert set(result.isolation) <= {"rlimits", "netns", "ipcns", "landlock", "seccomp",
-                                     "audit_hook"}
+    assert set(result.isolation) <= {"pids_cgroup", "dedicated_uid", "rlimits", "mntns",
+                                     "netns", "ipcns", "tmpfs", "landlock", "seccomp",
+                                     "audit_hook", "disk_budget"}

@@ -160,9 +160,10 @@ def test_sandbox_error_only_when_the_child_cannot_start(
 
 
 def test_runs_without_kernel_layers_still_refuse_via_the_hook() -> None:
-    plain = SandboxRunner(use_landlock=False, use_seccomp=False, use_namespaces=False)
+    plain = SandboxRunner(use_landlock=False, use_seccomp=False, use_namespaces=False,
+                          use_cgroup=False, use_dedicated_uid=False)
     started = time.monotonic()
     result = plain.run("print(open('/etc/passwd').read())")
-    assert result.isolation == ("rlimits", "audit_hook")
+    assert result.isolation == ("rlimits", "audit_hook", "disk_budget")
     assert "not allowed in the sandbox" in result.stderr
     assert time.monotonic() - started < 5
