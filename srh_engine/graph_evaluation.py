@@ -255,7 +255,7 @@ def _gather(mode: Mode, node: Gather, env: Any) -> Any:
         raise EvaluationError(f"{node} gives an entry field: index it, e.g. "
                               "gather(A[i, j], f)[i, j], before using it with indexed terms",
                               reason="index scope")
-    plan = state.plan(node, env.demand, lambda: GatherPlan(compile_relation(
+    plan = state.plan(node, env.demand, lambda: GatherPlan.of(compile_relation(
         node.relation, env.values, state.num_nodes, state.tables, unique=False)))
     return mode.lift(_child(mode, node.operand, env, plan.child), plan.apply)
 
@@ -296,10 +296,9 @@ def _symbol_field(mode: Mode, node: Indexed, symbol: Symbol, env: Any) -> np.nda
                                   name=symbol.name, reason="shape mismatch")
         if demand.complete and demand.names == names:
             return array
-        return array[..., demand.columns[names[0]]]
-    rows, found = state.plan(node, demand, lambda: _field_rows(node, symbol, array, env))
-    values = array[..., rows]
-    return values if found is None else np.where(found, values, 0.0)
+        return np.take(array, demand.columns[names[0]], axis=-1)  # faster than array[..., idx]
+    pick = state.plan(node, demand, lambda: _field_rows(node, symbol, array, env))
+    return pick(array)
 
 
 def _membership(node: Indexed, env: Any) -> np.ndarray:
@@ -332,8 +331,8 @@ def _field_relation(symbol: Symbol, array: Any, arity: int, env: Any) -> str:
 
 
 def _field_rows(node: Indexed, symbol: Symbol, array: Any, env: Any,
-                ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Table row of each demand point for an edge field, and which points are entries."""
+                ) -> Callable[[Any], np.ndarray]:
+    """How to read an edge field at the demand's points (0 where a point is no entry)."""
     state: GraphState = env.graph
     demand, names = env.demand, _names(node)
     relation = _field_relation(symbol, array, len(names), env)
@@ -344,9 +343,20 @@ def _field_rows(node: Indexed, symbol: Symbol, array: Any, env: Any,
                               f"entries (the rows of {relation!r}); got {np.shape(array)}",
                               name=symbol.name, reason="shape mismatch")
     if demand.provenance is not None and demand.provenance.binds(relation, names):
-        return demand.provenance.rows, None
+        return _rows_picker(demand.provenance.rows)
+    if compiled.keys.size == 0:
+        return lambda values: np.zeros((*np.shape(values)[:-1], demand.size))
     position, found = lookup_positions(compiled.keys, demand.keys(names, state.num_nodes))
-    return compiled.first_rows[position], (None if bool(found.all()) else found)
+    return _rows_picker(compiled.first_rows[position], None if bool(found.all()) else found)
+
+
+def _rows_picker(rows: np.ndarray | None, found: np.ndarray | None = None,
+                 ) -> Callable[[Any], np.ndarray]:
+    if rows is None:
+        return lambda values: values
+    if found is None:
+        return lambda values: np.take(values, rows, axis=-1)
+    return lambda values: np.where(found, np.take(values, rows, axis=-1), 0.0)
 
 
 def _entry_lookup(domain: Expression, node: Indexed, env: Any) -> Callable[[Any], Any]:
@@ -357,22 +367,20 @@ def _entry_lookup(domain: Expression, node: Indexed, env: Any) -> Callable[[Any]
     if len(names) != len(entries.names):
         raise EvaluationError(f"{node} needs {len(entries.names)} indices, got {len(names)}",
                               reason="index scope")
-    found: np.ndarray | None = None
+    if entries.size == 0:
+        return lambda value: np.zeros((*np.shape(value)[:-1], demand.size))
     if entries.table is not None and demand.provenance is not None and \
             demand.provenance.binds(entries.table, names):
-        positions = demand.provenance.rows
-    else:
-        unique = compile_relation(domain, env.values, state.num_nodes, state.tables,
-                                  unique=True)
-        position, hit = lookup_positions(unique.keys, demand.keys(names, state.num_nodes))
-        positions = unique.rows[position] if unique.rows is not None else position
-        found = None if bool(hit.all()) else hit
-
-    def lookup(value: Any) -> np.ndarray:
-        picked = to_points(value, entries.size)[..., positions]
-        return picked if found is None else np.where(found, picked, 0.0)
-
-    return lookup
+        pick = _rows_picker(demand.provenance.rows)
+    elif entries.table is not None:
+        compiled = table_of(Indexed(Symbol(entries.table), node.indices), env.values,
+                            state.num_nodes, state.tables)
+        position, hit = lookup_positions(compiled.keys, demand.keys(names, state.num_nodes))
+        pick = _rows_picker(compiled.first_rows[position], None if bool(hit.all()) else hit)
+    else:  # relation algebra: unique sorted entries, in gather order
+        position, hit = lookup_positions(entries.keys, demand.keys(names, state.num_nodes))
+        pick = _rows_picker(position, None if bool(hit.all()) else hit)
+    return lambda value: pick(to_points(value, entries.size))
 
 
 def root_demand(state: GraphState, free: tuple[str, ...]) -> Demand:

@@ -8,14 +8,18 @@ without free indices on the unit demand (one point, no names).
 
 A relation reduction ``sum[j](A[i, j], f)`` evaluates ``f`` on the relation's
 entries that match the requested points only (``O(E)`` points), and folds
-them with ``np.add.reduceat`` over entries sorted by output point, so no
-Python loop ever runs over nodes or edges. Plans are built once per
-(node, demand) and cached in the evaluation environment, so the repeated
-evaluations of a fit reuse them.
+them with one ``np.bincount`` (over flattened offsets when there are leading
+sample axes), or ``np.add.reduceat`` when the entries come sorted by output
+point, so no Python loop ever runs over nodes or edges. A table without
+repeated rows is used in table order (edge fields are then read without a
+gather). Plans are built once per (node, demand) and cached in the
+evaluation environment; plans on the complete grid depend on the table alone
+and are cached with its compiled form, so repeated evaluations reuse them.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +37,12 @@ class Provenance:
 
     Attributes:
         table: Name of the relation symbol.
-        rows: Table row of each point.
+        rows: Table row of each point; None when point ``k`` is row ``k``.
         bound: Index name -> table column.
     """
 
     table: str
-    rows: np.ndarray
+    rows: np.ndarray | None
     bound: tuple[tuple[str, int], ...]
 
     def binds(self, table: str, names: tuple[str, ...]) -> bool:
@@ -76,8 +80,9 @@ UNIT = Demand((), {}, 1, True)
 """One point and no index: the demand of a subtree without free indices."""
 
 
+@functools.lru_cache(maxsize=64)
 def grid(names: tuple[str, ...], num_nodes: int) -> Demand:
-    """The complete grid over ``names`` (C order); the unit demand for no names."""
+    """The complete grid over ``names`` (C order); the unit demand for no names (cached)."""
     if not names:
         return UNIT
     size = num_nodes ** len(names)
@@ -87,6 +92,8 @@ def grid(names: tuple[str, ...], num_nodes: int) -> Demand:
                               reason="too many points")
     axes = np.unravel_index(np.arange(size), (num_nodes,) * len(names))
     columns = {name: axis.astype(np.intp) for name, axis in zip(names, axes, strict=True)}
+    for column in columns.values():
+        column.setflags(write=False)
     return Demand(names, columns, size, True)
 
 
@@ -135,15 +142,17 @@ def requested(free: tuple[str, ...], outer: Demand, num_nodes: int) -> _Requeste
 class ReductionPlan:
     """How one reduction node folds its operand for one outer demand."""
 
-    __slots__ = ("child", "weights", "starts", "present", "out_size", "inverse", "dense")
+    __slots__ = ("child", "weights", "groups", "starts", "present", "out_size", "inverse",
+                 "dense", "offsets")
 
     def __init__(self, child: Demand, out_size: int, inverse: np.ndarray | None,
                  weights: np.ndarray | None = None, groups: np.ndarray | None = None,
                  dense: int = 0) -> None:
         self.child, self.out_size, self.inverse = child, out_size, inverse
-        self.weights, self.dense = weights, dense
+        self.weights, self.dense, self.groups = weights, dense, groups
         self.starts = self.present = None
-        if groups is not None and groups.size:
+        self.offsets: dict[int, np.ndarray] = {}
+        if groups is not None and groups.size and bool(np.all(groups[1:] >= groups[:-1])):
             boundary = np.empty(groups.size, dtype=bool)
             boundary[0] = True
             np.not_equal(groups[1:], groups[:-1], out=boundary[1:])
@@ -157,15 +166,32 @@ class ReductionPlan:
             points = points * self.weights
         if self.dense:
             folded = points.reshape(*points.shape[:-1], self.out_size, self.dense).sum(axis=-1)
-        elif self.starts is None:
+        elif self.groups is None or not self.groups.size:
             folded = np.zeros((*points.shape[:-1], self.out_size))
-        else:
+        elif self.starts is not None:
             folded = np.add.reduceat(points, self.starts, axis=-1)
             if self.present is not None:
                 full = np.zeros((*points.shape[:-1], self.out_size))
                 full[..., self.present] = folded
                 folded = full
-        return folded if self.inverse is None else folded[..., self.inverse]
+        else:
+            folded = self._bincount(points)
+        return folded if self.inverse is None else np.take(folded, self.inverse, axis=-1)
+
+    def _bincount(self, points: np.ndarray) -> np.ndarray:
+        lead = points.shape[:-1]
+        count = int(np.prod(lead)) if lead else 1
+        if count == 1:
+            folded = np.bincount(self.groups, weights=points.reshape(-1),
+                                 minlength=self.out_size)
+            return folded.reshape(*lead, self.out_size)
+        offsets = self.offsets.get(count)
+        if offsets is None:
+            offsets = self.offsets[count] = (
+                self.groups + self.out_size * np.arange(count)[:, None]).reshape(-1)
+        folded = np.bincount(offsets, weights=points.reshape(-1),
+                             minlength=count * self.out_size)
+        return folded.reshape(*lead, self.out_size)
 
 
 def dense_plan(free: tuple[str, ...], reduced: tuple[str, ...], outer: Demand,
@@ -186,26 +212,27 @@ def relation_plan(free: tuple[str, ...], entries: Entries, outer: Demand,
     outside = tuple(name for name in free if name not in entries.names)
     if outside:
         return _joined_plan(free, outside, entries, wanted, num_nodes)
+    shared = entries.derived is not None and wanted.complete and wanted.inverse is None \
+        and entries.weights is None
+    key = ("sum", entries.names, free, entries.identity)
+    if shared and key in entries.derived:  # type: ignore[operator]
+        return entries.derived[key]  # type: ignore[index]
     index = {name: k for k, name in enumerate(entries.names)}
+    chosen = None
     if not free:
         groups = np.zeros(entries.size, dtype=np.intp)
-        chosen = None
     else:
-        keys = encode([entries.columns[index[name]] for name in free], num_nodes)
-        if wanted.complete:
-            groups, chosen = keys, None
-        else:
-            groups, found = lookup_positions(wanted.keys, keys)
+        groups = encode([entries.columns[index[name]] for name in free], num_nodes)
+        if not wanted.complete:
+            groups, found = lookup_positions(wanted.keys, groups)
             chosen = np.flatnonzero(found)
             groups = groups[chosen]
-    order = None if groups.size < 2 or bool(np.all(groups[1:] >= groups[:-1])) else \
-        np.argsort(groups, kind="stable")
-    selection = chosen if order is None else (order if chosen is None else chosen[order])
-    if order is not None:
-        groups = groups[order]
-    child = _entry_demand(entries, selection, {})
-    weights = None if entries.weights is None else _pick(entries.weights, selection)
-    return ReductionPlan(child, wanted.size, wanted.inverse, weights, groups)
+    child = _entry_demand(entries, chosen, {})
+    weights = None if entries.weights is None else _pick(entries.weights, chosen)
+    plan = ReductionPlan(child, wanted.size, wanted.inverse, weights, groups)
+    if shared:
+        entries.derived[key] = plan  # type: ignore[index]
+    return plan
 
 
 def _pick(array: np.ndarray, selection: np.ndarray | None) -> np.ndarray:
@@ -219,8 +246,11 @@ def _entry_demand(entries: Entries, selection: np.ndarray | None,
     columns.update(extra)
     size = entries.size if selection is None else int(selection.size)
     provenance = None
-    if entries.table is not None and entries.rows is not None:
-        provenance = Provenance(entries.table, _pick(entries.rows, selection), entries.bound)
+    if entries.table is not None:
+        rows = entries.rows if not entries.identity else None
+        if selection is not None:
+            rows = selection if rows is None else rows[selection]
+        provenance = Provenance(entries.table, rows, entries.bound)
     return Demand(tuple(columns), columns, size, False, provenance)
 
 
@@ -253,6 +283,17 @@ class GatherPlan:
     def __init__(self, entries: Entries) -> None:
         self.child = _entry_demand(entries, None, {})
         self.weights = entries.weights
+
+    @classmethod
+    def of(cls, entries: Entries) -> GatherPlan:
+        """The plan, shared through the table's cache when there is one."""
+        if entries.derived is None:
+            return cls(entries)
+        key = ("gather", entries.names, entries.identity)
+        plan = entries.derived.get(key)
+        if plan is None:
+            plan = entries.derived[key] = cls(entries)
+        return plan
 
     def apply(self, value: Any) -> np.ndarray:
         points = to_points(value, self.child.size)

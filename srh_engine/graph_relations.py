@@ -22,7 +22,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -86,6 +86,8 @@ class CompiledTable:
         row_keys: The key of every table row ``(E,)``.
         unique_rows: Whether no row repeats (then ``K == E``).
         columns: The coordinate columns of the unique entries, in key order.
+        table_columns: The coordinate columns in table order.
+        derived: Plans derived from the table alone (shared by every evaluation).
     """
 
     table: np.ndarray
@@ -94,6 +96,8 @@ class CompiledTable:
     row_keys: np.ndarray
     unique_rows: bool
     columns: tuple[np.ndarray, ...]
+    table_columns: tuple[np.ndarray, ...]
+    derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 _GLOBAL: OrderedDict[tuple[int, int], tuple[weakref.ref, CompiledTable]] = OrderedDict()
@@ -138,9 +142,11 @@ def compile_table(name: str, table: np.ndarray, num_nodes: int) -> CompiledTable
         keys, first_rows = row_keys, np.arange(row_keys.size)
     else:
         keys, first_rows = np.unique(row_keys, return_index=True)
-    columns = tuple(table[first_rows, c].astype(np.intp) for c in range(table.shape[1]))
+    table_columns = tuple(table[:, c].astype(np.intp) for c in range(table.shape[1]))
+    columns = tuple(c[first_rows] for c in table_columns) if keys is not row_keys else \
+        table_columns
     compiled = CompiledTable(table, keys, first_rows, row_keys, keys.size == row_keys.size,
-                             columns)
+                             columns, table_columns)
     _remember(table, num_nodes, compiled)
     return compiled
 
@@ -167,8 +173,11 @@ class Entries:
         table: Name of the relation symbol when the entries are rows of one
             table (then ``rows`` are table rows and ``bound`` maps each name to
             its table column), else None.
-        rows: Table row of each entry, or None.
+        rows: Table row of each entry; None for algebra, and for the table's
+            own rows in order (then ``identity`` is set).
         bound: Index name -> table column, for a table.
+        identity: The entries are exactly the table's rows, in table order.
+        derived: The table's plan cache, for a table.
     """
 
     names: tuple[str, ...]
@@ -178,6 +187,8 @@ class Entries:
     table: str | None = None
     rows: np.ndarray | None = None
     bound: tuple[tuple[str, int], ...] = ()
+    identity: bool = False
+    derived: dict[Any, Any] | None = None
 
     @property
     def size(self) -> int:
@@ -252,12 +263,11 @@ def _table_entries(node: Indexed, values: Mapping[str, Any], num_nodes: int,
     names = tuple(index.name for index in node.indices)
     bound = tuple((name, column) for column, name in enumerate(names))
     name = node.base.name  # type: ignore[attr-defined]
-    if unique or compiled.unique_rows:
-        rows = compiled.first_rows
-        return Entries(names, compiled.columns, None, compiled.keys, name, rows, bound)
-    table = compiled.table
-    columns = tuple(table[:, c].astype(np.intp, copy=False) for c in range(table.shape[1]))
-    return Entries(names, columns, None, compiled.row_keys, name, np.arange(len(table)), bound)
+    if unique and not compiled.unique_rows:  # deduplicate: each distinct row once
+        return Entries(names, compiled.columns, None, compiled.keys, name, compiled.first_rows,
+                       bound, derived=compiled.derived)
+    return Entries(names, compiled.table_columns, None, compiled.row_keys, name, None, bound,
+                   identity=True, derived=compiled.derived)
 
 
 def _algebra(node: Expression, values: Mapping[str, Any], num_nodes: int,
