@@ -59,14 +59,14 @@ def prepare_run(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | Any
                 problem_description: str, store: SearchRunState) -> None:
     """Bind data, tools, parser, model, ``store`` and executor to ``agent``."""
     from srh_core.context import AgentContext
+    from srh_core.context.structured import commit_run_data
 
     targets = dict(y) if isinstance(y, Mapping) else {"y": np.asarray(y)}
     if len(targets) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(targets)}.")
-    target = next(iter(targets))
     if agent.context is None:
         agent.context = AgentContext(args=agent.settings)
-    agent.context.commit_data({**dict(X), **targets}, target=target, features=list(X))
+    commit_run_data(agent.context, X, targets)  # keeps a StructuredData's graph layout
     agent.problem_description = problem_description
     agent.initialize_tools(agent.context)
     agent.store = store
