@@ -63,6 +63,10 @@ class SearchSettings(BaseModel):
         time_limit: Wall-clock budget of the whole run in seconds.
         tool_timeout: Per-call limit in seconds (enforced when calls run in
             worker processes).
+        rollout_state: For a derivative target d(state)/dt: the state variable;
+            candidates then also get ``rollout_rmse`` (trajectory rollout error,
+            see ``srh_core.evaluator.dynamics``); None disables it.
+        rollout_time: Time variable of the rollout.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
@@ -100,6 +104,8 @@ class SearchSettings(BaseModel):
     seed: int = 0
     time_limit: float | None = Field(default=None, gt=0)
     tool_timeout: float = Field(default=120.0, gt=0)
+    rollout_state: str | None = None
+    rollout_time: str = "t"
 
     @field_validator("split_ood_variable")
     @classmethod

@@ -36,6 +36,7 @@ from srh_core.evaluator.graph import engine_values
 __all__ = [
     "BLOWUP_FACTOR",
     "RolloutError",
+    "SystemRightHandSide",
     "calc_trajectory_rollout_RMSE",
     "integrate_ODE",
     "integrate_system",
@@ -156,45 +157,131 @@ def _column(data: Mapping[str, Any], name: str, what: str) -> np.ndarray:
     return np.asarray(data[name], dtype=np.float64)
 
 
-def _interpolated(values: np.ndarray, times: np.ndarray, at: float) -> np.ndarray:
-    """Observed values ``(m, ...)`` at time ``at`` (linear between samples)."""
-    if times.size == 1:
-        return values[0]
-    k = int(np.clip(np.searchsorted(times, at, side="right") - 1, 0, times.size - 2))
-    weight = (at - times[k]) / (times[k + 1] - times[k])
-    return values[k] * (1.0 - weight) + values[k + 1] * weight
+def _splines(observed: Mapping[str, np.ndarray], times: np.ndarray) -> Any:
+    """Cubic interpolants ``t -> (S, ...)`` of observed inputs ``(m, S, ...)``, or None."""
+    if not observed:
+        return None
+    from scipy.interpolate import CubicSpline, interp1d
+
+    names = list(observed)
+    stacked = np.concatenate([observed[n].reshape(times.size, -1) for n in names], axis=1)
+    curve = CubicSpline(times, stacked, axis=0) if times.size >= 4 else \
+        interp1d(times, stacked, axis=0, fill_value="extrapolate")
+    widths = [int(np.prod(observed[n].shape[1:])) for n in names]
+    shapes = [observed[n].shape[1:] for n in names]
+
+    def at(t: float) -> dict[str, np.ndarray]:
+        row = curve(t)
+        parts, offset = {}, 0
+        for name, width, shape in zip(names, widths, shapes, strict=True):
+            parts[name] = row[offset:offset + width].reshape(shape)
+            offset += width
+        return parts
+
+    return at
+
+
+def _sample_aligned(values: Mapping[str, Any], context: Any, n: int) -> list[str]:
+    """Names interpolated in time: the context's sample variables, else arrays of n rows."""
+    if context is not None:
+        from srh_core.evaluator.splits import row_aligned_names
+
+        return [name for name in row_aligned_names(context) if name in values]
+    return [name for name, value in values.items()
+            if np.ndim(getattr(value, "values", value)) >= 1
+            and np.shape(getattr(value, "values", value))[0] == n]
 
 
 class _RightHandSide:
-    """``f`` as ``rhs(t, y)`` for one trajectory, reusing one engine environment."""
+    """``f`` as ``rhs(t, y)`` for trajectories sharing one time grid, integrated jointly.
+
+    The state ``y`` holds the ``S`` trajectories' states; observed inputs are
+    cubic splines in time; one engine environment is reused for every call.
+    """
 
     def __init__(self, f: engine.Expression, state: str, time: str, values: Mapping[str, Any],
-                 aligned: Sequence[str], segment: slice, state_shape: tuple[int, ...],
-                 num_nodes: int | None) -> None:
+                 aligned: Sequence[str], segments: Sequence[slice],
+                 state_shape: tuple[int, ...], num_nodes: int | None) -> None:
         from srh_engine.evaluation import Env
 
-        self.f, self.state, self.time, self.state_shape = f, state, time, state_shape
-        self.times = np.asarray(values[time], dtype=np.float64).reshape(-1)[segment]
-        self.inputs = {name: np.asarray(values[name], dtype=np.float64)[segment]
-                       for name in aligned if name not in (state, time)}
+        self.f, self.state, self.time = f, state, time
+        self.shape = (len(segments), *state_shape)
+        self.times = np.asarray(values[time], dtype=np.float64).reshape(-1)[segments[0]]
+        inputs = {name: np.stack([np.asarray(values[name], dtype=np.float64)[segment]
+                                  for segment in segments], axis=1)
+                  for name in aligned if name not in (state, time)}
+        self.inputs = _splines(inputs, self.times)
         self.fixed = {name: value for name, value in values.items()
                       if name not in aligned and name not in (state, time)}
-        self.time_shape = (1,) + np.shape(values[time])[1:]
+        self.time_shape = (len(segments), *np.shape(values[time])[1:])
         self.env = Env(dict(self.fixed), {}, num_nodes=num_nodes)
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
         from srh_engine.evaluation import evaluate_node
 
         current = dict(self.fixed)
-        current[self.state] = y.reshape((1, *self.state_shape))
+        current[self.state] = y.reshape(self.shape)
         current[self.time] = np.full(self.time_shape, t)
-        for name, observed in self.inputs.items():
-            current[name] = _interpolated(observed, self.times, t)[None, ...]
+        if self.inputs is not None:
+            current.update(self.inputs(t))
         self.env.values = current
         self.env.cache.clear()
         value = evaluate_node(self.f, self.env)
-        return np.broadcast_to(np.asarray(value, dtype=np.float64),
-                               (1, *self.state_shape)).reshape(-1)
+        return np.broadcast_to(np.asarray(value, dtype=np.float64), self.shape).reshape(-1)
+
+
+def _groups(segments: list[slice], times: np.ndarray) -> list[list[slice]]:
+    """Segments with identical time grids, integrated together."""
+    groups: list[list[slice]] = []
+    for segment in segments:
+        for group in groups:
+            if np.array_equal(times[group[0]], times[segment]):
+                group.append(segment)
+                break
+        else:
+            groups.append([segment])
+    return groups
+
+
+class SystemRightHandSide:
+    """``rhs(t, y)`` of ``d state_k/dt = formula_k`` for several states (no observed inputs).
+
+    Args:
+        formulas: State name -> derivative expression, in the order of ``y``.
+        fixed: Arrays that do not change (relation tables, node constants ``(1, N)``).
+        state_shape: Shape of one state value: ``()`` for scalars, ``(N,)`` for a node field.
+        num_nodes: For indexed formulas.
+        time: Name under which the formulas read the time, if they may.
+    """
+
+    def __init__(self, formulas: Mapping[str, engine.Expression], fixed: Mapping[str, Any],
+                 state_shape: tuple[int, ...] = (), num_nodes: int | None = None,
+                 time: str | None = None) -> None:
+        from srh_engine.evaluation import Env
+
+        self.formulas = {name: engine.desugar(f) for name, f in formulas.items()}
+        self.fixed, self.state_shape, self.time = dict(fixed), state_shape, time
+        self.size = int(np.prod(state_shape)) if state_shape else 1
+        self.envs = {name: Env(dict(fixed), {}, num_nodes=num_nodes) for name in formulas}
+
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
+        from srh_engine.evaluation import evaluate_node
+
+        states = y.reshape(len(self.formulas), self.size)
+        current = dict(self.fixed)
+        for k, name in enumerate(self.formulas):
+            current[name] = states[k].reshape((1, *self.state_shape))
+        if self.time is not None:
+            current[self.time] = np.full((1, 1) if self.state_shape else (1,), t)
+        parts = []
+        for name, f in self.formulas.items():
+            env = self.envs[name]
+            env.values = current
+            env.cache.clear()
+            value = evaluate_node(f, env)
+            parts.append(np.broadcast_to(np.asarray(value, dtype=np.float64),
+                                         (1, *self.state_shape)).reshape(-1))
+        return np.concatenate(parts)
 
 
 def integrate_ODE(f: engine.Expression, context: Any, *, time: str = "t", state: str = "x",
@@ -227,20 +314,21 @@ def integrate_ODE(f: engine.Expression, context: Any, *, time: str = "t", state:
     f = engine.desugar(f)
     values = engine_values(f, {name: data[name] for name in engine.symbols(f) if name in data}
                            | {state: data[state], time: data[time]}, source)
-    aligned = [name for name, value in values.items()
-               if np.ndim(getattr(value, "values", value)) >= 1
-               and np.shape(getattr(value, "values", value))[0] == times.size]
+    aligned = _sample_aligned(values, source, times.size)
     bound = BLOWUP_FACTOR * (1.0 + float(np.nanmax(np.abs(observed), initial=0.0)))
     deadline = clock.monotonic() + time_limit
-    pieces = []
-    for segment in trajectory_segments(times):
-        rhs = _RightHandSide(f, state, time, values, aligned, segment, observed.shape[1:],
+    rolled = np.empty_like(observed)
+    for group in _groups(trajectory_segments(times), times):
+        rhs = _RightHandSide(f, state, time, values, aligned, group, observed.shape[1:],
                              num_nodes)
+        start = np.stack([observed[segment][0] for segment in group])
         remaining = max(deadline - clock.monotonic(), 0.0)
-        states = integrate_system(rhs, observed[segment][0].reshape(-1), times[segment],
-                                  bound=bound, time_limit=remaining, method=method)
-        pieces.append(states.reshape((-1, *observed.shape[1:])))
-    return np.concatenate(pieces, axis=0) if pieces else observed.copy()
+        states = integrate_system(rhs, start.reshape(-1), times[group[0]], bound=bound,
+                                  time_limit=remaining, method=method)
+        states = states.reshape((len(states), *start.shape))
+        for k, segment in enumerate(group):
+            rolled[segment] = states[:, k]
+    return rolled
 
 
 def calc_trajectory_rollout_RMSE(f: engine.Expression, context: Any, *, time: str = "t",
