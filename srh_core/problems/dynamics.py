@@ -158,15 +158,20 @@ class OdeProblem:
                                                                   <= r.high))
                    for r in self.domain)
 
-    def sample(self, n: int = 2000, seed: int = 0, noise: float = 0.0
-               ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """Search data: states and time as features, this state's derivative as target."""
+    def sample(self, n: int = 2000, seed: int = 0, noise: float = 0.0) -> tuple[Any, np.ndarray]:
+        """Search data: states and time as features (a StructuredData naming the time and
+        the derivative), this state's derivative as target."""
+        from srh_core.context.structured import StructuredData
+
         rng = np.random.default_rng([seed, 0])
         data = self.simulate(n, rng)
         y = data.derivatives[self.state]
         if noise > 0:
             y = y + rng.normal(0.0, noise * np.sqrt(np.mean(y**2)), size=y.shape)
-        return {**data.states, TIME: data.times}, y
+        descriptions = {state: "state of the system" for state in self.states}
+        return StructuredData({**data.states, TIME: data.times}, time=TIME,
+                              derivatives={self.output: self.state},
+                              variable_descriptions=descriptions), y
 
     # ------------------------------------------------------------- judging
     def judge(self, formula: str, seed: int = 0, n: int = 1000) -> Any:

@@ -155,12 +155,11 @@ class NetworkProblem:
         arrays = {self.state: states[self.state], RELATION: self.edges,
                   **{k: np.repeat(v[None, :], n, axis=0) for k, v in self.constants.items()},
                   TIME: states[TIME]}
-        descriptions = {self.state: f"node state, shape (samples, {self.num_nodes} nodes)",
-                        RELATION: "directed edges (target, source) of the graph",
-                        TIME: "time of each sample",
+        descriptions = {self.state: "node state", RELATION: "directed edges of the graph",
                         **{f.name: "node constant" for f in self.fields}}
         return StructuredData(arrays, relation_names=[RELATION], num_nodes=self.num_nodes,
-                              variable_descriptions=descriptions)
+                              variable_descriptions=descriptions, time=TIME,
+                              derivatives={self.output: self.state})
 
     def sample(self, n: int = 2000, seed: int = 0, noise: float = 0.0) -> tuple[Any, np.ndarray]:
         """Search data (a StructuredData) and the exact derivative ``(n, N)``."""

@@ -15,6 +15,7 @@ from srh_core.api.cancel import CancelToken
 from srh_core.api.offline.moves import Move
 from srh_core.api.offline.policy import Proposal, plan_step
 from srh_core.api.offline.reader import read_conversation
+from srh_core.api.offline.structured import structured_plan
 from srh_core.api.options import RequestOptions
 from srh_core.api.response import CallSummary, ModelResponse, Usage
 from srh_core.parsers import ToolLike, ToolParserName
@@ -48,7 +49,8 @@ class OfflineAPI(BaseAPI):
                   token: CancelToken) -> Generator[SampleDelta, None, CallSummary]:
         view = read_conversation(messages, self.parser)
         seed = self.seed if options.seed is None else options.seed
-        proposals = plan_step(view, n, np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        proposals = structured_plan(messages, view, n, rng) or plan_step(view, n, rng)
         responses = []
         for sample, proposal in enumerate(proposals, 1):
             token.raise_if_cancelled(self.provider, str(self.model))
