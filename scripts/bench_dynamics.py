@@ -147,11 +147,13 @@ def predictor_rollout(problem: Any, predict: Predictor, data: dict[str, np.ndarr
         others = {k: np.asarray(v)[segment] for k, v in data.items()
                   if k not in (problem.state, "t") and np.shape(v)[:1] == times.shape}
         splines = {k: CubicSpline(t, v, axis=0) for k, v in others.items()}
+        fixed = {k: v for k, v in data.items() if k not in others and k not in
+                 (problem.state, "t")}
         shape = observed.shape[1:]
 
-        def rhs(at: float, y: np.ndarray, splines: dict = splines, shape: tuple = shape
-                ) -> np.ndarray:
-            point = {k: s(at)[None, ...] for k, s in splines.items()}
+        def rhs(at: float, y: np.ndarray, splines: dict = splines, shape: tuple = shape,
+                fixed: dict = fixed) -> np.ndarray:
+            point = {**fixed, **{k: s(at)[None, ...] for k, s in splines.items()}}
             point[problem.state] = y.reshape((1, *shape))
             point["t"] = np.full((1, *np.shape(data["t"])[1:]), at)
             return np.asarray(predict(point), dtype=float).reshape(-1)
