@@ -26,6 +26,7 @@ derivative formulas by their trajectories.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -156,12 +157,36 @@ def rollout_options(context: AgentContext) -> tuple[str, str] | None:
     return state, time
 
 
+ROLLOUT_SECONDS = 2.0
+"""Wall-clock budget of one candidate's rollout on one split (beyond it: inf)."""
+
+ROLLOUT_RTOL, ROLLOUT_ATOL = 1e-7, 1e-9
+"""Solver tolerances of the ranking rollouts (looser than the judges': a ranking needs
+errors well below the candidates' differences, not to rounding)."""
+
+
+_ROLLOUTS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str, int], float]] = \
+    weakref.WeakKeyDictionary()
+"""Rollout scores per context view: tools often score the same formula again."""
+
+
 def rollout_rmse(f: engine.Expression, context: AgentContext, state: str, time: str) -> float:
-    """Trajectory rollout RMSE of ``d state/dt = f`` (inf when the rollout fails)."""
+    """Trajectory rollout RMSE of ``d state/dt = f`` (inf when the rollout fails or takes
+    longer than ``ROLLOUT_SECONDS``); remembered per context view and formula."""
+    known = _ROLLOUTS.setdefault(context, {})
+    key = (engine.to_str(f), state, time, context.revision)
+    if key not in known:
+        known[key] = _rollout_rmse(f, context, state, time)
+    return known[key]
+
+
+def _rollout_rmse(f: engine.Expression, context: AgentContext, state: str, time: str) -> float:
     from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE
 
     try:
-        value = calc_trajectory_rollout_RMSE(f, context, time=time, state=state)
+        value = calc_trajectory_rollout_RMSE(f, context, time=time, state=state,
+                                             time_limit=ROLLOUT_SECONDS, rtol=ROLLOUT_RTOL,
+                                             atol=ROLLOUT_ATOL)
     except RolloutError:
         return float("inf")
     return value if np.isfinite(value) else float("inf")

@@ -99,7 +99,8 @@ def integrate_system(rhs: Callable[[float, np.ndarray], np.ndarray], initial: An
                      times: np.ndarray, *, bound: float = np.inf,
                      time_limit: float = DEFAULT_TIME_LIMIT,
                      max_evaluations: int = MAX_RHS_EVALUATIONS,
-                     method: Method = DEFAULT_METHOD) -> np.ndarray:
+                     method: Method = DEFAULT_METHOD, rtol: float = RTOL,
+                     atol: float = ATOL) -> np.ndarray:
     """Integrate ``dy/dt = rhs(t, y)`` from ``initial`` at ``times[0]``; values at ``times``.
 
     Returns:
@@ -133,7 +134,7 @@ def integrate_system(rhs: Callable[[float, np.ndarray], np.ndarray], initial: An
     try:
         with np.errstate(all="ignore"):
             solution = solve_ivp(fun, (times[0], times[-1]), start, method=method,
-                                 t_eval=times, rtol=RTOL, atol=ATOL)
+                                 t_eval=times, rtol=rtol, atol=atol)
     except _Stop as stop:
         raise RolloutError(str(stop), reason=stop.reason, at_time=stop.at_time) from None
     if solution.status != 0 or solution.y.shape[1] != times.size:
@@ -285,8 +286,8 @@ class SystemRightHandSide:
 
 
 def integrate_ODE(f: engine.Expression, context: Any, *, time: str = "t", state: str = "x",
-                  time_limit: float = DEFAULT_TIME_LIMIT,
-                  method: Method = DEFAULT_METHOD) -> np.ndarray:
+                  time_limit: float = DEFAULT_TIME_LIMIT, method: Method = DEFAULT_METHOD,
+                  rtol: float = RTOL, atol: float = ATOL) -> np.ndarray:
     """Integrate ``d state/dt = f`` over the observed sample times.
 
     Args:
@@ -297,6 +298,8 @@ def integrate_ODE(f: engine.Expression, context: Any, *, time: str = "t", state:
         state: State-variable name.
         time_limit: Wall-clock seconds for the whole rollout.
         method: ``solve_ivp`` method.
+        rtol: Relative tolerance of the solver.
+        atol: Absolute tolerance of the solver.
 
     Returns:
         The integrated state at the observed times, shaped like the observed state.
@@ -324,7 +327,7 @@ def integrate_ODE(f: engine.Expression, context: Any, *, time: str = "t", state:
         start = np.stack([observed[segment][0] for segment in group])
         remaining = max(deadline - clock.monotonic(), 0.0)
         states = integrate_system(rhs, start.reshape(-1), times[group[0]], bound=bound,
-                                  time_limit=remaining, method=method)
+                                  time_limit=remaining, method=method, rtol=rtol, atol=atol)
         states = states.reshape((len(states), *start.shape))
         for k, segment in enumerate(group):
             rolled[segment] = states[:, k]
@@ -332,8 +335,8 @@ def integrate_ODE(f: engine.Expression, context: Any, *, time: str = "t", state:
 
 
 def calc_trajectory_rollout_RMSE(f: engine.Expression, context: Any, *, time: str = "t",
-                                 state: str = "x",
-                                 time_limit: float = DEFAULT_TIME_LIMIT) -> float:
+                                 state: str = "x", time_limit: float = DEFAULT_TIME_LIMIT,
+                                 rtol: float = RTOL, atol: float = ATOL) -> float:
     """RMSE between the observed state and its rollout under ``d state/dt = f``.
 
     Args:
@@ -342,6 +345,8 @@ def calc_trajectory_rollout_RMSE(f: engine.Expression, context: Any, *, time: st
         time: Time-variable name.
         state: State-variable name.
         time_limit: Wall-clock seconds for the rollout.
+        rtol: Relative tolerance of the solver.
+        atol: Absolute tolerance of the solver.
 
     Returns:
         The RMSE over every observed sample (and node).
@@ -350,6 +355,7 @@ def calc_trajectory_rollout_RMSE(f: engine.Expression, context: Any, *, time: st
         RolloutError: The rollout blew up, was not finite, or ran out of budget.
     """
     data = context if isinstance(context, Mapping) else context.data
-    rolled = integrate_ODE(f, context, time=time, state=state, time_limit=time_limit)
+    rolled = integrate_ODE(f, context, time=time, state=state, time_limit=time_limit,
+                           rtol=rtol, atol=atol)
     error = rolled - np.asarray(data[state], dtype=np.float64)
     return float(np.sqrt(np.mean(np.square(error))))

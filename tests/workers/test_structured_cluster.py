@@ -34,7 +34,7 @@ def _worker(env: dict[str, str], log: Path, queue: str) -> WorkerProcess:
 def _run(env: dict[str, str], problem: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "srh_core", "run", "--backend", "celery", "--problem", problem,
-         "--samples", "300", "-L", "3", "-K", "2", "--json", "--run-id",
+         "--samples", "300", "-L", "2", "-K", "2", "--json", "--run-id",
          problem.replace("-", "_")], env=env, cwd=ROOT, capture_output=True, text=True,
         timeout=180)
 
@@ -57,3 +57,18 @@ def test_strogatz_and_graph_problems_are_solved_on_real_workers(redis_server_fac
         assert "Judged on 1000 fresh points: solved=True" in run.stderr, (problem, formula)
     network = json.loads(runs["network-sis"].stdout)
     assert "sum[j](A[i, j]" in network["candidates"][network["best_candidate"]]["formula"]
+
+
+def test_an_embedded_sweep_runs_structured_problems(tmp_path: Path) -> None:
+    from srh_workers.sweep import EmbeddedSweepBackend, SweepRunner
+    from srh_workers.sweep_spec import load_sweep
+
+    spec_file = tmp_path / "sweep.toml"
+    spec_file.write_text('[sweep]\nname = "structured"\nproblems = ["strogatz-lv1", '
+                         '"network-sis"]\nseeds = [0]\nsamples = 300\nretries = 0\n\n'
+                         '[settings]\nmax_refinement_depth = 2\nlocal_sample_size = 2\n',
+                         encoding="utf-8")
+    rows = SweepRunner(load_sweep(spec_file), tmp_path / "out",
+                       EmbeddedSweepBackend(tmp_path / "runs")).run()
+    assert {row["problem"]: row["solved"] for row in rows} == {"strogatz-lv1": True,
+                                                               "network-sis": True}
