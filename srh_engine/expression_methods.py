@@ -41,7 +41,7 @@ class ExpressionMethods:
     def fit(
         self: Expression,
         values: Mapping[str, Any],
-        target: Any,
+        target: Any = None,
         *,
         initial: Mapping[str, Any] | None = None,
         method: FitMethod | str = "auto",

@@ -308,7 +308,7 @@ def _no_fit(expression: Expression, problem: LeastSquaresProblem, message: str,
 def fit(
     expression: Expression,
     values: Mapping[str, Any],
-    target: Any,
+    target: Any = None,
     *,
     initial: Mapping[str, Any] | None = None,
     method: FitMethod | str = "auto",
@@ -323,8 +323,10 @@ def fit(
     Args:
         expression: The formula; its :class:`Parameter` and
             :class:`GroupedParameter` nodes are fitted. Bound values are starts.
-        values: Symbol name -> samples.
-        target: Target samples, or the name of an entry of ``values``.
+        values: Symbol name -> samples, or a context exposing ``data``, ``target`` (a
+            name) and ``num_nodes``.
+        target: Target samples, or the name of an entry of ``values``; omitted, the
+            context's target.
         initial: Start values: name -> float; grouped family -> {category: float}
             or float. Unset parameters start at their bound value, else 1.0.
         method: ``"auto"`` (least squares, analytic Jacobian), ``"lm"``,
@@ -350,6 +352,11 @@ def fit(
         EvaluationError: A symbol of the formula is missing from ``values``.
     """
     settings = _resolve_settings(method, options)
+    if target is None:
+        target = getattr(values, "target", None)
+        if target is None:
+            raise FitError("fit() needs a target: pass target=, or a context with one",
+                           field="target")
     values, num_nodes = with_context(values, num_nodes)
     expression = desugar(expression)
     working, constants = _free_constants(expression) if fit_constants else (expression, {})

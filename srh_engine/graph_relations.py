@@ -37,8 +37,9 @@ __all__ = ["CompiledTable", "Entries", "MAX_KEY", "compile_relation", "compile_t
 MAX_KEY = 2**62
 """Keys must stay below this: N**arity may not exceed it."""
 
-GLOBAL_CACHE_SIZE = 32
-"""Read-only tables whose compiled form is kept across evaluations."""
+GLOBAL_CACHE_SIZE = 8
+"""Read-only tables whose compiled form is kept across evaluations (each entry holds the
+table and its sorted copy alive, so the cache is small)."""
 
 
 def raw_value(values: Mapping[str, Any], symbol: Symbol) -> Any:

@@ -143,10 +143,13 @@ def rollout_options(context: AgentContext) -> tuple[str, str] | None:
     Raises:
         ConfigurationError: The named state or time is not a variable of the data.
     """
-    state = getattr(context.args, "rollout_state", None)
+    args = context.args
+    read = args.get if isinstance(args, dict) else lambda name, default: getattr(
+        args, name, default)
+    state = read("rollout_state", None)
     if state is None:
         return None
-    time = getattr(context.args, "rollout_time", "t") or "t"
+    time = read("rollout_time", "t") or "t"
     for name, setting in ((state, "rollout_state"), (time, "rollout_time")):
         if name not in context.data:
             from srh_core.errors import ConfigurationError

@@ -101,12 +101,14 @@ def test_read_only_tables_are_compiled_once() -> None:
     assert compile_table("A", writable, N) is not compile_table("A", writable, N)
 
 
-def test_a_context_like_object_supplies_data_and_num_nodes() -> None:
+def test_a_context_like_object_supplies_data_target_and_num_nodes() -> None:
     class Context:
-        data = DATA
+        data = {**DATA, "y": 2.5 * X}
         num_nodes = N
+        target = "y"
 
     np.testing.assert_allclose(engine.parse("x[i]").evaluate(Context()), X)
+    assert engine.parse('param("a")*x[i]').fit(Context()).parameters == {"a": 2.5}
 
 
 # ---------------------------------------------------------------------- delay
