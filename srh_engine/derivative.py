@@ -17,9 +17,16 @@ import numpy as np
 
 from . import graph_evaluation as graph
 from .delays import resolve, resolver_slope
-from .evaluation import BINARY_OPERATIONS, EVALUATORS, Env, structured_root, symbol_array
+from .evaluation import (
+    BINARY_OPERATIONS,
+    EVALUATORS,
+    Env,
+    _eval_sugar,
+    structured_root,
+    symbol_array,
+)
 from .functions import FUNCTIONS
-from .graph_nodes import Delay
+from .graph_nodes import Aggregate, Delay, RelationLift
 from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
 
 __all__ = ["DERIVATIVES", "JacobianEnv", "jacobian", "value_and_gradient"]
@@ -165,6 +172,8 @@ DERIVATIVES: dict[type, Callable[[Any, JacobianEnv], tuple[Any, Gradient]]] = {
     Unary: _d_unary,
     Function: _d_function,
     Delay: _d_delay,
+    Aggregate: _eval_sugar,
+    RelationLift: _eval_sugar,
 }
 """Node type -> forward-mode handler. Adding a node type is one entry here."""
 

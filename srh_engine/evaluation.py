@@ -23,7 +23,8 @@ from .delays import DelayResolver, resolve
 from .desugaring import desugar
 from .errors import EvaluationError
 from .functions import FUNCTIONS
-from .graph_nodes import Delay, RelationField
+from .graph_analysis import NotLoweredError
+from .graph_nodes import Aggregate, Delay, RelationField, RelationLift
 from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
 
 __all__ = ["Env", "EVALUATORS", "evaluate", "evaluate_node", "group_labels", "with_context"]
@@ -247,6 +248,13 @@ EVALUATORS: dict[type, Callable[[Any, Env], Any]] = {
 }
 """Node type -> handler. Adding a node type is one entry here."""
 
+def _eval_sugar(node: Expression, env: Env) -> Any:
+    raise NotLoweredError(f"{type(node).__name__} must be lowered first: call desugar()",
+                          reason="not desugared")
+
+
+EVALUATORS[Aggregate] = EVALUATORS[RelationLift] = _eval_sugar
+
 EVALUATION_MODE = graph.Mode(EVALUATORS, lambda result, apply: apply(result), lambda value: value,
                              symbol_array)
 EVALUATORS.update(graph.handlers(EVALUATION_MODE))
@@ -333,11 +341,16 @@ def evaluate(
             or a tree too deep to evaluate.
     """
     values, num_nodes = with_context(values, num_nodes)
-    expression = desugar(expression)
     env = Env(values, parameters, num_nodes=num_nodes, time=time, delay_resolver=delay_resolver)
     with np.errstate(all="ignore"):
         try:
-            result = evaluate_node(expression, env)
+            try:
+                result = evaluate_node(expression, env)
+            except NotLoweredError:  # lowered only when met: no tree walk on every call
+                expression = desugar(expression)
+                env = Env(values, parameters, num_nodes=num_nodes, time=time,
+                          delay_resolver=delay_resolver)
+                result = evaluate_node(expression, env)
         except RecursionError:
             raise EvaluationError("expression is too deeply nested to evaluate",
                                   reason="too deep") from None

@@ -18,7 +18,11 @@ from .errors import EvaluationError
 from .graph_nodes import Aggregate, Gather, Indexed, Reduction, RelationLift
 from .nodes import Expression, GroupedParameter, Symbol
 
-__all__ = ["StructureInfo", "analyse", "is_structural"]
+__all__ = ["NotLoweredError", "StructureInfo", "analyse", "is_structural"]
+
+
+class NotLoweredError(EvaluationError):
+    """An ``aggr``/``sour``/``targ`` node reached evaluation: lower it with ``desugar``."""
 
 
 def is_structural(expression: Expression) -> bool:
@@ -56,7 +60,7 @@ def analyse(expression: Expression) -> StructureInfo:
 
 def _walk(node: Expression, info: StructureInfo, scope: frozenset[str]) -> None:
     if isinstance(node, Aggregate | RelationLift):
-        raise EvaluationError("aggr/sour/targ must be lowered first: call desugar()",
+        raise NotLoweredError("aggr/sour/targ must be lowered first: call desugar()",
                               reason="not desugared")
     if isinstance(node, GroupedParameter):
         raise EvaluationError("grouped_param cannot be used in an indexed formula",
