@@ -280,8 +280,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+DYNAMICS_SUITES = ("strogatz", "network")
+"""Suites of derivative targets, benchmarked by scripts/bench_dynamics.py."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.suite in DYNAMICS_SUITES:
+        from bench_dynamics import main as run_dynamics
+
+        return run_dynamics(sys.argv[1:] if argv is None else list(argv))
     requested = [] if args.baselines == "none" else [b for b in args.baselines.split(",") if b]
     unknown = [b for b in requested if b not in BASELINES]
     if unknown:

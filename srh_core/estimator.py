@@ -94,6 +94,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         branch_threads: Branches of a restart stepping at once, on threads.
         granularity: How a cluster run is cut into tasks (unused by ``fit``).
         min_train_rows: Fewest training rows a fit accepts.
+        rollout_state: For a derivative target: its state variable (adds rollout_rmse).
+        rollout_time: Time variable of the rollout.
         verbose: Debug logging.
         problem_description: What the data is, for the model.
 
@@ -122,8 +124,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         strong_llm_provider: str | None = None, strong_llm_model: str | None = None,
         seed: int = 0, time_limit: float | None = None, tool_timeout: float = 120.0,
         save_path: str | None = None, workspace: str | None = None, branch_threads: int = 8,
-        granularity: str = "auto", min_train_rows: int = 3, verbose: bool = False,
-        problem_description: str = "",
+        granularity: str = "auto", min_train_rows: int = 3, rollout_state: str | None = None,
+        rollout_time: str = "t", verbose: bool = False, problem_description: str = "",
     ) -> None:
         self.llm_provider = llm_provider
         self.llm_model = llm_model
@@ -161,6 +163,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.branch_threads = branch_threads
         self.granularity = granularity
         self.min_train_rows = min_train_rows
+        self.rollout_state = rollout_state
+        self.rollout_time = rollout_time
         self.verbose = verbose
         self.problem_description = problem_description
 

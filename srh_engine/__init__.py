@@ -26,6 +26,12 @@ Decisions (the details live in the module docstrings):
   integer-valued exponents, integers with ``|v| <= 2`` and ``pi``/``e``.
 * Domain errors (``log(-1)``, ``1/0``, overflow) evaluate to nan/inf
   silently; unknown symbols and unbound parameters raise typed errors.
+* Graphs and hypergraphs use explicit indices: ``x[i]`` (node field),
+  ``A[i, j]`` (a relation table, rows ``(target, source)``),
+  ``sum[j](A[i, j], f)``, ``gather(A[i, j], f)``, and the ``aggr``/``sour``/``targ``
+  sugar (lowered by :func:`desugar`); they need ``num_nodes=``. ``delay(x, tau)``
+  reads ``x`` at ``t - tau`` (``time=``, ``delay_resolver=``). See
+  :mod:`srh_engine.graph_nodes` and :mod:`srh_engine.graph_evaluation`.
 
 Importing this package imports NumPy only: SciPy is imported on the first
 fit (or ``sigmoid``), SymPy never. Modules are named ``evaluation``,
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 from .builders import (
     abs,
+    aggr,
     arccos,
     arcsin,
     arctan,
@@ -44,28 +51,44 @@ from .builders import (
     cosh,
     cot,
     csc,
+    delay,
     exp,
     function,
+    gather,
     grouped_param,
     inv,
     log,
     log10,
     param,
+    reduction,
     sec,
     sech,
     sigmoid,
     sign,
     sin,
     sinh,
+    sour,
     sqrt,
     tan,
     tanh,
+    targ,
 )
 from .canonical import canonical_key
+from .desugaring import desugar
 from .errors import EngineError, EvaluationError, ExpressionError, FitError, ParseError
 from .evaluation import evaluate
 from .fitting import FitResult, fit
 from .functions import FUNCTIONS
+from .graph_nodes import (
+    Aggregate,
+    Delay,
+    Gather,
+    Index,
+    Indexed,
+    Reduction,
+    RelationField,
+    RelationLift,
+)
 from .nodes import (
     Binary,
     Expression,
@@ -92,7 +115,9 @@ from .transform import (
 )
 
 __all__ = [
+    "Aggregate",
     "Binary",
+    "Delay",
     "EngineError",
     "Equation",
     "EvaluationError",
@@ -102,14 +127,21 @@ __all__ = [
     "FitError",
     "FitResult",
     "Function",
+    "Gather",
     "GroupedParameter",
+    "Index",
+    "Indexed",
     "Number",
     "Parameter",
     "ParseError",
+    "Reduction",
+    "RelationField",
+    "RelationLift",
     "Symbol",
     "Unary",
     "Variable",
     "abs",
+    "aggr",
     "arccos",
     "arcsin",
     "arctan",
@@ -122,11 +154,14 @@ __all__ = [
     "cot",
     "count_parameters",
     "csc",
+    "delay",
+    "desugar",
     "evaluate",
     "exp",
     "fit",
     "fold_constants",
     "function",
+    "gather",
     "grouped_param",
     "inv",
     "log",
@@ -135,6 +170,7 @@ __all__ = [
     "parameter_values",
     "parse",
     "parse_equation",
+    "reduction",
     "render",
     "replace",
     "sec",
@@ -143,10 +179,12 @@ __all__ = [
     "sign",
     "sin",
     "sinh",
+    "sour",
     "sqrt",
     "symbols",
     "tan",
     "tanh",
+    "targ",
     "to_str",
     "to_tree",
     "unbound_parameters",

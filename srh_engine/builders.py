@@ -8,10 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .desugaring import desugar, split_relation_factor
+from .graph_nodes import Aggregate, Delay, Gather, Index, Reduction, RelationLift
 from .nodes import Expression, Function, GroupedParameter, Parameter, as_expression
 
 __all__ = [
     "abs",
+    "aggr",
+    "delay",
+    "gather",
+    "reduction",
+    "sour",
+    "targ",
     "arccos",
     "arcsin",
     "arctan",
@@ -115,3 +123,84 @@ sech = _unary("sech")
 csc = _unary("csc")
 cot = _unary("cot")
 inv = _unary("inv")
+
+
+# ------------------------------------------------------------- structured syntax
+def reduction(indices: Index | str | tuple[Index | str, ...], operand: Any,
+              relation: Any = None) -> Reduction:
+    """Create an indexed sum ``sum[indices](relation, operand)``.
+
+    Args:
+        indices: The summed indices (``Index``, names, or a tuple of them).
+        operand: The summand.
+        relation: Optional relation expression binding the indices, e.g. ``A[i, j]``.
+
+    Returns:
+        The reduction node.
+    """
+    return Reduction(indices if isinstance(indices, tuple) else (indices,),  # type: ignore[arg-type]
+                     as_expression(operand),
+                     None if relation is None else as_expression(relation))
+
+
+def gather(relation: Any, operand: Any) -> Gather:
+    """Collect ``operand`` at the rows of a relation: an ``(..., E)`` entry field.
+
+    Args:
+        relation: Indexed relation (``A[i, j]``) or relation algebra.
+        operand: Expression of the relation's indices.
+
+    Returns:
+        The gather node.
+    """
+    return Gather(as_expression(relation), as_expression(operand))
+
+
+def aggr(relation: Any, operand: Any = None) -> Expression:
+    """Build ``aggr(relation, operand)`` and lower it to an indexed sum.
+
+    Args:
+        relation: The relation symbol, or a product holding it first when
+            ``operand`` is omitted (``aggr(A * sour(x))``).
+        operand: Message summed over each target's incoming rows.
+
+    Returns:
+        The equivalent ``sum[j](A[i, j], ...)``.
+    """
+    if operand is None:
+        relation, operand = split_relation_factor(as_expression(relation))
+    return desugar(Aggregate(as_expression(relation), as_expression(operand)))
+
+
+def _lift(role: str, arguments: tuple[Any, ...]) -> RelationLift:
+    if len(arguments) not in (1, 2):
+        name = "targ" if role == "target" else "sour"
+        raise TypeError(f"{name}() takes (value) or (relation, value), got {len(arguments)} "
+                        "arguments")
+    if len(arguments) == 1:
+        return RelationLift(role, as_expression(arguments[0]))  # type: ignore[arg-type]
+    return RelationLift(role, as_expression(arguments[1]),  # type: ignore[arg-type]
+                        as_expression(arguments[0]))
+
+
+def sour(*arguments: Any) -> RelationLift:
+    """``sour(x)`` or ``sour(A, x)``: node values at the source endpoint, inside ``aggr``."""
+    return _lift("source", arguments)
+
+
+def targ(*arguments: Any) -> RelationLift:
+    """``targ(x)`` or ``targ(A, x)``: node values at the target endpoint, inside ``aggr``."""
+    return _lift("target", arguments)
+
+
+def delay(value: Any, delta: Any) -> Delay:
+    """``delay(value, delta)``: ``value`` read at ``t - delta``.
+
+    Args:
+        value: Time-dependent expression to sample from the past.
+        delta: Scalar or per-sample delay.
+
+    Returns:
+        The delay node.
+    """
+    return Delay(as_expression(value), as_expression(delta))

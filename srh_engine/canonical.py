@@ -11,6 +11,12 @@ and float arithmetic, so it is identical across processes and machines (no
 
 Bound parameters count as their value (a fitted formula keys like its
 numeric form); unbound parameters are keyed by name.
+
+Indexed formulas key up to renaming of indices: the indices bound by a
+``sum[...]`` or ``gather`` are renamed by nesting depth and first appearance
+(``sum[j](A[i, j], x[j])`` ~ ``sum[k](A[i, k], x[k])``, ``sum[j, k]`` ~
+``sum[k, j]``), free indices by first appearance; ``aggr`` keys like its
+lowered form.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from .desugaring import desugar
 from .functions import FUNCTIONS
+from .graph_nodes import Delay, Gather, Index, Indexed, Reduction
 from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
 
 __all__ = ["KEY_SIGNIFICANT_DIGITS", "canonical_key"]
@@ -163,7 +171,20 @@ def _canon_grouped(node: GroupedParameter) -> _Form:
     return _Form(f"grouped({_canon(node.by).key},{node.family},{values},{default})", "atom")
 
 
+def _atom(label: str, *parts: Expression | None) -> _Form:
+    keys = ";".join("" if part is None else _canon(part).key for part in parts)
+    return _Form(f"{label}({keys})", "atom")
+
+
+def _names(indices: tuple[Index, ...]) -> str:
+    return ",".join(index.name for index in indices)
+
+
 _CANONICALISERS: dict[type, Callable[[Any], _Form]] = {
+    Indexed: lambda node: _atom(f"idx[{_names(node.indices)}]", node.base),
+    Reduction: lambda node: _atom(f"sum[{_names(node.indices)}]", node.relation, node.operand),
+    Gather: lambda node: _atom("gather", node.relation, node.operand),
+    Delay: lambda node: _atom("delay", node.value, node.delta),
     Number: lambda node: _num(node.value),
     Symbol: lambda node: _Form(node.name, "atom"),
     Parameter: _canon_parameter,
@@ -191,4 +212,43 @@ def canonical_key(expression: Expression) -> str:
     Returns:
         The key, e.g. ``"add(1,mul(x,y))"``.
     """
+    expression = desugar(expression)
+    if any(isinstance(node, Indexed | Reduction | Gather) for node in expression.iter_preorder()):
+        expression = _renamed(expression, 0, {}, {})
     return _canon(expression).key
+
+
+def _first_names(parts: tuple[Expression | None, ...], wanted: set[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for part in parts:
+        for node in part.iter_preorder() if part is not None else ():
+            if isinstance(node, Indexed | Reduction):
+                seen.update((i.name, None) for i in node.indices if i.name in wanted)
+    return list(seen)
+
+
+def _renamed(node: Expression, depth: int, bound: dict[str, str], free: dict[str, str],
+             ) -> Expression:
+    """Rename indices: bound ones by depth and first appearance, free ones by appearance."""
+    if isinstance(node, Reduction | Gather):
+        relation, operand = node.relation, node.operand
+        names = [i.name for i in node.indices] if isinstance(node, Reduction) else \
+            [i.name for n in relation.iter_preorder() if isinstance(n, Indexed)
+             for i in n.indices]
+        order = _first_names((relation, operand), set(names))
+        order += [name for name in dict.fromkeys(names) if name not in order]
+        local = {**bound, **{old: f"b{depth}_{k}" for k, old in enumerate(order)}}
+        new_relation = None if relation is None else _renamed(relation, depth + 1, local, free)
+        new_operand = _renamed(operand, depth + 1, local, free)
+        if isinstance(node, Gather):
+            return Gather(new_relation, new_operand)  # type: ignore[arg-type]
+        indices = tuple(Index(local[name]) for name in order)
+        return Reduction(indices, new_operand, new_relation)
+    if isinstance(node, Indexed):
+        base = _renamed(node.base, depth, bound, free)
+        names = [bound.get(i.name) or free.setdefault(i.name, f"f{len(free)}")
+                 for i in node.indices]
+        return Indexed(base, tuple(Index(name) for name in names))
+    if not node.operands:
+        return node
+    return node.with_operands(tuple(_renamed(c, depth, bound, free) for c in node.operands))

@@ -15,11 +15,21 @@ from typing import Any
 
 import numpy as np
 
-from .evaluation import BINARY_OPERATIONS, EVALUATORS, Env
+from . import graph_evaluation as graph
+from .delays import resolve, resolver_slope
+from .evaluation import (
+    BINARY_OPERATIONS,
+    EVALUATORS,
+    Env,
+    _eval_sugar,
+    structured_root,
+    symbol_array,
+)
 from .functions import FUNCTIONS
+from .graph_nodes import Aggregate, Delay, RelationLift
 from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
 
-__all__ = ["DERIVATIVES", "JacobianEnv", "jacobian"]
+__all__ = ["DERIVATIVES", "JacobianEnv", "jacobian", "value_and_gradient"]
 
 Gradient = dict[int, Any]
 _NO_GRADIENT: Gradient = {}  # shared; never mutated
@@ -35,8 +45,8 @@ class JacobianEnv(Env):
 
     __slots__ = ("index", "group_columns")
 
-    def __init__(self, values: Any, parameters: Any) -> None:
-        super().__init__(values, parameters)
+    def __init__(self, values: Any, parameters: Any, **structure: Any) -> None:
+        super().__init__(values, parameters, **structure)
         self.index: dict[str, int] = {}
         self.group_columns: dict[Expression, Gradient] = {}
 
@@ -121,6 +131,38 @@ def _d_function(node: Function, env: JacobianEnv) -> tuple[Any, Gradient]:
     return result, _scaled(list(zip(gradients, partials, strict=True)))
 
 
+def _along_time(partial: Any, ndim: int) -> Any:
+    """A per-time-sample partial ``(T,)`` against a value ``(T, ...)``."""
+    array = np.asarray(partial)
+    return array.reshape(array.shape + (1,) * (ndim - 1)) if array.ndim == 1 and ndim > 1 \
+        else partial
+
+
+def _d_delay(node: Delay, env: JacobianEnv) -> tuple[Any, Gradient]:
+    value, value_gradient = DERIVATIVES[type(node.value)](node.value, env)
+    delta, delta_gradient = DERIVATIVES[type(node.delta)](node.delta, env)
+    time, resolver = env.time, env.delay_resolver
+    result = resolve(value, delta, time, resolver)
+    gradient: Gradient = {}
+    shape = np.shape(value)
+    for column, partial in value_gradient.items():  # the delay is linear in the history
+        gradient[column] = resolve(np.broadcast_to(partial, shape), delta, time, resolver)
+    if delta_gradient:
+        slope = resolver_slope(value, delta, time, resolver)
+        for column, partial in delta_gradient.items():
+            term = slope * _along_time(partial, np.ndim(slope))
+            gradient[column] = gradient[column] + term if column in gradient else term
+    return result, gradient or _NO_GRADIENT
+
+
+def _lift_pair(result: tuple[Any, Gradient], apply: Callable[[Any], Any]
+               ) -> tuple[Any, Gradient]:
+    value, gradient = result
+    if not gradient:
+        return apply(value), _NO_GRADIENT
+    return apply(value), {column: apply(partial) for column, partial in gradient.items()}
+
+
 DERIVATIVES: dict[type, Callable[[Any, JacobianEnv], tuple[Any, Gradient]]] = {
     Number: _d_leaf,
     Symbol: _d_leaf,
@@ -129,8 +171,32 @@ DERIVATIVES: dict[type, Callable[[Any, JacobianEnv], tuple[Any, Gradient]]] = {
     Binary: _d_binary,
     Unary: _d_unary,
     Function: _d_function,
+    Delay: _d_delay,
+    Aggregate: _eval_sugar,
+    RelationLift: _eval_sugar,
 }
 """Node type -> forward-mode handler. Adding a node type is one entry here."""
+
+DERIVATIVE_MODE = graph.Mode(DERIVATIVES, _lift_pair, lambda value: (value, _NO_GRADIENT),
+                             symbol_array)
+DERIVATIVES.update(graph.handlers(DERIVATIVE_MODE))
+
+
+def _finish_pair(result: tuple[Any, Gradient], free: tuple[str, ...], has_domain: bool,
+                 num_nodes: int) -> tuple[Any, Gradient]:
+    value, gradient = result
+    value = graph.finish_root(value, free, has_domain, num_nodes)
+    return value, {column: graph.finish_root(partial, free, has_domain, num_nodes)
+                   for column, partial in gradient.items()}
+
+
+def value_and_gradient(expression: Expression, env: JacobianEnv) -> tuple[Any, Gradient]:
+    """Forward-mode value and gradient of a whole tree (indexed trees included)."""
+    handler = DERIVATIVES[type(expression)]
+    state = env.graph
+    if state is None or not state.structural(expression):
+        return handler(expression, env)
+    return structured_root(expression, env, handler, _finish_pair)
 
 
 def jacobian(expression: Expression, env: JacobianEnv, shape: tuple[int, ...], columns: int,
@@ -149,7 +215,7 @@ def jacobian(expression: Expression, env: JacobianEnv, shape: tuple[int, ...], c
         column-major layout, so it is handed over without a copy). A row whose
         parameter does not occur is zero.
     """
-    value, gradient = DERIVATIVES[type(expression)](expression, env)
+    value, gradient = value_and_gradient(expression, env)
     matrix = np.empty((columns, *shape))
     for column in range(columns):
         matrix[column] = gradient.get(column, 0.0)

@@ -18,11 +18,16 @@ from typing import Any
 
 import numpy as np
 
+from . import graph_evaluation as graph
+from .delays import DelayResolver, resolve
+from .desugaring import desugar
 from .errors import EvaluationError
 from .functions import FUNCTIONS
+from .graph_analysis import NotLoweredError
+from .graph_nodes import Aggregate, Delay, RelationField, RelationLift
 from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
 
-__all__ = ["Env", "EVALUATORS", "evaluate", "evaluate_node", "group_labels"]
+__all__ = ["Env", "EVALUATORS", "evaluate", "evaluate_node", "group_labels", "with_context"]
 
 BINARY_OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
@@ -53,16 +58,34 @@ class Env:
         cache: Symbol name -> float64 array or np.float64, filled on first use.
         groups: Grouped-parameter node -> per-sample values, precomputed by
             the fitter (empty for ordinary evaluation).
+        time: Sample times for ``delay`` (None: 0, 1, 2, ...).
+        delay_resolver: Custom ``delay`` history lookup, or None.
+        graph: State of indexed evaluation (None without ``num_nodes``).
+        demand: The structural points being evaluated (None outside indexed trees).
     """
 
-    __slots__ = ("values", "parameters", "cache", "groups")
+    __slots__ = ("values", "parameters", "cache", "groups", "time", "delay_resolver", "graph",
+                 "demand")
 
     def __init__(self, values: Mapping[str, Any] | None,
-                 parameters: Mapping[str, Any] | None) -> None:
+                 parameters: Mapping[str, Any] | None, *, num_nodes: int | None = None,
+                 time: Any = None, delay_resolver: DelayResolver | None = None) -> None:
         self.values: Mapping[str, Any] = values if values is not None else {}
         self.parameters: Mapping[str, Any] = parameters if parameters is not None else {}
         self.cache: dict[str, Any] = {}
         self.groups: dict[Expression, Any] = {}
+        self.time = time
+        self.delay_resolver = delay_resolver
+        self.graph = None if num_nodes is None else graph.GraphState(_node_count(num_nodes))
+        self.demand: Any = None
+
+
+def _node_count(num_nodes: Any) -> int:
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int | np.integer) or \
+            num_nodes < 1:
+        raise EvaluationError(f"num_nodes must be a positive int, got {num_nodes!r}",
+                              reason="bad num_nodes")
+    return int(num_nodes)
 
 
 def _did_you_mean(name: str, candidates: Any) -> str:
@@ -78,6 +101,8 @@ def as_float(value: Any, name: str) -> Any:
         return value
     if type(value) is float:
         return np.float64(value)
+    if isinstance(value, RelationField):
+        value = value.values
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -99,12 +124,20 @@ def _raw_symbol(node: Symbol, env: Env) -> Any:
         f"{_did_you_mean(node.name, values)}", name=node.name, reason="unknown symbol")
 
 
-def _eval_symbol(node: Symbol, env: Env) -> Any:
+def symbol_array(node: Symbol, env: Env) -> Any:
+    """The symbol's data as float64, converted once per evaluation."""
     cache = env.cache
     name = node.name
     if name in cache:
         return cache[name]
     result = cache[name] = as_float(_raw_symbol(node, env), name)
+    return result
+
+
+def _eval_symbol(node: Symbol, env: Env) -> Any:
+    result = symbol_array(node, env)
+    if env.demand is not None:
+        graph.check_bare(node, result, env)
     return result
 
 
@@ -197,6 +230,12 @@ def _eval_grouped(node: GroupedParameter, env: Env) -> Any:
     return np.asarray(per_category, dtype=np.float64)[codes.reshape(-1)]
 
 
+def _eval_delay(node: Delay, env: Env) -> Any:
+    value = EVALUATORS[type(node.value)](node.value, env)
+    delta = EVALUATORS[type(node.delta)](node.delta, env)
+    return resolve(value, delta, env.time, env.delay_resolver)
+
+
 EVALUATORS: dict[type, Callable[[Any, Env], Any]] = {
     Number: _eval_number,
     Symbol: _eval_symbol,
@@ -205,8 +244,20 @@ EVALUATORS: dict[type, Callable[[Any, Env], Any]] = {
     Unary: _eval_unary,
     Function: _eval_function,
     GroupedParameter: _eval_grouped,
+    Delay: _eval_delay,
 }
 """Node type -> handler. Adding a node type is one entry here."""
+
+def _eval_sugar(node: Expression, env: Env) -> Any:
+    raise NotLoweredError(f"{type(node).__name__} must be lowered first: call desugar()",
+                          reason="not desugared")
+
+
+EVALUATORS[Aggregate] = EVALUATORS[RelationLift] = _eval_sugar
+
+EVALUATION_MODE = graph.Mode(EVALUATORS, lambda result, apply: apply(result), lambda value: value,
+                             symbol_array)
+EVALUATORS.update(graph.handlers(EVALUATION_MODE))
 
 
 def evaluate_node(expression: Expression, env: Env) -> Any:
@@ -217,7 +268,33 @@ def evaluate_node(expression: Expression, env: Env) -> Any:
         raise EvaluationError(
             f"cannot evaluate node type {type(expression).__name__}; supported: "
             f"{', '.join(t.__name__ for t in EVALUATORS)}", reason="unsupported node") from None
-    return handler(expression, env)
+    state = env.graph
+    if state is None or not state.structural(expression):
+        return handler(expression, env)
+    return structured_root(expression, env, handler)
+
+
+def structured_root(expression: Expression, env: Env, handler: Callable[[Any, Env], Any],
+                    finish_result: Callable[..., Any] | None = None) -> Any:
+    """Evaluate an indexed tree: analyse it, set the root demand, shape the output."""
+    state = env.graph
+    info = state.analysis(expression)
+    free = info.free[id(expression)]
+    env.demand = graph.root_demand(state, free)
+    try:
+        result = handler(expression, env)
+    finally:
+        env.demand = None
+    has_domain = info.domain.get(id(expression)) is not None
+    shape = finish_result or graph.finish_root
+    return shape(result, free, has_domain, state.num_nodes)
+
+
+def with_context(values: Any, num_nodes: int | None) -> tuple[Any, int | None]:
+    """Accept a context-like object (``.data``, ``.num_nodes``) in place of a mapping."""
+    if values is None or isinstance(values, Mapping) or not hasattr(values, "data"):
+        return values, num_nodes
+    return values.data, num_nodes if num_nodes is not None else getattr(values, "num_nodes", None)
 
 
 def finish(result: Any) -> Any:
@@ -232,29 +309,48 @@ def evaluate(
     values: Mapping[str, Any] | None = None,
     *,
     parameters: Mapping[str, Any] | None = None,
+    time: Any = None,
+    delay_resolver: DelayResolver | None = None,
+    num_nodes: int | None = None,
 ) -> Any:
     """Evaluate an expression on NumPy data without executing any Python code.
 
     Sample arrays broadcast against each other and against scalars. Domain
     errors (``log(-1)``, ``1/0``, overflow) produce nan/inf without warnings.
+    Indexed formulas (``x[i]``, ``sum[j](A[i, j], ...)``) need ``num_nodes``;
+    see :mod:`srh_engine.graph_evaluation` for their shapes.
 
     Args:
-        expression: The expression tree.
-        values: Symbol name -> scalar or array of samples.
+        expression: The expression tree (``aggr``/``sour``/``targ`` are lowered first).
+        values: Symbol name -> scalar or array of samples (a
+            :class:`RelationField` for an edge field of a named relation), or a
+            context exposing ``data`` and ``num_nodes``.
         parameters: Parameter name -> value; overrides values bound in the
             tree. A grouped family takes a ``{category: value}`` mapping.
+        time: Sample times along the leading axis, for ``delay``.
+        delay_resolver: ``f(value, delta, time)`` replacing the default linear
+            interpolation of ``delay``.
+        num_nodes: Number of graph nodes, for indexed formulas.
 
     Returns:
         A float64 array, or a Python float when every input is scalar.
 
     Raises:
         EvaluationError: Unknown symbol, unbound parameter, non-numeric data,
+            a shape that does not fit the indices, a missing ``num_nodes``,
             or a tree too deep to evaluate.
     """
-    env = Env(values, parameters)
+    values, num_nodes = with_context(values, num_nodes)
+    env = Env(values, parameters, num_nodes=num_nodes, time=time, delay_resolver=delay_resolver)
     with np.errstate(all="ignore"):
         try:
-            result = evaluate_node(expression, env)
+            try:
+                result = evaluate_node(expression, env)
+            except NotLoweredError:  # lowered only when met: no tree walk on every call
+                expression = desugar(expression)
+                env = Env(values, parameters, num_nodes=num_nodes, time=time,
+                          delay_resolver=delay_resolver)
+                result = evaluate_node(expression, env)
         except RecursionError:
             raise EvaluationError("expression is too deeply nested to evaluate",
                                   reason="too deep") from None

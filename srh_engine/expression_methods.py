@@ -28,29 +28,37 @@ class ExpressionMethods:
         values: Mapping[str, Any] | None = None,
         *,
         parameters: Mapping[str, Any] | None = None,
+        time: Any = None,
+        delay_resolver: Any = None,
+        num_nodes: int | None = None,
     ) -> Any:
         """Evaluate with NumPy; see :func:`srh_engine.evaluate`."""
         from .evaluation import evaluate
 
-        return evaluate(self, values, parameters=parameters)
+        return evaluate(self, values, parameters=parameters, time=time,
+                        delay_resolver=delay_resolver, num_nodes=num_nodes)
 
     eval = evaluate  # the reference's name; one method, so the two never diverge
 
     def fit(
         self: Expression,
         values: Mapping[str, Any],
-        target: Any,
+        target: Any = None,
         *,
         initial: Mapping[str, Any] | None = None,
         method: FitMethod | str = "auto",
         options: Mapping[str, Any] | None = None,
         fit_constants: bool = False,
+        num_nodes: int | None = None,
+        time: Any = None,
+        delay_resolver: Any = None,
     ) -> FitResult:
         """Fit the parameters by least squares; see :func:`srh_engine.fit`."""
         from .fitting import fit
 
         return fit(self, values, target, initial=initial, method=method, options=options,
-                   fit_constants=fit_constants)
+                   fit_constants=fit_constants, num_nodes=num_nodes, time=time,
+                   delay_resolver=delay_resolver)
 
     def to_str(
         self: Expression,

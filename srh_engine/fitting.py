@@ -37,8 +37,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .delays import DelayResolver
+from .desugaring import desugar
 from .errors import FitError
-from .evaluation import as_float, evaluate
+from .evaluation import as_float, evaluate, with_context
+from .graph_nodes import STRUCTURAL_TYPES, Gather, Reduction
 from .nodes import Binary, Expression, Number, Parameter
 from .optimizers import LEAST_SQUARES_METHODS, MINIMIZE_METHODS, Run, polish, run_optimizer
 from .problem import LeastSquaresProblem
@@ -102,9 +105,12 @@ class FitResult:
     n_iter: int
     n_excluded: int = 0
 
-    def evaluate(self, values: Mapping[str, Any]) -> Any:
+    def evaluate(self, values: Mapping[str, Any], *, time: Any = None,
+                 delay_resolver: DelayResolver | None = None,
+                 num_nodes: int | None = None) -> Any:
         """Predictions of the fitted expression on ``values``."""
-        return evaluate(self.expression, values)
+        return evaluate(self.expression, values, time=time, delay_resolver=delay_resolver,
+                        num_nodes=num_nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +173,11 @@ def _free_constants(expression: Expression) -> tuple[Expression, dict[str, float
             taken.add(name)
             freed[name] = float(node.value)
             return Parameter(name, float(node.value))
+        if isinstance(node, Reduction | Gather) and node.relation is not None:
+            # relation weights stay as written: a relation argument holds no fitted value
+            children = tuple(child if child is node.relation else free(child, False)
+                             for child in node.operands)
+            return node.with_operands(children)
         exponents = (False, True) if isinstance(node, Binary) and node.operator == "**" else \
             (False,) * len(node.operands)
         children = tuple(free(child, flag) for child, flag in
@@ -257,8 +268,10 @@ def _subset_problem(problem: LeastSquaresProblem, expression: Expression,
     """The same problem on ``SUBSAMPLE_ROWS`` evenly spaced rows, or None when the fit is
     small, has grouped parameters, or has values that are not one per row."""
     rows = problem.target.size
-    if rows <= SUBSAMPLE_ROWS or problem.groups or problem.target.ndim != 1:
-        return None
+    if rows <= SUBSAMPLE_ROWS or problem.groups or problem.target.ndim != 1 or \
+            problem.env.graph is not None or problem.env.time is not None or \
+            any(isinstance(node, STRUCTURAL_TYPES) for node in expression.iter_preorder()):
+        return None  # rows of graph data, or of a time series, are not independent
     keep = np.linspace(0, rows - 1, SUBSAMPLE_ROWS).round().astype(np.intp)
     subset: dict[str, Any] = {}
     for name, value in values.items():
@@ -295,20 +308,25 @@ def _no_fit(expression: Expression, problem: LeastSquaresProblem, message: str,
 def fit(
     expression: Expression,
     values: Mapping[str, Any],
-    target: Any,
+    target: Any = None,
     *,
     initial: Mapping[str, Any] | None = None,
     method: FitMethod | str = "auto",
     options: Mapping[str, Any] | None = None,
     fit_constants: bool = False,
+    num_nodes: int | None = None,
+    time: Any = None,
+    delay_resolver: DelayResolver | None = None,
 ) -> FitResult:
     """Fit parameters (and optionally constants) by minimising the mean squared error.
 
     Args:
         expression: The formula; its :class:`Parameter` and
             :class:`GroupedParameter` nodes are fitted. Bound values are starts.
-        values: Symbol name -> samples.
-        target: Target samples, or the name of an entry of ``values``.
+        values: Symbol name -> samples, or a context exposing ``data``, ``target`` (a
+            name) and ``num_nodes``.
+        target: Target samples, or the name of an entry of ``values``; omitted, the
+            context's target.
         initial: Start values: name -> float; grouped family -> {category: float}
             or float. Unset parameters start at their bound value, else 1.0.
         method: ``"auto"`` (least squares, analytic Jacobian), ``"lm"``,
@@ -318,7 +336,11 @@ def fit(
         options: ``restarts`` (int, default 8) and ``seed`` (int, default 0);
             other keys go to scipy (``least_squares`` keyword arguments, or
             ``minimize``'s ``options``).
-        fit_constants: Also fit the formula's non-structural numeric constants.
+        fit_constants: Also fit the formula's non-structural numeric constants
+            (numbers in the relation argument of ``sum``/``gather`` stay fixed).
+        num_nodes: Number of graph nodes, for indexed formulas.
+        time: Sample times along the leading axis, for ``delay``.
+        delay_resolver: Custom ``delay`` history lookup.
 
     Returns:
         The fit result. A fit that fails to converge is not an error:
@@ -330,10 +352,18 @@ def fit(
         EvaluationError: A symbol of the formula is missing from ``values``.
     """
     settings = _resolve_settings(method, options)
+    if target is None:
+        target = getattr(values, "target", None)
+        if target is None:
+            raise FitError("fit() needs a target: pass target=, or a context with one",
+                           field="target")
+    values, num_nodes = with_context(values, num_nodes)
+    expression = desugar(expression)
     working, constants = _free_constants(expression) if fit_constants else (expression, {})
+    structure = {"num_nodes": num_nodes, "time": time, "delay_resolver": delay_resolver}
     with np.errstate(all="ignore"):
         problem = LeastSquaresProblem(working, values, _target_array(values, target),
-                                      initial or {})
+                                      initial or {}, **structure)
         if problem.size == 0:
             return _no_fit(expression, problem, "expression has no parameters to fit", True)
         if problem.n_rows == 0:

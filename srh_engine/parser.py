@@ -25,10 +25,18 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
-from .errors import ParseError
+from .desugaring import desugar
+from .errors import ExpressionError, ParseError
 from .functions import FUNCTION_ALIASES, FUNCTIONS, resolve_function_name
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
 from .parser_calls import PARAMETER_CALLS
+from .parser_structure import (
+    REDUCTION_NAME,
+    STRUCTURE_CALLS,
+    STRUCTURE_NAMES,
+    visit_reduction,
+    visit_subscript,
+)
 from .source import PreparedSource, parse_syntax, prepare_source
 
 __all__ = [
@@ -57,6 +65,9 @@ MAX_INT_LITERAL_BITS = 997
 MAX_LITERAL_MAGNITUDE = 1e300
 """Largest accepted absolute value of a numeric literal."""
 
+SNIPPET_LENGTH = 60
+"""Longest piece of the formula quoted in an error message."""
+
 MAX_CONSTANT_LOG10 = 300
 """A constant power ``b**p`` is rejected when ``p*log10(|b|)`` exceeds this."""
 
@@ -71,14 +82,15 @@ PARAMETER_BUILDERS = frozenset({"param", "grouped_param"})
 ALLOWED = (
     "numbers, variable names, pi, e, + - * / ** (or ^), unary - and +, calls of "
     f"{', '.join(sorted(FUNCTIONS))} (aliases {', '.join(sorted(FUNCTION_ALIASES))}), "
-    'param("name"[, value]) and grouped_param(label, name="k")')
+    'param("name"[, value]) and grouped_param(label, name="k"); for graphs: x[i], A[i, j], '
+    "sum[j](A[i, j], f), gather(A[i, j], f), aggr(A, sour(x) - targ(x)); delay(x, tau)")
 
 BINARY_OPERATORS: dict[type[ast.operator], str] = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
 }
 
 REJECTED_NAMES: dict[type[ast.AST], str] = {
-    ast.Subscript: "subscript", ast.Slice: "slice", ast.Lambda: "lambda",
+    ast.Slice: "slice", ast.Lambda: "lambda",
     ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
     ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression",
     ast.BoolOp: "boolean operator", ast.Compare: "comparison",
@@ -139,13 +151,14 @@ class _Parser:
 
     def rejected(self, node: ast.AST, kind: ast.AST | None = None) -> ParseError:
         construct = REJECTED_NAMES.get(type(kind or node), type(kind or node).__name__.lower())
-        return self.error(node, construct, f"`{_snippet(node)}` is not allowed",
+        return self.error(node, construct, f"`{self.snippet(node)}` is not allowed",
                           f"; allowed: {ALLOWED}")
 
-
-def _snippet(node: ast.AST, limit: int = 60) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    def snippet(self, node: ast.AST, limit: int = SNIPPET_LENGTH) -> str:
+        """The source text of ``node``, shortened (never ``ast.unparse``: it recurses)."""
+        text = ast.get_source_segment(self.prepared.text, node) or type(node).__name__
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _constant_value(expression: Expression) -> float | None:
@@ -179,7 +192,7 @@ def _visit_constant(parser: _Parser, node: ast.Constant, depth: int) -> Expressi
     if isinstance(value, bool) or not isinstance(value, int | float):
         kind = {str: "string literal", bool: "boolean literal", complex: "complex literal",
                 bytes: "bytes literal"}.get(type(value), f"{type(value).__name__} literal")
-        raise parser.error(node, kind, f"`{_snippet(node)}` is not allowed",
+        raise parser.error(node, kind, f"`{parser.snippet(node)}` is not allowed",
                            f"; allowed: {ALLOWED}")
     return _number(parser, node, value)
 
@@ -190,7 +203,7 @@ def _check_power(parser: _Parser, node: ast.BinOp, left: Expression, right: Expr
         return
     if abs(base) not in (0.0, 1.0) and exponent * math.log10(abs(base)) > MAX_CONSTANT_LOG10:
         raise parser.error(node, "huge constant power",
-                           f"`{_snippet(node)}` would exceed 1e{MAX_CONSTANT_LOG10}",
+                           f"`{parser.snippet(node)}` would exceed 1e{MAX_CONSTANT_LOG10}",
                            f"; constant values must stay below {MAX_LITERAL_MAGNITUDE:g}")
 
 
@@ -237,7 +250,8 @@ def _visit_name(parser: _Parser, node: ast.Name, depth: int) -> Expression:
     if name.startswith("__"):
         raise parser.error(node, "dunder name", f"`{name}` is not allowed",
                            "; variable names must not start with '__'")
-    if resolve_function_name(name) or name in PARAMETER_BUILDERS or name in MODULE_PREFIXES:
+    if resolve_function_name(name) or name in PARAMETER_BUILDERS or name in MODULE_PREFIXES \
+            or name in STRUCTURE_CALLS:
         raise parser.error(node, "function used as a value",
                            f"`{name}` is a function or module name",
                            f"; call it, e.g. `{name}(x)`" if name not in MODULE_PREFIXES else
@@ -249,7 +263,7 @@ def _prefixed_name(parser: _Parser, node: ast.Attribute) -> str:
     """``np.sin`` -> ``sin``; anything but a module prefix is rejected."""
     if isinstance(node.value, ast.Name) and node.value.id in MODULE_PREFIXES:
         return node.attr
-    raise parser.error(node, "attribute access", f"`{_snippet(node)}` is not allowed",
+    raise parser.error(node, "attribute access", f"`{parser.snippet(node)}` is not allowed",
                        "; only the prefixes np., numpy. and math. of supported functions and "
                        f"constants are; allowed: {ALLOWED}")
 
@@ -258,7 +272,7 @@ def _visit_attribute(parser: _Parser, node: ast.Attribute, depth: int) -> Expres
     name = _prefixed_name(parser, node)
     if name in CONSTANTS:
         return Number(CONSTANTS[name])
-    raise parser.error(node, "attribute access", f"`{_snippet(node)}` is not allowed",
+    raise parser.error(node, "attribute access", f"`{parser.snippet(node)}` is not allowed",
                        f"; allowed constants: {', '.join(CONSTANTS)}")
 
 
@@ -267,40 +281,53 @@ def _callee_name(parser: _Parser, node: ast.Call) -> str:
     if isinstance(func, ast.Attribute):
         name = _prefixed_name(parser, func)
         if name in PARAMETER_BUILDERS:
-            raise parser.error(func, "attribute access", f"`{_snippet(func)}`: {name}() takes "
-                               "no module prefix")
+            raise parser.error(func, "attribute access", f"`{parser.snippet(func)}`: {name}() "
+                               "takes no module prefix")
         return name
     if isinstance(func, ast.Name):
         return func.id
-    raise parser.error(node, "call of a non-function", f"`{_snippet(node.func)}` cannot be "
+    raise parser.error(node, "call of a non-function", f"`{parser.snippet(node.func)}` cannot be "
                        "called", f"; allowed: {ALLOWED}")
 
 
 def _unknown_function(parser: _Parser, node: ast.Call, name: str) -> ParseError:
     import difflib
 
-    known = sorted({*FUNCTIONS, *FUNCTION_ALIASES, *PARAMETER_BUILDERS})
+    known = sorted({*FUNCTIONS, *FUNCTION_ALIASES, *PARAMETER_BUILDERS, *STRUCTURE_NAMES})
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return parser.error(node, "unknown function", f"`{name}`",
                         f"{hint} Supported functions: {', '.join(known)}")
 
 
+def _is_reduction(node: ast.Call) -> bool:
+    func = node.func
+    return isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and \
+        func.value.id == REDUCTION_NAME
+
+
 def _visit_call(parser: _Parser, node: ast.Call, depth: int) -> Expression:
+    if _is_reduction(node):
+        return visit_reduction(parser, node, depth)
     name = _callee_name(parser, node)
     if name in PARAMETER_BUILDERS:
         return PARAMETER_CALLS[name](parser, node, depth)
+    if name in STRUCTURE_CALLS:
+        return STRUCTURE_CALLS[name](parser, node, depth)
+    if name == REDUCTION_NAME:
+        raise parser.error(node, "reduction", "sum needs its indices",
+                           "; usage: sum[j](A[i, j], f) or sum[j](f)")
     canonical = resolve_function_name(name)
     if canonical is None:
         raise _unknown_function(parser, node, name)
     if node.keywords:
         raise parser.error(node.keywords[0], "keyword argument",
-                           f"`{_snippet(node)}` passes a keyword argument",
+                           f"`{parser.snippet(node)}` passes a keyword argument",
                            f"; {canonical}() takes positional arguments only")
     arity = FUNCTIONS[canonical].arity
     if len(node.args) != arity:
         raise parser.error(node, "argument count", f"{canonical}() takes {arity} argument(s), "
-                           f"got {len(node.args)} in `{_snippet(node)}`")
+                           f"got {len(node.args)} in `{parser.snippet(node)}`")
     return Function(canonical, tuple(parser.visit(arg, depth) for arg in node.args))
 
 
@@ -314,6 +341,7 @@ HANDLERS: dict[type[ast.AST], Handler] = {
     ast.BinOp: _visit_binop,
     ast.UnaryOp: _visit_unaryop,
     ast.Call: _visit_call,
+    ast.Subscript: visit_subscript,
 }
 """The only ``ast`` node types a formula may contain (default deny)."""
 
@@ -340,12 +368,25 @@ def _parse(source: str, symbols: Mapping[str, Any] | None) -> tuple[Equation, bo
     prepared = prepare_source(source)
     parser = _Parser(prepared, symbols or {})
     body = _syntax_tree(prepared).body
-    if not prepared.equals:
-        return Equation(None, parser.visit(body, 1)), False
+    try:
+        return _equation(parser, body)
+    except RecursionError:  # a safety net: the depth limits should make this unreachable
+        raise ParseError(f"nesting depth: formula is too deeply nested (limits: depth "
+                         f"{MAX_DEPTH}, {MAX_NODES} nodes)", source=prepared.source,
+                         construct="nesting depth") from None
+    except ExpressionError as error:
+        raise ParseError(f"structure: {error}", source=prepared.source,
+                         construct="structure") from None
+
+
+def _equation(parser: _Parser, body: ast.expr) -> tuple[Equation, bool]:
+    if not parser.prepared.equals:
+        return Equation(None, desugar(parser.visit(body, 1))), False
     if not (isinstance(body, ast.Compare) and len(body.ops) == 1
             and isinstance(body.ops[0], ast.Eq)):
         raise parser.rejected(body)
-    equation = Equation(parser.visit(body.left, 1), parser.visit(body.comparators[0], 1))
+    equation = Equation(desugar(parser.visit(body.left, 1)),
+                        desugar(parser.visit(body.comparators[0], 1)))
     return equation, isinstance(body.left, ast.Name)
 
 
@@ -389,8 +430,10 @@ def parse(source: str, symbols: Mapping[str, Any] | None = None) -> Expression:
     """
     equation, named_lhs = _parse(source, symbols)
     if equation.lhs is not None and not named_lhs:
+        left = source.split("=", 1)[0].strip()
+        left = left if len(left) <= SNIPPET_LENGTH else left[: SNIPPET_LENGTH - 3] + "..."
         raise ParseError(
             "equation left-hand side: parse() accepts an equation only as 'name = formula', got "
-            f"`{equation.lhs}`; use parse_equation() for other left sides",
+            f"`{left}`; use parse_equation() for other left sides",
             source=source, construct="equation left-hand side")
     return equation.rhs

@@ -23,6 +23,8 @@ class _Visitor(Protocol):
     def error(self, node: ast.AST | None, construct: str, detail: str,
               hint: str = "") -> ParseError: ...
 
+    def snippet(self, node: ast.AST) -> str: ...
+
 
 _SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
     # builder -> (parameter names, how many may be passed positionally)
@@ -45,7 +47,7 @@ def _bind(parser: _Visitor, node: ast.Call, builder: str) -> dict[str, ast.expr]
     bound = dict(zip(names, node.args, strict=False))
     for keyword in node.keywords:
         if keyword.arg not in names:
-            shown = f"**{ast.unparse(keyword.value)}" if keyword.arg is None else keyword.arg
+            shown = f"**{parser.snippet(keyword.value)}" if keyword.arg is None else keyword.arg
             raise parser.error(keyword, "keyword argument",
                                f"unsupported keyword argument `{shown}` of {builder}()", usage)
         if keyword.arg in bound:
@@ -65,7 +67,7 @@ def _name(parser: _Visitor, node: ast.Call, argument: ast.expr | None, builder: 
     value = argument.value if isinstance(argument, ast.Constant) else None
     if not isinstance(value, str) or not value.isidentifier() or value.startswith("__"):
         raise parser.error(argument, "parameter name", f"{builder}() name must be a string "
-                           f"literal holding an identifier, got `{ast.unparse(argument)}`",
+                           f"literal holding an identifier, got `{parser.snippet(argument)}`",
                            f"; usage: {_USAGE[builder]}")
     return value
 
@@ -77,7 +79,8 @@ def _number(parser: _Visitor, argument: ast.expr | None, depth: int, builder: st
     value = parser.visit(argument, depth)
     if not isinstance(value, Number):
         raise parser.error(argument, "parameter value", f"{builder}() {field} must be a number "
-                           f"literal, got `{ast.unparse(argument)}`", f"; usage: {_USAGE[builder]}")
+                           f"literal, got `{parser.snippet(argument)}`",
+                           f"; usage: {_USAGE[builder]}")
     return float(value.value)
 
 
@@ -88,7 +91,7 @@ def _category(parser: _Visitor, key: ast.expr | None) -> Any:
             not (negative and isinstance(literal.value, str | bool)):
         return -literal.value if negative else literal.value
     raise parser.error(key, "category label", "grouped_param() value keys must be number or "
-                       f"string literals, got `{ast.unparse(key) if key else '**'}`",
+                       f"string literals, got `{parser.snippet(key) if key else '**'}`",
                        f"; usage: {_USAGE['grouped_param']}")
 
 
@@ -98,7 +101,7 @@ def _group_values(parser: _Visitor, argument: ast.expr | None, depth: int,
         return None
     if not isinstance(argument, ast.Dict):
         raise parser.error(argument, "parameter value", "grouped_param() value must be a dict "
-                           f"literal, got `{ast.unparse(argument)}`",
+                           f"literal, got `{parser.snippet(argument)}`",
                            f"; usage: {_USAGE['grouped_param']}")
     return {_category(parser, key): _number(parser, value, depth, "grouped_param", "value")
             for key, value in zip(argument.keys, argument.values, strict=True)}

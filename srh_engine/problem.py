@@ -74,9 +74,9 @@ class LeastSquaresProblem:
     """Residuals and Jacobian of ``expression(values; theta) - target``."""
 
     def __init__(self, expression: Expression, values: Mapping[str, Any], target: np.ndarray,
-                 initial: Mapping[str, Any]) -> None:
+                 initial: Mapping[str, Any], **structure: Any) -> None:
         self.expression = expression
-        self.env = JacobianEnv(values, {})
+        self.env = JacobianEnv(values, {}, **structure)
         self.shape = target.shape
         self.target = target.reshape(-1)
         self.names = list(dict.fromkeys(

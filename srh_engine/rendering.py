@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from .functions import FUNCTIONS
+from .graph_nodes import Aggregate, Delay, Gather, Index, Indexed, Reduction, RelationLift
 from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
 
 __all__ = ["ParameterStyle", "render", "to_str", "to_tree"]
@@ -44,7 +45,9 @@ class _Renderer:
         self.handlers: dict[type, Callable[[Any], str]] = {
             Number: self.number, Symbol: self.symbol, Parameter: self.parameter,
             Binary: self.binary, Unary: self.unary, Function: self.function,
-            GroupedParameter: self.grouped,
+            GroupedParameter: self.grouped, Indexed: self.indexed, Reduction: self.reduction,
+            Gather: self.gather, Delay: self.delay, Aggregate: self.aggregate,
+            RelationLift: self.lift,
         }
 
     def render(self, node: Expression) -> str:
@@ -118,6 +121,55 @@ class _Renderer:
         if self.latex:
             return FUNCTIONS[node.name].latex.format(*arguments)
         return f"{node.name}({', '.join(arguments)})"
+
+
+    # -- structured nodes ---------------------------------------------------
+    def indices(self, indices: tuple[Index, ...]) -> str:
+        names = [index.name for index in indices]
+        return " ".join(latex_name(n) for n in names) if self.latex else ", ".join(names)
+
+    def indexed(self, node: Indexed) -> str:
+        base = self.wrapped(node.base, precedence(node.base) < ATOM or
+                            isinstance(node.base, Indexed))
+        if self.latex:
+            return f"{{{base}}}_{{{self.indices(node.indices)}}}"
+        return f"{base}[{self.indices(node.indices)}]"
+
+    def reduction(self, node: Reduction) -> str:
+        if self.latex:
+            relation = "" if node.relation is None else self.wrapped(
+                node.relation, precedence(node.relation) < PRODUCT) + " \\cdot "
+            return (f"\\sum_{{{self.indices(node.indices)}}} {relation}"
+                    f"{self.wrapped(node.operand, True)}")
+        arguments = [node.operand] if node.relation is None else [node.relation, node.operand]
+        return f"sum[{self.indices(node.indices)}]({self.arguments(arguments)})"
+
+    def gather(self, node: Gather) -> str:
+        if self.latex:
+            return (f"\\left.{self.wrapped(node.operand, True)}\\right|_{{"
+                    f"{self.render(node.relation)}}}")
+        return f"gather({self.arguments([node.relation, node.operand])})"
+
+    def delay(self, node: Delay) -> str:
+        if self.latex:
+            return f"{self.wrapped(node.value, True)}\\big|_{{t - {self.render(node.delta)}}}"
+        return f"delay({self.arguments([node.value, node.delta])})"
+
+    def aggregate(self, node: Aggregate) -> str:
+        return self.call("aggr", [node.relation, node.operand])
+
+    def lift(self, node: RelationLift) -> str:
+        name = "targ" if node.role == "target" else "sour"
+        return self.call(name, [node.operand] if node.relation is None
+                         else [node.relation, node.operand])
+
+    def call(self, name: str, arguments: list[Expression]) -> str:
+        if self.latex:
+            return f"\\operatorname{{{name}}}\\left({self.arguments(arguments)}\\right)"
+        return f"{name}({self.arguments(arguments)})"
+
+    def arguments(self, arguments: list[Expression]) -> str:
+        return ", ".join(self.render(argument) for argument in arguments)
 
 
 LATEX_OPERATORS = {"+": " + ", "-": " - ", "*": " \\cdot "}
@@ -212,6 +264,8 @@ def _tree_label(node: Expression, number_format: str) -> str:
         return f"Function({node.name})"
     if isinstance(node, GroupedParameter):
         return f"GroupedParameter({node.family})"
+    if isinstance(node, Indexed | Reduction):
+        return f"{type(node).__name__}[{', '.join(index.name for index in node.indices)}]"
     return type(node).__name__
 
 

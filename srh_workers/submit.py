@@ -52,6 +52,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         DataError: The data is invalid (the error names the variable).
     """
     from srh_core.context import AgentContext
+    from srh_core.context.structured import commit_run_data
 
     if len(y) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(y)}.")
@@ -59,8 +60,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     settings = settings if settings.run_id else settings.replace(run_id=uuid.uuid4().hex[:12])
     target = next(iter(y))
     context = AgentContext(args=settings)
-    context.commit_data({**{k: np.asarray(v) for k, v in X.items()},
-                         target: np.asarray(y[target])}, target=target, features=list(X))
+    commit_run_data(context, X, {target: np.asarray(y[target])})  # keeps a graph layout
     probe = RedisRunStore(client, settings.run_id, register=False)
     if probe.spec_json() is not None:
         raise ConfigurationError(f"Run id {settings.run_id!r} is already used by a submitted "

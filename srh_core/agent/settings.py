@@ -87,6 +87,10 @@ class SearchSettings(BaseModel):
         min_train_rows: Fewest training rows the search accepts; data that
             leaves fewer (or a validation split that holds out no row) is
             refused when it is committed.
+        rollout_state: For a derivative target d(state)/dt: the state variable;
+            candidates then also get ``rollout_rmse`` (trajectory rollout error,
+            see ``srh_core.evaluator.dynamics``); None disables it.
+        rollout_time: Time variable of the rollout.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, strict=True)
@@ -129,6 +133,8 @@ class SearchSettings(BaseModel):
     granularity: Literal["auto", "step", "run"] = "auto"
     workspace: str | None = None
     min_train_rows: int = Field(default=3, ge=1, le=1_000_000)
+    rollout_state: str | None = None
+    rollout_time: str = "t"
 
     @field_validator("split_ood_variable")
     @classmethod

@@ -101,6 +101,7 @@ def check_run_data(settings: Any, data: Any) -> None:
     Raises:
         DataError: The data breaks the data policy (names, values, rows).
     """
+    from srh_core.context.structured import StructuredData
     from srh_core.context.validation import (
         DataLayout,
         check_context_data,
@@ -108,6 +109,12 @@ def check_run_data(settings: Any, data: Any) -> None:
         raise_first,
     )
 
+    if isinstance(data.X, StructuredData):  # graph data: its layout decides the shapes
+        from srh_core.context import AgentContext
+        from srh_core.context.structured import commit_run_data
+
+        commit_run_data(AgentContext(args=settings), data.X, data.y)
+        return
     arrays = {name: np.asarray(values) for name, values in {**data.X, **data.y}.items()}
     target = next(iter(data.y))
     issues = check_context_data(arrays, DataLayout(target=target))

@@ -187,15 +187,15 @@ class LocalBranchRunner:
 def make_context(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | Any) -> Any:
     """The agent's context (a new one unless it was given) holding ``X`` and ``y``."""
     from srh_core.context import AgentContext
+    from srh_core.context.structured import commit_run_data
 
     targets = dict(y) if isinstance(y, Mapping) else {"y": np.asarray(y)}
     if len(targets) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(targets)}.")
-    target = next(iter(targets))
     context = agent.context
     if context is None:
         context = AgentContext(args=agent.settings, evaluator=agent.evaluator)
-    context.commit_data({**dict(X), **targets}, target=target, features=list(X))
+    commit_run_data(context, X, targets)  # keeps a StructuredData's graph layout
     return context
 
 

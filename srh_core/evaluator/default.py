@@ -14,10 +14,19 @@ Missing data: a row counts only when every sample variable the formula and
 are left out of both fitting and scoring (the metric dict's ``n_samples``
 says how many rows were scored). A non-finite *prediction* on a counted row is
 not dropped: it makes the error metrics nan (see :mod:`.metrics`).
+
+Graph data (``num_nodes`` and relations in the context) is evaluated
+graph-aligned (see :mod:`.graph`). Derivative targets: when the settings name
+a ``rollout_state`` (and ``rollout_time``, default ``"t"``), a candidate's
+metrics also hold ``rollout_rmse``, the RMSE of integrating it as
+``d state/dt = f`` over the observed trajectories (:mod:`.dynamics`; ``inf``
+when the rollout blows up), so ``ranking_metric="rollout_rmse"`` ranks
+derivative formulas by their trajectories.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -26,6 +35,7 @@ import numpy as np
 import srh_engine as engine
 from srh_core.errors import DataError, did_you_mean
 from srh_core.evaluator import metrics
+from srh_core.evaluator.graph import engine_options, engine_values
 from srh_core.evaluator.metrics import MetricDict
 from srh_core.evaluator.splits import row_aligned_names, split_aligned_context
 
@@ -84,7 +94,9 @@ class DefaultEvaluator:
         if target.shape[0] == 0:
             raise DataError("No complete sample to fit on: every row has a missing value in a "
                             "variable the formula reads, or a non-finite target.")
-        result = engine.fit(f, values, target, method=settings.fit_method, fit_constants=constants)
+        result = engine.fit(f, engine_values(f, values, context), target,
+                            method=settings.fit_method, fit_constants=constants,
+                            **engine_options(f, context))
         return result.expression
 
     @classmethod
@@ -103,7 +115,8 @@ class DefaultEvaluator:
             n_params, n_samples, n_finite``.
         """
         values, target = observed_data(f, y, context)
-        prediction = engine.evaluate(f, values)
+        prediction = engine.evaluate(f, engine_values(f, values, context),
+                                     **engine_options(f, context))
         return metrics.regression_metrics(f, target, prediction)
 
     @classmethod
@@ -113,8 +126,73 @@ class DefaultEvaluator:
 
     @classmethod
     def evaluate_candidate(cls, f: engine.Expression, context: AgentContext) -> MetricDict:
-        """Evaluate a candidate against the configured target (see :meth:`evaluate`)."""
-        return cls.evaluate(f, target_symbol(context), context)
+        """Evaluate a candidate against the configured target (see :meth:`evaluate`).
+
+        With a ``rollout_state`` setting, ``rollout_rmse`` is added.
+        """
+        scores = cls.evaluate(f, target_symbol(context), context)
+        options = rollout_options(context)
+        if options is not None:
+            scores["rollout_rmse"] = rollout_rmse(f, context, *options)
+        return scores
+
+
+def rollout_options(context: AgentContext) -> tuple[str, str] | None:
+    """``(state, time)`` when the settings ask for rollout scores, else None.
+
+    Raises:
+        ConfigurationError: The named state or time is not a variable of the data.
+    """
+    args = context.args
+    read = args.get if isinstance(args, dict) else lambda name, default: getattr(
+        args, name, default)
+    state = read("rollout_state", None)
+    if state is None:
+        return None
+    time = read("rollout_time", "t") or "t"
+    for name, setting in ((state, "rollout_state"), (time, "rollout_time")):
+        if name not in context.data:
+            from srh_core.errors import ConfigurationError
+
+            raise ConfigurationError(f"The {setting!r} setting names {name!r}, which is not "
+                                     f"in the data.{did_you_mean(name, context.data)}",
+                                     setting=setting)
+    return state, time
+
+
+ROLLOUT_SECONDS = 2.0
+"""Wall-clock budget of one candidate's rollout on one split (beyond it: inf)."""
+
+ROLLOUT_RTOL, ROLLOUT_ATOL = 1e-7, 1e-9
+"""Solver tolerances of the ranking rollouts (looser than the judges': a ranking needs
+errors well below the candidates' differences, not to rounding)."""
+
+
+_ROLLOUTS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str, int], float]] = \
+    weakref.WeakKeyDictionary()
+"""Rollout scores per context view: tools often score the same formula again."""
+
+
+def rollout_rmse(f: engine.Expression, context: AgentContext, state: str, time: str) -> float:
+    """Trajectory rollout RMSE of ``d state/dt = f`` (inf when the rollout fails or takes
+    longer than ``ROLLOUT_SECONDS``); remembered per context view and formula."""
+    known = _ROLLOUTS.setdefault(context, {})
+    key = (engine.to_str(f), state, time, context.revision)
+    if key not in known:
+        known[key] = _rollout_rmse(f, context, state, time)
+    return known[key]
+
+
+def _rollout_rmse(f: engine.Expression, context: AgentContext, state: str, time: str) -> float:
+    from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE
+
+    try:
+        value = calc_trajectory_rollout_RMSE(f, context, time=time, state=state,
+                                             time_limit=ROLLOUT_SECONDS, rtol=ROLLOUT_RTOL,
+                                             atol=ROLLOUT_ATOL)
+    except RolloutError:
+        return float("inf")
+    return value if np.isfinite(value) else float("inf")
 
 
 def target_symbol(context: AgentContext) -> engine.Expression:
@@ -149,7 +227,8 @@ def observed_data(
     aligned = set(row_aligned_names(context))
     values = {name: context.data[name] for name in names}
     n_samples = context.n_samples
-    target = _as_target(engine.evaluate(y, values), n_samples)
+    target = _as_target(engine.evaluate(y, engine_values(y, values, context),
+                                        **engine_options(y, context)), n_samples)
     rows = _complete_rows(n_samples, [values[n] for n in names if n in aligned], target)
     kept = {name: value[rows] if name in aligned else value for name, value in values.items()}
     return kept, target[rows]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from srh_core.evaluator import splits
+from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE, integrate_ODE
 from srh_core.evaluator.metrics import (
     calc_AIC,
     calc_BIC,
@@ -36,10 +37,10 @@ if TYPE_CHECKING:
     from srh_core.context import AgentContext
 
 __all__ = [
-    "AgentContext", "calc_AIC", "calc_BIC", "calc_MAE", "calc_MAPE", "calc_MSE",
-    "calc_PearsonR", "calc_R2", "calc_RMSE", "calc_SpearmanR", "calc_complexity",
-    "regression_metrics", "select_OOD_indices", "select_random_indices",
-    "split_aligned_context", "split_indices",
+    "AgentContext", "RolloutError", "calc_AIC", "calc_BIC", "calc_MAE", "calc_MAPE",
+    "calc_MSE", "calc_PearsonR", "calc_R2", "calc_RMSE", "calc_SpearmanR", "calc_complexity",
+    "calc_trajectory_rollout_RMSE", "integrate_ODE", "regression_metrics",
+    "select_OOD_indices", "select_random_indices", "split_aligned_context", "split_indices",
 ]
 
 

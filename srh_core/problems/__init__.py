@@ -6,6 +6,16 @@ syntax (``ln`` is the natural logarithm) and a uniform range per variable.
 formula on fresh, independently seeded points. Nothing in the code may
 special-case a problem: the suite is data.
 
+Built-in suites (``load_suite("feynman" | "strogatz" | "network")``; the
+Feynman subset is the default): ``strogatz`` holds SRBench's 14 Strogatz ODE
+problems as trajectories (:mod:`.dynamics`), ``network`` network dynamics on
+random graphs (:mod:`.network`). An entry's ``kind`` (``"formula"`` default,
+``"ode"``, ``"network"``) picks its class; every class has the same interface
+(``name``, ``id``, ``output``, ``formula``, ``feature_names``, ``sample``,
+``judge``). A problem name unknown to the default suite is looked up in the
+other built-in suites, so ``srh run --problem strogatz-lv1`` needs no
+``--suite``.
+
 Protocol:
 - every variable i.i.d. from U[low, high] with a seeded generator
   (search data: ``default_rng([seed, 0])``; judging data: ``[seed, 1]``);
@@ -32,6 +42,9 @@ TINY = 1e-300
 DEFAULT_SAMPLES = 2_000
 JUDGE_SAMPLES = 1_000
 BUILTIN_SUITE = "feynman_public.json"
+BUILTIN_SUITES = {"feynman": BUILTIN_SUITE, "strogatz": "strogatz.json",
+                  "network": "network.json"}
+"""Built-in suite name -> packaged file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,15 +56,28 @@ class VariableRange:
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
-    """How a formula did on fresh points."""
+    """How a formula did on fresh points (and, for derivative formulas, in a rollout).
+
+    Attributes:
+        solved: Whether it meets the suite's bar.
+        max_relative_error: Worst error on fresh points (pointwise relative for
+            formula problems, relative to the target's scale for dynamics).
+        r2: R^2 on the fresh points.
+        rollout_error: Relative RMSE of the trajectory rollout (dynamics
+            problems; None when not applicable or when the rollout failed).
+    """
 
     solved: bool
     max_relative_error: float
     r2: float
+    rollout_error: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"solved": self.solved, "max_relative_error": _finite(self.max_relative_error),
-                "r2": _finite(self.r2)}
+        entry = {"solved": self.solved, "max_relative_error": _finite(self.max_relative_error),
+                 "r2": _finite(self.r2)}
+        if self.rollout_error is not None:
+            entry["rollout_error"] = _finite(self.rollout_error)
+        return entry
 
 
 def _finite(value: float) -> float | None:
@@ -125,10 +151,33 @@ def _judgement(truth: np.ndarray, predicted: np.ndarray) -> Judgement:
     return Judgement(bool(worst < SOLVED_TOLERANCE), worst, r2)
 
 
+def problem_from_dict(data: Mapping[str, Any]) -> Any:
+    """A problem of the class its ``kind`` names (formula, ode or network)."""
+    kind = data.get("kind", "formula") if isinstance(data, Mapping) else "formula"
+    try:
+        if kind == "ode":
+            from srh_core.problems.dynamics import OdeProblem
+
+            return OdeProblem.from_dict(data)
+        if kind == "network":
+            from srh_core.problems.network import NetworkProblem
+
+            return NetworkProblem.from_dict(data)
+    except (KeyError, TypeError, ValueError) as error:
+        raise ConfigurationError(f"Malformed {kind} problem entry {data!r:.120}: {error!r}"
+                                 ) from None
+    if kind != "formula":
+        raise ConfigurationError(f"Unknown problem kind {kind!r}; expected formula, ode or "
+                                 "network.")
+    return Problem.from_dict(data)
+
+
 @dataclass(frozen=True, slots=True)
 class Suite:
     name: str
-    problems: tuple[Problem, ...]
+    problems: tuple[Any, ...]
+    builtin: str | None = None
+    """The built-in suite's key ("feynman"...), None for a suite file."""
 
     def names(self) -> list[str]:
         return [problem.name for problem in self.problems]
@@ -142,29 +191,53 @@ class Suite:
         for problem in self.problems:
             if name in (problem.name, problem.id):
                 return problem
+        if self.builtin is not None:
+            for other in BUILTIN_SUITES:
+                if other != self.builtin and (found := _builtin(other).find(name)) is not None:
+                    return found
         choices = self.names() + [problem.id for problem in self.problems]
         raise ConfigurationError(f"Unknown problem {name!r} in suite {self.name!r}."
                                  f"{did_you_mean(name, choices)} `srh problems` lists them.",
                                  setting="problem")
 
-    def select(self, names: Sequence[str] | None) -> list[Problem]:
+    def find(self, name: str) -> Any:
+        """The problem named ``name`` (or with that id) in this suite only, else None."""
+        return next((p for p in self.problems if name in (p.name, p.id)), None)
+
+    def select(self, names: Sequence[str] | None) -> list[Any]:
         return list(self.problems) if not names else [self.get(name) for name in names]
 
 
-def load_suite(path: str | Path | None = None) -> Suite:
-    """Load a suite file; the packaged Feynman subset when ``path`` is None."""
-    if path is None:
-        text = resources.files(__package__).joinpath(BUILTIN_SUITE).read_text(encoding="utf-8")
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as error:
-            raise ConfigurationError(f"Cannot read suite file {path}: {error}") from error
+def _builtin(name: str) -> Suite:
+    file = BUILTIN_SUITES[name]
+    text = resources.files(__package__).joinpath(file).read_text(encoding="utf-8")
+    suite = _parse_suite(text, file)
+    return Suite(name=suite.name, problems=suite.problems, builtin=name)
+
+
+def _parse_suite(text: str, origin: str) -> Suite:
     try:
         document = json.loads(text)
-        problems = tuple(Problem.from_dict(entry) for entry in document["problems"])
+        problems = tuple(problem_from_dict(entry) for entry in document["problems"])
     except (ValueError, KeyError, TypeError) as error:
-        raise ConfigurationError(f"Suite file {path or BUILTIN_SUITE} is malformed: {error!r}"
-                                 ) from None
-    return Suite(name=str(document.get("suite", Path(str(path or BUILTIN_SUITE)).stem)),
-                 problems=problems)
+        raise ConfigurationError(f"Suite file {origin} is malformed: {error!r}") from None
+    return Suite(name=str(document.get("suite", Path(origin).stem)), problems=problems)
+
+
+def load_suite(path: str | Path | None = None) -> Suite:
+    """Load a suite: a JSON file, a built-in suite name, or the Feynman subset (None).
+
+    A path that does not exist but whose name is a built-in suite's
+    (``strogatz``, ``network``, ``feynman``) loads that suite, so sweep files
+    may say ``suite = "strogatz"``.
+    """
+    if path is None:
+        return _builtin("feynman")
+    if str(path) in BUILTIN_SUITES or (not Path(path).exists()
+                                       and Path(path).name in BUILTIN_SUITES):
+        return _builtin(Path(path).name)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigurationError(f"Cannot read suite file {path}: {error}") from error
+    return _parse_suite(text, str(path))

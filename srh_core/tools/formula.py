@@ -234,8 +234,8 @@ class FormulaTool(BaseTool):
         Raises:
             ToolArgumentError: Shapes do not broadcast, or too few complete rows.
         """
-        data = self.require_context().train_split.data
-        columns = [engine.evaluate(term.expression, data) for term in (target, *inputs)]
+        split = self.require_context().train_split
+        columns = [evaluate_on(term.expression, split) for term in (target, *inputs)]
         try:
             arrays = np.broadcast_arrays(*[np.asarray(c, dtype=float) for c in columns])
         except ValueError:
@@ -326,8 +326,8 @@ class FormulaTool(BaseTool):
         return {str(k): (v.item() if isinstance(v, np.generic) else v) for k, v in metrics.items()}
 
     def _diagnostics(self, f: engine.Expression, target: DataTerm, split: Any) -> dict[str, Any]:
-        y_true = engine.evaluate(target.expression, split.data)
-        y_pred = engine.evaluate(f, split.data)
+        y_true = evaluate_on(target.expression, split)
+        y_pred = evaluate_on(f, split)
         used = [*engine.symbols(f), *engine.symbols(target.expression)]
         names = list(dict.fromkeys([*used, *self.require_context().feature_names()]))
         if target.is_target:  # y_true already shows it
@@ -417,6 +417,14 @@ class FormulaTool(BaseTool):
 def split_results(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """The reference's ``data_split_results`` view of ``{split: metric dict}``."""
     return {split: {"metrics": values} for split, values in metrics.items()}
+
+
+def evaluate_on(expression: engine.Expression, split: Any) -> Any:
+    """Evaluate on a context view, graph-aligned when the expression uses indices."""
+    from srh_core.evaluator.graph import engine_options, engine_values
+
+    return engine.evaluate(expression, engine_values(expression, split.data, split),
+                           **engine_options(expression, split))
 
 
 def formula_text(f: engine.Expression) -> str:

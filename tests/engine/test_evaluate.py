@@ -168,7 +168,18 @@ def test_too_deep_programmatic_tree_is_a_typed_error() -> None:
 
 
 def test_dispatch_table_covers_every_node_type() -> None:
-    from srh_engine import Binary, Function, Number, Unary
+    from srh_engine import (
+        Aggregate,
+        Binary,
+        Delay,
+        Function,
+        Gather,
+        Indexed,
+        Number,
+        Reduction,
+        RelationLift,
+        Unary,
+    )
 
     assert set(EVALUATORS) == {Binary, Function, GroupedParameter, Number, Parameter, Symbol,
-                               Unary}
+                               Unary, Delay, Indexed, Reduction, Gather, Aggregate, RelationLift}

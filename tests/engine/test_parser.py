@@ -101,7 +101,7 @@ REJECTED = [
     ("call-of-lambda", "(lambda: 1)()", "call of a non-function"),
     ("bare-lambda", "lambda: x", "lambda"),
     ("list-comprehension", "[x for x in y]", "list comprehension"),
-    ("generator", "sum(x for x in y)", "unknown function"),
+    ("generator", "sum(x for x in y)", "reduction"),
     ("dict-comprehension", "{x: 1 for x in y}", "dict comprehension"),
     ("string", "'abc'", "string literal"),
     ("string-in-sum", "x + 'a'", "string literal"),

@@ -16,6 +16,7 @@ from srh_core.api.offline.moves import Move
 from srh_core.api.offline.policy import Proposal
 from srh_core.api.offline.reader import read_conversation
 from srh_core.api.offline.screening import screened_plan
+from srh_core.api.offline.structured import structured_plan
 from srh_core.api.options import RequestOptions
 from srh_core.api.response import CallSummary, ModelResponse, Usage
 from srh_core.parsers import ToolLike, ToolParserName
@@ -49,8 +50,9 @@ class OfflineAPI(BaseAPI):
                   token: CancelToken) -> Generator[SampleDelta, None, CallSummary]:
         view = read_conversation(messages, self.parser)
         seed = self.seed if options.seed is None else options.seed
-        proposals = screened_plan(messages, view, n, np.random.default_rng(seed),
-                                  self.tool_metadata())
+        rng = np.random.default_rng(seed)
+        proposals = (structured_plan(messages, view, n, rng)
+                     or screened_plan(messages, view, n, rng, self.tool_metadata()))
         responses = []
         for sample, proposal in enumerate(proposals, 1):
             token.raise_if_cancelled(self.provider, str(self.model))

@@ -120,7 +120,8 @@ class RelationshipAnalysisTool(BaseTool):
         known = sample_names(self.context)
         target = self._y(train.data, y, known)
         items = [n for n in self._items(variables) if n != target.name]
-        resolved, failures = resolve_variables(train.data, items, known, self.context.target)
+        resolved, failures = resolve_variables(train.data, items, known, self.context.target,
+                                            train)
         resolved = _same_shape(resolved, target, failures)
         keep = _subsample(target.values.size)
         y_used = target.values.reshape(-1)[keep]
@@ -157,7 +158,8 @@ class RelationshipAnalysisTool(BaseTool):
             raise ToolArgumentError("The data has no target; pass y, e.g. y=\"x3\".",
                                     parameter="y")
         try:
-            return resolve_variable(data, text, known, self.context.target)
+            return resolve_variable(data, text, known, self.context.target,
+                                    self.context.train_split)
         except (ValueError, TypeError, ArithmeticError) as error:
             raise ToolArgumentError(f"The 'y' parameter of {TOOL_NAME} could not be used: "
                                     f"{error}", parameter="y") from error

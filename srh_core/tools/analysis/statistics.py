@@ -91,7 +91,8 @@ class StatisticsTool(BaseTool):
         train = require_data(self.context, TOOL_NAME).train_split
         items = variables_requested(self.context, variables)
         known = sample_names(self.context)
-        resolved, failures = resolve_variables(train.data, items, known, self.context.target)
+        resolved, failures = resolve_variables(train.data, items, known, self.context.target,
+                                            train)
         thresholds = summary.near_zero_thresholds(threshold)
         described = []
         for item in resolved:

@@ -1,7 +1,10 @@
 """Resolve the variable names and expressions an analysis tool is asked about.
 
 A requested item is either a data variable (``x1``) or an expression of data
-variables (``log(y)``, ``x1*x2``). Expressions are parsed by
+variables (``log(y)``, ``x1*x2``); on graph data also an indexed expression such
+as ``sum[j](A[i, j], x[j] - x[i])``, which may read the relations and is
+evaluated graph-aligned (a node field ``(n_samples, N)``, compared with a
+node-aligned target value by value). Expressions are parsed by
 :func:`srh_engine.parse` and evaluated by :func:`srh_engine.evaluate`: no
 Python is ever evaluated, so ``__import__('os')`` is a parse error like any
 other. Every failure is kept with its message (and a "did you mean" for
@@ -18,7 +21,9 @@ import numpy as np
 
 import srh_engine as engine
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
+from srh_core.evaluator.graph import engine_values
 from srh_core.tools.base import BaseTool
+from srh_engine.graph_evaluation import is_structural
 
 MAX_VARIABLES = 40
 NAMED_CONSTANTS = ("pi", "e")
@@ -101,7 +106,7 @@ def requested_names(names: Sequence[Any] | None, defaults: list[str], tool: str)
 
 def resolve_variables(
     data: Mapping[str, np.ndarray], items: Sequence[str], known: Sequence[str],
-    target: str | None,
+    target: str | None, context: Any = None,
 ) -> tuple[list[AnalysedVariable], list[VariableFailure]]:
     """Resolve each item on ``data``; failures are collected, not raised.
 
@@ -110,6 +115,8 @@ def resolve_variables(
         items: Variable names or expressions.
         known: Names the items may read (the sample variables).
         target: The target's name, to mark items that read it.
+        context: The context ``data`` comes from; with graph data, indexed
+            expressions may also read its relations.
 
     Returns:
         The resolved variables in request order, and the failures.
@@ -118,14 +125,15 @@ def resolve_variables(
     failures: list[VariableFailure] = []
     for item in items:
         try:
-            resolved.append(resolve_variable(data, item, known, target))
+            resolved.append(resolve_variable(data, item, known, target, context))
         except (ValueError, TypeError, ArithmeticError) as error:
             failures.append(VariableFailure(item, str(error) or type(error).__name__))
     return resolved, failures
 
 
 def resolve_variable(
-    data: Mapping[str, np.ndarray], item: str, known: Sequence[str], target: str | None
+    data: Mapping[str, np.ndarray], item: str, known: Sequence[str], target: str | None,
+    context: Any = None,
 ) -> AnalysedVariable:
     """Resolve one name or expression (see :func:`resolve_variables`).
 
@@ -141,11 +149,19 @@ def resolve_variable(
     symbols = {name: engine.Symbol(name) for name in NAMED_CONSTANTS if name in known}
     expression = engine.parse(text, symbols=symbols)
     used = engine.symbols(expression)
+    graph = context is not None and getattr(context, "num_nodes", None) is not None and \
+        is_structural(expression)
+    readable = [*known, *sorted(context.relation_names)] if graph else list(known)
     for name in used:
-        if name not in known:
+        if name not in readable:
             raise DataError(f"{name!r} is not a variable of the data.{did_you_mean(name, known)}"
-                            f" Variables: {', '.join(known)}.", variable=name)
-    values = engine.evaluate(expression, {name: data[name] for name in used})
+                            f" Variables: {', '.join(readable)}.", variable=name)
+    values = {name: data[name] for name in used}
+    if graph:
+        values = engine.evaluate(expression, engine_values(expression, values, context),
+                                 num_nodes=context.num_nodes)
+    else:
+        values = engine.evaluate(expression, values)
     if np.ndim(values) == 0:
         raise DataError(f"{text!r} is a constant ({float(values):g}); give a variable or an "
                         "expression that reads one.", variable=item)

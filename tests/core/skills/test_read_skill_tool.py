@@ -37,7 +37,8 @@ def test_no_arguments_lists_skills_and_problems(tmp_path: Path) -> None:
     result = run(manager=SkillManager(custom_dir=custom_dir(tmp_path)))
     assert result.ok and result.result["action"] == "list"
     names = [skill["name"] for skill in result.result["skills"]]
-    assert names == ["discover-symbolic-laws", "pendulum-laws", "sr-harness-engine-syntax"]
+    assert names == ["discover-symbolic-laws", "pendulum-laws", "sr-harness-engine-graph-syntax",
+                     "sr-harness-engine-syntax"]
     assert "- pendulum-laws (custom): Pendulum periods." in result.result_str
     assert "Invalid skill folder" in result.result_str and "broken-skill" in result.result_str
     json.dumps(result.to_dict(), allow_nan=False)
@@ -96,4 +97,4 @@ def test_manager_comes_from_context_then_values_then_builtins(tmp_path: Path) ->
     assert "pendulum-laws" in from_context.result_str
     from_values = run(SimpleNamespace(), manager=only_syntax)
     assert [s["name"] for s in from_values.result["skills"]] == ["sr-harness-engine-syntax"]
-    assert len(run().result["skills"]) == 2
+    assert len(run().result["skills"]) == 3

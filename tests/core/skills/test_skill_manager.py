@@ -16,7 +16,8 @@ from srh_core.skills import (
 )
 from srh_core.skills.frontmatter import FrontMatterError, split_front_matter
 
-BUILTIN_SKILLS = {"discover-symbolic-laws", "sr-harness-engine-syntax"}
+BUILTIN_SKILLS = {"discover-symbolic-laws", "sr-harness-engine-syntax",
+                  "sr-harness-engine-graph-syntax"}
 
 
 def write_skill(root: Path, folder: str, text: str, files: dict[str, str] | None = None) -> Path:
