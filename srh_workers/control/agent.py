@@ -43,11 +43,15 @@ def timeline_event(kind: InteractionEventKind, payload: Mapping[str, Any]) -> di
 
 
 class RedisCancelSignal:
-    """Event-like: set while the run's force-pause flag is (read from Redis, cached briefly).
+    """Event-like: set while the run's force-pause flag is (read from Redis).
+
+    A clear flag is cached briefly (tools check it in tight loops, and a
+    force-pause may take that long to reach them); a set flag never is, so
+    work that starts right after the release is not cut.
 
     Args:
         store: The run's store.
-        cache_seconds: How long a read answers (tools check it in tight loops).
+        cache_seconds: How long a read of a clear flag answers.
     """
 
     def __init__(self, store: RedisRunStore, cache_seconds: float = SIGNAL_CACHE_SECONDS
@@ -70,7 +74,7 @@ class RedisCancelSignal:
             return self._value
         with self._lock:
             self._value = bool(state and state.get("forced"))
-            self._read_at = time.monotonic()
+            self._read_at = -float("inf") if self._value else time.monotonic()
             return self._value
 
 

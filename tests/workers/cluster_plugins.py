@@ -1,8 +1,8 @@
 """Test-only tool and model for the cluster tests, imported by the test's workers.
 
 Workers load this module through ``SRH_TASK_MODULES``, so the ``slow_probe``
-tool and the ``test-slow`` provider exist on both sides. The provider counts
-its requests per sampling seed in Redis (``srh-test:requests``), which is how
+and ``cancellable_wait`` tools and the ``test-slow`` provider exist on both sides.
+The provider counts its requests per sampling seed in Redis (``srh-test:requests``), which is how
 a test proves that a finished step was never sampled again, and it can be
 made slow (``SRH_TEST_MODEL_DELAY``) so a test can kill a worker mid-request.
 """
@@ -39,6 +39,21 @@ class SlowProbe(BaseTool):
         while time.monotonic() < end:
             time.sleep(0.05)
         return {"slept": seconds}
+
+
+@BaseTool.register("cancellable_wait")
+class CancellableWait(BaseTool):
+    def execute(self, seconds: float = PROBE_SECONDS) -> dict[str, Any]:
+        """Wait, checking for cancellation between short sleeps (a long fit does the same).
+
+        Args:
+            seconds: How long to wait.
+        """
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.check_cancelled()
+            time.sleep(0.02)
+        return {"waited": seconds}
 
 
 @BaseAPI.register("test-slow")

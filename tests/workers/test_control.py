@@ -273,3 +273,17 @@ def test_submit_interactive_checks_the_class_and_the_run_id(client):
     with pytest.raises(ConfigurationError, match="already used"):
         submit_interactive(client, [].append, settings, *problem())
     assert RedisRunStore(client, "sub", register=False).control_state() is not None
+
+
+def test_the_cancel_signal_caches_a_clear_flag_only(client):
+    from srh_workers.control.agent import RedisCancelSignal
+
+    open_controls(client, RUN)
+    signal = RedisCancelSignal(RedisRunStore(client, RUN, register=False), cache_seconds=60)
+    assert signal.is_set() is False
+    channel(client).apply(ControlCommand("force_pause"))
+    assert signal.is_set() is False                 # within the cache of a clear read
+    signal = RedisCancelSignal(RedisRunStore(client, RUN, register=False), cache_seconds=60)
+    assert signal.is_set() is True
+    channel(client).apply(ControlCommand("resume"))
+    assert signal.is_set() is False                 # a set flag is read again every time
