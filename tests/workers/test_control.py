@@ -262,6 +262,22 @@ def test_a_parked_step_re_delivered_or_kicked_stays_parked(server_client):
     assert run.store.stored_result().status == "completed" and len(run.labels()) == 24
 
 
+@pytest.mark.integration
+def test_a_cancelled_parked_run_stops_when_kicked(server_client):
+    from srh_workers.submit import cancel_run, kick_run
+
+    run = InlineRun(server_client, "cancelled", **VALUES)
+    run.send("pause")
+    run.step()
+    cancel_run(server_client, run.run_id)
+    kick_run(server_client, run.queue.append, run.run_id)
+    run.step()
+    result = run.store.stored_result()
+    assert result.status == "interrupted" and result.stop_reason == "cancelled"
+    status = run.control.read_status()
+    assert status["interaction_state"] == "idle" and status["held"] == []
+
+
 def test_submit_interactive_checks_the_class_and_the_run_id(client):
     from srh_core.agent import SRAgent
     from srh_core.errors import ConfigurationError
