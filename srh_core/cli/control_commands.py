@@ -117,11 +117,17 @@ def resolve_target(target: str) -> ControlTarget:
     path = Path(target)
     if path.is_dir():
         return DirectoryTarget(path)
+    problems = []
     for resolve in CONTROL_TARGETS:
-        found = resolve(target)
+        try:
+            found = resolve(target)
+        except ConfigurationError as error:
+            problems.append(str(error))
+            continue
         if found is not None:
             return found
-    where = "" if CONTROL_TARGETS else " (cluster run ids need the workers package)"
+    where = f" ({'; '.join(problems)})" if problems else (
+        "" if CONTROL_TARGETS else " (cluster run ids need the workers package)")
     raise ConfigurationError(f"{target!r} is neither a run directory nor the id of a cluster "
                              f"run{where}.", setting="target")
 
