@@ -22,7 +22,7 @@ messages are carried to the next branch's first request.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -174,6 +174,11 @@ class AgentControls(Protocol):
     def publish_event(self, kind: InteractionEventKind, payload: Mapping[str, Any]) -> None:
         ...
 
+    def publish_events(self, events: Sequence[tuple[InteractionEventKind, Mapping[str, Any]]]
+                       ) -> None:
+        """Publish several events in order (one write where the timeline is remote)."""
+        ...
+
     def cancellable(self, cancel: Callable[[], None]) -> AbstractContextManager[None]:
         """Call ``cancel`` if a force-pause comes while the block runs."""
         ...
@@ -229,6 +234,11 @@ class LocalControls:
 
     def publish_event(self, kind: InteractionEventKind, payload: Mapping[str, Any]) -> None:
         self.manager.publish_event(kind, payload)
+
+    def publish_events(self, events: Sequence[tuple[InteractionEventKind, Mapping[str, Any]]]
+                       ) -> None:
+        for kind, payload in events:
+            self.manager.publish_event(kind, payload)
 
     def cancellable(self, cancel: Callable[[], None]) -> AbstractContextManager[None]:
         return self.manager.cancellable(cancel)

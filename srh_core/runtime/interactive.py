@@ -133,11 +133,11 @@ class SRAgentInteractive(SRAgent):
         controls = self.controls
         coord = {"R": R, "C": C, "L": L}
         ids = {K: self.node_id(R, C, L, K) for K in range(1, self.K + 1)}
-        controls.publish_event("context", {"coord": coord, "n_messages": len(prompt),
-                                          "last_message": _preview(prompt[-1] if prompt else {})})
-        for K, response_id in ids.items():
-            controls.publish_event("assistant_started", {"response_id": response_id,
-                                                        "coord": {**coord, "K": K}})
+        controls.publish_events([
+            ("context", {"coord": coord, "n_messages": len(prompt),
+                         "last_message": _preview(prompt[-1] if prompt else {})}),
+            *[("assistant_started", {"response_id": response_id, "coord": {**coord, "K": K}})
+              for K, response_id in ids.items()]])
         try:
             with controls.cancellable(lambda: self._cancel_step(R, C, L)):
                 if "interrupted" in self._flags(R, C, L):
@@ -152,12 +152,11 @@ class SRAgentInteractive(SRAgent):
         except Exception as error:
             self._publish_failed(ids, coord, error)
             raise
-        for K, response in zip(ids, responses, strict=False):
-            controls.publish_event("assistant_completed", {
-                "response_id": ids[K], "coord": {**coord, "K": K},
-                "content": _clip(response.content), "finish_reason": response.finish_reason,
-                "tool_calls": [_call_view(call) for call in response.tool_calls],
-                "usage": usage})
+        controls.publish_events([("assistant_completed", {
+            "response_id": ids[K], "coord": {**coord, "K": K},
+            "content": _clip(response.content), "finish_reason": response.finish_reason,
+            "tool_calls": [_call_view(call) for call in response.tool_calls], "usage": usage})
+            for K, response in zip(ids, responses, strict=False)])
         return responses, usage
 
     def _cancel_step(self, R: int, C: int, L: int) -> None:
@@ -169,10 +168,10 @@ class SRAgentInteractive(SRAgent):
 
     def _publish_failed(self, ids: Mapping[int, str], coord: Mapping[str, int],
                         error: Exception, *, interrupted: bool = False) -> None:
-        for K, response_id in ids.items():
-            self.controls.publish_event("assistant_failed", {
-                "response_id": response_id, "coord": {**coord, "K": K},
-                "error": f"{type(error).__name__}: {error}", "interrupted": interrupted})
+        self.controls.publish_events([("assistant_failed", {
+            "response_id": response_id, "coord": {**coord, "K": K},
+            "error": f"{type(error).__name__}: {error}", "interrupted": interrupted})
+            for K, response_id in ids.items()])
 
     # ---------------------------------------------------------------- tools
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
@@ -180,10 +179,9 @@ class SRAgentInteractive(SRAgent):
         """Run the step's calls; a force-pause cuts them (every call reported cancelled)."""
         controls = self.controls
         coord = {"R": R, "C": C, "L": L}
-        for response in response_list:  # one sample per call, or all K: K is response.sample
-            for call in response.tool_calls:
-                controls.publish_event("tool_started", {"coord": {**coord, "K": response.sample},
-                                                       "call": _call_view(call)})
+        controls.publish_events([  # one sample per call, or all K: K is response.sample
+            ("tool_started", {"coord": {**coord, "K": response.sample}, "call": _call_view(call)})
+            for response in response_list for call in response.tool_calls])
         try:
             with controls.cancellable(lambda: self._flag(R, C, L, "interrupted")):
                 grouped = super().execute_tool_calls(response_list, R, L, C)
@@ -192,13 +190,12 @@ class SRAgentInteractive(SRAgent):
                     or "interrupted" in self._flags(R, C, L)):
                 raise
             grouped = self._cancelled_calls(response_list, R, L, C)
-        for response, results in zip(response_list, grouped, strict=True):
-            for call, result in zip(response.tool_calls, results, strict=True):
-                controls.publish_event("tool_completed", {
-                    "coord": {**coord, "K": response.sample}, "call": _call_view(call),
-                    "ok": result.ok,
-                    "result_str": _clip(result.result_str),
-                    "elapsed_s": result.meta_data.get("elapsed_s")})
+        controls.publish_events([("tool_completed", {
+            "coord": {**coord, "K": response.sample}, "call": _call_view(call), "ok": result.ok,
+            "result_str": _clip(result.result_str),
+            "elapsed_s": result.meta_data.get("elapsed_s")})
+            for response, results in zip(response_list, grouped, strict=True)
+            for call, result in zip(response.tool_calls, results, strict=True)])
         return grouped
 
     def _cancelled_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,

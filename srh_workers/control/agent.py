@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -114,6 +114,12 @@ class RedisAgentControls:
 
     def publish_event(self, kind: InteractionEventKind, payload: Mapping[str, Any]) -> None:
         self.store.publish_events([timeline_event(kind, payload)])
+
+    def publish_events(self, events: Sequence[tuple[InteractionEventKind, Mapping[str, Any]]]
+                       ) -> None:
+        """Publish in one script call (events are numbered together, in order)."""
+        if events:
+            self.store.publish_events([timeline_event(kind, payload) for kind, payload in events])
 
     @contextmanager
     def cancellable(self, cancel: Callable[[], None]) -> Iterator[None]:
