@@ -24,6 +24,13 @@ releases a pause: the researcher's hint is the reason to go on. ``resume``
 Several branches may wait at boundaries at once (the embedded runtime may
 run a restart's branches on threads): a release wakes all of them; the
 messages go to the first branch that takes them.
+
+A runtime whose paused branches must hold no thread (the cluster) uses the
+non-blocking pair instead of ``wait()``: :meth:`InteractionManager.hold` before
+a step opens (park the branch, or go on), then
+:meth:`InteractionManager.pass_boundary` to take the messages; it keeps the
+manager's state between tasks with ``export_state`` and
+``restore_state(..., live=True)``.
 """
 
 from __future__ import annotations

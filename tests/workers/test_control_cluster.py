@@ -75,10 +75,10 @@ class Steered:
                  **values: Any) -> None:
         self.cluster, self.model, self.run_id = cluster, model, run_id
         self.first_request = len(model.requests)
-        self.settings = SearchSettings.build(
-            run_id=run_id, llm_provider="openai", llm_model="test-model",
-            base_url=model.base_url, tool_parser="openai", early_stop=False, seed=5,
-            **{"tools": ["evaluate"], **values})
+        self.settings = SearchSettings.build(**{
+            "run_id": run_id, "llm_provider": "openai", "llm_model": "test-model",
+            "base_url": model.base_url, "tool_parser": "openai", "early_stop": False,
+            "seed": 5, "tools": ["evaluate"], **values})
         rng = np.random.default_rng(0)
         x1, x2 = rng.uniform(1, 5, (2, 120))
         submit_interactive(cluster.client, sender(cluster.app), self.settings,
@@ -247,3 +247,24 @@ def test_force_pause_cuts_a_running_tool_on_a_worker(steered, model):
     tool_texts = [m["content"] for m in second["messages"] if m["role"] == "tool"]
     assert any("cancelled by a force-pause" in text for text in tool_texts)
     run.assert_each_step_requested_once()
+
+
+def test_force_pause_cancels_a_model_request_in_flight_on_a_worker(steered, model):
+    run = Steered(steered, model, "steer-cut", llm_provider="test-cancellable",
+                  llm_model="wait-5", tool_parser="text", base_url=None, max_restart_loop=1,
+                  global_width=1, max_refinement_depth=2, local_sample_size=1)
+    wait_until(lambda: any(e["kind"] == "assistant_started"
+                           for e in run.control.read_events(0)["events"]), DEADLINE,
+               "the model request to start")
+    started = time.monotonic()
+    run.send("force_pause")
+    assert run.wait_parked()["held"] == ["step:1:1:2"]
+    assert time.monotonic() - started < 4.0          # the 5 s request did not run out
+    failed = [e["payload"] for e in run.control.read_events(0)["events"]
+              if e["kind"] == "assistant_failed"]
+    assert len(failed) == 1 and failed[0]["interrupted"] is True
+    run.send("resume")
+    assert run.result().status == "completed"
+    first = run.store.node_record(run.store.node_id(1, 1, 1, 1))
+    assert first["detail"]["message"]["content"] == ""             # kept, as cancelled
+    assert run.store.load_plan(1, 1, 2).prompt[-1]["content"] == FORCE_PAUSE_NOTICE
