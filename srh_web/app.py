@@ -11,7 +11,8 @@ API (all GET unless said):
     /api/runs/{key}/nodes?after=N      node summaries from index N on
     /api/runs/{key}/nodes/{node_id}    one node: messages, reply, tool calls and results
     /api/runs/{key}/events?after=SEQ   server-sent events: timeline events, progress
-    POST /api/runs/{key}/control       {"action": ..., "message": ...} -> 202
+    POST /api/runs/{key}/control       {"action": ..., "message": ...} -> 202 (a cluster
+                                       run applies it at once: a refusal is a 400)
     /api/sweeps, /api/sweeps/{key}?status=&solved=&q=, /api/sweeps/{key}/results.csv
     /api/cluster                       workers, queues and depths, runs in flight
 """
@@ -134,15 +135,17 @@ class _Api:
         except ValueError:
             return SafeJSON({"error": "The body must be JSON."}, status_code=400)
         command = ControlCommand.from_dict(data if isinstance(data, dict) else {})
-        channel = run.channel()
+        channel = await run_in_threadpool(run.channel)
         if channel is None:
             return SafeJSON({"error": "This run does not take commands: start it with "
-                             "`srh run --interactive`."}, status_code=409)
-        control = run.control() or {}
+                             "`srh run --interactive` (on the cluster: "
+                             "`srh run --backend celery --interactive`)."}, status_code=409)
+        control = await run_in_threadpool(run.control) or {}
         if not control.get("alive"):
-            return SafeJSON({"error": "The run's process is not running; resume it with "
-                             "`srh resume --interactive` first."}, status_code=409)
-        await run_in_threadpool(channel.send, command)
+            hint = ("it has finished" if run.source == "redis" else
+                    "resume it with `srh resume --interactive` first")
+            return SafeJSON({"error": f"The run is not running; {hint}."}, status_code=409)
+        await run_in_threadpool(channel.send, command)  # a cluster run applies it at once
         return SafeJSON({"id": command.id, "action": command.action, "queued": True},
                         status_code=202)
 
@@ -166,15 +169,19 @@ class _Api:
 
 
 async def _stream(request: Request, run: Any, after: int) -> AsyncIterator[str]:
-    """Timeline events of an interactive run, and a ``progress`` event whenever the run changes."""
+    """Timeline events of an interactive run, and a ``progress`` event whenever the run changes.
+
+    The events come from the run's channel: ``events.jsonl`` of a run
+    directory, or the run's event stream in Redis for a cluster run.
+    """
     cursor, signature = after, None
     started = last_sent = time.monotonic()
-    channel = run.channel() if run.source == "directory" else None
+    channel = None
     yield "retry: 1000\n\n"
     while time.monotonic() - started < STREAM_MAX_SECONDS:
         if await request.is_disconnected():
             return
-        if channel is None and run.source == "directory":
+        if channel is None:  # a run directory's or a Redis run's, once the run has one
             channel = await run_in_threadpool(run.channel)
         if channel is not None:
             batch = await run_in_threadpool(channel.read_events, cursor)

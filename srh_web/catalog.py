@@ -68,6 +68,7 @@ class RedisRun:
 
     def __init__(self, cluster: Any, run_id: str) -> None:
         self.cluster, self.run_id = cluster, run_id
+        self._channel: ControlChannel | None = None
 
     def summary(self) -> dict[str, Any]:
         return self.cluster.summary(self.run_id)
@@ -79,14 +80,17 @@ class RedisRun:
         return self.cluster.node(self.run_id, node_id)
 
     def control(self) -> dict[str, Any] | None:
-        return None
+        return self.cluster.control(self.run_id)
 
     def channel(self) -> ControlChannel | None:
-        return None  # the cluster's control channel comes with the Celery runtime
+        """The run's Redis control channel when it is interactive (commands applied at once)."""
+        if self._channel is None:
+            self._channel = self.cluster.channel(self.run_id)
+        return self._channel
 
     def signature(self) -> tuple[Any, ...]:
         listing = self.cluster.listing(self.run_id)
-        return listing["nodes"], listing["status"]
+        return listing["nodes"], listing["status"], listing.get("interaction_state")
 
 
 class Catalog:

@@ -5,7 +5,10 @@ Everything the workbench shows of the cluster comes through
 gives for run directories (see :mod:`srh_web.views`), so rewiring the
 workers' key schema means changing this module alone. Reads use
 ``srh_workers``' own readers (``list_runs``, ``run_status``, the candidate
-store, ``queue_depths``); nothing here writes to Redis.
+store, ``queue_depths``). The one write is a command to an interactive run,
+through its :class:`~srh_workers.control.RedisControlChannel` (which applies
+it in Redis and re-sends the steps a release lets go through the broker);
+the run's live events come from the same channel.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class ClusterSource:
 
         try:
             status = run_status(self.client, run_id)
+            control = self.control(run_id)
         except Exception as error:  # an expired or half-written run is listed, not fatal
             return {"run_id": run_id, "source": "redis", "status": "unknown",
                     "error": str(error), "nodes": 0}
@@ -85,7 +89,9 @@ class ClusterSource:
                 "nodes": status["nodes"], "max_nodes": status["max_nodes"],
                 "best_formula": status["best_formula"],
                 "elapsed_seconds": status["elapsed_seconds"], "updated_at": None,
-                "cost": None, "interactive": False, "path": None}
+                "cost": None, "interactive": control is not None, "path": None,
+                "interaction_state": None if control is None
+                else control.get("interaction_state")}
 
     @_reads_redis
     def summary(self, run_id: str) -> dict[str, Any]:
@@ -107,7 +113,7 @@ class ClusterSource:
                 "front": front, "branches": status["branches"], "restart": None,
                 "problem": {"description": spec.description, "target": spec.target,
                             "features": spec.features},
-                "control": None, "model_requests": status["model_requests"]}
+                "control": self.control(run_id), "model_requests": status["model_requests"]}
 
     @_reads_redis
     def nodes(self, run_id: str, after: int = 0) -> dict[str, Any]:
@@ -128,6 +134,28 @@ class ClusterSource:
             return None if found is None else (found.get("detail") or {}).get("prompt")
 
         return None if record is None else views.node_detail(record, prompt_of)
+
+    # ------------------------------------------------------------- controls
+    def channel(self, run_id: str) -> Any:
+        """The control channel of an interactive run (None for a run that takes no commands).
+
+        Commands sent through it are applied in Redis at once; a release
+        re-sends the run's parked steps through this Redis as the broker.
+        """
+        from srh_workers.control.channel import RedisControlChannel
+        from srh_workers.flow.tasks import send_action
+
+        with _redis_errors(self.redis_url):
+            channel = RedisControlChannel(self.client, run_id,
+                                          lambda action: send_action(self._celery(), action))
+            return channel if channel.load_state() is not None else None
+
+    @_reads_redis
+    def control(self, run_id: str) -> dict[str, Any] | None:
+        """The control status of an interactive run (None for a run that takes no commands)."""
+        from srh_workers.control.channel import RedisControlChannel
+
+        return RedisControlChannel(self.client, run_id).read_status()
 
     # -------------------------------------------------------------- cluster
     @_reads_redis

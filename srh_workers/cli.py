@@ -48,8 +48,12 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     kick.add_argument("run_id")
     kick.set_defaults(handler=handle_kick)
     from srh_core.cli import SWEEP_BACKENDS
+    from srh_core.cli.control_commands import CONTROL_TARGETS
+    from srh_workers.control.cli import cluster_target
 
     SWEEP_BACKENDS["celery"] = celery_sweep_backend
+    if cluster_target not in CONTROL_TARGETS:
+        CONTROL_TARGETS.append(cluster_target)
 
 
 def celery_sweep_backend(args: argparse.Namespace) -> Any:
@@ -98,8 +102,11 @@ def run_celery(args: argparse.Namespace) -> int:
     from srh_core.cli.checks import check_run_data
 
     check_run_data(settings, data)  # the model endpoint is the workers' to check
-    spec = submit_run(client, sender(app), settings, data.X, data.y, data.description,
-                      agent_class=agent_class_from_args(args))
+    if getattr(args, "interactive", False):
+        spec = _submit_interactive(args, client, sender(app), settings, data)
+    else:
+        spec = submit_run(client, sender(app), settings, data.X, data.y, data.description,
+                          agent_class=agent_class_from_args(args))
     print(f"Submitted run {spec.run_id}", file=sys.stderr)
     if getattr(args, "detach", False):
         print(spec.run_id)
@@ -107,6 +114,24 @@ def run_celery(args: argparse.Namespace) -> int:
     result = wait_for_result(client, spec.run_id, on_poll=_progress(settings.max_nodes))
     report_judgement(data, result, None)
     return print_result(result, settings, args.json)
+
+
+def _submit_interactive(args: argparse.Namespace, client: Any, send: Any, settings: Any,
+                        data: Any) -> Any:
+    """``--interactive``: the run's controls in Redis, then the run (SRAgentInteractive)."""
+    from srh_core.runtime.cli import interactive_options
+    from srh_workers.control.submit import submit_interactive
+
+    agent_class = None
+    if getattr(args, "agent_class", None):
+        from srh_core.cli.commands import agent_class_from_args
+
+        agent_class = agent_class_from_args(args)
+    spec = submit_interactive(client, send, settings, data.X, data.y, data.description,
+                              agent_class=agent_class, options=interactive_options(args))
+    print(f"Steer it with: srh pause|resume|message|next-branch|next-restart {spec.run_id}",
+          file=sys.stderr)
+    return spec
 
 
 def _cluster_settings(args: argparse.Namespace) -> Any:

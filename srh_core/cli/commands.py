@@ -1,4 +1,4 @@
-"""Core CLI commands: run, resume, show, problems, sweep."""
+"""Core CLI commands: run, resume, show, problems, sweep (and the control commands)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ def register(subparsers: Any) -> None:
         "model."))
     add_run_arguments(run)
     run.set_defaults(handler=handle_run)
-    resume = subparsers.add_parser("resume", help="continue an interrupted run directory")
+    resume = subparsers.add_parser("resume", help=(
+        "continue an interrupted run directory, or resume a paused interactive run (a live "
+        "run directory, or a cluster run id)"))
     resume.add_argument("run_dir")
     resume.add_argument("--time-limit", type=float, help="new wall-clock budget (seconds)")
     resume.add_argument("--json", action="store_true", help="print the result JSON only")
@@ -54,6 +56,9 @@ def register(subparsers: Any) -> None:
     problems.set_defaults(handler=handle_problems)
     add_sweep_command(subparsers)
     tool_commands.register(subparsers)
+    from srh_core.cli.control_commands import register_control_commands
+
+    register_control_commands(subparsers)
 
 
 def add_sweep_command(subparsers: Any) -> None:
@@ -205,8 +210,14 @@ def exit_code(result: SearchResult) -> int:
 
 
 def handle_resume(args: argparse.Namespace) -> int:
+    from srh_core.cli.control_commands import apply_and_report, live_target
     from srh_core.embedded.run_dir import RunDirectory
     from srh_core.embedded.runner import resume_search
+    from srh_core.runtime import ControlCommand
+
+    live = live_target(args.run_dir)  # a paused interactive run goes on; a stopped one resumes
+    if live is not None:
+        return apply_and_report(live, ControlCommand("resume"), args.run_dir, args.json)
 
     overrides = {"time_limit": args.time_limit} if args.time_limit else {}
     agent_class: Any = None  # the class the run recorded

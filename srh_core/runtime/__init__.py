@@ -7,6 +7,9 @@
   whoever the controller is (same process, another process through the run
   directory, or the cluster through Redis, implemented in srh_workers);
 - :class:`ControlBridge`: pumps a channel into a manager inside the run;
+- :class:`AgentControls`: the controls as the agent's hooks see them, kept in
+  this process (:class:`LocalControls`) or in the cluster's Redis, and
+  :func:`take_boundary`, the one rule of a step boundary;
 - :class:`SRAgentInteractive`: the SRAgent whose step hooks honour the
   controls.
 """
@@ -19,6 +22,13 @@ from srh_core.runtime.channel import (
     ControlChannel,
     ControlCommand,
     InProcessChannel,
+)
+from srh_core.runtime.controls import (
+    AgentControls,
+    BoundaryDecision,
+    ControlLedger,
+    LocalControls,
+    take_boundary,
 )
 from srh_core.runtime.errors import (
     ControlChannelError,
@@ -54,10 +64,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "EVENT_KINDS", "ControlBridge", "ControlChannel", "ControlChannelError", "ControlCommand",
-    "EventTimeline", "InProcessChannel", "InteractionAction", "InteractionError",
-    "InteractionEventKind", "InteractionManager", "InteractionSnapshotError",
-    "InteractionState", "InteractionStateError", "InvalidCommandError", "PendingMessage",
+    "EVENT_KINDS", "AgentControls", "BoundaryDecision", "ControlBridge", "ControlChannel",
+    "ControlChannelError", "ControlCommand", "ControlLedger", "EventTimeline",
+    "InProcessChannel", "InteractionAction", "InteractionError", "InteractionEventKind",
+    "InteractionManager", "InteractionSnapshotError", "InteractionState",
+    "InteractionStateError", "InvalidCommandError", "LocalControls", "PendingMessage",
     "RunDirectoryChannel", "SRAgentInteractive", "SRInteractionAction", "SRInteractionManager",
-    "SearchTransition",
+    "SearchTransition", "take_boundary",
 ]

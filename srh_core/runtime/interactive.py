@@ -19,11 +19,15 @@ both runtimes once they call them at the same boundaries:
   ``pause_on_truncated``, after a truncated one) and tells the model when a
   force-pause cut its step.
 
-The controls reach the run through a :class:`~srh_core.runtime.ControlChannel`:
+The hooks reach the controls through an :class:`~srh_core.runtime.AgentControls`
+(see :mod:`srh_core.runtime.controls`). Embedded, that is the run's
+:class:`SRInteractionManager`, fed by a :class:`~srh_core.runtime.ControlChannel`:
 by default the run directory's files (``srh web`` and ``srh run
 --interactive`` use them), or an :class:`~srh_core.runtime.InProcessChannel`
 for a controller in this process. The run's start is its first boundary and
 its end the agent's ``finished`` event, so no runner internals are touched.
+On a cluster the workers pass the run's Redis controls instead
+(``srh_workers.control``), and the same hooks run in the step tasks.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from typing import Any
 from srh_core.agent.sragent import SRAgent
 from srh_core.api import ModelResponse
 from srh_core.errors import ConfigurationError, ModelRequestCancelledError, ToolRunAbort
-from srh_core.runtime.bridge import ControlBridge
-from srh_core.runtime.channel import ControlChannel, InProcessChannel
+from srh_core.runtime.channel import ControlChannel
+from srh_core.runtime.controls import AgentControls, LocalControls
 from srh_core.runtime.manager import PendingMessage
 from srh_core.runtime.sr_manager import SRInteractionManager
 from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
@@ -50,14 +54,17 @@ FORCE_PAUSE_NOTICE = ("[Harness] The researcher force-paused this step: its mode
 
 
 class SRAgentInteractive(SRAgent):
-    """SRAgent controlled by an :class:`SRInteractionManager`.
+    """SRAgent whose step hooks honour the researcher's controls.
 
     Args:
         llm_provider: As for :class:`SRAgent` (a ready SearchSettings too).
         llm_model: As for :class:`SRAgent`.
-        interaction_manager: The run's manager; a new one when None.
-        control_channel: Where commands come from; None uses the run
+        interaction_manager: The run's manager (embedded); a new one when None.
+        control_channel: Where commands come from (embedded); None uses the run
             directory's files when the run has one (``save_path``).
+        controls: Where the interaction state lives; None keeps it in
+            ``interaction_manager`` (a Celery worker passes the run's Redis
+            controls here).
         pause_on_tool_free: Pause after a step whose replies call no tool
             (the reference's behaviour: the model is waiting for the human).
         pause_on_truncated: Pause after a step with a reply cut by the
@@ -67,113 +74,72 @@ class SRAgentInteractive(SRAgent):
 
     def __init__(self, llm_provider: Any = None, llm_model: str | None = None,
                  interaction_manager: SRInteractionManager | None = None, *,
-                 control_channel: ControlChannel | None = None, pause_on_tool_free: bool = True,
+                 control_channel: ControlChannel | None = None,
+                 controls: AgentControls | None = None, pause_on_tool_free: bool = True,
                  pause_on_truncated: bool = False, **kwargs: Any) -> None:
-        super().__init__(llm_provider, llm_model, **kwargs)
         manager = interaction_manager or SRInteractionManager()
         if not isinstance(manager, SRInteractionManager):
             raise ConfigurationError("interaction_manager must be an SRInteractionManager. Got "
                                      f"{type(manager).__name__} instead.",
                                      setting="interaction_manager")
+        # set before SRAgent's constructor: binding a run (a worker's agent) binds the tools
         self.interaction_manager = manager
         self.control_channel = control_channel
+        self.controls: AgentControls = controls or LocalControls(manager, control_channel)
         self.pause_on_tool_free = pause_on_tool_free
         self.pause_on_truncated = pause_on_truncated
         self._lock = threading.Lock()
-        self._bridge: ControlBridge | None = None
-        self._started = False
-        self._carried: list[PendingMessage] = []
         self._step_flags: dict[tuple[int, int, int], set[str]] = {}
-        self._skipped_restarts: set[int] = set()
+        super().__init__(llm_provider, llm_model, **kwargs)
         self.observers.append(self._on_agent_event)
 
     # ------------------------------------------------------------ lifecycle
     def initialize_tools(self, context: Any) -> None:
         """Bind the tools, and let them see a force-pause through ``context.cancel_event``."""
         super().initialize_tools(context)
-        context.cancel_event = self.interaction_manager.cancellation_signal
-
-    def _ensure_started(self) -> None:
-        with self._lock:
-            if self._started:
-                return
-            channel = self.control_channel
-            if channel is None and self.settings.save_path is not None:
-                from srh_core.runtime.run_dir_channel import RunDirectoryChannel
-
-                channel = RunDirectoryChannel(self.settings.save_path)
-            if channel is not None and not isinstance(channel, InProcessChannel):
-                self._bridge = ControlBridge(self.interaction_manager, channel)
-                self._bridge.start()
-            self._carried = self.interaction_manager.start_agent_execution()
-            self._started = True
+        context.cancel_event = self.controls.cancel_signal
 
     def _on_agent_event(self, event: Mapping[str, Any]) -> None:
-        if event.get("event") != "finished" or not self._started:
-            return
-        manager = self.interaction_manager
-        if manager.state != "idle":
-            manager.finish_agent_execution()
-        kind = "execution_failed" if event.get("status") == "failed" else "execution_completed"
-        manager.publish_event(kind, {"status": event.get("status"),
-                                     "reason": event.get("reason")})
-        if self._bridge is not None:
-            self._bridge.stop()
-        self._bridge, self._started = None, False
+        if event.get("event") == "finished":
+            self.controls.finish(event.get("status"), event.get("reason"))
 
     # --------------------------------------------------------- the boundary
     def prepare_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
         """Wait while paused, insert queued messages, take a pending next_c / next_r."""
-        self._ensure_started()
-        manager = self.interaction_manager
-        manager.publish_event("search_position_changed", {"R": R, "C": C, "L": L})
-        if R in self._skipped_restarts:
-            return "next_r"
+        controls = self.controls
+        controls.start(self.settings.save_path)
+        controls.publish_event("search_position_changed", {"R": R, "C": C, "L": L})
         reason = super().prepare_iteration(buffer, R, L, C)
         if reason is not None:
             return reason
-        with manager.wait() as messages:
-            pending = self._take_carried() + messages
-            transition = manager.consume_search_transition()
-            if transition is not None:
-                self._carry(pending)  # they belong to the next branch's first request
-                if transition == "next_r":
-                    self._skipped_restarts.add(R)
-                return transition
-            for message in pending:
-                self._insert_message(buffer, message, R, C, L)
+        decision = controls.boundary(R, C, L)
+        if decision.transition is not None:
+            return decision.transition
+        for message in decision.messages:
+            self._insert_message(buffer, message, R, C, L)
         return super().prepare_iteration(buffer, R, L, C)
-
-    def _take_carried(self) -> list[PendingMessage]:
-        with self._lock:
-            carried, self._carried = self._carried, []
-            return carried
-
-    def _carry(self, messages: list[PendingMessage]) -> None:
-        with self._lock:
-            self._carried = messages + self._carried
 
     def _insert_message(self, buffer: list[Message], message: PendingMessage, R: int, C: int,
                         L: int) -> None:
         prompt = {"role": "user", "content": f"{MESSAGE_PREFIX}\n{message.content}"}
         buffer.append(prompt)
-        self.interaction_manager.publish_event("prompt_added", {
+        self.controls.publish_event("prompt_added", {
             "coord": {"R": R, "C": C, "L": L}, "message": prompt})
 
     # -------------------------------------------------------- model request
     def request_llm(self, prompt: list[Message], R: int, L: int, C: int,
                     stream_callback: Any = None) -> tuple[list[ModelResponse], dict[str, Any]]:
         """The model request, cancellable by a force-pause, with assistant events."""
-        manager = self.interaction_manager
+        controls = self.controls
         coord = {"R": R, "C": C, "L": L}
         ids = {K: self.node_id(R, C, L, K) for K in range(1, self.K + 1)}
-        manager.publish_event("context", {"coord": coord, "n_messages": len(prompt),
-                                          "last_message": _preview(prompt[-1] if prompt else {})})
-        for K, response_id in ids.items():
-            manager.publish_event("assistant_started", {"response_id": response_id,
-                                                        "coord": {**coord, "K": K}})
+        controls.publish_events([
+            ("context", {"coord": coord, "n_messages": len(prompt),
+                         "last_message": _preview(prompt[-1] if prompt else {})}),
+            *[("assistant_started", {"response_id": response_id, "coord": {**coord, "K": K}})
+              for K, response_id in ids.items()]])
         try:
-            with manager.cancellable(lambda: self._cancel_step(R, C, L)):
+            with controls.cancellable(lambda: self._cancel_step(R, C, L)):
                 if "interrupted" in self._flags(R, C, L):
                     raise ModelRequestCancelledError("A force-pause came before the request.")
                 responses, usage = super().request_llm(prompt, R, L, C, stream_callback)
@@ -186,12 +152,11 @@ class SRAgentInteractive(SRAgent):
         except Exception as error:
             self._publish_failed(ids, coord, error)
             raise
-        for K, response in zip(ids, responses, strict=False):
-            manager.publish_event("assistant_completed", {
-                "response_id": ids[K], "coord": {**coord, "K": K},
-                "content": _clip(response.content), "finish_reason": response.finish_reason,
-                "tool_calls": [_call_view(call) for call in response.tool_calls],
-                "usage": usage})
+        controls.publish_events([("assistant_completed", {
+            "response_id": ids[K], "coord": {**coord, "K": K},
+            "content": _clip(response.content), "finish_reason": response.finish_reason,
+            "tool_calls": [_call_view(call) for call in response.tool_calls], "usage": usage})
+            for K, response in zip(ids, responses, strict=False)])
         return responses, usage
 
     def _cancel_step(self, R: int, C: int, L: int) -> None:
@@ -203,36 +168,34 @@ class SRAgentInteractive(SRAgent):
 
     def _publish_failed(self, ids: Mapping[int, str], coord: Mapping[str, int],
                         error: Exception, *, interrupted: bool = False) -> None:
-        for K, response_id in ids.items():
-            self.interaction_manager.publish_event("assistant_failed", {
-                "response_id": response_id, "coord": {**coord, "K": K},
-                "error": f"{type(error).__name__}: {error}", "interrupted": interrupted})
+        self.controls.publish_events([("assistant_failed", {
+            "response_id": response_id, "coord": {**coord, "K": K},
+            "error": f"{type(error).__name__}: {error}", "interrupted": interrupted})
+            for K, response_id in ids.items()])
 
     # ---------------------------------------------------------------- tools
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
                            C: int) -> list[list[ToolCallResult]]:
         """Run the step's calls; a force-pause cuts them (every call reported cancelled)."""
-        manager = self.interaction_manager
+        controls = self.controls
         coord = {"R": R, "C": C, "L": L}
-        for response in response_list:  # one sample per call, or all K: K is response.sample
-            for call in response.tool_calls:
-                manager.publish_event("tool_started", {"coord": {**coord, "K": response.sample},
-                                                       "call": _call_view(call)})
+        controls.publish_events([  # one sample per call, or all K: K is response.sample
+            ("tool_started", {"coord": {**coord, "K": response.sample}, "call": _call_view(call)})
+            for response in response_list for call in response.tool_calls])
         try:
-            with manager.cancellable(lambda: self._flag(R, C, L, "interrupted")):
+            with controls.cancellable(lambda: self._flag(R, C, L, "interrupted")):
                 grouped = super().execute_tool_calls(response_list, R, L, C)
         except ToolRunAbort:
-            if not (self.interaction_manager.cancellation_signal.is_set()
+            if not (controls.cancel_signal.is_set()
                     or "interrupted" in self._flags(R, C, L)):
                 raise
             grouped = self._cancelled_calls(response_list, R, L, C)
-        for response, results in zip(response_list, grouped, strict=True):
-            for call, result in zip(response.tool_calls, results, strict=True):
-                manager.publish_event("tool_completed", {
-                    "coord": {**coord, "K": response.sample}, "call": _call_view(call),
-                    "ok": result.ok,
-                    "result_str": _clip(result.result_str),
-                    "elapsed_s": result.meta_data.get("elapsed_s")})
+        controls.publish_events([("tool_completed", {
+            "coord": {**coord, "K": response.sample}, "call": _call_view(call), "ok": result.ok,
+            "result_str": _clip(result.result_str),
+            "elapsed_s": result.meta_data.get("elapsed_s")})
+            for response, results in zip(response_list, grouped, strict=True)
+            for call, result in zip(response.tool_calls, results, strict=True)])
         return grouped
 
     def _cancelled_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
@@ -252,7 +215,7 @@ class SRAgentInteractive(SRAgent):
         collected = super().collect_candidates(response_list, results_list, R, L, C)
         metric = self.settings.ranking_metric
         top = self.store.top_k(TOP_K_EVENT) if self.store is not None else []
-        self.interaction_manager.publish_event("topk_updated", {
+        self.controls.publish_event("topk_updated", {
             "coord": {"R": R, "C": C, "L": L}, "new_candidates": len(collected),
             "records": [{"formula": record.formula, "complexity": record.complexity,
                          "node_id": record.node_id, metric: record.metric(metric, "train")}
@@ -288,7 +251,7 @@ class SRAgentInteractive(SRAgent):
             buffer.append({"role": "user", "content": FORCE_PAUSE_NOTICE})
         elif ("tool_free" in flags and self.pause_on_tool_free) or \
                 ("truncated" in flags and self.pause_on_truncated):
-            self.interaction_manager.request_pause()
+            self.controls.request_pause()
         return super().finish_iteration(buffer, R, L, C)
 
     # ---------------------------------------------------------------- flags

@@ -24,6 +24,13 @@ releases a pause: the researcher's hint is the reason to go on. ``resume``
 Several branches may wait at boundaries at once (the embedded runtime may
 run a restart's branches on threads): a release wakes all of them; the
 messages go to the first branch that takes them.
+
+A runtime whose paused branches must hold no thread (the cluster) uses the
+non-blocking pair instead of ``wait()``: :meth:`InteractionManager.hold` before
+a step opens (park the branch, or go on), then
+:meth:`InteractionManager.pass_boundary` to take the messages; it keeps the
+manager's state between tasks with ``export_state`` and
+``restore_state(..., live=True)``.
 """
 
 from __future__ import annotations
@@ -266,16 +273,55 @@ class InteractionManager:
             InteractionStateError: No execution is active.
         """
         with self._condition:
-            if self._state == "idle":
-                raise InteractionStateError("Cannot wait at an agent boundary: no execution "
-                                            "is running (state idle).", action="wait",
-                                            state="idle")
+            self._check_active("wait at")
             if self._state != "running" and not self._has_boundary_input_locked():
                 self._hold_locked()
             elif self._state != "running":
                 self._release_locked()
             messages = self._consume_messages_locked()
         yield messages
+
+    def hold(self) -> bool:
+        """A boundary of a runtime that holds branches itself (the cluster): stop here?
+
+        The non-blocking counterpart of :meth:`wait` for a runtime whose held
+        branches must hold no thread: while a pause is asked and no input is
+        queued, enter ``paused`` and return True (the caller parks the branch
+        and resumes it later); input queued releases the pause (False). Nothing
+        is consumed: the branch takes its messages with :meth:`pass_boundary`.
+
+        Raises:
+            InteractionStateError: No execution is active.
+        """
+        with self._condition:
+            self._check_active("hold at")
+            if self._state == "running":
+                return False
+            if self._has_boundary_input_locked():
+                self._release_locked()
+                return False
+            self._set_state_locked("paused")
+            return True
+
+    def pass_boundary(self) -> list[PendingMessage]:
+        """Cross a boundary without waiting: the queued messages (input releases a pause).
+
+        For a runtime that already decided, with :meth:`hold`, that the branch
+        goes on; a pause asked since then takes effect at the next boundary.
+
+        Raises:
+            InteractionStateError: No execution is active.
+        """
+        with self._condition:
+            self._check_active("pass")
+            if self._state != "running" and self._has_boundary_input_locked():
+                self._release_locked()
+            return self._consume_messages_locked()
+
+    def _check_active(self, verb: str) -> None:
+        if self._state == "idle":
+            raise InteractionStateError(f"Cannot {verb} an agent boundary: no execution is "
+                                        "running (state idle).", action="wait", state="idle")
 
     def _hold_locked(self) -> None:
         generation = self._release_generation
@@ -366,15 +412,22 @@ class InteractionManager:
                                  for m in self._messages],
                     **self._timeline.export()}
 
-    def restore_state(self, snapshot: Mapping[str, Any]) -> bool:
+    def restore_state(self, snapshot: Mapping[str, Any], *, live: bool = False) -> bool:
         """Restore a snapshot; work that was in flight when it was taken becomes an interruption.
 
         The state always comes back ``idle`` (the process that was running is
         gone); queued messages and the timeline come back, and the sequence
         continues where it stopped. Callbacks and locks are never restored.
 
+        Args:
+            snapshot: An :meth:`export_state` snapshot.
+            live: The execution is still active elsewhere (the cluster keeps a
+                run's state in Redis and each task loads it to apply one
+                change): the state comes back as it was, with no interruption.
+
         Returns:
-            Whether the snapshot was taken while an execution was active.
+            Whether the snapshot was taken while an execution was active (and
+            ``live`` is False).
 
         Raises:
             InteractionSnapshotError: The snapshot does not match the schema.
@@ -399,6 +452,9 @@ class InteractionManager:
             self._timeline, self._messages = timeline, deque(messages)
             self._state, self._waiting = "idle", 0
             self._cancellers.clear()
+            if live:
+                self._state = previous
+                return False
             interrupted = previous != "idle"
             if interrupted:
                 self._publish_locked("command_received", {

@@ -64,7 +64,7 @@ class SRInteractionManager(InteractionManager):
         with self._condition:
             return {**super().export_state(), "search_transitions": list(self._transitions)}
 
-    def restore_state(self, snapshot: Mapping[str, Any]) -> bool:
+    def restore_state(self, snapshot: Mapping[str, Any], *, live: bool = False) -> bool:
         transitions = snapshot.get("search_transitions") if isinstance(snapshot, Mapping) \
             else None
         if not isinstance(transitions, list) or any(t not in SEARCH_TRANSITIONS
@@ -72,7 +72,7 @@ class SRInteractionManager(InteractionManager):
             raise InteractionSnapshotError(
                 f"Persisted search_transitions must be a list of {SEARCH_TRANSITIONS}. Got "
                 f"{transitions!r} instead.")
-        interrupted = super().restore_state(snapshot)
+        interrupted = super().restore_state(snapshot, live=live)
         with self._condition:
             self._transitions = deque(transitions[-1:], maxlen=1)
         return interrupted

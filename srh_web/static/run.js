@@ -169,7 +169,9 @@ function renderControls(control) {
   }
   if (!control) put(note, "This run does not take commands (start it with srh run --interactive).");
   else if (!alive) put(note, "The run's process is not running.");
-  else if (current === "paused") put(note, "Paused at a step boundary: no step in flight.");
+  else if (current === "paused") put(note, control.waiting_at_boundary
+    ? "Paused at a step boundary: no step in flight."
+    : "Pausing: the steps in flight finish first.");
 }
 
 async function command(action) {

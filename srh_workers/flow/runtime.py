@@ -123,10 +123,16 @@ class RunRuntime:
         agent = self.agent_class(settings=self.settings, context=self.context, api=self._api,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
-                                 deadline=self.deadline())
+                                 deadline=self.deadline(), **self.agent_options())
         with self._lock:
             self._api = self._api or agent.api
         return agent
+
+    def agent_options(self) -> dict[str, Any]:
+        """Further constructor arguments: an interactive agent's Redis controls and options."""
+        from srh_workers.control.runtime import agent_options
+
+        return agent_options(self)
 
     def deadline(self) -> float | None:
         """The run's wall-clock deadline as a ``time.monotonic()`` value of this process."""

@@ -51,6 +51,18 @@ from srh_workers.flow.names import (
 )
 from srh_workers.flow.runtime import RunRuntime, runtime_for
 
+
+def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action]]:
+    from srh_workers.control.runtime import park_step
+
+    return park_step(rt, R, C, L)
+
+
+def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
+    from srh_workers.control.runtime import finish_controls
+
+    finish_controls(rt, result)
+
 logger = logging.getLogger("srh.workers")
 
 
@@ -94,17 +106,21 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         return continue_branch(rt, branch)
     if branch.L < L:
         return []
+    released: list[Action] = []
     if plan is None:
         if stop is not None:
             branch.stop(stop)
             rt.store.save_branches([branch])
             return end_branch(rt, branch)
+        parked, released = park_step(rt, R, C, L)  # interactive: a paused run parks the step
+        if parked:
+            return []
         plan = rt.agent().open_step(branch)
         if plan is None:
             rt.store.save_branches([branch])
-            return end_branch(rt, branch)
+            return released + end_branch(rt, branch)
         plan = rt.store.save_plan(plan)
-    return [sample_action(rt.run_id, R, C, L, k) for k in range(1, plan.K + 1)]
+    return released + [sample_action(rt.run_id, R, C, L, k) for k in range(1, plan.K + 1)]
 
 
 def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
@@ -177,6 +193,7 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
         # the result is stored before the run directory is written: finish the directory
         if rt.run_dir is not None and not RunDirectory(rt.run_dir).has_result():
             write_run_directory(rt, existing, rt.run_dir)
+        finish_controls(rt, existing)
         return existing
     last = rt.store.latest_restart()
     branches = [b for b in rt.store.load_branches(last, rt.width) if b is not None] if last else []
@@ -184,6 +201,7 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     outcome = run_outcome(branches, early_stop=settings.early_stop,
                           time_limit=settings.time_limit, failure=failure)
     result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
+    finish_controls(rt, result)
     if rt.run_dir is not None:
         write_run_directory(rt, result, rt.run_dir)
     return result

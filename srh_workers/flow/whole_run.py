@@ -42,6 +42,7 @@ class ChunkControl:
         self.rt = rt
         self.owner = owner
         self.budget = budget
+        self.parked = False
         first = budget()
         self.margin = None if first is None else max(MIN_CHUNK_MARGIN_SECONDS,
                                                      CHUNK_MARGIN_FRACTION * first)
@@ -53,7 +54,12 @@ class ChunkControl:
         left = self.budget()
         if self.margin is not None and left is not None and left < self.margin:
             return True
-        return not self.rt.store.hold_lock(self.owner, LOCK_SECONDS)
+        if not self.rt.store.hold_lock(self.owner, LOCK_SECONDS):
+            return True
+        from srh_workers.control.runtime import park_run
+
+        self.parked = park_run(self.rt, self.owner)  # interactive: a paused run parks here
+        return self.parked
 
 
 def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
@@ -91,6 +97,8 @@ def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
             return []
     finally:
         store.release_lock(owner)
+    if control.parked:  # a release of the pause sends the continuation
+        return []
     logger.info("run %s: chunk of %.1f s done; continuing in a new task", rt.run_id,
                 time.monotonic() - started)
     return [whole_run_action(rt.run_id)]

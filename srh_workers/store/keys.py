@@ -86,6 +86,17 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
             "run-granularity task"),
     KeySpec("delivery:{task_id}:{retries}", "string", "SRHTask delivery guard (INCR)",
             "SRHTask delivery guard", ttl="24 h from the first delivery"),
+    KeySpec("control", "string", "update_control (interactive runs: WATCH/MULTI)",
+            "update_control, control_view, the cancel signal"),
+    KeySpec("control:commands", "stream", "update_control (XADD MAXLEN ~: the command log)",
+            "command_log"),
+    KeySpec("control:events", "stream", "publish_events (id <seq>-0, MAXLEN ~)",
+            "read_events (srh web)"),
+    KeySpec("control:seq", "string", "publish_events (INCR)", "read_events, control_view"),
+    KeySpec("control:held", "set", "update_control (a paused run parks a step)",
+            "update_control (a release takes them all), control_view"),
+    KeySpec("control:taken", "hash", "update_control (R:C:L -> a step's boundary decision)",
+            "update_control (a re-delivered step takes the same)"),
 )
 
 RUNS_INDEX = "srh:runs"
@@ -163,6 +174,12 @@ class RunKeys:
     poison = _static_key("poison", "Hash: task id -> PoisonRecord JSON of a poison task.")
     tool_log = _static_key("toollog", "List: tool_calls.jsonl records, in recording order.")
     lock = _static_key("lock", "String: id of the task running a run-granularity run.")
+    control = _static_key("control", "String: an interactive run's control state JSON.")
+    control_commands = _static_key("control:commands", "Stream: the commands received.")
+    control_events = _static_key("control:events", "Stream: timeline events, id <seq>-0.")
+    control_seq = _static_key("control:seq", "String: the last event seq published.")
+    control_held = _static_key("control:held", "Set: the parked steps of a paused run.")
+    control_taken = _static_key("control:taken", "Hash: R:C:L -> boundary decision JSON.")
 
     def delivery(self, task_id: str, retries: int) -> str:
         """Counter of the deliveries of one task message (one retry generation)."""

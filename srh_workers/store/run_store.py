@@ -22,6 +22,10 @@ orders what Python computed:
   removed, so the zset decides, never a Lua comparison.
 - The Pareto front is not stored: a short script walks ``rank`` on read.
 
+The keys of an interactive run's controls are read and written by the
+methods of :class:`~srh_workers.store.control.ControlRecords`, a part of
+this class.
+
 Every write is a Lua script (``lua/``) or a MULTI transaction, atomic and
 idempotent by node id, (node id, canonical key) or coordinate. One sample's
 writes (its results, node, log lines and candidates, the K-set fan-in and
@@ -60,6 +64,7 @@ from srh_core.types import (
     ToolCallResult,
     json_value,
 )
+from srh_workers.store.control import ControlRecords
 from srh_workers.store.keys import (
     COMPLEXITY_DIGITS,
     FINISHED_RUN_TTL_SECONDS,
@@ -139,7 +144,7 @@ class SampleBatch:
             self.R, self.C, self.L, self.K)
 
 
-class RedisRunStore:
+class RedisRunStore(ControlRecords):
     """Everything one run keeps in Redis, read and written through :class:`RunKeys`.
 
     Creating a store registers the run (its ranking policy and metadata) in

@@ -97,7 +97,7 @@ def test_watch_pause_and_resume_a_live_run_in_chromium(live_run, openai_server, 
             nodes = page.locator("g.node")
             control = page.locator("#control-state")
             poll(page, lambda: control.inner_text() == "paused")     # the tool-free reply
-            assert nodes.count() == 2
+            poll(page, lambda: nodes.count() == 2)   # the tree may render after the state
 
             page.locator("#resume").click()
             poll(page, lambda: control.inner_text() == "running")

@@ -61,7 +61,7 @@ def test_the_adapter_reads_runs_in_the_shapes_of_run_directories(stored_run):
     assert listing | {"elapsed_seconds": 0} == {
         "run_id": "cluster-run", "source": "redis", "status": "running", "nodes": 1,
         "max_nodes": 3, "best_formula": "x1*x2**2", "elapsed_seconds": 0, "updated_at": None,
-        "cost": None, "interactive": False, "path": None}
+        "cost": None, "interactive": False, "path": None, "interaction_state": None}
     summary = source.summary("cluster-run")
     assert summary["best"]["formula"] == "x1*x2**2" and summary["cost"] == pytest.approx(0.001)
     assert summary["tokens"] == {"prompt": 10, "completion": 2, "total": 12}
@@ -106,3 +106,55 @@ def test_a_redis_that_does_not_answer_is_reported_not_fatal(runs_root):
         status, _, body = client.get("/api/cluster")
         assert status == 503 and b"did not answer" in body
         assert client.get("/api/runs/not-a-directory-run")[0] == 503
+
+
+def test_srh_web_steers_an_interactive_redis_run_and_streams_its_events(redis_server,  # noqa: F811
+                                                                       tmp_path):
+    """Commands from the page reach the run's Redis state; a release re-sends parked steps."""
+    from collections import deque
+
+    import redis
+
+    from srh_web.cluster import ClusterSource
+    from srh_workers.control.submit import submit_interactive
+    from srh_workers.flow.steps import dispatch
+    from tests.web.support import read_sse
+
+    client = redis.Redis.from_url(redis_server)
+    rng = np.random.default_rng(3)
+    x1, x2 = rng.uniform(1, 4, (2, 80))
+    sent: list = []
+    settings = SearchSettings.build(run_id="steer-web", global_width=2, max_refinement_depth=2,
+                                    granularity="step")
+    submit_interactive(client, sent.append, settings, {"x1": x1, "x2": x2},
+                       {"y": x1 * x2**2}, "y from x1 and x2")
+    with LiveServer([tmp_path], cluster=ClusterSource(redis_server)) as server:
+        web = Client(server.url)
+        control = web.json("/api/runs/steer-web")["control"]
+        assert control["interaction_state"] == "running" and control["alive"]
+        assert web.post("/api/runs/steer-web/control", {"action": "pause"})[0] == 202
+        queue = deque(sent)                   # the workers' side, run here: the steps park
+        while queue:
+            queue.extend(dispatch(client, queue.popleft()))
+        control = web.json("/api/runs/steer-web")["control"]
+        assert control["interaction_state"] == "paused" and control["waiting_at_boundary"]
+        assert control["held"] == ["step:1:1:1", "step:1:2:1"]
+        queued = client.llen("branches")
+        assert web.post("/api/runs/steer-web/control", {"action": "resume"})[0] == 202
+        assert client.llen("branches") == queued + 2      # the parked steps, sent to the broker
+        status, _, body = web.post("/api/runs/steer-web/control", {"action": "resume"})
+        assert status == 400 and b"not paused" in body
+        listing = next(r for r in web.json("/api/runs")["runs"] if r["key"] == "steer-web")
+        assert listing["interactive"] and listing["interaction_state"] == "running"
+
+        def resumed(events: list) -> bool:
+            return any(name == "timeline" and data["kind"] == "command_received"
+                       and data["payload"].get("action") == "resume"
+                       and data["payload"]["accepted"] is False for name, data in events)
+
+        events = read_sse(server.url, "/api/runs/steer-web/events?after=0", resumed)
+        states = [data["payload"]["current"] for name, data in events
+                  if name == "timeline" and data["kind"] == "state_changed"]
+        assert states == ["running", "pausing", "paused", "running"]
+        seqs = [data["seq"] for name, data in events if name == "timeline"]
+        assert seqs == list(range(1, len(seqs) + 1))

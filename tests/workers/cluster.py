@@ -45,12 +45,20 @@ class Cluster:
         self.client = redis.Redis.from_url(url)
 
     def start(self, queue: str, *, pool: str | None = None, concurrency: int = 1,
-              **extra_env: str) -> WorkerProcess:
+              wait: bool = True, **extra_env: str) -> WorkerProcess:
+        """Start a worker of ``queue``; with ``wait``, until it is ready (see :meth:`ready`)."""
         pool = pool or ("prefork" if queue == "tools" else "threads")
         log = self.directory / f"{queue}-{len(self.workers)}.log"
         worker = WorkerProcess.celery({**self.env, **extra_env}, log, queue=queue, pool=pool,
                                       concurrency=concurrency)
         self.workers.append(worker)
+        if wait:
+            self.ready(worker, queue)
+        return worker
+
+    @staticmethod
+    def ready(worker: WorkerProcess, queue: str = "a") -> WorkerProcess:
+        """Wait until a started worker says it is ready (workers may start side by side)."""
         wait_until(lambda: "ready." in worker.log_text() or not worker.alive, 30,
                    f"{queue} worker to start")
         assert worker.alive, worker.log_text()[-2000:]

@@ -1,8 +1,9 @@
 """Test-only tool and model for the cluster tests, imported by the test's workers.
 
 Workers load this module through ``SRH_TASK_MODULES``, so the ``slow_probe``
-tool and the ``test-slow`` provider exist on both sides. The provider counts
-its requests per sampling seed in Redis (``srh-test:requests``), which is how
+and ``cancellable_wait`` tools and the ``test-slow`` and ``test-cancellable``
+providers exist on both sides.
+The provider counts its requests per sampling seed in Redis (``srh-test:requests``), which is how
 a test proves that a finished step was never sampled again, and it can be
 made slow (``SRH_TEST_MODEL_DELAY``) so a test can kill a worker mid-request.
 """
@@ -41,6 +42,21 @@ class SlowProbe(BaseTool):
         return {"slept": seconds}
 
 
+@BaseTool.register("cancellable_wait")
+class CancellableWait(BaseTool):
+    def execute(self, seconds: float = PROBE_SECONDS) -> dict[str, Any]:
+        """Wait, checking for cancellation between short sleeps (a long fit does the same).
+
+        Args:
+            seconds: How long to wait.
+        """
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.check_cancelled()
+            time.sleep(0.02)
+        return {"waited": seconds}
+
+
 @BaseAPI.register("test-slow")
 class SlowScriptedAPI(BaseAPI):
     """Deterministic replies: a slow probe plus one formula per sample."""
@@ -67,3 +83,35 @@ class SlowScriptedAPI(BaseAPI):
                 finish_reason="stop", sample=k))
             yield SampleDelta(k, text, list(outcome.calls))
         return CallSummary(tuple(responses), Usage(), self.provider, "test-slow")
+
+
+@BaseAPI.register("test-cancellable")
+class CancellableSlowAPI(BaseAPI):
+    """A model request that can be cut: it waits on the call's cancel token, then answers.
+
+    The model name says how long it waits (``wait-5``: 5 s); a conversation
+    whose last message is the harness's force-pause notice is answered at once.
+    Each sample evaluates one formula.
+    """
+
+    def __init__(self, model: str | None = None, tool_list: Any = None,
+                 tool_parser_name: str = "text", environment: Any = None) -> None:
+        super().__init__(model or "wait-0", tool_list, tool_parser_name, environment)
+        self.delay = float(str(self.model).removeprefix("wait-"))
+
+    def _generate(self, messages: Any, n: int, options: Any, token: Any
+                  ) -> Generator[SampleDelta, None, CallSummary]:
+        last = str(messages[-1].get("content") if messages else "")
+        if "force-paused" not in last and token.wait(self.delay):
+            token.raise_if_cancelled(self.provider, str(self.model))
+        responses = []
+        for k in range(1, n + 1):
+            formula = FORMULAS[(k + (options.seed or 0)) % len(FORMULAS)]
+            text = f'CALL evaluate_formula {{"f": "{formula}"}}'
+            outcome = self.parser.parse_response_detailed(text)
+            responses.append(ModelResponse(
+                content=text, tool_calls=tuple(outcome.calls),
+                message=self.parser.assistant_message(text, outcome.calls),
+                finish_reason="stop", sample=k))
+            yield SampleDelta(k, text, list(outcome.calls))
+        return CallSummary(tuple(responses), Usage(), self.provider, str(self.model))

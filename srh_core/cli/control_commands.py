@@ -1,0 +1,215 @@
+"""``srh pause|resume|message|next-branch|next-restart TARGET``: steer an interactive run.
+
+(``srh resume`` is also the command that continues a stopped run directory:
+given a live interactive run, it resumes it from a pause instead; see
+:func:`live_target`.)
+
+TARGET is either an interactive run directory (``srh run --interactive``):
+the command is appended to its ``commands.jsonl``, the run's process applies
+it at once, and the command waits (a few seconds) for the run's echo to
+report whether it was accepted; or, with the workers package installed, the
+id of a cluster run (``srh run --backend celery --interactive``): the command
+is applied in Redis at once. Either way it prints the run's control state
+(``--json``: the whole status). A refused command exits with status 2 and
+says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from srh_core.errors import ConfigurationError
+from srh_core.runtime import ControlChannelError, ControlCommand, InteractionStateError
+
+ECHO_SECONDS = 5.0
+_POLL_SECONDS = 0.05
+ACTIONS = {"pause": "pause", "resume": "resume", "message": "message",
+           "next-branch": "next_c", "next-restart": "next_r"}
+HELP = {
+    "pause": "pause an interactive run at its next step boundary",
+    "message": "send the model a message (inserted before its next request)",
+    "next-branch": "end the current branch and move on to the next",
+    "next-restart": "end the current restart and start the next",
+}
+
+
+class ControlTarget(Protocol):
+    """A run a command can be applied to, as the CLI sees it."""
+
+    def apply(self, command: ControlCommand) -> dict[str, Any]:
+        """Apply ``command``; the run's control status after it."""
+        ...
+
+
+#: Resolvers of targets that are not run directories (``srh_workers`` adds cluster run ids):
+#: each returns a :class:`ControlTarget`, or None when the target is not one of its runs.
+CONTROL_TARGETS: list[Callable[[str], ControlTarget | None]] = []
+
+
+def register_control_commands(subparsers: Any) -> None:
+    """Add the control commands to ``srh`` (``resume`` is shared with the run directory's)."""
+    for name, help_text in HELP.items():
+        parser = subparsers.add_parser(name, help=help_text, description=(
+            f"{help_text[0].upper()}{help_text[1:]}. TARGET is a run directory of "
+            "`srh run --interactive` or the id of a cluster run of `srh run --backend celery "
+            "--interactive`."))
+        parser.add_argument("target", metavar="TARGET", help="run directory or cluster run id")
+        if name == "message":
+            parser.add_argument("text", help="the message")
+        if name == "pause":
+            parser.add_argument("--force", action="store_true", help=(
+                "force-pause: cut the model request and the tool calls in flight"))
+        parser.add_argument("--json", action="store_true", help="print the status JSON")
+        parser.set_defaults(handler=handle_control)
+
+
+def handle_control(args: argparse.Namespace) -> int:
+    action = ACTIONS[args.command]
+    if action == "pause" and getattr(args, "force", False):
+        action = "force_pause"
+    command = ControlCommand(action, getattr(args, "text", None))
+    return apply_and_report(resolve_target(args.target), command, args.target, args.json)
+
+
+def apply_and_report(target: ControlTarget, command: ControlCommand, name: str,
+                     as_json: bool) -> int:
+    status = target.apply(command)
+    if as_json:
+        print(json.dumps(status, default=str))
+    else:
+        print(status_line(name, command.action, status))
+    return 0
+
+
+def live_target(target: str) -> ControlTarget | None:
+    """What ``srh resume TARGET`` resumes from a pause: a live interactive run, else None.
+
+    A run directory whose interactive process is running, or a cluster run id;
+    None for a run directory whose process ended (``srh resume`` continues it).
+    """
+    path = Path(target)
+    if path.is_dir():
+        found = DirectoryTarget(path)
+        return found if found.live() else None
+    for resolve in CONTROL_TARGETS:
+        try:
+            cluster = resolve(target)
+        except ConfigurationError:  # no cluster to ask: treat it as the run directory it names
+            continue
+        if cluster is not None:
+            return cluster
+    return None
+
+
+def resolve_target(target: str) -> ControlTarget:
+    """The run ``target`` names: an interactive run directory, else a plugin's run.
+
+    Raises:
+        ConfigurationError: Nothing knows the target.
+    """
+    path = Path(target)
+    if path.is_dir():
+        return DirectoryTarget(path)
+    problems = []
+    for resolve in CONTROL_TARGETS:
+        try:
+            found = resolve(target)
+        except ConfigurationError as error:
+            problems.append(str(error))
+            continue
+        if found is not None:
+            return found
+    where = f" ({'; '.join(problems)})" if problems else (
+        "" if CONTROL_TARGETS else " (cluster run ids need the workers package)")
+    raise ConfigurationError(f"{target!r} is neither a run directory nor the id of a cluster "
+                             f"run{where}.", setting="target")
+
+
+def status_line(target: str, action: str, status: dict[str, Any]) -> str:
+    state = status.get("interaction_state") or "unknown"
+    parts = [f"{action.replace('_', '-')} applied; run {target} is {state}"]
+    if status.get("waiting_branches"):
+        parts.append(f"{status['waiting_branches']} branch step(s) held")
+    if status.get("pending_messages"):
+        parts.append(f"{status['pending_messages']} message(s) queued")
+    return ", ".join(parts)
+
+
+class DirectoryTarget:
+    """An interactive run directory: commands through its files, echoed by its process.
+
+    Args:
+        path: The run directory.
+        echo_seconds: How long to wait for the run to confirm a command.
+    """
+
+    def __init__(self, path: Path, echo_seconds: float = ECHO_SECONDS) -> None:
+        from srh_core.runtime import RunDirectoryChannel
+
+        self.channel = RunDirectoryChannel(path)
+        self.echo_seconds = echo_seconds
+
+    def apply(self, command: ControlCommand) -> dict[str, Any]:
+        """Send ``command``; wait for the run's ``command_received`` echo; its status.
+
+        Raises:
+            ControlChannelError: Not an interactive run directory, or its process
+                is not running.
+            InteractionStateError: The run refused the command.
+        """
+        state = self.channel.load_state()
+        if state is None:
+            raise ControlChannelError(f"{self.channel.path} is not the directory of an "
+                                      "interactive run (start it with srh run --interactive).")
+        status = state.get("status") or {}
+        if not self.live():
+            raise ControlChannelError(f"The run in {self.channel.path} is not running; resume "
+                                      "it with `srh resume --interactive` first.")
+        cursor = self.channel.last_sequence()
+        self.channel.send(command)
+        echo = self._echo(command, cursor)
+        if echo is not None and not echo["payload"].get("accepted", True):
+            raise InteractionStateError(str(echo["payload"].get("error") or "refused"),
+                                        action=command.action,
+                                        state=str(status.get("interaction_state")))
+        if echo is None:
+            print(f"srh: the run has not confirmed {command.action!r} within "
+                  f"{self.echo_seconds:g}s; it is applied when the run reads it.",
+                  file=sys.stderr)
+        return self.channel.read_status() or {}
+
+    def live(self) -> bool:
+        """True while the run's interactive process is running."""
+        state = self.channel.load_state() or {}
+        return bool((state.get("status") or {}).get("active")) and \
+            _process_alive(state.get("pid"))
+
+    def _echo(self, command: ControlCommand, cursor: int) -> dict[str, Any] | None:
+        deadline = time.monotonic() + self.echo_seconds
+        while True:
+            for event in self.channel.read_events(cursor)["events"]:
+                if event["kind"] == "command_received" and \
+                        event["payload"].get("id") == command.id:
+                    return event
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(_POLL_SECONDS)
+
+
+def _process_alive(pid: Any) -> bool:
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,257 @@
+"""The controls as an agent's hooks see them, and the one rule of a step boundary.
+
+:class:`~srh_core.runtime.SRAgentInteractive` reaches the researcher's
+controls only through an :class:`AgentControls`: take what waits at the
+step boundary, ask for a pause, publish an event, make a blocking call
+cancellable. Where the interaction state lives decides the implementation:
+
+- :class:`LocalControls`: an :class:`~srh_core.runtime.SRInteractionManager`
+  in this process (the embedded runtime); a paused branch waits in
+  :meth:`SRInteractionManager.wait`, and a :class:`~srh_core.runtime.ControlBridge`
+  pumps commands from a channel (the run directory by default);
+- ``srh_workers.control.RedisAgentControls``: the run's Redis keys (the
+  cluster); the runtime parks a paused branch before its step task opens the
+  step (a paused branch holds no worker), so its boundary never waits.
+
+Both decide a boundary with :func:`take_boundary`: a branch of a restart that
+``next_r`` ended ends too; otherwise it takes the queued messages (inserted
+before its next model request) or the pending ``next_c`` / ``next_r``, whose
+messages are carried to the next branch's first request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from srh_core.runtime.bridge import ControlBridge
+from srh_core.runtime.channel import ControlChannel, InProcessChannel
+from srh_core.runtime.errors import InteractionSnapshotError
+from srh_core.runtime.events import InteractionEventKind
+from srh_core.runtime.manager import SEARCH_TRANSITIONS, PendingMessage, SearchTransition
+from srh_core.runtime.sr_manager import SRInteractionManager
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryDecision:
+    """What a branch takes at its step boundary.
+
+    Attributes:
+        messages: The researcher's messages to insert before the next model request.
+        transition: "next_c" or "next_r" when the branch ends here (as done).
+    """
+
+    messages: tuple[PendingMessage, ...] = ()
+    transition: SearchTransition | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.messages and self.transition is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"messages": message_dicts(self.messages), "transition": self.transition}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BoundaryDecision:
+        transition = data.get("transition")
+        if transition is not None and transition not in SEARCH_TRANSITIONS:
+            raise InteractionSnapshotError(f"Unknown branch transition {transition!r}.")
+        return cls(tuple(messages_from(data.get("messages") or [])), transition)
+
+
+def message_dicts(messages: Iterable[PendingMessage]) -> list[dict[str, Any]]:
+    return [{"content": m.content, "created_at": m.created_at} for m in messages]
+
+
+def messages_from(records: Iterable[Mapping[str, Any]]) -> list[PendingMessage]:
+    """Messages from :func:`message_dicts` records.
+
+    Raises:
+        InteractionSnapshotError: A record is not ``{content: str, created_at: number}``.
+    """
+    try:
+        return [PendingMessage(str(r["content"]), float(r["created_at"])) for r in records]
+    except (KeyError, TypeError, ValueError) as error:
+        raise InteractionSnapshotError(f"A persisted message is malformed: {error!r}.") \
+            from error
+
+
+class ControlLedger:
+    """What the controls keep besides the manager: carried messages and skipped restarts.
+
+    Thread-safe (branches of the embedded runtime take boundaries on threads).
+
+    Args:
+        carried: Messages waiting for the next branch's first request (taken
+            with a ``next_c`` / ``next_r``, or queued before the run started).
+        skipped: Restarts that a ``next_r`` ended.
+    """
+
+    def __init__(self, carried: Iterable[PendingMessage] = (), skipped: Iterable[int] = ()
+                 ) -> None:
+        self._lock = threading.Lock()
+        self._carried = list(carried)
+        self._skipped = set(skipped)
+
+    def skips(self, R: int) -> bool:
+        with self._lock:
+            return R in self._skipped
+
+    def carry(self, messages: Iterable[PendingMessage]) -> None:
+        with self._lock:
+            self._carried = list(messages) + self._carried
+
+    def settle(self, messages: Iterable[PendingMessage], transition: SearchTransition | None,
+               R: int) -> BoundaryDecision:
+        """The decision of a branch of restart R that took ``messages`` and ``transition``."""
+        with self._lock:
+            pending, self._carried = self._carried + list(messages), []
+            if transition is None:
+                return BoundaryDecision(tuple(pending))
+            self._carried = pending  # they belong to the next branch's first request
+            if transition == "next_r":
+                self._skipped.add(R)
+            return BoundaryDecision(transition=transition)
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {"carried": message_dicts(self._carried),
+                    "skipped_restarts": sorted(self._skipped)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ControlLedger:
+        skipped = data.get("skipped_restarts") or []
+        if not all(isinstance(R, int) and not isinstance(R, bool) for R in skipped):
+            raise InteractionSnapshotError(f"skipped_restarts must be ints. Got {skipped!r}.")
+        return cls(messages_from(data.get("carried") or []), skipped)
+
+
+def take_boundary(manager: SRInteractionManager, ledger: ControlLedger, R: int, *,
+                  block: bool) -> BoundaryDecision:
+    """The one rule of a step boundary, for every runtime.
+
+    Args:
+        manager: The run's manager (started).
+        ledger: The run's carried messages and skipped restarts.
+        R: The branch's restart.
+        block: Wait here while a pause is asked (the embedded runtime); False
+            passes at once (a runtime that parks paused branches itself, see
+            :meth:`SRInteractionManager.hold`).
+    """
+    if ledger.skips(R):
+        return BoundaryDecision(transition="next_r")
+    if block:
+        with manager.wait() as messages:
+            return ledger.settle(messages, manager.consume_search_transition(), R)
+    messages = manager.pass_boundary()
+    return ledger.settle(messages, manager.consume_search_transition(), R)
+
+
+@runtime_checkable
+class AgentControls(Protocol):
+    """The controls of one run as :class:`~srh_core.runtime.SRAgentInteractive` uses them."""
+
+    @property
+    def cancel_signal(self) -> Any:
+        """Event-like (``is_set()``): a force-pause is cutting work (tools check it)."""
+        ...
+
+    def start(self, save_path: str | None) -> None:
+        """The run's first boundary is near: begin (idempotent)."""
+        ...
+
+    def boundary(self, R: int, C: int, L: int) -> BoundaryDecision:
+        """What branch (R, C) takes before opening step L (see :func:`take_boundary`)."""
+        ...
+
+    def request_pause(self) -> None:
+        """Pause at the next boundary (after a tool-free reply, say)."""
+        ...
+
+    def publish_event(self, kind: InteractionEventKind, payload: Mapping[str, Any]) -> None:
+        ...
+
+    def publish_events(self, events: Sequence[tuple[InteractionEventKind, Mapping[str, Any]]]
+                       ) -> None:
+        """Publish several events in order (one write where the timeline is remote)."""
+        ...
+
+    def cancellable(self, cancel: Callable[[], None]) -> AbstractContextManager[None]:
+        """Call ``cancel`` if a force-pause comes while the block runs."""
+        ...
+
+    def finish(self, status: str | None, reason: str | None) -> None:
+        """The run ended (its ``finished`` event): publish it and stop listening."""
+        ...
+
+
+class LocalControls:
+    """The controls of a run in this process: a manager, and a channel pumped into it.
+
+    Args:
+        manager: The run's manager.
+        channel: Where commands come from; None uses the run directory's
+            files when the run has one (``save_path``); an
+            :class:`~srh_core.runtime.InProcessChannel` needs no bridge.
+    """
+
+    def __init__(self, manager: SRInteractionManager, channel: ControlChannel | None = None
+                 ) -> None:
+        self.manager = manager
+        self.channel = channel
+        self.ledger = ControlLedger()
+        self._lock = threading.Lock()
+        self._bridge: ControlBridge | None = None
+        self._started = False
+
+    @property
+    def cancel_signal(self) -> Any:
+        return self.manager.cancellation_signal
+
+    def start(self, save_path: str | None) -> None:
+        with self._lock:
+            if self._started:
+                return
+            channel = self.channel
+            if channel is None and save_path is not None:
+                from srh_core.runtime.run_dir_channel import RunDirectoryChannel
+
+                channel = RunDirectoryChannel(save_path)
+            if channel is not None and not isinstance(channel, InProcessChannel):
+                self._bridge = ControlBridge(self.manager, channel)
+                self._bridge.start()
+            self.ledger.carry(self.manager.start_agent_execution())
+            self._started = True
+
+    def boundary(self, R: int, C: int, L: int) -> BoundaryDecision:
+        return take_boundary(self.manager, self.ledger, R, block=True)
+
+    def request_pause(self) -> None:
+        self.manager.request_pause()
+
+    def publish_event(self, kind: InteractionEventKind, payload: Mapping[str, Any]) -> None:
+        self.manager.publish_event(kind, payload)
+
+    def publish_events(self, events: Sequence[tuple[InteractionEventKind, Mapping[str, Any]]]
+                       ) -> None:
+        for kind, payload in events:
+            self.manager.publish_event(kind, payload)
+
+    def cancellable(self, cancel: Callable[[], None]) -> AbstractContextManager[None]:
+        return self.manager.cancellable(cancel)
+
+    def finish(self, status: str | None, reason: str | None) -> None:
+        with self._lock:
+            if not self._started:
+                return
+            manager = self.manager
+            if manager.state != "idle":
+                manager.finish_agent_execution()
+            kind = "execution_failed" if status == "failed" else "execution_completed"
+            manager.publish_event(kind, {"status": status, "reason": reason})
+            if self._bridge is not None:
+                self._bridge.stop()
+            self._bridge, self._started = None, False

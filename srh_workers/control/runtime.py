@@ -1,0 +1,112 @@
+"""The controls in the distributed flow: where step tasks park, and what a release re-sends.
+
+A run is interactive when its agent class is an
+:class:`~srh_core.runtime.SRAgentInteractive`; for any other run every
+function here is a no-op that costs nothing. For an interactive run:
+
+- a step task asks :func:`park_step` before it opens a step (granularity
+  "step"): while a pause is asked, the step is parked in the run's held set
+  and the task returns without enqueueing anything, so a paused branch holds
+  no worker; the whole-run task asks :func:`park_run` before each step
+  (granularity "run", through its ``RunControl.paused()``): the chunk ends
+  and no continuation is sent;
+- whoever releases the pause (a controller's resume, message, next_c or
+  next_r, see :mod:`srh_workers.control.channel`, or a boundary that finds
+  input queued) takes the parked steps in the same transaction and re-sends
+  each once (:func:`parked_actions`);
+- :func:`agent_options` gives the agent its Redis controls and pause options;
+- :func:`finish_controls` ends the controls when the run has its result.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from srh_workers.control.agent import RedisAgentControls
+from srh_workers.control.state import finished, is_running, parked
+from srh_workers.flow.names import Action, step_action, whole_run_action
+
+if TYPE_CHECKING:
+    from srh_core.types import SearchResult
+    from srh_workers.flow.runtime import RunRuntime
+
+RUN_MEMBER = "run"
+_CONTROLS: weakref.WeakKeyDictionary[Any, RedisAgentControls] = weakref.WeakKeyDictionary()
+_CONTROLS_LOCK = threading.Lock()
+
+
+def is_interactive(rt: RunRuntime) -> bool:
+    from srh_core.runtime import SRAgentInteractive
+
+    return issubclass(rt.agent_class, SRAgentInteractive)
+
+
+def step_member(R: int, C: int, L: int) -> str:
+    return f"step:{R}:{C}:{L}"
+
+
+def parked_actions(run_id: str, members: Iterable[str]) -> list[Action]:
+    """The actions that continue parked steps (``step:R:C:L`` or ``run``)."""
+    actions = []
+    for member in members:
+        if member == RUN_MEMBER:
+            actions.append(whole_run_action(run_id))
+            continue
+        kind, *coordinate = member.split(":")
+        if kind == "step" and len(coordinate) == 3:
+            R, C, L = (int(part) for part in coordinate)
+            actions.append(step_action(run_id, R, C, L))
+    return actions
+
+
+def run_controls(rt: RunRuntime) -> RedisAgentControls:
+    """The run's controls in this process (one per run, shared by its agents)."""
+    with _CONTROLS_LOCK:
+        controls = _CONTROLS.get(rt)
+        if controls is None:
+            stored = rt.store.control_state() or {}
+            controls = RedisAgentControls(rt.store, stored.get("options"))
+            _CONTROLS[rt] = controls
+        return controls
+
+
+def agent_options(rt: RunRuntime) -> dict[str, Any]:
+    """Constructor arguments of the run's agent beyond the run's parts (none unless interactive)."""
+    if not is_interactive(rt):
+        return {}
+    controls = run_controls(rt)
+    return {"controls": controls, **controls.options}
+
+
+def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action]]:
+    """Before step (R, C, L) opens: park it while a pause is asked?
+
+    Returns:
+        Whether the step is parked (the task returns), and the parked steps a
+        release at this boundary (input queued) lets go.
+    """
+    if not is_interactive(rt) or is_running(rt.store.control_state()):
+        return False, []
+    update = rt.store.update_control(parked(step_member(R, C, L), R))
+    return bool(update.outcome), parked_actions(rt.run_id, update.released)
+
+
+def park_run(rt: RunRuntime, owner: str) -> bool:
+    """Before the whole-run task opens a step: park the run (and give up its lock)?"""
+    if not is_interactive(rt) or is_running(rt.store.control_state()):
+        return False
+    update = rt.store.update_control(parked(RUN_MEMBER, None, unlock=True), lock_owner=owner)
+    return bool(update.outcome)
+
+
+def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
+    """The run has its result: the controls go idle and say how it ended (idempotent)."""
+    if is_interactive(rt):
+        rt.store.update_control(finished(result.status, result.stop_reason))
+
+
+__all__ = ["RUN_MEMBER", "agent_options", "finish_controls", "is_interactive", "park_run",
+           "park_step", "parked_actions", "run_controls", "step_member"]
