@@ -20,6 +20,8 @@ from srh_core.agent import SRAgent, agent_class_path
 from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.types import SearchResult
+from srh_workers.endpoints import submit_access
+from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
 from srh_workers.flow.runtime import resolve_granularity, runtime_for
 from srh_workers.spec import RunSpec, load_spec
@@ -30,8 +32,11 @@ Send = Callable[[Action], Any]
 
 def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[str, Any],
                y: Mapping[str, Any], description: str = "", *,
-               agent_class: type[SRAgent] = SRAgent) -> RunSpec:
+               agent_class: type[SRAgent] = SRAgent, api_key: str | None = None) -> RunSpec:
     """Publish a run's spec and data, then enqueue its first task.
+
+    A run whose first task cannot be sent (the broker is down) is removed again,
+    so no run is left "running" with nothing to run it.
 
     Args:
         client: Redis holding the candidate store (``SRH_REDIS_URL``).
@@ -42,6 +47,8 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         description: The problem description shown to the model.
         agent_class: The SRAgent (sub)class the workers run; it must be
             importable by name on the workers.
+        api_key: The run's own model key: the only key workers send to the run's
+            ``base_url``. It is stored with the spec in Redis.
 
     Returns:
         The published spec (its ``run_id`` names the run everywhere).
@@ -49,7 +56,10 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     Raises:
         ConfigurationError: The run id is already in use, or the agent class
             cannot be imported by name.
+        EndpointAccessError: The run asks for a model endpoint the workers would
+            refuse (a base URL not on the operator's list, without its own key).
         DataError: The data is invalid (the error names the variable).
+        BrokerSendError: The first task could not be sent (the run was removed).
     """
     from srh_core.context import AgentContext
     from srh_core.context.structured import commit_run_data
@@ -57,6 +67,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     if len(y) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(y)}.")
     class_path = agent_class_path(agent_class)
+    submit_access(client, api_key).check_run(settings)
     settings = settings if settings.run_id else settings.replace(run_id=uuid.uuid4().hex[:12])
     target = next(iter(y))
     context = AgentContext(args=settings)
@@ -69,15 +80,22 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     spec = RunSpec(run_id=settings.run_id, settings=settings.model_dump(),
                    description=description, target=target, features=list(X),
                    agent_class=class_path, submitted_at=now,
-                   deadline=None if settings.time_limit is None else now + settings.time_limit)
+                   deadline=None if settings.time_limit is None else now + settings.time_limit,
+                   api_key=api_key)
     store = RedisRunStore(client, settings.run_id, settings.ranking_metric,
                           settings.larger_is_better,
                           agent_metadata={"class": class_path, **settings.model_dump()})
     store.publish(spec.model_dump_json(), context.to_payload(), now)
-    if resolve_granularity(settings) == "run":
-        send(whole_run_action(settings.run_id))
-    else:
-        send(restart_action(settings.run_id, 1))
+    first = (whole_run_action(settings.run_id) if resolve_granularity(settings) == "run"
+             else restart_action(settings.run_id, 1))
+    try:
+        send(first)
+    except Exception as error:  # the broker refused or is unreachable: leave no orphan run
+        store.delete_run()
+        client.zrem(RUNS_INDEX, settings.run_id)
+        raise BrokerSendError(f"The run's first task could not be sent to the broker "
+                              f"({type(error).__name__}: {error}); the run was not created. "
+                              f"Check SRH_BROKER_URL and that the broker is up.") from error
     return spec
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from srh_core.api.endpoints import ENDPOINT_NAME_PATTERN
 from srh_core.errors import ConfigurationError, did_you_mean
 
 ToolParserName = Literal["openai", "json", "text", "xml"]
@@ -35,7 +36,10 @@ class SearchSettings(BaseModel):
     Attributes:
         llm_provider: Provider name ("offline", "openai", "deepseek", ...).
         llm_model: Model name; None uses the provider's default.
-        base_url: Endpoint override for OpenAI-compatible providers.
+        base_url: Endpoint override for OpenAI-compatible providers (on a cluster: only
+            an operator's endpoint, or with the run's own key; see srh_core.api.endpoints).
+        endpoint: Name of an endpoint the operator configured (``SRH_ENDPOINTS``); it
+            sets the provider, base URL and key of the run's model.
         tools: Tool names to enable; None enables the default catalogue.
         ban_tools: Tool names never enabled, even when ``tools`` lists them.
         skills: Skill names the model may read; None enables all.
@@ -98,6 +102,7 @@ class SearchSettings(BaseModel):
     llm_provider: str = "offline"
     llm_model: str | None = None
     base_url: str | None = None
+    endpoint: str | None = Field(default=None, pattern=ENDPOINT_NAME_PATTERN)
     tools: list[str] | None = Field(default=None, strict=False)
     ban_tools: list[str] = Field(default_factory=list, strict=False)
     skills: list[str] | None = Field(default=None, strict=False)

@@ -101,7 +101,7 @@ class SRAgent:
                  skill_manager: Any = None, api: Any = None, evaluator: Any = None,
                  store: CandidateStore | None = None, executor: ToolExecutor | None = None,
                  problem_description: str = "", deadline: float | None = None,
-                 **settings_values: Any) -> None:
+                 model_access: Any = None, **settings_values: Any) -> None:
         if isinstance(llm_provider, SearchSettings):  # SRAgent(settings) reads naturally too
             settings, llm_provider = llm_provider, None
         if llm_provider is not None:
@@ -113,6 +113,7 @@ class SRAgent:
         self.settings = settings or SearchSettings.build(**settings_values)
         self.skill_manager = skill_manager
         self.api = api
+        self.model_access = model_access  # None: ModelAccess.local() (this process's operator)
         self.evaluator = evaluator
         self.policy = RankingPolicy(self.settings.ranking_metric, self.settings.larger_is_better)
         self.exact_fit = ExactFitRule(self.settings.exact_fit_metric,
@@ -216,13 +217,15 @@ class SRAgent:
                                                  len(context.feature_names()))
 
     def make_api(self, provider: str, model: str | None, metadata: list[Any]) -> Any:
-        from srh_core.api import BaseAPI
+        """A model adapter for ``provider``; its address and key follow ``self.model_access``.
 
-        options: dict[str, Any] = {}
-        if self.settings.base_url:
-            options["base_url"] = self.settings.base_url
-        return BaseAPI.create(provider, model=model, tool_list=metadata,
-                              tool_parser_name=self.settings.tool_parser, **options)
+        Raises:
+            EndpointAccessError: The run asks for an endpoint its access does not allow.
+        """
+        from srh_core.api.endpoints import build_api
+
+        return build_api(self.settings, provider, model, self.model_access, tool_list=metadata,
+                         tool_parser_name=self.settings.tool_parser)
 
     # ------------------------------------------------------------------ helpers
     @property

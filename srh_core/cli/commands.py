@@ -147,7 +147,17 @@ def handle_run(args: argparse.Namespace) -> int:
         hint = " (install srh with its workers package)" if args.backend == "celery" else ""
         raise ConfigurationError(f"Unknown backend {args.backend!r}{hint}; available: "
                                  f"{', '.join(sorted(BACKENDS))}.", setting="backend")
+    if args.backend == "embedded":
+        cluster_only = [flag for flag, dest in CLUSTER_ONLY_FLAGS if getattr(args, dest, False)]
+        if cluster_only:
+            raise ConfigurationError(f"The '{cluster_only[0]}' option needs --backend celery "
+                                     "(the embedded backend runs here and now).",
+                                     setting="backend")
     return backend(args)
+
+
+#: Flags of ``srh run`` that only a cluster backend honours: (flag, argparse dest).
+CLUSTER_ONLY_FLAGS = (("--detach", "detach"), ("--own-key", "own_key"))
 
 
 def agent_class_from_args(args: argparse.Namespace) -> Any:

@@ -30,6 +30,7 @@ SETTING_OF_FLAG = {
     "validation_fraction": "validation_fraction", "split_by": "split_by",
     "split_ood_variable": "split_ood_variable", "split_random_state": "split_random_state",
     "branch_threads": "branch_threads", "granularity": "granularity",
+    "endpoint": "endpoint",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
 
@@ -79,7 +80,10 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
 def _model_options(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("model")
     model.add_argument("--llm", default=None, help="offline (default) or PROVIDER:MODEL")
-    model.add_argument("--base-url", help="OpenAI-compatible endpoint URL")
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint URL (celery: one of the "
+                       "operator's endpoints, or with --own-key)")
+    model.add_argument("--endpoint", metavar="NAME", help="a model endpoint the operator named "
+                       "(SRH_ENDPOINTS): its provider, URL and key")
     model.add_argument("--strong-llm", type=_provider_model, metavar="PROVIDER:MODEL",
                        help="the strong model hard tasks are routed to")
     model.add_argument("--auto-routing", action=argparse.BooleanOptionalAction, default=None,

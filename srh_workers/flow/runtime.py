@@ -89,6 +89,7 @@ class RunRuntime:
         self.granularity = resolve_granularity(self.settings)
         self._context: Any = None
         self._api: Any = None
+        self._access: Any = None
         self._lock = threading.Lock()
 
     @property
@@ -123,10 +124,20 @@ class RunRuntime:
         agent = self.agent_class(settings=self.settings, context=self.context, api=self._api,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
-                                 deadline=self.deadline(), **self.agent_options())
+                                 deadline=self.deadline(), model_access=self.model_access,
+                                 **self.agent_options())
         with self._lock:
             self._api = self._api or agent.api
         return agent
+
+    @property
+    def model_access(self) -> Any:
+        """The endpoints and keys this run may use here (never the worker's keys elsewhere)."""
+        if self._access is None:
+            from srh_workers.endpoints import worker_access
+
+            self._access = worker_access(self.spec)
+        return self._access
 
     def agent_options(self) -> dict[str, Any]:
         """Further constructor arguments: an interactive agent's Redis controls and options."""

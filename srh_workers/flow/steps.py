@@ -207,6 +207,20 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     return result
 
 
+def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
+    """End a run that may not run here (e.g. it asks for an endpoint the operator did
+    not allow) as failed, with the reason; once."""
+    existing = rt.store.stored_result()
+    if existing is not None:
+        return existing
+    outcome = run_outcome([], early_stop=rt.settings.early_stop,
+                          time_limit=rt.settings.time_limit, failure=reason)
+    result = rt.store.result(outcome.status, "refused before its first step",
+                             stop_reason=outcome.reason)
+    finish_controls(rt, result)
+    return result
+
+
 def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
     """Best effort: the run directory, the same files an embedded run leaves.
 

@@ -102,6 +102,9 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
 RUNS_INDEX = "srh:runs"
 """Zset of every submitted run id, scored by submission time (``srh status`` lists it)."""
 
+ENDPOINTS_KEY = "srh:endpoints"
+"""String: JSON list of the operator's model endpoints (public part), set by workers at start."""
+
 
 def _coordinate(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
