@@ -234,12 +234,13 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
     if settings.metrics_port is not None:
         try:
             server, _ = metrics.start_worker_metrics(settings.metrics_port,
-                                                     settings.broker_url, QUEUES)
+                                                     settings.broker_url, QUEUES,
+                                                     addr=settings.metrics_addr)
         except ImportError:
             logger.error("SRH_METRICS_PORT is set but prometheus-client is not installed "
                          "(pip install 'srh[metrics]'); running without metrics")
             return
-        logger.info("metrics on port %d", server.server_port)
+        logger.info("metrics on %s:%d", settings.metrics_addr, server.server_port)
 
 
 def _connect_signals(celery_app: Celery) -> None:
