@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from srh_core.agent.settings import SearchSettings
+from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import SearchStateError
 from srh_workers.store import RedisRunStore
 
@@ -38,7 +38,7 @@ class RunSpec(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    run_id: str
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
     settings: dict[str, Any]
     description: str
     target: str

@@ -14,6 +14,7 @@ import numpy as np
 
 from srh_core.agent.settings import SearchSettings
 from srh_core.cli import run_options, tool_commands
+from srh_core.embedded.run_dir import run_path
 from srh_core.errors import ConfigurationError
 from srh_core.runtime.cli import add_interactive_arguments, interactive_options
 from srh_core.types import SearchResult
@@ -89,7 +90,7 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     provider, model = _llm(args.llm)
     run_id = args.run_id or uuid.uuid4().hex[:12]
     flags = {"llm_provider": provider, "llm_model": model, "run_id": run_id,
-             "save_path": args.out or str(Path(DEFAULT_RUNS_DIR) / run_id),
+             "save_path": args.out or str(run_path(DEFAULT_RUNS_DIR, run_id)),
              **run_options.settings_flags(args)}
     flags = {name: value for name, value in flags.items() if value is not None}
     if args.config:

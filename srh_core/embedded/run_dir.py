@@ -25,6 +25,7 @@ control channel: ``commands.jsonl`` (appended by a controller such as ``srh web`
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -33,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from srh_core.agent.settings import SearchSettings
-from srh_core.errors import SearchStateError
+from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
+from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import (
     append_jsonl,
     atomic_write_json,
@@ -49,6 +50,37 @@ logger = logging.getLogger("srh.agent")
 
 RUN_FILES = ("settings.json", "problem.json", "data.npz", "run.json", "nodes.jsonl",
              "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "state.json", "result.json")
+
+
+_RUN_ID = re.compile(RUN_ID_PATTERN)
+
+
+def path_inside(root: str | Path, relative: str | Path, *, setting: str = "save_path") -> Path:
+    """``root / relative``, resolved, checked to lie strictly inside ``root``.
+
+    Raises:
+        ConfigurationError: The path is ``root`` itself or escapes it (``..``, an
+            absolute path elsewhere, a symlink out).
+    """
+    base = Path(root).resolve()
+    path = (base / relative).resolve()
+    if base not in path.parents:
+        raise ConfigurationError(f"The {setting!r} path {str(relative)!r} must stay inside "
+                                 f"{base}; it resolves to {path}.", setting=setting)
+    return path
+
+
+def run_path(runs_dir: str | Path, run_id: str) -> Path:
+    """The directory of run ``run_id`` under ``runs_dir`` (the id checked, the path kept inside).
+
+    Raises:
+        ConfigurationError: The id does not match the run id pattern (no ``.``, ``..``
+            or separators), or the resolved path leaves ``runs_dir``.
+    """
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise ConfigurationError(f"The 'run_id' setting must be a string matching "
+                                 f"{RUN_ID_PATTERN}. Got {run_id!r} instead.", setting="run_id")
+    return path_inside(runs_dir, run_id, setting="run_id")
 
 
 def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: ToolCallResult,

@@ -40,13 +40,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from srh_core.agent.settings import SearchSettings
+from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import ConfigurationError
+
+#: Sweep, variant and dataset names: the run id pattern (no "." or "..", no separators).
+NAME_PATTERN = RUN_ID_PATTERN
 
 
 class Variant(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, pattern=NAME_PATTERN)
 
     def overrides(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -54,7 +57,7 @@ class Variant(BaseModel):
 
 class Dataset(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, pattern=NAME_PATTERN)
     path: str
     target: str
     description: str = ""
@@ -64,7 +67,7 @@ class SweepSpec(BaseModel):
     """A validated sweep file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, max_length=48, pattern=NAME_PATTERN)  # run ids add 16
     problems: list[str] | str = Field(default_factory=list)
     suite: str | None = None
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
@@ -112,7 +115,12 @@ def load_sweep(path: str | Path) -> SweepSpec:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigurationError(f"Cannot read sweep file {path}: {error}") from error
-    body = dict(document.get("sweep", {}))
+    body = document.get("sweep", {})
+    if not isinstance(body, dict):
+        raise ConfigurationError(f"Sweep file {path}: the 'sweep' entry must be a table "
+                                 f"([sweep] with name, problems, seeds, ...). Got {body!r} "
+                                 "instead.", setting="sweep")
+    body = dict(body)
     for table in ("settings", "variants", "datasets"):
         if table in document:
             body[table] = document[table]
@@ -136,9 +144,14 @@ def _check(spec: SweepSpec) -> None:
         suite.get(name)
     if not problem_names(spec) and not spec.datasets:
         raise ConfigurationError("The sweep has no problems and no datasets.", setting="problems")
-    names = [variant.name for variant in spec.variants]
-    if len(set(names)) != len(names):
-        raise ConfigurationError(f"Variant names must be unique; got {names}.", setting="variants")
+    for table, names in (("variants", [variant.name for variant in spec.variants]),
+                         ("datasets", [dataset.name for dataset in spec.datasets]),
+                         ("problems", problem_names(spec) + [d.name for d in spec.datasets])):
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ConfigurationError(f"The sweep's {table} names must be unique (a cell is "
+                                     f"named by them); {', '.join(map(repr, repeated))} "
+                                     "appears more than once.", setting=table)
 
 
 def problem_suite(spec: SweepSpec) -> Any:

@@ -34,6 +34,7 @@ from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_EARLY, restart_is_last, run_outcome, step_gate
 from srh_core.agent.steps import sample_results
 from srh_core.embedded.run_dir import RunDirectory
+from srh_core.errors import ConfigurationError
 from srh_core.types import SearchResult
 from srh_workers.flow.names import (
     ADVANCE,
@@ -189,10 +190,11 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     last restart's branches, as in the embedded runtime.
     """
     existing = rt.store.stored_result()
+    path = checked_run_dir(rt)
     if existing is not None:
         # the result is stored before the run directory is written: finish the directory
-        if rt.run_dir is not None and not RunDirectory(rt.run_dir).has_result():
-            write_run_directory(rt, existing, rt.run_dir)
+        if path is not None and not RunDirectory(path).has_result():
+            write_run_directory(rt, existing, path)
         finish_controls(rt, existing)
         return existing
     last = rt.store.latest_restart()
@@ -202,9 +204,19 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
                           time_limit=settings.time_limit, failure=failure)
     result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
     finish_controls(rt, result)
-    if rt.run_dir is not None:
-        write_run_directory(rt, result, rt.run_dir)
+    if path is not None:
+        write_run_directory(rt, result, path)
     return result
+
+
+def checked_run_dir(rt: RunRuntime) -> Path | None:
+    """The run directory to write, or None (none configured, or it would leave SRH_RUNS_DIR:
+    then the result stays in Redis only, and the refusal is logged)."""
+    try:
+        return rt.run_dir
+    except ConfigurationError as error:
+        logger.error("run %s: the run directory is not written: %s", rt.run_id, error)
+        return None
 
 
 def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
@@ -224,9 +236,9 @@ def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
 def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
     """Best effort: the run directory, the same files an embedded run leaves.
 
-    It is written on the disk of the worker that finalizes the run: point
-    ``save_path`` (or the workers' ``SRH_RUNS_DIR``) at shared storage to
-    collect runs in one place.
+    It is written on the disk of the worker that finalizes the run, inside
+    its ``SRH_RUNS_DIR`` (a run's ``save_path`` is taken relative to it): point
+    ``SRH_RUNS_DIR`` at shared storage to collect runs in one place.
     """
     try:
         context = rt.context
