@@ -61,6 +61,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         llm_provider: Model provider ("offline", "openai", "deepseek", ...).
         llm_model: Model name; None uses the provider's default.
         base_url: Endpoint override for OpenAI-compatible providers.
+        endpoint: Name of an endpoint of the operator's ``SRH_ENDPOINTS`` file.
         tools: Tool names to enable; None enables the default catalogue.
         ban_tools: Tool names never enabled; None bans none.
         skills: Skill names the model may read; None enables all.
@@ -111,7 +112,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
 
     def __init__(
         self, *, llm_provider: str = "offline", llm_model: str | None = None,
-        base_url: str | None = None, tools: Sequence[str] | None = None,
+        base_url: str | None = None, endpoint: str | None = None,
+        tools: Sequence[str] | None = None,
         ban_tools: Sequence[str] | None = None, skills: Sequence[str] | None = None,
         tool_parser: str = "openai", local_sample_size: int = 1, max_refinement_depth: int = 20,
         global_width: int = 1, max_restart_loop: int = 1, restart_top_k: int = 1,
@@ -130,6 +132,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.llm_provider = llm_provider
         self.llm_model = llm_model
         self.base_url = base_url
+        self.endpoint = endpoint
         self.tools = tools
         self.ban_tools = ban_tools
         self.skills = skills
