@@ -33,6 +33,7 @@ Every (problem or dataset) x seed x variant is one cell and one run.
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,9 @@ def _check(spec: SweepSpec) -> None:
     suite = problem_suite(spec)
     for name in problem_names(spec):
         suite.get(name)
+        if not re.fullmatch(NAME_PATTERN, name):  # a custom suite's names name cells too
+            raise ConfigurationError(f"Problem name {name!r} cannot name a sweep cell: it "
+                                     f"must match {NAME_PATTERN}.", setting="problems")
     if not problem_names(spec) and not spec.datasets:
         raise ConfigurationError("The sweep has no problems and no datasets.", setting="problems")
     for table, names in (("variants", [variant.name for variant in spec.variants]),

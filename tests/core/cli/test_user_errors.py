@@ -144,6 +144,17 @@ def _sweep(text: str):
     return make
 
 
+def _suite_sweep(problem_name: str):
+    def make(tmp: Path) -> list[str]:
+        suite = json.loads((Path(__file__).parents[3] / "srh_core" / "problems" /
+                            "feynman_public.json").read_text(encoding="utf-8"))
+        suite["problems"] = [{**suite["problems"][0], "name": problem_name}]
+        (tmp / "suite.json").write_text(json.dumps(suite), encoding="utf-8")
+        return _sweep(f'[sweep]\nname = "s"\nsuite = "suite.json"\nproblems = '
+                      f'["{problem_name}"]\n')(tmp)
+    return make
+
+
 DATASET = '[[datasets]]\nname = "{}"\npath = "data.csv"\ntarget = "y"\n'
 SWEEP_CASES = {
     "sweep_not_a_table": (_sweep("sweep = 3\n"), "the 'sweep' entry must be a table"),
@@ -170,6 +181,8 @@ SWEEP_CASES = {
     "variant_name_dotdot": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2a"]\n'
                                    '[[variants]]\nname = ".."\n'),
                             "variants.0.name: String should match pattern"),
+    "suite_problem_name_escapes": (_suite_sweep("../evil"), "Problem name '../evil' cannot "
+                                   "name a sweep cell"),
     "unknown_problem": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2b"]\n'),
                         "feynman-I.6.2b"),
 }
