@@ -71,6 +71,10 @@ class SearchRunState:
         self.policy = RankingPolicy(metric=ranking_metric, larger_is_better=larger_is_better)
         self.agent_metadata = dict(agent_metadata or {})
         self.nodes: dict[str, SearchNode] = {}
+        # Each node's JSON record, made once when it is recorded (nodes do not
+        # change after that): a snapshot then costs no re-serialisation of the
+        # tree it already wrote, so checkpointing every step stays O(new nodes).
+        self._node_records: dict[str, dict[str, Any]] = {}
         self._candidates: dict[tuple[str, str], CandidateRecord] = {}
         self._ranked: list[CandidateRecord] | None = None
         self.plans: dict[tuple[int, int, int], dict[str, Any]] = {}
@@ -120,8 +124,9 @@ class SearchRunState:
             if node.node_id in self.nodes:
                 return False
             self.nodes[node.node_id] = node
+            record = self._node_records[node.node_id] = node.to_dict(include_detail=True)
             if self.run_dir is not None:
-                self.run_dir.append("nodes", [node.to_dict()])
+                self.run_dir.append("nodes", [record])
             return True
 
     def register_iteration(
@@ -318,9 +323,15 @@ class SearchRunState:
                 "ranking_metric": self.policy.metric,
                 "larger_is_better": self.policy.larger_is_better,
                 "agent_metadata": json_value(self.agent_metadata),
-                "nodes": [node.to_dict(include_detail=True) for node in self.nodes.values()],
+                "nodes": [self._node_record(node) for node in self.nodes.values()],
                 "candidates": [candidate.to_dict() for candidate in self._candidates.values()],
             }
+
+    def _node_record(self, node: SearchNode) -> dict[str, Any]:
+        record = self._node_records.get(node.node_id)
+        if record is None:
+            record = self._node_records[node.node_id] = node.to_dict(include_detail=True)
+        return record
 
     @classmethod
     def from_state(
