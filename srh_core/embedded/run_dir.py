@@ -6,7 +6,8 @@ files at the end (:meth:`RunDirectory.write_finished`), so both runtimes
 leave the same set of files. All JSON is strict; nothing is ever pickled::
 
     settings.json       SearchSettings, as validated
-    problem.json        description, target, feature names, run id
+    problem.json        description, target, feature names, run id (and the data's
+                        layout for graph data: relations, num_nodes, axes, descriptions)
     data.npz            the arrays the run searched (np.savez; read with allow_pickle=False)
     run.json            run id, creation time, agent metadata (class, settings)
     nodes.jsonl         append-only node log
@@ -56,6 +57,37 @@ def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: Tool
     """One line of ``tool_calls.jsonl``."""
     return {**coordinate, "forced": forced, "call": call.to_dict(), "ok": result.ok,
             "result_str": result.result_str, "meta": result.meta_data}
+
+
+def run_inputs(context: Any, description: str, run_id: str
+               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``problem.json`` and the arrays of ``data.npz`` for a run over ``context``'s data.
+
+    Both runtimes write these through this function. Plain data keeps its
+    features and target; data with a layout (relations, ``num_nodes``,
+    declared axes) keeps every array and records the layout, so
+    :func:`resumed_inputs` can commit the same data again.
+    """
+    problem: dict[str, Any] = {"description": description, "target": context.target,
+                               "features": list(context.feature_names()), "run_id": run_id}
+    names = [*context.feature_names(), context.target]
+    axes = {name: list(value) for name, value in context.variable_axes.items() if value}
+    if context.relation_names or context.num_nodes is not None or axes:
+        problem["layout"] = {
+            "relation_names": sorted(context.relation_names), "num_nodes": context.num_nodes,
+            "variable_structures": context.variable_structures, "variable_axes": axes,
+            "variable_descriptions": context.variable_descriptions}
+        names = list(context.data)
+    return problem, {name: context.data[name] for name in names}
+
+
+def resumed_inputs(problem: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+                   ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
+    """Features, the target and the recorded layout (None for plain data) of a run."""
+    target = str(problem["target"])
+    layout = problem.get("layout")
+    names = [n for n in arrays if n != target] if layout else list(problem["features"])
+    return {n: arrays[n] for n in names}, {target: arrays[target]}, layout
 
 
 class RunDirectory:
