@@ -43,6 +43,7 @@ def register(subparsers: Any) -> None:
         "run directory, or a cluster run id)"))
     resume.add_argument("run_dir")
     resume.add_argument("--time-limit", type=float, help="new wall-clock budget (seconds)")
+    run_options.add_spend_budget_arguments(resume)
     resume.add_argument("--json", action="store_true", help="print the result JSON only")
     add_interactive_arguments(resume)
     resume.set_defaults(handler=handle_resume)
@@ -219,7 +220,8 @@ def handle_resume(args: argparse.Namespace) -> int:
     if live is not None:
         return apply_and_report(live, ControlCommand("resume"), args.run_dir, args.json)
 
-    overrides = {"time_limit": args.time_limit} if args.time_limit else {}
+    overrides = {name: getattr(args, name) for name in ("time_limit", "max_cost", "max_tokens")
+                 if getattr(args, name) is not None}
     agent_class: Any = None  # the class the run recorded
     if args.interactive:
         from srh_core.runtime import SRAgentInteractive
