@@ -121,7 +121,15 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
         "best_metric": best.metric(settings.ranking_metric, "train") if best else None,
         "submitted_at": spec.submitted_at,
         "elapsed_seconds": _finished_at(store, result) - spec.submitted_at,
+        "totals": run_totals(store, result),
     }
+
+
+def run_totals(store: RedisRunStore, result: SearchResult | None) -> dict[str, Any]:
+    """The finished run's totals, or the live ones (tool time and wall time added on read)."""
+    if result is not None and result.totals is not None:
+        return dict(result.totals)
+    return store.run_totals().to_dict()
 
 
 def _finished_at(store: RedisRunStore, result: SearchResult | None) -> float:
