@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from srh_core.agent.accounting import RunTotals, call_seconds, plan_spend, response_records
 from srh_core.errors import SearchStateError
 from srh_core.ranking import RankingPolicy, pareto_indices, rank_candidates
 from srh_core.types import (
@@ -42,6 +41,7 @@ from srh_core.types import (
 )
 
 if TYPE_CHECKING:
+    from srh_core.agent.accounting import RunTotals
     from srh_core.agent.steps import SampleScope, StepPlan
     from srh_core.embedded.run_dir import RunDirectory
 
@@ -76,6 +76,8 @@ class SearchRunState:
         self._candidates: dict[tuple[str, str], CandidateRecord] = {}
         self._ranked: list[CandidateRecord] | None = None
         self.plans: dict[tuple[int, int, int], dict[str, Any]] = {}
+        from srh_core.agent.accounting import RunTotals  # not at import: srh_core stays light
+
         self._spend = RunTotals()
         self._started = time.monotonic()
         self._lock = threading.RLock()
@@ -230,6 +232,8 @@ class SearchRunState:
     def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
                        results: Sequence[ToolCallResult], forced: bool) -> None:
         """Append executed calls to ``tool_calls.jsonl`` (nothing is kept in memory)."""
+        from srh_core.agent.accounting import RunTotals, call_seconds
+
         seconds = sum(call_seconds(result.meta_data) for result in results)
         with self._lock:
             self._spend += RunTotals(tool_seconds=seconds)
@@ -250,6 +254,7 @@ class SearchRunState:
     # --------------------------------------------------------------- plans
     def save_plan(self, plan: StepPlan) -> StepPlan:
         """Keep an opened step unless one is kept for its coordinate; return the kept one."""
+        from srh_core.agent.accounting import plan_spend, response_records
         from srh_core.agent.steps import StepPlan
 
         key = (plan.R, plan.C, plan.L)
@@ -367,7 +372,7 @@ class SearchRunState:
             for record in snapshot.get("candidates", []):
                 candidate = CandidateRecord.from_dict(record)
                 state._candidates[(candidate.node_id, candidate.canonical_key)] = candidate
-            state._spend = RunTotals.from_dict(snapshot.get("spend"))
+            state._spend = type(state._spend).from_dict(snapshot.get("spend"))
         except (KeyError, TypeError, ValueError) as error:
             raise SearchStateError(f"Malformed run snapshot: {error!r}.") from error
         if save_path is not None:
@@ -389,7 +394,7 @@ class SearchRunState:
         The plans are what was paid for, also the steps after the snapshot;
         the tool log holds every call that ran, re-runs included.
         """
-        from srh_core.agent.accounting import tool_seconds
+        from srh_core.agent.accounting import RunTotals, plan_spend, response_records, tool_seconds
         from srh_core.agent.steps import StepPlan
 
         run_dir = self.run_dir
