@@ -175,7 +175,7 @@ class SearchRunState:
             "message": json_value(message),
             "tool_calls": [json_value(call) for call in calls],
             "tool_results": [json_value(result) for result in results],
-            "usage": json_value(dict(usage or {})),
+            "usage": json_value(node_usage(usage, K)),
         }
         if prompt is not None:
             detail["prompt"] = json_value(prompt)
@@ -424,6 +424,15 @@ class SearchRunState:
         for record in RunDirectory(save_path).records("nodes"):
             records[record["node_id"]] = record
         return list(records.values())
+
+
+def node_usage(usage: Mapping[str, Any] | None, K: int) -> dict[str, Any]:
+    """A step's usage as node K keeps it: the step's fields and K's own share (``sample``)."""
+    kept = dict(usage or {})
+    samples = kept.pop("samples", None)
+    if samples:
+        kept["sample"] = next((s for s in samples if s.get("K") == K), None)
+    return kept
 
 
 def coordinate_order(coordinate: SearchCoordinate) -> tuple[int, int, int, int]:

@@ -125,7 +125,8 @@ def test_a_sweep_budget_caps_the_runs_skips_the_rest_and_a_higher_one_runs_them(
     assert [(row["status"], row["run_status"], row["tokens"]) for row in rows] == [
         ("done", "completed", 240), ("done", "completed", 240), ("done", "interrupted", 120),
         ("skipped", None, None)]
-    assert rows[3]["error"] == "not run: the sweep's budget is spent" and len(backend.submitted) == 3
+    assert rows[3]["error"] == "not run: the sweep's budget is spent"
+    assert len(backend.submitted) == 3
     assert rows[0]["cost"] is not None and rows[0]["model_seconds"] >= 0
     with (tmp_path / "out" / "results.csv").open() as stream:
         assert [line["tokens"] for line in csv.DictReader(stream)] == ["240", "240", "120", ""]

@@ -74,6 +74,11 @@ def test_response_lines_and_totals_through_the_openai_client(openai_server, tmp_
     assert totals["model_seconds"] > 0 and totals["tool_seconds"] > 0
     assert totals["wall_seconds"] >= totals["model_seconds"]
     assert json.loads((run_dir / "result.json").read_text())["totals"] == totals
+    nodes = {node["node_label"]: node["detail"]["usage"]
+             for node in agent.store.records(include_detail=True)}
+    assert nodes["R1-C1-L1-K2"]["sample"] == {"K": 2, "input_tokens": 0, "output_tokens": 0,
+                                              "cached_tokens": 0, "price": 0.0, "billed_with": 1}
+    assert "samples" not in nodes["R1-C1-L1-K1"] and nodes["R1-C1-L1-K1"]["prompt_tokens"] == 1000
 
 
 def test_a_model_without_a_price_is_counted_in_tokens_only():
