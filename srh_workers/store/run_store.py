@@ -770,11 +770,14 @@ class RedisRunStore(ControlRecords):
             pool = [CandidateRecord.from_dict(c) for c in snapshot.get("candidates", [])]
         except (KeyError, TypeError, ValueError) as error:
             raise SearchStateError(f"Malformed run snapshot: {error!r}.") from error
-        store._load(nodes, pool)
+        store._load(nodes, pool, RunTotals.from_dict(snapshot.get("spend")))
         return store
 
-    def _load(self, nodes: Sequence[SearchNode], pool: Sequence[CandidateRecord]) -> None:
+    def _load(self, nodes: Sequence[SearchNode], pool: Sequence[CandidateRecord],
+              spend: RunTotals) -> None:
         pipe = self.client.pipeline(transaction=True)
+        spent = spend.to_dict()
+        pipe.set(self.keys.spend, dumps({name: spent[name] for name in SPEND_FIELDS}), nx=True)
         for node in nodes:
             self._scripts.call("record_node", self.keys.node_keys, node_args(node), pipe)
         for candidate in pool:

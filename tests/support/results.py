@@ -13,3 +13,11 @@ def without_times(result: dict[str, Any]) -> dict[str, Any]:
     if not totals:
         return result
     return {**result, "totals": {k: v for k, v in totals.items() if k not in TIME_FIELDS}}
+
+
+def snapshot_without_times(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """An ``export_state()`` snapshot with its spend's seconds left out."""
+    spend = snapshot.get("spend")
+    if not spend:
+        return snapshot
+    return {**snapshot, "spend": {k: v for k, v in spend.items() if k not in TIME_FIELDS}}
