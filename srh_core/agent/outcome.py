@@ -43,7 +43,8 @@ STOP_BUDGET = "budget"
 #: ``prepare_iteration`` reasons that end a branch as done, not the search: the interactive
 #: controls' "next branch" and "next restart" (every remaining branch of that restart).
 MOVE_ON_REASONS = frozenset({"next_c", "next_r"})
-#: Reasons after which ``srh resume`` continues the branch (the budget was not used up).
+#: Reasons after which ``srh resume`` continues the branch (cut short, not finished; a
+#: budget stop continues once the budget is raised).
 RESUMABLE_STOPS = frozenset({STOP_TIME_LIMIT, STOP_INTERRUPTED, STOP_CANCELLED, STOP_BUDGET})
 
 Gate = Literal["open", "wait", "stop"]

@@ -92,7 +92,8 @@ def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
 def spend_line(totals: Mapping[str, Any]) -> str:
     """Run totals in one line: tokens, cost, and where the time went."""
     def seconds(name: str) -> str:
-        return f"{float(totals.get(name) or 0.0):.1f}s"
+        value = totals.get(name)
+        return "-" if value is None else f"{float(value):.1f}s"
 
     cost = f"${float(totals.get('cost') or 0.0):.4f}"
     if int(totals.get("unpriced") or 0):

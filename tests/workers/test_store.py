@@ -523,6 +523,8 @@ def test_a_run_survives_a_redis_kill_with_aof(redis_server_factory):
 
 def test_status_elapsed_time_stops_when_the_result_is_written(client):
     from srh_core.agent.settings import SearchSettings
+    from srh_core.agent.steps import StepPlan
+    from srh_core.api import ModelResponse
     from srh_workers import submit
 
     x = np.linspace(1.0, 2.0, 20)
@@ -533,6 +535,17 @@ def test_status_elapsed_time_stops_when_the_result_is_written(client):
     running = submit.run_status(client, "timed")
     time.sleep(0.02)
     assert submit.run_status(client, "timed")["elapsed_seconds"] > running["elapsed_seconds"]
+    plan = StepPlan(1, 1, 1, [], [ModelResponse("a")], [], usage={
+        "prompt_tokens": 10, "completion_tokens": 5, "price": 0.01, "latency_s": 0.5})
+    RedisRunStore.open(client, "timed").save_plan(plan)
+    live = submit.run_status(client, "timed")["totals"]  # one GET while the run is running
+    assert (live["tokens"], live["cost"], live["model_seconds"], live["tool_seconds"]) == (
+        15, 0.01, 0.5, None)
+    assert live["wall_seconds"] > 0
+    from srh_core.cli.display import spend_line
+
+    assert spend_line(live).endswith("model 0.5s, tools -, wall " +
+                                     f"{live['wall_seconds']:.1f}s")
     RedisRunStore.open(client, "timed").result("completed", "done")
     finished = submit.run_status(client, "timed")
     time.sleep(0.02)
