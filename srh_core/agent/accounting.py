@@ -141,13 +141,16 @@ def step_usage(usage: Mapping[str, Any], responses: Sequence[ModelResponse], *,
 
 
 def _minus(total: Usage, parts: Iterable[Usage | None]) -> Usage:
-    used = sum((part for part in parts if part is not None), Usage())
+    """What ``total`` leaves after ``parts`` (the shared request's share, price included)."""
+    used = sum((part for part in parts if part is not None), Usage(price=0.0))
+    price = None if total.price is None or used.price is None else max(
+        total.price - used.price, 0.0)
     return Usage(prompt_tokens=max(total.prompt_tokens - used.prompt_tokens, 0),
                  completion_tokens=max(total.completion_tokens - used.completion_tokens, 0),
                  total_tokens=max(total.total_tokens - used.total_tokens, 0),
                  cached_tokens=max(total.cached_tokens - used.cached_tokens, 0),
                  reasoning_tokens=max(total.reasoning_tokens - used.reasoning_tokens, 0),
-                 price=total.price)
+                 price=price)
 
 
 def _price(usage: Usage, tariff: ModelPrice | None) -> float | None:

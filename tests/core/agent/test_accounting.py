@@ -89,6 +89,12 @@ def test_a_model_without_a_price_is_counted_in_tokens_only():
     assert usage_dict["price"] is None
     assert [(s["K"], s["input_tokens"], s["output_tokens"], s["billed_with"])
             for s in usage_dict["samples"]] == [(1, 13, 5, 1), (2, 7, 3, 2)]
+    adapter_priced = step_usage(Usage(20, 8, 28, price=0.5).to_dict(), [
+        ModelResponse("a", sample=1), ModelResponse("b", sample=2, usage=Usage(7, 3, 10,
+                                                                             price=0.2))],
+        provider="openai", model="unlisted-model", latency=0.5)  # an adapter's own price= only
+    assert [s["price"] for s in adapter_priced["samples"]] == [pytest.approx(0.3), 0.2]
+    assert adapter_priced["price"] == pytest.approx(0.5)
     listed = step_usage(Usage(1_000_000, 0, 1_000_000).to_dict(), responses[:1],
                         provider="openai", model="gpt-4o-mini", latency=0.1)
     assert listed["price"] == pytest.approx(0.15)  # the built-in table
