@@ -14,8 +14,9 @@ leave the same set of files. All JSON is strict; nothing is ever pickled::
     candidates.jsonl    append-only candidate log
     tool_calls.jsonl    append-only log of every executed tool call
     plans.jsonl         append-only log of opened steps (prompt and the K responses)
+    response.jsonl      one line per model response: coordinate, model, tokens, latency, price
     state.json          snapshot after every step (atomic), with the branch states
-    result.json         the final SearchResult
+    result.json         the final SearchResult, with the run's totals (tokens, cost, times)
     pareto.png          Pareto-front plot (when matplotlib is installed)
 
 An interactive run (``srh run --interactive``, :mod:`srh_core.runtime`) adds its
@@ -49,7 +50,8 @@ from srh_core.types import SearchResult, ToolCall, ToolCallResult, finite_float
 logger = logging.getLogger("srh.agent")
 
 RUN_FILES = ("settings.json", "problem.json", "data.npz", "run.json", "nodes.jsonl",
-             "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "state.json", "result.json")
+             "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "response.jsonl", "state.json",
+             "result.json")
 
 
 def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: ToolCallResult,
@@ -118,7 +120,7 @@ class RunDirectory:
                                      "agent": dict(agent_metadata)})
 
     def append(self, log: str, records: Iterable[Mapping[str, Any]]) -> None:
-        """Append records to a log: ``nodes``, ``candidates``, ``tool_calls`` or ``plans``."""
+        """Append records to a log (``nodes``, ``candidates``, ``tool_calls``, ``plans``...)."""
         path = self.path / f"{log}.jsonl"
         with self._lock:
             if log not in self._mended:
@@ -156,6 +158,7 @@ class RunDirectory:
         self.rewrite("candidates", snapshot.get("candidates") or [])
         for log in ("tool_calls", "plans"):
             self.rewrite(log, logs.get(log) or [])
+        self.rewrite("response", _response_lines(str(snapshot["run_id"]), logs.get("plans") or []))
         self.write_snapshot(snapshot)
         self.plot_pareto(result, settings.ranking_metric)
         self.write_result(result)  # last: a run directory with a result is complete
@@ -228,6 +231,13 @@ class RunDirectory:
         figure.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(figure)
         return path
+
+
+def _response_lines(run_id: str, plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    from srh_core.agent.accounting import response_records
+    from srh_core.agent.steps import StepPlan
+
+    return [line for plan in plans for line in response_records(run_id, StepPlan.from_dict(plan))]
 
 
 def _end_torn_line(path: Path) -> None:

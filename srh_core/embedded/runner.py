@@ -360,7 +360,8 @@ def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None
             return None
         if restart_is_last(states, R, settings.max_restart_loop, settings.early_stop):
             break
-    return run_outcome(states, early_stop=settings.early_stop, time_limit=settings.time_limit)
+    return run_outcome(states, early_stop=settings.early_stop, time_limit=settings.time_limit,
+                       settings=settings)
 
 
 def finish_run(agent: SRAgent, store: SearchRunState, outcome: RunOutcome) -> SearchResult:

@@ -199,7 +199,7 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     branches = [b for b in rt.store.load_branches(last, rt.width) if b is not None] if last else []
     settings = rt.settings
     outcome = run_outcome(branches, early_stop=settings.early_stop,
-                          time_limit=settings.time_limit, failure=failure)
+                          time_limit=settings.time_limit, failure=failure, settings=settings)
     result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
     finish_controls(rt, result)
     if rt.run_dir is not None:
