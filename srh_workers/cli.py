@@ -231,6 +231,10 @@ def _status_text(report: dict[str, Any]) -> str:
                  f"  responses {report['nodes']}/{report['max_nodes']}, model requests "
                  f"{report['model_requests']}, {report['elapsed_seconds']:.0f}s since submit",
                  f"  best: {report['best_formula']}"]
+        if report.get("totals"):
+            from srh_core.cli.display import spend_line
+
+            lines.append(f"  spend: {spend_line(report['totals'])}")
         lines += [f"  branch R{b['R']}-C{b['C']}: step {b['L']}, {b['status']}"
                   for b in report["branches"]]
         return "\n".join(lines)

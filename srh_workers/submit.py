@@ -127,6 +127,7 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
     settings = spec.search_settings()
     best = store.best_candidate()
     result = store.stored_result()
+    elapsed = _finished_at(store, result) - spec.submitted_at
     return {
         "run_id": run_id,
         "status": result.status if result is not None else "running",
@@ -138,8 +139,18 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
         "best_formula": best.formula if best else None,
         "best_metric": best.metric(settings.ranking_metric, "train") if best else None,
         "submitted_at": spec.submitted_at,
-        "elapsed_seconds": _finished_at(store, result) - spec.submitted_at,
+        "elapsed_seconds": elapsed,
+        "totals": run_totals(store, result, elapsed),
     }
+
+
+def run_totals(store: RedisRunStore, result: SearchResult | None,
+               elapsed: float | None = None) -> dict[str, Any]:
+    """The finished run's totals, or the live ones (one GET: tool time is None until the end)."""
+    if result is not None and result.totals is not None:
+        return dict(result.totals)
+    live = store.spend().with_times(wall_seconds=elapsed).to_dict()
+    return {**live, "tool_seconds": None}
 
 
 def _finished_at(store: RedisRunStore, result: SearchResult | None) -> float:

@@ -44,6 +44,7 @@ def register(subparsers: Any) -> None:
         "run directory, or a cluster run id)"))
     resume.add_argument("run_dir")
     resume.add_argument("--time-limit", type=float, help="new wall-clock budget (seconds)")
+    run_options.add_spend_budget_arguments(resume)
     resume.add_argument("--json", action="store_true", help="print the result JSON only")
     add_interactive_arguments(resume)
     resume.set_defaults(handler=handle_resume)
@@ -75,6 +76,10 @@ def add_sweep_command(subparsers: Any) -> None:
     sweep.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
                        help="embedded: cells running at once, each in its own process "
                             "(default: the cores available, here %(default)s)")
+    sweep.add_argument("--max-cost", type=float, metavar="USD",
+                       help="spend budget of the whole sweep (overrides the file's)")
+    sweep.add_argument("--max-tokens", type=int, metavar="N",
+                       help="token budget of the whole sweep (overrides the file's)")
     sweep.add_argument("--json", action="store_true", help="print the results table as JSON")
     sweep.set_defaults(handler=handle_sweep)
 
@@ -230,7 +235,8 @@ def handle_resume(args: argparse.Namespace) -> int:
     if live is not None:
         return apply_and_report(live, ControlCommand("resume"), args.run_dir, args.json)
 
-    overrides = {"time_limit": args.time_limit} if args.time_limit else {}
+    overrides = {name: getattr(args, name) for name in ("time_limit", "max_cost", "max_tokens")
+                 if getattr(args, name) is not None}
     agent_class: Any = None  # the class the run recorded
     if args.interactive:
         from srh_core.runtime import SRAgentInteractive
@@ -271,6 +277,13 @@ def handle_sweep(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
     spec = load_sweep(args.suite_file)
+    budgets = {name: getattr(args, name) for name in ("max_cost", "max_tokens")
+               if getattr(args, name) is not None}
+    for name, value in budgets.items():
+        if value < 0:
+            raise ConfigurationError(f"--{name.replace('_', '-')} must be >= 0; got {value}.",
+                                     setting=name)
+    spec = spec.model_copy(update=budgets)
     out = Path(args.out or Path("sweeps") / spec.name)
     if args.backend == "embedded":
         backend: Any = EmbeddedSweepBackend(out / "runs", jobs=args.jobs)
@@ -289,4 +302,8 @@ def handle_sweep(args: argparse.Namespace) -> int:
               f"table in {out / 'results.csv'}")
         for row in failed:
             print(f"  must be re-run: {row['cell']} ({row['error']})")
+        spent = [row for row in rows if row.get("cost") is not None]
+        if spent:
+            print(f"Spend: {sum(int(r['tokens'] or 0) for r in spent):,} tokens, "
+                  f"${sum(float(r['cost'] or 0) for r in spent):.4f}")
     return 0 if not failed else 1

@@ -6,15 +6,17 @@ files at the end (:meth:`RunDirectory.write_finished`), so both runtimes
 leave the same set of files. All JSON is strict; nothing is ever pickled::
 
     settings.json       SearchSettings, as validated
-    problem.json        description, target, feature names, run id
+    problem.json        description, target, feature names, run id (and the data's
+                        layout for graph data: relations, num_nodes, axes, descriptions)
     data.npz            the arrays the run searched (np.savez; read with allow_pickle=False)
     run.json            run id, creation time, agent metadata (class, settings)
     nodes.jsonl         append-only node log
     candidates.jsonl    append-only candidate log
     tool_calls.jsonl    append-only log of every executed tool call
     plans.jsonl         append-only log of opened steps (prompt and the K responses)
+    response.jsonl      one line per model response: coordinate, model, tokens, latency, price
     state.json          snapshot after every step (atomic), with the branch states
-    result.json         the final SearchResult
+    result.json         the final SearchResult, with the run's totals (tokens, cost, times)
     pareto.png          Pareto-front plot (when matplotlib is installed)
 
 An interactive run (``srh run --interactive``, :mod:`srh_core.runtime`) adds its
@@ -49,7 +51,8 @@ from srh_core.types import SearchResult, ToolCall, ToolCallResult, finite_float
 logger = logging.getLogger("srh.agent")
 
 RUN_FILES = ("settings.json", "problem.json", "data.npz", "run.json", "nodes.jsonl",
-             "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "state.json", "result.json")
+             "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "response.jsonl", "state.json",
+             "result.json")
 
 
 _RUN_ID = re.compile(RUN_ID_PATTERN)
@@ -90,6 +93,37 @@ def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: Tool
             "result_str": result.result_str, "meta": result.meta_data}
 
 
+def run_inputs(context: Any, description: str, run_id: str
+               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``problem.json`` and the arrays of ``data.npz`` for a run over ``context``'s data.
+
+    Both runtimes write these through this function. Plain data keeps its
+    features and target; data with a layout (relations, ``num_nodes``,
+    declared axes) keeps every array and records the layout, so
+    :func:`resumed_inputs` can commit the same data again.
+    """
+    problem: dict[str, Any] = {"description": description, "target": context.target,
+                               "features": list(context.feature_names()), "run_id": run_id}
+    names = [*context.feature_names(), context.target]
+    axes = {name: list(value) for name, value in context.variable_axes.items() if value}
+    if context.relation_names or context.num_nodes is not None or axes:
+        problem["layout"] = {
+            "relation_names": sorted(context.relation_names), "num_nodes": context.num_nodes,
+            "variable_structures": context.variable_structures, "variable_axes": axes,
+            "variable_descriptions": context.variable_descriptions}
+        names = list(context.data)
+    return problem, {name: context.data[name] for name in names}
+
+
+def resumed_inputs(problem: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+                   ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
+    """Features, the target and the recorded layout (None for plain data) of a run."""
+    target = str(problem["target"])
+    layout = problem.get("layout")
+    names = [n for n in arrays if n != target] if layout else list(problem["features"])
+    return {n: arrays[n] for n in names}, {target: arrays[target]}, layout
+
+
 class RunDirectory:
     """Reads and writes one run directory (safe to share between threads)."""
 
@@ -118,7 +152,7 @@ class RunDirectory:
                                      "agent": dict(agent_metadata)})
 
     def append(self, log: str, records: Iterable[Mapping[str, Any]]) -> None:
-        """Append records to a log: ``nodes``, ``candidates``, ``tool_calls`` or ``plans``."""
+        """Append records to a log (``nodes``, ``candidates``, ``tool_calls``, ``plans``...)."""
         path = self.path / f"{log}.jsonl"
         with self._lock:
             if log not in self._mended:
@@ -156,6 +190,7 @@ class RunDirectory:
         self.rewrite("candidates", snapshot.get("candidates") or [])
         for log in ("tool_calls", "plans"):
             self.rewrite(log, logs.get(log) or [])
+        self.rewrite("response", _response_lines(str(snapshot["run_id"]), logs.get("plans") or []))
         self.write_snapshot(snapshot)
         self.plot_pareto(result, settings.ranking_metric)
         self.write_result(result)  # last: a run directory with a result is complete
@@ -228,6 +263,13 @@ class RunDirectory:
         figure.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(figure)
         return path
+
+
+def _response_lines(run_id: str, plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    from srh_core.agent.accounting import response_records
+    from srh_core.agent.steps import StepPlan
+
+    return [line for plan in plans for line in response_records(run_id, StepPlan.from_dict(plan))]
 
 
 def _end_torn_line(path: Path) -> None:

@@ -13,6 +13,8 @@
     max_parallel = 16               # runs in flight at once (cluster backend)
     stall_seconds = 180             # no new node for this long: re-send the run's next
                                     # tasks; after two such kicks the cell counts as lost
+    max_cost = 5.0                  # optional spend budget of the whole sweep (USD)
+    max_tokens = 2_000_000          # optional token budget of the whole sweep
 
     [settings]                      # SearchSettings for every cell
     max_refinement_depth = 6
@@ -28,6 +30,13 @@
     target = "T"
 
 Every (problem or dataset) x seed x variant is one cell and one run.
+
+A sweep budget (``max_cost``, ``max_tokens``) caps each run at what the
+sweep has left when the cell starts (a run's own ``[settings]`` budget, if
+lower, still applies); once the finished cells spent it, no further cell
+starts: they are ``skipped`` and a later ``srh sweep`` with a higher budget
+runs them. Cells in flight finish under their cap, so with ``max_parallel``
+above 1 the sweep can end above its budget by what those cells spent.
 """
 
 from __future__ import annotations
@@ -77,6 +86,8 @@ class SweepSpec(BaseModel):
     retries: int = Field(default=1, ge=0, le=10)
     max_parallel: int = Field(default=16, ge=1, le=10_000)
     stall_seconds: float = Field(default=180.0, gt=0)
+    max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    max_tokens: int | None = Field(default=None, ge=0)
     settings: dict[str, Any] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     datasets: list[Dataset] = Field(default_factory=list)

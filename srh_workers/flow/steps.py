@@ -33,7 +33,7 @@ from redis import Redis
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_EARLY, restart_is_last, run_outcome, step_gate
 from srh_core.agent.steps import sample_results
-from srh_core.embedded.run_dir import RunDirectory
+from srh_core.embedded.run_dir import RunDirectory, run_inputs
 from srh_core.errors import ConfigurationError
 from srh_core.types import SearchResult
 from srh_workers.flow.names import (
@@ -201,7 +201,7 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     branches = [b for b in rt.store.load_branches(last, rt.width) if b is not None] if last else []
     settings = rt.settings
     outcome = run_outcome(branches, early_stop=settings.early_stop,
-                          time_limit=settings.time_limit, failure=failure)
+                          time_limit=settings.time_limit, failure=failure, settings=settings)
     result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
     finish_controls(rt, result)
     if path is not None:
@@ -241,11 +241,8 @@ def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> Non
     ``SRH_RUNS_DIR`` at shared storage to collect runs in one place.
     """
     try:
-        context = rt.context
         spec = rt.spec
-        problem = {"description": spec.description, "target": spec.target,
-                   "features": spec.features, "run_id": spec.run_id}
-        arrays = {name: context.data[name] for name in [*spec.features, spec.target]}
+        problem, arrays = run_inputs(rt.context, spec.description, spec.run_id)
         last = rt.store.latest_restart()
         branches = rt.store.load_branches(last, rt.width) if last else []
         snapshot = rt.store.save_snapshot({
