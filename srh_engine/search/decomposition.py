@@ -1,0 +1,197 @@
+"""Decomposition tests on data: does the problem split into smaller ones?
+
+Each test compares two least-squares fits of a smooth surrogate (a
+polynomial in the inputs scaled to [-1, 1], of the highest degree whose
+basis stays below ``rows / ROWS_PER_TERM`` terms): one with every monomial,
+one restricted to the structure being tested. The property holds when the
+restricted surrogate fits about as well as the free one (error at most
+``SLACK`` times, plus ``FLOOR``) and the free one fits well (error below
+``MAX_SURROGATE_ERROR`` of the target's spread): when the surrogate cannot
+represent the target at all, every answer is "no" and the search runs
+undivided.
+
+* additive separability ``y = f(A) + g(B)``: monomials of A alone or of B alone;
+* multiplicative separability ``y = f(A) * g(B)``: the same test on ``log|y|``
+  (single-signed targets only);
+* dependence through a pair ``y = h(x_i op x_j, rest)`` for op in ``- / * +``:
+  the surrogate over the combined variable and the rest.
+
+Target transforms (``y**2``, ``1/y``, ``log y``, ``sqrt y``) need no
+surrogate: the search scores every form against every transform at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine", "multiplicative_separable", "separable_parts",
+           "pair_combinations", "surrogate_error"]
+
+ROWS_PER_TERM = 5
+MAX_TERMS = 160
+MAX_DEGREE = 8
+SLACK = 2.0
+FLOOR = 1e-7
+MAX_SURROGATE_ERROR = 0.05
+SURROGATE_ROWS = 800
+PAIR_OPERATORS = ("-", "/", "*", "+")
+
+
+@dataclass(frozen=True, slots=True)
+class Separation:
+    """A split of the inputs into two groups (indices into the columns)."""
+
+    kind: str  # "additive" or "multiplicative"
+    first: tuple[int, ...]
+    second: tuple[int, ...]
+
+
+def _scaled(X: np.ndarray) -> np.ndarray:
+    low, high = X.min(axis=0), X.max(axis=0)
+    span = np.where(high > low, high - low, 1.0)
+    return 2.0 * (X - low) / span - 1.0
+
+
+def _degree(n_inputs: int, rows: int) -> int:
+    budget = min(MAX_TERMS, rows // ROWS_PER_TERM)
+    degree = 1
+    while degree < MAX_DEGREE and math.comb(n_inputs + degree + 1, degree + 1) <= budget:
+        degree += 1
+    return degree
+
+
+def _exponents(n_inputs: int, degree: int) -> list[tuple[int, ...]]:
+    found = []
+    for total in range(degree + 1):
+        for combo in itertools.combinations_with_replacement(range(n_inputs), total):
+            powers = [0] * n_inputs
+            for index in combo:
+                powers[index] += 1
+            found.append(tuple(powers))
+    return found
+
+
+def _design(Z: np.ndarray, exponents: Sequence[tuple[int, ...]]) -> np.ndarray:
+    columns = [np.prod([Z[:, i] ** p for i, p in enumerate(powers) if p], axis=0)
+               if any(powers) else np.ones(Z.shape[0]) for powers in exponents]
+    return np.column_stack(columns)
+
+
+def _residual(design: np.ndarray, t: np.ndarray) -> float:
+    with np.errstate(all="ignore"):
+        coefficients, *_ = np.linalg.lstsq(design, t, rcond=None)
+        residual = t - design @ coefficients
+    spread = float(np.std(t))
+    return float(np.sqrt(np.mean(residual**2))) / spread if spread > 0 else 0.0
+
+
+def _rows(X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = np.all(np.isfinite(X), axis=1) & np.isfinite(t)
+    X, t = X[keep], t[keep]
+    if t.size > SURROGATE_ROWS:
+        pick = np.linspace(0, t.size - 1, SURROGATE_ROWS).round().astype(int)
+        X, t = X[pick], t[pick]
+    return X, t
+
+
+def surrogate_error(X: np.ndarray, t: np.ndarray, degree: int | None = None) -> float:
+    """Relative RMS error of the free polynomial surrogate of ``t`` over ``X``."""
+    X, t = _rows(X, t)
+    degree = degree or _degree(X.shape[1], t.size)
+    return _residual(_design(_scaled(X), _exponents(X.shape[1], degree)), t)
+
+
+def _holds(free: float, restricted: float) -> bool:
+    return free < MAX_SURROGATE_ERROR and restricted <= SLACK * free + FLOOR
+
+
+def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int]) -> bool:
+    X, t = _rows(X, t)
+    degree = _degree(X.shape[1], t.size)
+    exponents = _exponents(X.shape[1], degree)
+    design = _design(_scaled(X), exponents)
+    group = set(first)
+    split = [k for k, powers in enumerate(exponents)
+             if all(p == 0 for i, p in enumerate(powers) if i in group)
+             or all(p == 0 for i, p in enumerate(powers) if i not in group)]
+    return _holds(_residual(design, t), _residual(design[:, split], t))
+
+
+def additive_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int]) -> bool:
+    """Whether ``y = f(X[:, first]) + g(X[:, rest])`` on this data (surrogate test)."""
+    return 0 < len(first) < X.shape[1] and _separable(X, y, first)
+
+
+def multiplicative_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int]) -> bool:
+    """Whether ``y = f(X[:, first]) * g(X[:, rest])`` on this data (test on ``log|y|``)."""
+    if not 0 < len(first) < X.shape[1] or not (np.all(y > 0) or np.all(y < 0)):
+        return False
+    return _separable(X, np.log(np.abs(y)), first)
+
+
+def combine(X: np.ndarray, i: int, j: int, operator: str) -> np.ndarray | None:
+    """Columns with ``x_i op x_j`` in place of ``x_i`` and ``x_j`` (None when not finite)."""
+    with np.errstate(all="ignore"):
+        u = {"-": np.subtract, "/": np.divide, "*": np.multiply, "+": np.add}[operator](
+            X[:, i], X[:, j])
+    if not np.all(np.isfinite(u)):
+        return None
+    rest = [k for k in range(X.shape[1]) if k not in (i, j)]
+    return np.column_stack([u, X[:, rest]])
+
+
+def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4
+                      ) -> list[tuple[int, int, str]]:
+    """Pairs ``(i, j, op)`` through which alone ``y`` depends on ``x_i`` and ``x_j``.
+
+    Ordered by how much better the combined surrogate fits; at most ``limit``.
+    """
+    if X.shape[1] < 2:
+        return []
+    Xs, t = _rows(X, y)
+    degree = _degree(X.shape[1], t.size)
+    free = _residual(_design(_scaled(Xs), _exponents(X.shape[1], degree)), t)
+    if free >= MAX_SURROGATE_ERROR:
+        return []
+    reduced_exponents = _exponents(X.shape[1] - 1, degree)
+    found = []
+    for i, j in itertools.combinations(range(X.shape[1]), 2):
+        for operator in PAIR_OPERATORS:  # h(x_j op x_i) is a function of x_i op x_j too
+            combined = combine(Xs, i, j, operator)
+            if combined is None:
+                continue
+            error = _residual(_design(_scaled(combined), reduced_exponents), t)
+            if _holds(free, error):
+                found.append((error, i, j, operator))
+    found.sort()
+    return [(i, j, op) for _, i, j, op in found[:limit]]
+
+
+def separable_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The restricted surrogate's two parts on every row: ``t ~ c + part1(A) + part2(B)``."""
+    Xs, ts = _rows(X, t)
+    degree = _degree(X.shape[1], ts.size)
+    exponents = _exponents(X.shape[1], degree)
+    group = set(first)
+    only_first = [k for k, p in enumerate(exponents) if any(p) and
+                  all(v == 0 for i, v in enumerate(p) if i not in group)]
+    only_second = [k for k, p in enumerate(exponents) if any(p) and
+                   all(v == 0 for i, v in enumerate(p) if i in group)]
+    low, high = Xs.min(axis=0), Xs.max(axis=0)
+    span = np.where(high > low, high - low, 1.0)
+    chosen = [0, *only_first, *only_second]
+    picked = [exponents[k] for k in chosen]
+    with np.errstate(all="ignore"):
+        coefficients, *_ = np.linalg.lstsq(_design(2.0 * (Xs - low) / span - 1.0, picked), ts,
+                                           rcond=None)
+        design = _design(2.0 * (X - low) / span - 1.0, picked)
+    n_first = len(only_first)
+    part1 = design[:, 1:1 + n_first] @ coefficients[1:1 + n_first]
+    part2 = design[:, 1 + n_first:] @ coefficients[1 + n_first:]
+    return part1, part2
