@@ -345,8 +345,18 @@ def _candidate_expression(item: _Found, run: _Run) -> Expression | None:
         return None
     body = _inverse(item.transform, scaled, float(np.sign(target[0])))
     for kind, expression in reversed(item.wraps):
-        body = Binary("*" if kind == "mul" else "+", expression, body)
+        if kind == "mul":  # the body's own scale absorbs the factor's
+            body = Binary("*", _unscaled(expression), body)
+        else:
+            body = Binary("+", expression, body)
     return body
+
+
+def _unscaled(expression: Expression) -> Expression:
+    if isinstance(expression, Binary) and expression.operator == "*" and \
+            isinstance(expression.left, Number):
+        return expression.right
+    return expression
 
 
 def _values(expression: Expression, run: _Run) -> np.ndarray | None:
@@ -398,8 +408,49 @@ def _fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndar
     if not math.isfinite(result.loss) or result.n_excluded:
         return None
     fitted = map_postorder(result.expression, _inline_parameter)
-    r2 = 1.0 - result.loss / variance if variance > 0 else 0.0
-    return FrontEntry(fitted, complexity(fitted), float(result.loss), float(r2))
+    loss = float(result.loss)
+    pruned = map_postorder(fitted, _pruner(float(np.sqrt(np.mean(y**2)))))
+    if pruned != fitted:
+        pruned_loss = _mse(pruned, values, y)
+        if pruned_loss <= loss * (1.0 + 1e-6) + 1e-300:
+            fitted, loss = pruned, pruned_loss
+    r2 = 1.0 - loss / variance if variance > 0 else 0.0
+    return FrontEntry(fitted, complexity(fitted), loss, float(r2))
+
+
+PRUNE_RTOL = 1e-10
+"""Fitted additive constants below this share of the target's scale, and factors this close
+to 1, are dropped when the fit stays as good."""
+
+
+def _pruner(scale: float):
+    def prune(node: Expression) -> Expression:
+        if not isinstance(node, Binary):
+            return node
+        left, right = node.left, node.right
+        if node.operator == "+":
+            if isinstance(left, Number) and abs(left.value) <= PRUNE_RTOL * scale:
+                return right
+            if isinstance(right, Number) and abs(right.value) <= PRUNE_RTOL * scale:
+                return left
+        if node.operator == "*":
+            if isinstance(left, Number) and abs(left.value - 1.0) <= PRUNE_RTOL:
+                return right
+            if isinstance(right, Number) and abs(right.value - 1.0) <= PRUNE_RTOL:
+                return left
+        return node
+
+    return prune
+
+
+def _mse(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray) -> float:
+    from ..evaluation import evaluate
+
+    with np.errstate(all="ignore"):
+        predicted = np.broadcast_to(np.asarray(evaluate(expression, values), dtype=float),
+                                    y.shape)
+        error = float(np.mean((predicted - y) ** 2))
+    return error if math.isfinite(error) else math.inf
 
 
 def _inline_parameter(node: Expression) -> Expression:

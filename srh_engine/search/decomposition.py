@@ -14,7 +14,8 @@ undivided.
 * multiplicative separability ``y = f(A) * g(B)``: the same test on ``log|y|``
   (single-signed targets only);
 * dependence through a pair ``y = h(x_i op x_j, rest)`` for op in ``- / * +``:
-  the surrogate over the combined variable and the rest.
+  the surrogate over the combined variable and the rest (which passes at
+  ``PAIR_TOLERANCE`` too).
 
 Target transforms (``y**2``, ``1/y``, ``log y``, ``sqrt y``) need no
 surrogate: the search scores every form against every transform at once.
@@ -29,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine", "multiplicative_separable", "separable_parts",
-           "pair_combinations", "surrogate_error"]
+__all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine",
+           "multiplicative_separable", "pair_combinations", "separable_parts", "surrogate_error"]
 
 ROWS_PER_TERM = 5
 MAX_TERMS = 160
@@ -40,6 +41,10 @@ FLOOR = 1e-7
 MAX_SURROGATE_ERROR = 0.05
 SURROGATE_ROWS = 800
 PAIR_OPERATORS = ("-", "/", "*", "+")
+PAIR_TOLERANCE = 3e-3
+"""A combined variable has a wider range than either input, so its surrogate of the same
+degree fits less closely: it passes at this relative error even when the free one does better
+(measured: true pairs 1e-6..6e-4, false ones above 0.05)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +171,7 @@ def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4
             if combined is None:
                 continue
             error = _residual(_design(_scaled(combined), reduced_exponents), t)
-            if _holds(free, error):
+            if error <= max(SLACK * free + FLOOR, PAIR_TOLERANCE):
                 found.append((error, i, j, operator))
     found.sort()
     return [(i, j, op) for _, i, j, op in found[:limit]]

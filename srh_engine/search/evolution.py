@@ -15,6 +15,7 @@ cleared when it holds ``MEMO_LIMIT`` arrays).
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -289,7 +290,9 @@ def tune_constants(tree: Tree, columns: Sequence[np.ndarray], target: np.ndarray
         if not np.all(np.isfinite(design)):
             return None
         (a, b), *_ = np.linalg.lstsq(design, target, rcond=None)
-        theta, *_ = leastsq(residuals, np.array([a, b, *start]), maxfev=max_evaluations)
+        with warnings.catch_warnings():  # hitting maxfev is expected: the budget is small
+            warnings.simplefilter("ignore")
+            theta, *_ = leastsq(residuals, np.array([a, b, *start]), maxfev=max_evaluations)
     if not np.all(np.isfinite(theta)):
         return None
     return _with_constants(tree, [float(v) for v in theta[2:]])
