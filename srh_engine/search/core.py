@@ -53,7 +53,7 @@ FITNESS_ROWS = 256
 ENUMERATION_SHARE = 0.35
 REFIT_SHARE = 0.2
 ANALYSIS_SHARE = 0.1
-MAX_REFITS = 40
+MAX_REFITS = 60
 EXACT_NMSE = 1e-13
 MAX_PAIR_VIEWS = 2
 SEEDS_PER_RUN = 60
@@ -257,7 +257,7 @@ def _search_split(run: _Run, base: _View, target: np.ndarray, split: dec.Separat
     """Search the first group on the surrogate's part, then the rest on the real remainder."""
     multiplicative = split.kind == "multiplicative"
     t = np.log(np.abs(target)) if multiplicative else target
-    part, _ = dec.separable_parts(base.columns, t, split.first)
+    part, _ = dec.separable_parts(base.columns, t, split.first, logged=multiplicative)
     first_target = np.exp(part) if multiplicative else part
     first_view = _sub_view(base, split.first)
     found = _search_view(run, first_view, first_target, budget.share(0.3),
@@ -370,13 +370,13 @@ def _values(expression: Expression, run: _Run) -> np.ndarray | None:
 
 def _refit(run: _Run, values: dict[str, np.ndarray], deadline: float) -> list[FrontEntry]:
     ranked = sorted(run.found, key=lambda f: (f.nmse, size(f.tree)))
-    chosen: list[_Found] = []
-    best_by_size: dict[int, float] = {}
-    for item in ranked:  # the best few overall, then the best of every size
-        n = size(item.tree)
-        if len(chosen) < MAX_REFITS // 2 or n not in best_by_size:
+    chosen: list[_Found] = ranked[:MAX_REFITS // 3]
+    sizes: set[tuple[int, bool]] = set()
+    for item in ranked[MAX_REFITS // 3:]:  # then the best of every size, untransformed or not
+        key = (size(item.tree), item.transform == "identity")
+        if key not in sizes:
+            sizes.add(key)
             chosen.append(item)
-            best_by_size.setdefault(n, item.nmse)
         if len(chosen) >= MAX_REFITS:
             break
     variance = float(np.var(run.y))
@@ -546,11 +546,20 @@ def _explore(run: _Run, base: _View, target: np.ndarray, budget: Budget, depth: 
              ) -> list[_Found]:
     """Decompose (pairs, then a split), then search every view and sub-problem."""
     analysis = budget.share(ANALYSIS_SHARE)
-    views, split = [base], None
+    views, split, factors = [base], None, {}
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:
-        split = _split(run, base, target, analysis)
-        if split is None and not analysis.over():
+        factors = dec.power_factors(base.columns, target)
+        if len(factors) == base.columns.shape[1]:  # a pure product of powers
+            return _factored(run, base, target, factors, budget, depth)
+        if not factors and not analysis.over():
+            split = _split(run, base, target, analysis)
+        if not factors and split is None and not analysis.over():
             views += _pair_views(run, base, target)
+    if factors:
+        now = _factored(run, base, target, factors, budget.share(FACTORED_SHARE), depth)
+        if _exact_on_all_rows(run, now):
+            return now
+        return now + _search_view(run, base, target, budget, run.seed + 10 * depth)
     plans: list = ([("split", split)] if split else []) + [("view", v) for v in views]
     found: list[_Found] = []
     for index, (kind, item) in enumerate(plans):
@@ -564,6 +573,37 @@ def _explore(run: _Run, base: _View, target: np.ndarray, budget: Budget, depth: 
         if depth == 0 and _exact_on_all_rows(run, found):
             break
     return found
+
+
+FACTORED_SHARE = 0.7
+"""Time for the remainder once power factors are divided out (the rest: the whole problem)."""
+
+
+def _factored(run: _Run, base: _View, target: np.ndarray, factors: dict[int, float],
+              budget: Budget, depth: int) -> list[_Found]:
+    """Divide out ``x_i**a_i`` and search the remainder over the other inputs."""
+    product: Expression | None = None
+    values = np.ones_like(target)
+    for index, exponent in sorted(factors.items()):
+        power = base.inputs[index] if exponent == 1 else \
+            Binary("**", base.inputs[index], Number(_exponent_number(exponent)))
+        product = power if product is None else Binary("*", product, power)
+        values = values * base.columns[:, index] ** exponent
+    run.notes.append("power factors divided out: " + to_str(product))
+    rest = [k for k in range(base.columns.shape[1]) if k not in factors]
+    remainder = target / values
+    if not rest:  # the factors are the whole formula up to a constant
+        leaf = _View("constant", [Number(1)], np.ones((target.size, 1)))
+        found = [_Found(0.0, ("v", 0), leaf, "identity")]
+    else:
+        found = _explore(run, _sub_view(base, rest), remainder, budget, depth + 1)
+    for item in found:
+        item.wraps = (("mul", product), *item.wraps)
+    return found
+
+
+def _exponent_number(exponent: float) -> float | int:
+    return int(exponent) if float(exponent).is_integer() else float(exponent)
 
 
 def _exact_on_all_rows(run: _Run, found: list[_Found]) -> bool:

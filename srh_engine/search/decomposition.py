@@ -12,7 +12,10 @@ undivided.
 
 * additive separability ``y = f(A) + g(B)``: monomials of A alone or of B alone;
 * multiplicative separability ``y = f(A) * g(B)``: the same test on ``log|y|``
-  (single-signed targets only);
+  over the logarithms of the positive inputs (single-signed targets only);
+* a power factor ``y = x_i**a * g(rest)`` (:func:`power_factors`):
+  multiplicative separability in ``x_i`` whose part is linear in ``log x_i``
+  with a slope close to a simple fraction;
 * dependence through a pair ``y = h(x_i op x_j, rest)`` for op in ``- / * +``:
   the surrogate over the combined variable and the rest (which passes at
   ``PAIR_TOLERANCE`` too).
@@ -115,8 +118,17 @@ def _holds(free: float, restricted: float) -> bool:
     return free < MAX_SURROGATE_ERROR and restricted <= SLACK * free + FLOOR
 
 
-def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int]) -> bool:
-    X, t = _rows(X, t)
+def _logged(X: np.ndarray) -> np.ndarray:
+    """Positive columns as logarithms: powers become linear, products sums."""
+    positive = np.all(X > 0, axis=0)
+    out = X.copy()
+    out[:, positive] = np.log(X[:, positive])
+    return out
+
+
+def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool = False
+               ) -> bool:
+    X, t = _rows(_logged(X) if logged else X, t)
     degree = _degree(X.shape[1], t.size)
     exponents = _exponents(X.shape[1], degree)
     design = _design(_scaled(X), exponents)
@@ -136,7 +148,7 @@ def multiplicative_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int])
     """Whether ``y = f(X[:, first]) * g(X[:, rest])`` on this data (test on ``log|y|``)."""
     if not 0 < len(first) < X.shape[1] or not (np.all(y > 0) or np.all(y < 0)):
         return False
-    return _separable(X, np.log(np.abs(y)), first)
+    return _separable(X, np.log(np.abs(y)), first, logged=True)
 
 
 def combine(X: np.ndarray, i: int, j: int, operator: str) -> np.ndarray | None:
@@ -177,9 +189,11 @@ def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4
     return [(i, j, op) for _, i, j, op in found[:limit]]
 
 
-def separable_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int]
+def separable_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool = False
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The restricted surrogate's two parts on every row: ``t ~ c + part1(A) + part2(B)``."""
+    if logged:
+        X = _logged(X)
     Xs, ts = _rows(X, t)
     degree = _degree(X.shape[1], ts.size)
     exponents = _exponents(X.shape[1], degree)
@@ -200,3 +214,45 @@ def separable_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int]
     part1 = design[:, 1:1 + n_first] @ coefficients[1:1 + n_first]
     part2 = design[:, 1 + n_first:] @ coefficients[1 + n_first:]
     return part1, part2
+
+
+POWER_R2 = 1.0 - 1e-7
+"""A separable factor's log is this close to linear in ``log x``: it is a power of ``x``."""
+EXPONENT_DENOMINATORS = (1, 2, 3, 4)
+EXPONENT_TOLERANCE = 2e-3
+
+
+def power_factors(X: np.ndarray, y: np.ndarray) -> dict[int, float]:
+    """Inputs that enter ``y`` only as a power factor ``x_i**a`` (a simple rational), by index.
+
+    The test: ``y`` is single-signed, ``x_i`` positive, ``y`` multiplicatively separable in
+    ``x_i`` (the surrogate test on ``log|y|``), and the surrogate's part of ``x_i`` is linear
+    in ``log x_i`` with a slope close to a fraction of small denominator.
+    """
+    if not (np.all(y > 0) or np.all(y < 0)) or X.shape[1] < 2:
+        return {}
+    t = np.log(np.abs(y))
+    found = {}
+    for i in range(X.shape[1]):
+        x = X[:, i]
+        if not np.all(x > 0) or not _separable(X, t, [i], logged=True):
+            continue
+        part, _ = separable_parts(X, t, [i], logged=True)
+        exponent = _snapped_slope(np.log(x), part)
+        if exponent is not None and exponent != 0:
+            found[i] = exponent
+    return found
+
+
+def _snapped_slope(u: np.ndarray, part: np.ndarray) -> float | None:
+    design = np.column_stack([np.ones_like(u), u])
+    (_, slope), *_ = np.linalg.lstsq(design, part, rcond=None)
+    residual = part - design @ np.linalg.lstsq(design, part, rcond=None)[0]
+    spread = float(np.var(part))
+    if spread <= 0 or 1.0 - float(np.var(residual)) / spread < POWER_R2:
+        return None
+    for denominator in EXPONENT_DENOMINATORS:
+        snapped = round(slope * denominator) / denominator
+        if abs(snapped - slope) <= EXPONENT_TOLERANCE:
+            return snapped
+    return None
