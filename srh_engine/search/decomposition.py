@@ -216,21 +216,29 @@ def separable_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: 
     return part1, part2
 
 
-POWER_R2 = 1.0 - 1e-7
+POWER_R2 = 1.0 - 1e-5
 """A separable factor's log is this close to linear in ``log x``: it is a power of ``x``."""
 EXPONENT_DENOMINATORS = (1, 2, 3, 4)
+ZERO_QUANTILE = 0.25
+"""For a target that changes sign, power factors are tested on the rows whose |y| is above
+this quantile: log|y| is smooth away from the zeros of y."""
 EXPONENT_TOLERANCE = 2e-3
 
 
 def power_factors(X: np.ndarray, y: np.ndarray) -> dict[int, float]:
     """Inputs that enter ``y`` only as a power factor ``x_i**a`` (a simple rational), by index.
 
-    The test: ``y`` is single-signed, ``x_i`` positive, ``y`` multiplicatively separable in
+    The test (on the rows away from the zeros of ``y`` when it changes sign): ``x_i`` positive, ``y`` multiplicatively separable in
     ``x_i`` (the surrogate test on ``log|y|``), and the surrogate's part of ``x_i`` is linear
     in ``log x_i`` with a slope close to a fraction of small denominator.
     """
-    if not (np.all(y > 0) or np.all(y < 0)) or X.shape[1] < 2:
+    if X.shape[1] < 2:
         return {}
+    if not (np.all(y > 0) or np.all(y < 0)):  # test away from the zeros of y
+        keep = np.abs(y) >= np.quantile(np.abs(y), ZERO_QUANTILE)
+        if not np.all(np.abs(y[keep]) > 0):
+            return {}
+        X, y = X[keep], y[keep]
     t = np.log(np.abs(y))
     found = {}
     for i in range(X.shape[1]):

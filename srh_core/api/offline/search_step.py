@@ -34,7 +34,7 @@ SECONDS_SETTING = "SRH_OFFLINE_SEARCH_SECONDS"
 """Setting (session environment, then ``os.environ``): the search budget without a time limit,
 and the most one search may take with one; ``0`` turns the search step off."""
 
-BUDGET_SHARE = 0.6
+BUDGET_SHARE = 0.5
 """Share of the run time left that one search may use."""
 
 MIN_SECONDS = 1.0
