@@ -400,7 +400,9 @@ def _refit(run: _Run, values: dict[str, np.ndarray], deadline: float) -> list[Fr
         if len(chosen) >= MAX_REFITS:
             break
     variance = float(np.var(run.y))
-    entries, seen, slowest = [], set(), 0.0
+    mean = float(np.mean(run.y))  # the simplest formula: every front starts with it
+    entries = [FrontEntry(Number(mean), 1, variance, 0.0)]
+    seen, slowest = set(), 0.0
     for item in chosen:
         tick = time.monotonic()
         if tick + slowest > deadline:  # the next fit would likely overrun the budget

@@ -114,8 +114,8 @@ def surrogate_error(X: np.ndarray, t: np.ndarray, degree: int | None = None) -> 
     return _residual(_design(_scaled(X), _exponents(X.shape[1], degree)), t)
 
 
-def _holds(free: float, restricted: float) -> bool:
-    return free < MAX_SURROGATE_ERROR and restricted <= SLACK * free + FLOOR
+def _holds(free: float, restricted: float, max_error: float = MAX_SURROGATE_ERROR) -> bool:
+    return free < max_error and restricted <= SLACK * free + FLOOR
 
 
 def _logged(X: np.ndarray) -> np.ndarray:
@@ -126,8 +126,8 @@ def _logged(X: np.ndarray) -> np.ndarray:
     return out
 
 
-def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool = False
-               ) -> bool:
+def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool = False,
+               max_error: float = MAX_SURROGATE_ERROR) -> bool:
     X, t = _rows(_logged(X) if logged else X, t)
     degree = _degree(X.shape[1], t.size)
     exponents = _exponents(X.shape[1], degree)
@@ -136,7 +136,7 @@ def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool 
     split = [k for k, powers in enumerate(exponents)
              if all(p == 0 for i, p in enumerate(powers) if i in group)
              or all(p == 0 for i, p in enumerate(powers) if i not in group)]
-    return _holds(_residual(design, t), _residual(design[:, split], t))
+    return _holds(_residual(design, t), _residual(design[:, split], t), max_error)
 
 
 def additive_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int]) -> bool:
@@ -220,25 +220,24 @@ POWER_R2 = 1.0 - 1e-5
 """A separable factor's log is this close to linear in ``log x``: it is a power of ``x``."""
 EXPONENT_DENOMINATORS = (1, 2, 3, 4)
 ZERO_QUANTILE = 0.25
-"""For a target that changes sign, power factors are tested on the rows whose |y| is above
-this quantile: log|y| is smooth away from the zeros of y."""
+"""Power factors are tested on the rows whose |y| is above this quantile: log|y| is smooth
+away from the zeros (and near-zeros) of y."""
 EXPONENT_TOLERANCE = 2e-3
 
 
 def power_factors(X: np.ndarray, y: np.ndarray) -> dict[int, float]:
     """Inputs that enter ``y`` only as a power factor ``x_i**a`` (a simple rational), by index.
 
-    The test (on the rows away from the zeros of ``y`` when it changes sign): ``x_i`` positive, ``y`` multiplicatively separable in
+    The test (on the rows away from the zeros of ``y``): ``x_i`` positive, ``y`` multiplicatively separable in
     ``x_i`` (the surrogate test on ``log|y|``), and the surrogate's part of ``x_i`` is linear
     in ``log x_i`` with a slope close to a fraction of small denominator.
     """
     if X.shape[1] < 2:
         return {}
-    if not (np.all(y > 0) or np.all(y < 0)):  # test away from the zeros of y
-        keep = np.abs(y) >= np.quantile(np.abs(y), ZERO_QUANTILE)
-        if not np.all(np.abs(y[keep]) > 0):
-            return {}
-        X, y = X[keep], y[keep]
+    keep = np.abs(y) >= np.quantile(np.abs(y), ZERO_QUANTILE)  # away from zeros of y
+    if not np.all(np.abs(y[keep]) > 0):
+        return {}
+    X, y = X[keep], y[keep]
     t = np.log(np.abs(y))
     found = {}
     for i in range(X.shape[1]):
