@@ -228,9 +228,10 @@ EXPONENT_TOLERANCE = 2e-3
 def power_factors(X: np.ndarray, y: np.ndarray) -> dict[int, float]:
     """Inputs that enter ``y`` only as a power factor ``x_i**a`` (a simple rational), by index.
 
-    The test (on the rows away from the zeros of ``y``): ``x_i`` positive, ``y`` multiplicatively separable in
-    ``x_i`` (the surrogate test on ``log|y|``), and the surrogate's part of ``x_i`` is linear
-    in ``log x_i`` with a slope close to a fraction of small denominator.
+    The test, on the rows away from the zeros of ``y``: ``x_i`` positive, ``y``
+    multiplicatively separable in ``x_i`` (the surrogate test on ``log|y|``), and the
+    surrogate's part of ``x_i`` linear in ``log x_i`` with a slope close to a fraction of
+    small denominator.
     """
     if X.shape[1] < 2:
         return {}
