@@ -15,10 +15,13 @@ cleared when it holds ``MEMO_LIMIT`` arrays).
 
 from __future__ import annotations
 
+import math
+import random
 import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -71,7 +74,8 @@ class Evolution:
     evaluated: int = 0
 
     def __post_init__(self) -> None:
-        self.rng = np.random.default_rng([self.seed, 11])
+        self.binary, self.unary = tuple(self.binary), tuple(self.unary)
+        self.rng = random.Random(self.seed * 1_000_003 + 11)
         self.var = float(np.var(self.target))
         self.memo: dict[Tree, np.ndarray] = {}
         self.scores: dict[Tree, float] = {}
@@ -108,7 +112,7 @@ class Evolution:
             if size(tree) <= self.max_size:
                 self.population.append((self.fitness(tree), tree))
         while len(self.population) < POPULATION:
-            tree = self.random_tree(int(self.rng.integers(1, 4)))
+            tree = self.random_tree(self.rng.randrange(1, 4))
             self.population.append((self.fitness(tree), tree))
         while len(self.population) > POPULATION:
             self.population.popleft()
@@ -146,15 +150,15 @@ class Evolution:
 
     # ---------------------------------------------------------- variation
     def tournament(self) -> Tree:
-        picks = self.rng.integers(0, len(self.population), TOURNAMENT)
-        members = [self.population[int(i)] for i in picks]
+        n = len(self.population)
+        members = [self.population[self.rng.randrange(n)] for _ in range(TOURNAMENT)]
         return min(members, key=_rank)[1]
 
     def child(self) -> Tree | None:
         parent = self.tournament()
         if self.rng.random() < CROSSOVER_RATE:
             donor = _subtrees(self.tournament())
-            piece = donor[int(self.rng.integers(len(donor)))]
+            piece = donor[self.rng.randrange(len(donor))]
             new = _replace_random(parent, piece, self.rng)
         else:
             new = self.mutate(parent)
@@ -163,50 +167,49 @@ class Evolution:
         return new
 
     def mutate(self, tree: Tree) -> Tree | None:
-        kind = int(self.rng.integers(6))
+        kind = self.rng.randrange(6)
         if kind == 0:
-            return _replace_random(tree, self.random_tree(int(self.rng.integers(1, 3))),
-                                   self.rng)
+            return _replace_random(tree, self.random_tree(self.rng.randrange(1, 3)), self.rng)
         if kind == 1:
             return _map_random(tree, self._swap_operator, self.rng)
         if kind == 2 and self.unary:
-            name = str(self.rng.choice(list(self.unary)))
+            name = self.rng.choice(self.unary)
             return _map_random(tree, lambda node: (name, node), self.rng)
         if kind == 3:
             pieces = _subtrees(tree)
-            return pieces[int(self.rng.integers(len(pieces)))]
+            return pieces[self.rng.randrange(len(pieces))]
         if kind == 4:
             return _map_random(tree, self._leaf_change, self.rng, leaves_only=True)
         return _map_random(tree, self._wrap_binary, self.rng)
 
     def _swap_operator(self, node: Tree) -> Tree:
         if node[0] in BINARY:
-            return (str(self.rng.choice(list(self.binary))), node[1], node[2])
+            return (self.rng.choice(self.binary), node[1], node[2])
         if node[0] in UNARY and self.unary:
-            return (str(self.rng.choice(list(self.unary))), node[1])
+            return (self.rng.choice(self.unary), node[1])
         return node
 
     def _leaf_change(self, node: Tree) -> Tree:
         if node[0] == "k" and self.rng.random() < 0.7:
-            return ("k", float(node[1]) * float(np.exp(self.rng.normal(0.0, 0.5))))
+            return ("k", float(node[1]) * math.exp(self.rng.gauss(0.0, 0.5)))
         return self.random_leaf()
 
     def _wrap_binary(self, node: Tree) -> Tree:
-        name = str(self.rng.choice(list(self.binary)))
+        name = self.rng.choice(self.binary)
         other = self.random_tree(1)
         return (name, node, other) if self.rng.random() < 0.5 else (name, other, node)
 
     def random_leaf(self) -> Tree:
         if self.rng.random() < 0.2:
-            return ("k", float(self.rng.choice([1.0, 2.0, 0.5, -1.0, 3.0])))
-        return ("v", int(self.rng.integers(len(self.columns))))
+            return ("k", self.rng.choice((1.0, 2.0, 0.5, -1.0, 3.0)))
+        return ("v", self.rng.randrange(len(self.columns)))
 
     def random_tree(self, depth: int) -> Tree:
         if depth <= 1 or self.rng.random() < 0.3:
             return self.random_leaf()
         if self.unary and self.rng.random() < 0.3:
-            return (str(self.rng.choice(list(self.unary))), self.random_tree(depth - 1))
-        return (str(self.rng.choice(list(self.binary))), self.random_tree(depth - 1),
+            return (self.rng.choice(self.unary), self.random_tree(depth - 1))
+        return (self.rng.choice(self.binary), self.random_tree(depth - 1),
                 self.random_tree(depth - 1))
 
 
@@ -215,39 +218,45 @@ def _rank(member: tuple[float, Tree]) -> tuple[float, int]:
 
 
 # -------------------------------------------------------------- tree surgery
-def _subtrees(tree: Tree) -> list[Tree]:
-    found = [tree]
-    for child in tree[1:] if tree[0] not in ("v", "k") else ():
+@lru_cache(maxsize=1 << 16)
+def _subtrees(tree: Tree) -> tuple[Tree, ...]:
+    """Every subtree, pre-order (cached: trees are immutable and recur in a population)."""
+    if tree[0] in ("v", "k"):
+        return (tree,)
+    found: tuple[Tree, ...] = (tree,)
+    for child in tree[1:]:
         found += _subtrees(child)
     return found
 
 
-def _replace_random(tree: Tree, piece: Tree, rng: np.random.Generator) -> Tree:
+def _replace_random(tree: Tree, piece: Tree, rng: random.Random) -> Tree:
     return _map_random(tree, lambda node: piece, rng)
 
 
-def _map_random(tree: Tree, change, rng: np.random.Generator, leaves_only: bool = False
-                ) -> Tree:
+def _map_random(tree: Tree, change, rng: random.Random, leaves_only: bool = False) -> Tree:
     """``tree`` with ``change`` applied to one node chosen uniformly (pre-order)."""
     nodes = _subtrees(tree)
-    choices = [i for i, n in enumerate(nodes) if n[0] in ("v", "k")] if leaves_only \
-        else list(range(len(nodes)))
-    if not choices:
-        return tree
-    target = choices[int(rng.integers(len(choices)))]
-    counter = [0]
+    if leaves_only:
+        choices = [i for i, n in enumerate(nodes) if n[0] in ("v", "k")]
+        if not choices:
+            return tree
+        return _replace_at(tree, choices[rng.randrange(len(choices))], change)
+    return _replace_at(tree, rng.randrange(len(nodes)), change)
 
-    def walk(node: Tree) -> Tree:
-        index = counter[0]
-        counter[0] += 1
-        if index == target:
-            counter[0] += len(_subtrees(node)) - 1
-            return change(node)
-        if node[0] in ("v", "k"):
-            return node
-        return (node[0], *(walk(child) for child in node[1:]))
 
-    return walk(tree)
+def _replace_at(tree: Tree, index: int, change) -> Tree:
+    """Rebuild only the path to pre-order node ``index``, applying ``change`` there."""
+    if index == 0:
+        return change(tree)
+    index -= 1
+    children = list(tree[1:])
+    for position, child in enumerate(children):
+        count = len(_subtrees(child))
+        if index < count:
+            children[position] = _replace_at(child, index, change)
+            return (tree[0], *children)
+        index -= count
+    return tree
 
 
 def _constants(tree: Tree) -> list[float]:
