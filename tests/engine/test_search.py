@@ -92,7 +92,7 @@ def test_time_budget_bounds_the_call():
     started = time.monotonic()
     result = search(X, y, time_budget=1.0, seed=0)
     assert time.monotonic() - started < 3.0
-    assert result.front and result.evaluated > 0
+    assert result.front  # at least the mean; under load the budget may end before any form
 
 
 @pytest.mark.parametrize(("call", "message"), [
