@@ -17,7 +17,7 @@ from srh_engine.search.decomposition import (
 from srh_engine.search.operators import resolve_operators
 
 
-def inputs(n: int = 800, d: int = 3, seed: int = 0) -> np.ndarray:
+def inputs(n: int = 500, d: int = 3, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(1.0, 3.0, (n, d))
 
 
@@ -81,7 +81,7 @@ def test_search_recovers_a_ratio_of_sums_exactly():
 
 def test_same_seed_same_front():
     y = np.exp(-A) * np.cos(B) + C
-    runs = [search(X, y, time_budget=60, seed=4, max_evaluations=15_000, max_complexity=9)
+    runs = [search(X, y, time_budget=60, seed=4, max_evaluations=6_000, max_complexity=9)
             for _ in range(2)]
     assert [e.formula for e in runs[0].front] == [e.formula for e in runs[1].front]
     assert runs[0].evaluated == runs[1].evaluated
