@@ -93,7 +93,7 @@ class SRAgent:
         "polynomial_fit", "power_law_fit", "rational_fit", "constant_fit",
         "harmonic_interaction_fit", "monomial_sum_fit", "call_sindy", "evaluate_eic",
         "evaluate_code",
-        "read_skill", "call_pysr",
+        "read_skill", "call_pysr", "expression_search",
     )
 
     def __init__(self, llm_provider: str | None = None, llm_model: str | None = None, *,
