@@ -225,9 +225,40 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
         logger.info("metrics on port %d", server.server_port)
 
 
+def start_watchdog(celery_app: Celery, owner: str) -> Any:
+    """Start this worker's watchdog thread (None when ``SRH_STALL_SECONDS`` is 0)."""
+    from srh_workers.reliability import redis_client
+    from srh_workers.watchdog import Watchdog
+
+    settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
+    if not settings.stall_seconds:
+        return None
+
+    def send(action: Any) -> None:
+        celery_app.send_task(action.task, args=list(action.args))
+
+    watchdog = Watchdog(redis_client(str(settings.redis_url)), send, settings.stall_seconds,
+                        settings.watchdog_interval, owner).start()
+    logger.info("watchdog on: runs with no task delivered for %g s are kicked (checked every "
+                "%g s)", settings.stall_seconds, settings.watchdog_interval)
+    return watchdog
+
+
 def _connect_signals(celery_app: Celery) -> None:
     uid = f"srh-{id(celery_app)}"
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
+    watchdogs: list[Any] = []
+
+    def on_worker_ready(sender: Any = None, **_: Any) -> None:
+        # after the pool started: the prefork children are forked without the thread
+        if getattr(sender, "app", None) is celery_app:
+            owner = f"{getattr(sender, 'hostname', '') or 'worker'}:{os.getpid()}"
+            watchdogs.append(start_watchdog(celery_app, owner))
+
+    def on_worker_shutdown(**_: Any) -> None:
+        for watchdog in watchdogs:
+            if watchdog is not None:
+                watchdog.stop()
 
     def on_import_modules(sender: Any = None, **_: Any) -> None:
         if sender is celery_app:
@@ -243,6 +274,9 @@ def _connect_signals(celery_app: Celery) -> None:
 
     signals.import_modules.connect(on_import_modules, weak=False, dispatch_uid=f"{uid}-import")
     signals.worker_init.connect(on_worker_init, weak=False, dispatch_uid=f"{uid}-init")
+    signals.worker_ready.connect(on_worker_ready, weak=False, dispatch_uid=f"{uid}-ready")
+    signals.worker_shutdown.connect(on_worker_shutdown, weak=False,
+                                    dispatch_uid=f"{uid}-shutdown")
     signals.after_setup_logger.connect(on_setup_logger, weak=False, dispatch_uid=f"{uid}-log")
     signals.after_setup_task_logger.connect(on_setup_logger, weak=False,
                                             dispatch_uid=f"{uid}-tasklog")

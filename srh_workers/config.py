@@ -75,6 +75,8 @@ SETTINGS_ENV: Mapping[str, str] = {
     "log_format": "SRH_LOG_FORMAT",
     "runs_dir": "SRH_RUNS_DIR",
     "task_modules": "SRH_TASK_MODULES",
+    "stall_seconds": "SRH_STALL_SECONDS",
+    "watchdog_interval": "SRH_WATCHDOG_INTERVAL",
 }
 
 
@@ -153,6 +155,12 @@ class WorkerSettings:
         log_format: ``json`` (one object per line) or ``text`` (key=value).
         runs_dir: Directory of finished runs' results.
         task_modules: Modules the worker imports to register its tasks.
+        stall_seconds: A run none of whose tasks was delivered for this long is
+            stalled: the workers' watchdog re-sends its next tasks (as ``srh kick``).
+            At least the longest hold of a task (hard limit + retry backoff), so a
+            task still running is never doubled; 0 turns the watchdog off.
+        watchdog_interval: Seconds between two checks for stalled runs (one worker
+            of the cluster checks per interval, under a Redis lock).
     """
 
     broker_url: str = DEFAULT_REDIS_URL
@@ -174,6 +182,8 @@ class WorkerSettings:
     log_format: LogFormat = "json"
     runs_dir: Path = field(default_factory=lambda: Path("runs"))
     task_modules: tuple[str, ...] = DEFAULT_TASK_MODULES
+    stall_seconds: float = 100.0
+    watchdog_interval: float = 10.0
 
     def __post_init__(self) -> None:
         kind = broker_kind(self.broker_url)
@@ -202,6 +212,8 @@ class WorkerSettings:
                      "branch_hard_limit"):
             _positive_number(name, getattr(self, name))
         _positive_number("retry_backoff_max", self.retry_backoff_max, allow_zero=True)
+        _positive_number("stall_seconds", self.stall_seconds, allow_zero=True)
+        _positive_number("watchdog_interval", self.watchdog_interval)
         _int_at_least("visibility_timeout", self.visibility_timeout, 1)
         _int_at_least("restore_interval", self.restore_interval, 1)
         _int_at_least("max_deliveries", self.max_deliveries, 1)
@@ -252,7 +264,25 @@ class WorkerSettings:
                 f"SRH_RESTORE_INTERVAL ({self.restore_interval} s) must be shorter than "
                 f"SRH_VISIBILITY_TIMEOUT ({self.visibility_timeout} s): a dead worker's tasks "
                 f"are restored by that sweep.", setting="SRH_RESTORE_INTERVAL")
+        self._check_watchdog()
         return self
+
+    def _check_watchdog(self) -> None:
+        if not self.stall_seconds:
+            return
+        hold = max(self.longest_hold(self.limits(kind).hard) for kind in TASK_KINDS)
+        if self.stall_seconds < hold:
+            raise ConfigurationError(
+                f"SRH_STALL_SECONDS ({self.stall_seconds:g} s) must be at least the longest "
+                f"hold of a task (hard limit + SRH_RETRY_BACKOFF_MAX = {hold:g} s), or the "
+                f"watchdog re-sends the tasks of a run whose task is still running. Raise it "
+                f"to {math.ceil(hold)} or more, or set 0 to turn the watchdog off.",
+                setting="SRH_STALL_SECONDS")
+        if self.watchdog_interval >= self.stall_seconds:
+            raise ConfigurationError(
+                f"SRH_WATCHDOG_INTERVAL ({self.watchdog_interval:g} s) must be shorter than "
+                f"SRH_STALL_SECONDS ({self.stall_seconds:g} s).",
+                setting="SRH_WATCHDOG_INTERVAL")
 
     def _check_kind(self, kind: TaskKind) -> None:
         limits, upper = self.limits(kind), kind.upper()
@@ -316,7 +346,8 @@ _INTS = frozenset({"visibility_timeout", "max_deliveries", "max_retries", "resto
                    "tool_max_tasks_per_child", "tool_max_memory_per_child_kb", "result_expires",
                    "metrics_port"})
 _FLOATS = frozenset({"tool_soft_limit", "tool_hard_limit", "branch_soft_limit",
-                     "branch_hard_limit", "retry_backoff_max"})
+                     "branch_hard_limit", "retry_backoff_max", "stall_seconds",
+                     "watchdog_interval"})
 
 
 def _parse(name: str, raw: str) -> object:

@@ -182,6 +182,22 @@ def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
     return actions
 
 
+def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
+    """A step of branch C raised for good: end the branch with ``reason``, stop the run.
+
+    The failure rule of :mod:`srh_core.agent.outcome`: the run's stop flag is
+    set to the reason, so the other branches end at their next step and the
+    run ends "failed" with it. Idempotent (an ended branch is left as it is).
+    """
+    rt.store.request_stop(reason)
+    branch = rt.store.load_branch(R, C)
+    if branch.finished:
+        return []
+    branch.stop(reason)
+    rt.store.save_branches([branch])
+    return end_branch(rt, branch)
+
+
 def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     """Write the result (Redis, starting the TTL, and the run directory); once.
 

@@ -101,6 +101,11 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
 
 RUNS_INDEX = "srh:runs"
 """Zset of every submitted run id, scored by submission time (``srh status`` lists it)."""
+ACTIVE_RUNS = "srh:active"
+"""Zset of the runs without a result, scored by their last activity (the watchdog reads it):
+added at submission, touched by every delivery of one of the run's tasks, left with the result."""
+WATCHDOG_LOCK = "srh:watchdog:lock"
+"""String: the worker whose watchdog checks the runs this interval (SET NX with a TTL)."""
 
 
 def _coordinate(name: str, value: int) -> int:

@@ -66,6 +66,7 @@ from srh_core.types import (
 )
 from srh_workers.store.control import ControlRecords
 from srh_workers.store.keys import (
+    ACTIVE_RUNS,
     COMPLEXITY_DIGITS,
     FINISHED_RUN_TTL_SECONDS,
     RUNS_INDEX,
@@ -528,6 +529,8 @@ class RedisRunStore(ControlRecords):
         pipe = self.client.pipeline(transaction=False)
         pipe.set(key, 0, ex=ttl_seconds, nx=True)
         pipe.incr(key)
+        # a delivery is the run's sign of life for the watchdog (XX: a finished run stays out)
+        pipe.zadd(ACTIVE_RUNS, {self.run_id: time.time()}, xx=True)
         return int(pipe.execute()[1])
 
     def report_poison(self, task_id: str, record_json: str) -> None:
@@ -552,6 +555,7 @@ class RedisRunStore(ControlRecords):
         pipe.delete(self.keys.context)
         pipe.hset(self.keys.context, mapping=mapping)
         pipe.zadd(RUNS_INDEX, {self.run_id: submitted_at})
+        pipe.zadd(ACTIVE_RUNS, {self.run_id: submitted_at})
         pipe.execute()
 
     def spec_json(self) -> str | None:
@@ -649,6 +653,7 @@ class RedisRunStore(ControlRecords):
         pipe = self.client.pipeline(transaction=True)
         pipe.set(self.keys.result, dumps(result.to_dict()))
         pipe.hset(self.keys.meta, mapping={"status": status, "finished_at": repr(time.time())})
+        pipe.zrem(ACTIVE_RUNS, self.run_id)
         pipe.execute()
         self.expire_run()
         return result
@@ -688,6 +693,15 @@ class RedisRunStore(ControlRecords):
     def persist_run(self) -> int:
         """Remove the TTL from every key of the run (e.g. to resume a finished run)."""
         return int(self._scripts.call("set_ttl", self.run_keys(), [0]))
+
+    def touch_active(self, at: float | None = None, *, add: bool = False) -> None:
+        """Mark the run alive now for the watchdog (``add``: also when it is not watched yet)."""
+        self.client.zadd(ACTIVE_RUNS, {self.run_id: time.time() if at is None else at},
+                         xx=not add)
+
+    def forget_active(self) -> None:
+        """Stop watching the run (it has a result, or its keys are gone)."""
+        self.client.zrem(ACTIVE_RUNS, self.run_id)
 
     def delete_run(self) -> int:
         """Delete every key of the run; return how many existed."""

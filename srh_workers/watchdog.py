@@ -1,0 +1,160 @@
+"""The workers' watchdog: stalled runs are found and moved on with no manual command.
+
+Every worker runs one :class:`Watchdog` thread (started when the worker is
+ready, stopped with it; no extra process, no celery beat). Each interval
+(``SRH_WATCHDOG_INTERVAL``) the threads of the cluster race for a Redis lock
+(:data:`~srh_workers.store.WATCHDOG_LOCK`, SET NX with a TTL of 90 % of the
+interval) and the winner checks the runs:
+
+- every run without a result is in the :data:`~srh_workers.store.ACTIVE_RUNS`
+  zset, scored by its last activity: its submission, then each delivery of
+  one of its tasks (counted by :class:`~srh_workers.reliability.SRHTask`, in
+  the same round trip as the delivery counter);
+- a run whose last activity is older than ``SRH_STALL_SECONDS`` is stalled:
+  the watchdog re-sends what its stored state says comes next
+  (:func:`srh_workers.submit.kick_run`, what ``srh kick`` sends) and marks it
+  alive, so it is kicked again only after another quiet ``SRH_STALL_SECONDS``;
+- a run that has a result or no spec any more leaves the zset; a paused
+  interactive run (state ``paused``) is left alone, its steps are parked on purpose.
+
+Why a kick is safe: every task is idempotent (see :mod:`srh_workers.flow.steps`),
+and the stall threshold is at least the longest time a task may hold its
+message (hard limit + retry backoff, :meth:`WorkerSettings.check`), so a
+task that is still running is not doubled; a task still waiting in a busy
+queue may be, and the copy changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from srh_core.errors import SearchStateError
+from srh_workers.flow.names import Action
+from srh_workers.store import ACTIVE_RUNS, WATCHDOG_LOCK, RedisRunStore
+from srh_workers.store.scripts import reply_text
+
+logger = logging.getLogger("srh.workers.watchdog")
+LOCK_FRACTION = 0.9
+MAX_RUNS_PER_CHECK = 1_000
+MAX_ERROR_BACKOFF_SECONDS = 60.0
+
+Send = Callable[[Action], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Kick:
+    """What one check did to a stalled run.
+
+    Attributes:
+        run_id: The run.
+        quiet_seconds: How long nothing of the run had been delivered.
+        actions: ``[task name, *coordinate]`` of each task re-sent.
+    """
+
+    run_id: str
+    quiet_seconds: float
+    actions: tuple[tuple[Any, ...], ...]
+
+
+class Watchdog:
+    """Finds runs with no delivered task for ``stall_seconds`` and re-sends their next tasks.
+
+    Args:
+        client: Redis of the candidate store.
+        send: Enqueues one action (the app's ``send_task``).
+        stall_seconds: Quiet time after which a run is stalled.
+        interval: Seconds between checks.
+        owner: Who holds the check lock (the worker's host name).
+    """
+
+    def __init__(self, client: redis.Redis, send: Send, stall_seconds: float, interval: float,
+                 owner: str) -> None:
+        self.client = client
+        self.send = send
+        self.stall_seconds = stall_seconds
+        self.interval = interval
+        self.owner = owner
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---------------------------------------------------------------- checks
+    def check(self, now: float | None = None) -> list[Kick] | None:
+        """One check, if this worker wins the interval's lock; None when another one did."""
+        ms = max(1, int(self.interval * LOCK_FRACTION * 1000))
+        if not self.client.set(WATCHDOG_LOCK, self.owner, nx=True, px=ms):
+            return None
+        return self.check_runs(now)
+
+    def check_runs(self, now: float | None = None) -> list[Kick]:
+        """Kick every stalled run (no lock: for tests and ``srh kick --stalled``)."""
+        now = time.time() if now is None else now
+        quiet = self.client.zrangebyscore(ACTIVE_RUNS, "-inf", now - self.stall_seconds,
+                                          start=0, num=MAX_RUNS_PER_CHECK, withscores=True)
+        kicks = []
+        for raw, last in quiet:
+            kick = self._check_run(reply_text(raw), now - float(last), now)
+            if kick is not None:
+                kicks.append(kick)
+        return kicks
+
+    def _check_run(self, run_id: str, quiet_seconds: float, now: float) -> Kick | None:
+        from srh_workers.submit import kick_run
+
+        store = RedisRunStore(self.client, run_id, register=False)
+        if store.spec_json() is None or store.stored_result() is not None:
+            store.forget_active()
+            return None
+        store.touch_active(now)  # first: a kick that fails half-way waits one more stall
+        if _paused(store):
+            return None
+        try:
+            actions = kick_run(self.client, self.send, run_id)
+        except SearchStateError as error:
+            logger.warning("run %s is stalled but cannot be kicked: %s", run_id, error)
+            return None
+        kick = Kick(run_id, quiet_seconds, tuple((a.task, *a.args[1:]) for a in actions))
+        logger.warning("run %s: no task delivered for %.0f s; re-sent %d task(s): %s", run_id,
+                       quiet_seconds, len(actions), list(kick.actions),
+                       extra={"event": "watchdog_kick", "run_id": run_id})
+        return kick
+
+    # ---------------------------------------------------------------- thread
+    def start(self) -> Watchdog:
+        """Start the checking thread (a daemon: it never keeps a worker alive)."""
+        self._thread = threading.Thread(target=self._loop, name="srh-watchdog", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        failures = 0
+        while not self._stop.wait(self._pause(failures)):
+            try:
+                self.check()
+                failures = 0
+            except Exception as error:  # the thread's boundary: Redis down, a bad run; go on
+                failures += 1
+                logger.warning("watchdog check failed (%d in a row), backing off: %r",
+                               failures, error, extra={"event": "watchdog_error"})
+
+    def _pause(self, failures: int) -> float:
+        return min(MAX_ERROR_BACKOFF_SECONDS, self.interval * 2 ** min(failures, 6))
+
+
+def _paused(store: RedisRunStore) -> bool:
+    state = store.control_state()
+    return state is not None and (state.get("manager") or {}).get("state") == "paused"
+
+
+__all__ = ["Kick", "Watchdog"]
