@@ -63,12 +63,24 @@ def broker_transport_options(settings: WorkerSettings) -> dict[str, Any]:
     return {}
 
 
+def _broker_transport(settings: WorkerSettings) -> dict[str, Any]:
+    """A redis:// broker uses :mod:`srh_workers.transport` (a full Redis is an outage)."""
+    from urllib.parse import urlsplit
+
+    from srh_workers.transport import TRANSPORT_PATH
+
+    if urlsplit(settings.broker_url).scheme == "redis":  # rediss: kombu sets TLS by scheme
+        return {"broker_transport": TRANSPORT_PATH}
+    return {}
+
+
 def celery_config(settings: WorkerSettings) -> dict[str, Any]:
     """The Celery configuration of ``settings`` (pure: no I/O)."""
     tool, branch = settings.limits("tool"), settings.limits("branch")
     visibility = settings.visibility_timeout
     return {
         "broker_url": settings.broker_url,
+        **_broker_transport(settings),
         "result_backend": settings.result_backend,
         # the visibility timeout, in the three places Celery reads it
         "broker_transport_options": broker_transport_options(settings),

@@ -47,6 +47,7 @@ DEFAULT_TASK_MODULES = ("srh_workers.flow.tasks",)
 MIN_VISIBILITY_MARGIN_SECONDS = 1.0
 VISIBILITY_MARGIN_FRACTION = 0.1
 MAX_PORT = 65535
+STALL_MARGIN_SECONDS = 5.0
 
 _BROKER_SCHEMES: Mapping[str, BrokerKind] = {
     "redis": "redis", "rediss": "redis", "redis+socket": "redis", "sentinel": "redis",
@@ -158,7 +159,8 @@ class WorkerSettings:
         stall_seconds: A run none of whose tasks was delivered for this long is
             stalled: the workers' watchdog re-sends its next tasks (as ``srh kick``).
             At least the longest hold of a task (hard limit + retry backoff), so a
-            task still running is never doubled; 0 turns the watchdog off.
+            task still running is never doubled; None (unset) means that hold plus
+            :data:`STALL_MARGIN_SECONDS` (100 s with the defaults); 0 turns the watchdog off.
         watchdog_interval: Seconds between two checks for stalled runs (one worker
             of the cluster checks per interval, under a Redis lock).
     """
@@ -182,7 +184,7 @@ class WorkerSettings:
     log_format: LogFormat = "json"
     runs_dir: Path = field(default_factory=lambda: Path("runs"))
     task_modules: tuple[str, ...] = DEFAULT_TASK_MODULES
-    stall_seconds: float = 100.0
+    stall_seconds: float | None = None
     watchdog_interval: float = 10.0
 
     def __post_init__(self) -> None:
@@ -194,6 +196,9 @@ class WorkerSettings:
             object.__setattr__(self, "result_backend", self.redis_url)
         self._validate_urls(str(self.redis_url), str(self.result_backend))
         self._validate_numbers()
+        if self.stall_seconds is None:
+            hold = max(self.longest_hold(self.limits(kind).hard) for kind in TASK_KINDS)
+            object.__setattr__(self, "stall_seconds", hold + STALL_MARGIN_SECONDS)
         if self.log_format not in get_args(LogFormat):
             raise _problem("log_format", f"one of {get_args(LogFormat)}", self.log_format)
         object.__setattr__(self, "runs_dir", Path(self.runs_dir))
@@ -212,7 +217,8 @@ class WorkerSettings:
                      "branch_hard_limit"):
             _positive_number(name, getattr(self, name))
         _positive_number("retry_backoff_max", self.retry_backoff_max, allow_zero=True)
-        _positive_number("stall_seconds", self.stall_seconds, allow_zero=True)
+        if self.stall_seconds is not None:
+            _positive_number("stall_seconds", self.stall_seconds, allow_zero=True)
         _positive_number("watchdog_interval", self.watchdog_interval)
         _int_at_least("visibility_timeout", self.visibility_timeout, 1)
         _int_at_least("restore_interval", self.restore_interval, 1)

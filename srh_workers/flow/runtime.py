@@ -10,11 +10,13 @@ adapter) is kept per process in a small cache of runs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +25,7 @@ from redis import Redis
 from srh_core.agent import SRAgent, load_agent_class
 from srh_core.agent.settings import SearchSettings
 from srh_core.embedded.executor import SerialToolExecutor
+from srh_core.errors import ModelRequestCancelledError, ModelRequestError
 from srh_core.types import ToolCall, ToolCallResult
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
@@ -31,6 +34,10 @@ logger = logging.getLogger("srh.workers")
 
 RUN_CACHE_SIZE = 8
 Granularity = Literal["step", "run"]
+#: Seconds left before the current task's soft time limit (set by the branch tasks: the
+#: threads pool enforces no limit, so a model request that never answers is cut here).
+REQUEST_BUDGET: ContextVar[Callable[[], float | None] | None] = ContextVar(
+    "srh_request_budget", default=None)
 
 
 def resolve_granularity(settings: SearchSettings) -> Granularity:
@@ -120,13 +127,51 @@ class RunRuntime:
             serial = SerialToolExecutor(tools)
             return StoredResultsExecutor(serial, stored) if stored else serial
 
-        agent = self.agent_class(settings=self.settings, context=self.context, api=self._api,
+        bounded = REQUEST_BUDGET.get() is not None  # its own client, so a cut is its own
+        agent = self.agent_class(settings=self.settings, context=self.context,
+                                 api=None if bounded else self._api,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
                                  deadline=self.deadline(), **self.agent_options())
-        with self._lock:
-            self._api = self._api or agent.api
+        if not bounded:
+            with self._lock:
+                self._api = self._api or agent.api
         return agent
+
+    @contextlib.contextmanager
+    def bounded_requests(self, agent: SRAgent) -> Iterator[None]:
+        """Cut ``agent``'s model requests at the task's soft time limit (:data:`REQUEST_BUDGET`).
+
+        Raises:
+            ModelRequestError: The model had not answered when the time was up
+                (not retryable: the step's branch ends failed with this reason).
+        """
+        budget = REQUEST_BUDGET.get()
+        seconds = None if budget is None else budget()
+        if seconds is None:
+            yield
+            return
+        fired = threading.Event()
+
+        def cut() -> None:
+            fired.set()
+            for api in (agent.api, getattr(agent, "strong_api", None)):
+                if api is not None and callable(getattr(api, "cancel", None)):
+                    api.cancel()
+
+        timer = threading.Timer(seconds, cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except ModelRequestCancelledError as error:
+            if not fired.is_set():
+                raise
+            raise ModelRequestError(
+                f"The model did not answer within the step task's time limit ({seconds:.0f} s "
+                f"left of SRH_BRANCH_SOFT_LIMIT when it started).", retryable=False) from error
+        finally:
+            timer.cancel()
 
     def agent_options(self) -> dict[str, Any]:
         """Further constructor arguments: an interactive agent's Redis controls and options."""

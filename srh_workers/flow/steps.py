@@ -115,7 +115,9 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         parked, released = park_step(rt, R, C, L)  # interactive: a paused run parks the step
         if parked:
             return []
-        plan = rt.agent().open_step(branch)
+        agent = rt.agent()
+        with rt.bounded_requests(agent):
+            plan = agent.open_step(branch)
         if plan is None:
             rt.store.save_branches([branch])
             return released + end_branch(rt, branch)
@@ -190,6 +192,7 @@ def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
     run ends "failed" with it. Idempotent (an ended branch is left as it is).
     """
     rt.store.request_stop(reason)
+    reason = rt.store.stop_reason() or reason  # a cancel (or a failure) that came first wins
     branch = rt.store.load_branch(R, C)
     if branch.finished:
         return []

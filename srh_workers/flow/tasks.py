@@ -34,7 +34,7 @@ from srh_core.types import ToolCallResult
 from srh_workers.errors import PoisonTaskError
 from srh_workers.flow import names, steps
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import RunRuntime, runtime_for
+from srh_workers.flow.runtime import REQUEST_BUDGET, RunRuntime, runtime_for
 from srh_workers.flow.whole_run import run_whole
 from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient, redis_client
 
@@ -157,7 +157,11 @@ def branch_restart(self: FlowTask, run_id: str, R: int) -> dict[str, Any]:
 @shared_task(name=names.STEP, bind=True, base=FlowTask)
 def branch_step(self: FlowTask, run_id: str, R: int, C: int, L: int) -> dict[str, Any]:
     """Open one refinement step: request the K responses (once) and fan out."""
-    return _run(self, names.STEP, run_id, R, C, L)
+    token = REQUEST_BUDGET.set(self.time_budget)
+    try:
+        return _run(self, names.STEP, run_id, R, C, L)
+    finally:
+        REQUEST_BUDGET.reset(token)
 
 
 @shared_task(name=names.SAMPLE, bind=True, base=FlowTask)
