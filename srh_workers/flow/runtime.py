@@ -36,6 +36,7 @@ RUN_CACHE_SIZE = 8
 Granularity = Literal["step", "run"]
 #: Seconds left before the current task's soft time limit (set by the branch tasks: the
 #: threads pool enforces no limit, so a model request that never answers is cut here).
+CUT_POLL_SECONDS = 1.0
 REQUEST_BUDGET: ContextVar[Callable[[], float | None] | None] = ContextVar(
     "srh_request_budget", default=None)
 
@@ -140,38 +141,47 @@ class RunRuntime:
 
     @contextlib.contextmanager
     def bounded_requests(self, agent: SRAgent) -> Iterator[None]:
-        """Cut ``agent``'s model requests at the task's soft time limit (:data:`REQUEST_BUDGET`).
+        """Cut ``agent``'s model requests at the task's soft time limit or at a stop request.
+
+        The limit is :data:`REQUEST_BUDGET`'s; the run's stop flag (``srh cancel``,
+        a failed branch) is read every :data:`CUT_POLL_SECONDS`, so a cancel does not
+        wait for a model that never answers.
 
         Raises:
             ModelRequestError: The model had not answered when the time was up
-                (not retryable: the step's branch ends failed with this reason).
+                or the run was stopped (not retryable: the branch ends with the reason).
         """
         budget = REQUEST_BUDGET.get()
         seconds = None if budget is None else budget()
         if seconds is None:
             yield
             return
-        fired = threading.Event()
+        done, why = threading.Event(), []
 
-        def cut() -> None:
-            fired.set()
-            for api in (agent.api, getattr(agent, "strong_api", None)):
-                if api is not None and callable(getattr(api, "cancel", None)):
-                    api.cancel()
+        def watch() -> None:
+            end = time.monotonic() + seconds
+            while not done.wait(max(0.0, min(CUT_POLL_SECONDS, end - time.monotonic()))):
+                stop = _stop_reason(self)
+                if stop is None and time.monotonic() < end:
+                    continue
+                why.append(stop or f"no answer within the step task's time limit ({seconds:.0f} "
+                                   f"s left of SRH_BRANCH_SOFT_LIMIT)")
+                for api in (agent.api, getattr(agent, "strong_api", None)):
+                    if api is not None and callable(getattr(api, "cancel", None)):
+                        api.cancel()
+                return
 
-        timer = threading.Timer(seconds, cut)
-        timer.daemon = True
-        timer.start()
+        watcher = threading.Thread(target=watch, name="srh-request-cut", daemon=True)
+        watcher.start()
         try:
             yield
         except ModelRequestCancelledError as error:
-            if not fired.is_set():
+            if not why:
                 raise
-            raise ModelRequestError(
-                f"The model did not answer within the step task's time limit ({seconds:.0f} s "
-                f"left of SRH_BRANCH_SOFT_LIMIT when it started).", retryable=False) from error
+            raise ModelRequestError(f"The model request was cut: {why[0]}.",
+                                    retryable=False) from error
         finally:
-            timer.cancel()
+            done.set()
 
     def agent_options(self) -> dict[str, Any]:
         """Further constructor arguments: an interactive agent's Redis controls and options."""
@@ -191,6 +201,13 @@ class RunRuntime:
         if self.settings.save_path:
             return Path(self.settings.save_path)
         return None if self.runs_dir is None else self.runs_dir / self.spec.run_id
+
+
+def _stop_reason(rt: RunRuntime) -> str | None:
+    try:
+        return rt.store.stop_reason()
+    except Exception:  # a Redis blip must not cut the request; the time limit still does
+        return None
 
 
 _CACHE: OrderedDict[str, RunRuntime] = OrderedDict()
