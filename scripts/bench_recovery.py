@@ -9,8 +9,8 @@ measures the time from the fault to the run's result. Nobody sends
 ``srh kick``: the workers' watchdog and the broker's redelivery do the work.
 
 Faults:
-  kill-branches   SIGKILL of the branches worker's process group (a new one is started at once,
-                  as systemd/Kubernetes would)
+  kill-branches   SIGKILL of the branches worker's process group while it holds a task
+                  unacknowledged (a new one is started at once, as systemd/Kubernetes would)
   kill-tools      SIGKILL of the tools worker's process group (the same)
   lost-message    the run's first task never reaches the broker (a send that failed)
   redis-restart   SIGKILL of redis-server, down --outage seconds, started again (AOF reloaded)
@@ -178,7 +178,10 @@ class Bench:
 
     def inject(self, fault: str) -> float:
         if fault in ("kill-branches", "kill-tools"):
-            worker = self.branches if fault == "kill-branches" else self.tools
+            queue = fault.removeprefix("kill-")
+            worker = self.branches if queue == "branches" else self.tools
+            # the worst case: the worker holds one of the run's tasks unacknowledged
+            _wait(lambda: self.holds(queue), f"a task held by the {queue} worker")
             worker.stop(signal.SIGKILL)
             at = time.monotonic()
             self.revive()
@@ -198,6 +201,13 @@ class Bench:
         raise ValueError(fault)
 
     outage = 3.0
+
+    def holds(self, queue: str) -> bool:
+        for raw in self.cluster.client.hvals("unacked"):
+            _message, _exchange, routing_key = json.loads(raw)
+            if routing_key == queue:
+                return True
+        return False
 
 
 def _bad_reply(fault: str) -> Reply:

@@ -105,6 +105,8 @@ def test_killed_workers_are_recovered_without_a_kick(cluster: RecoveryCluster) -
                         local_sample_size=1)
     run_id = cluster.submit(settings, *power_law_data())
     wait_until(lambda: nodes(cluster.client, run_id) >= 1, 30, "the first node")
+    # the worst case: a task held unacknowledged dies with its worker
+    wait_until(lambda: cluster.client.hlen("unacked") > 0, 30, "a task in flight")
     for worker in (cluster.branches, cluster.tools):
         worker.stop(signal.SIGKILL)  # the whole node: main process and children
     killed = time.monotonic()
