@@ -48,6 +48,7 @@ MIN_VISIBILITY_MARGIN_SECONDS = 1.0
 VISIBILITY_MARGIN_FRACTION = 0.1
 MAX_PORT = 65535
 STALL_MARGIN_SECONDS = 5.0
+DEFAULT_WATCHDOG_INTERVAL = 10.0
 
 _BROKER_SCHEMES: Mapping[str, BrokerKind] = {
     "redis": "redis", "rediss": "redis", "redis+socket": "redis", "sentinel": "redis",
@@ -162,7 +163,8 @@ class WorkerSettings:
             task still running is never doubled; None (unset) means that hold plus
             :data:`STALL_MARGIN_SECONDS` (100 s with the defaults); 0 turns the watchdog off.
         watchdog_interval: Seconds between two checks for stalled runs (one worker
-            of the cluster checks per interval, under a Redis lock).
+            of the cluster checks per interval, under a Redis lock); None means
+            :data:`DEFAULT_WATCHDOG_INTERVAL`, or half the stall threshold if that is shorter.
     """
 
     broker_url: str = DEFAULT_REDIS_URL
@@ -185,7 +187,7 @@ class WorkerSettings:
     runs_dir: Path = field(default_factory=lambda: Path("runs"))
     task_modules: tuple[str, ...] = DEFAULT_TASK_MODULES
     stall_seconds: float | None = None
-    watchdog_interval: float = 10.0
+    watchdog_interval: float | None = None
 
     def __post_init__(self) -> None:
         kind = broker_kind(self.broker_url)
@@ -199,6 +201,11 @@ class WorkerSettings:
         if self.stall_seconds is None:
             hold = max(self.longest_hold(self.limits(kind).hard) for kind in TASK_KINDS)
             object.__setattr__(self, "stall_seconds", hold + STALL_MARGIN_SECONDS)
+        if self.watchdog_interval is None:
+            interval = DEFAULT_WATCHDOG_INTERVAL
+            if self.stall_seconds:
+                interval = min(interval, float(self.stall_seconds) / 2)
+            object.__setattr__(self, "watchdog_interval", interval)
         if self.log_format not in get_args(LogFormat):
             raise _problem("log_format", f"one of {get_args(LogFormat)}", self.log_format)
         object.__setattr__(self, "runs_dir", Path(self.runs_dir))
@@ -219,7 +226,8 @@ class WorkerSettings:
         _positive_number("retry_backoff_max", self.retry_backoff_max, allow_zero=True)
         if self.stall_seconds is not None:
             _positive_number("stall_seconds", self.stall_seconds, allow_zero=True)
-        _positive_number("watchdog_interval", self.watchdog_interval)
+        if self.watchdog_interval is not None:
+            _positive_number("watchdog_interval", self.watchdog_interval)
         _int_at_least("visibility_timeout", self.visibility_timeout, 1)
         _int_at_least("restore_interval", self.restore_interval, 1)
         _int_at_least("max_deliveries", self.max_deliveries, 1)
