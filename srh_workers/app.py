@@ -251,7 +251,7 @@ def start_watchdog(celery_app: Celery, owner: str) -> Any:
 
     watchdog = Watchdog(redis_client(str(settings.redis_url)), send, settings.stall_seconds,
                         settings.watchdog_interval, owner).start()
-    logger.info("watchdog on: runs with no task delivered for %g s are kicked (checked every "
+    logger.info("watchdog on: runs without progress for %g s are kicked (checked every "
                 "%g s)", settings.stall_seconds, settings.watchdog_interval)
     return watchdog
 

@@ -157,8 +157,8 @@ class WorkerSettings:
         log_format: ``json`` (one object per line) or ``text`` (key=value).
         runs_dir: Directory of finished runs' results.
         task_modules: Modules the worker imports to register its tasks.
-        stall_seconds: A run none of whose tasks was delivered for this long is
-            stalled: the workers' watchdog re-sends its next tasks (as ``srh kick``).
+        stall_seconds: A run that did not progress for this long is stalled: the
+            workers' watchdog re-sends its next tasks (as ``srh kick``).
             At least the longest hold of a task (hard limit + retry backoff), so a
             task still running is never doubled; None (unset) means that hold plus
             :data:`STALL_MARGIN_SECONDS` (100 s with the defaults); 0 turns the watchdog off.

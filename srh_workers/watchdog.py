@@ -7,13 +7,16 @@ ready, stopped with it; no extra process, no celery beat). Each interval
 interval) and the winner checks the runs:
 
 - every run without a result is in the :data:`~srh_workers.store.ACTIVE_RUNS`
-  zset, scored by its last activity: its submission, then each delivery of
-  one of its tasks (counted by :class:`~srh_workers.reliability.SRHTask`, in
-  the same round trip as the delivery counter);
-- a run whose last activity is older than ``SRH_STALL_SECONDS`` is stalled:
-  the watchdog re-sends what its stored state says comes next
-  (:func:`srh_workers.submit.kick_run`, what ``srh kick`` sends) and marks it
-  alive, so it is kicked again only after another quiet ``SRH_STALL_SECONDS``;
+  zset, scored by when the watchdog last saw it progress (first: its
+  submission). Each check reads every such run's progress marker
+  (:meth:`~srh_workers.store.RedisRunStore.progress_marker`: keys registered,
+  nodes, model requests, stop flag; one round trip per run) and restarts its
+  clock when the marker changed. Deliveries do not count: a re-delivered task
+  that changes nothing is no progress;
+- a run without progress for ``SRH_STALL_SECONDS`` is stalled: the watchdog
+  re-sends what its stored state says comes next
+  (:func:`srh_workers.submit.kick_run`, what ``srh kick`` sends) and restarts
+  its clock, so it is kicked again only after another ``SRH_STALL_SECONDS``;
 - a run that has a result or no spec any more leaves the zset; a paused
   interactive run (state ``paused``) is left alone, its steps are parked on purpose.
 
@@ -54,7 +57,7 @@ class Kick:
 
     Attributes:
         run_id: The run.
-        quiet_seconds: How long nothing of the run had been delivered.
+        quiet_seconds: How long the run had not progressed.
         actions: ``[task name, *coordinate]`` of each task re-sent.
     """
 
@@ -64,7 +67,7 @@ class Kick:
 
 
 class Watchdog:
-    """Finds runs with no delivered task for ``stall_seconds`` and re-sends their next tasks.
+    """Finds runs without progress for ``stall_seconds`` and re-sends their next tasks.
 
     Args:
         client: Redis of the candidate store.
@@ -93,23 +96,24 @@ class Watchdog:
         return self.check_runs(now)
 
     def check_runs(self, now: float | None = None) -> list[Kick]:
-        """Kick every stalled run (no lock: for tests and ``srh kick --stalled``)."""
+        """Kick every stalled run (no lock: for tests and tools)."""
         now = time.time() if now is None else now
-        quiet = self.client.zrangebyscore(ACTIVE_RUNS, "-inf", now - self.stall_seconds,
-                                          start=0, num=MAX_RUNS_PER_CHECK, withscores=True)
+        watched = self.client.zrange(ACTIVE_RUNS, 0, MAX_RUNS_PER_CHECK - 1, withscores=True)
         kicks = []
-        for raw, last in quiet:
-            kick = self._check_run(reply_text(raw), now - float(last), now)
+        for raw, since in watched:
+            kick = self._check_run(reply_text(raw), float(since), now)
             if kick is not None:
                 kicks.append(kick)
         return kicks
 
-    def _check_run(self, run_id: str, quiet_seconds: float, now: float) -> Kick | None:
+    def _check_run(self, run_id: str, since: float, now: float) -> Kick | None:
         from srh_workers.submit import kick_run
 
         store = RedisRunStore(self.client, run_id, register=False)
         if store.spec_json() is None or store.stored_result() is not None:
             store.forget_active()
+            return None
+        if store.watch_progress(store.progress_marker(), now) or now - since < self.stall_seconds:
             return None
         store.touch_active(now)  # first: a kick that fails half-way waits one more stall
         if _paused(store):
@@ -119,9 +123,9 @@ class Watchdog:
         except SearchStateError as error:
             logger.warning("run %s is stalled but cannot be kicked: %s", run_id, error)
             return None
-        kick = Kick(run_id, quiet_seconds, tuple((a.task, *a.args[1:]) for a in actions))
-        logger.warning("run %s: no task delivered for %.0f s; re-sent %d task(s): %s", run_id,
-                       quiet_seconds, len(actions), list(kick.actions),
+        kick = Kick(run_id, now - since, tuple((a.task, *a.args[1:]) for a in actions))
+        logger.warning("run %s: no progress for %.0f s; re-sent %d task(s): %s", run_id,
+                       now - since, len(actions), list(kick.actions),
                        extra={"event": "watchdog_kick", "run_id": run_id})
         return kick
 

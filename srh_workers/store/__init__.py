@@ -7,6 +7,7 @@
 """
 
 from srh_workers.store.keys import (
+    ACTIVE_PROGRESS,
     ACTIVE_RUNS,
     FINISHED_RUN_TTL_SECONDS,
     RUNS_INDEX,
@@ -17,5 +18,6 @@ from srh_workers.store.keys import (
 from srh_workers.store.run_store import RedisRunStore, SampleBatch, SampleOutcome
 from srh_workers.store.scripts import SCRIPTS, script_source
 
-__all__ = ["ACTIVE_RUNS", "FINISHED_RUN_TTL_SECONDS", "RUNS_INDEX", "SCRIPTS", "WATCHDOG_LOCK",
-           "KeySpec", "RedisRunStore", "RunKeys", "SampleBatch", "SampleOutcome", "script_source"]
+__all__ = ["ACTIVE_PROGRESS", "ACTIVE_RUNS", "FINISHED_RUN_TTL_SECONDS", "RUNS_INDEX", "SCRIPTS",
+           "WATCHDOG_LOCK", "KeySpec", "RedisRunStore", "RunKeys", "SampleBatch", "SampleOutcome",
+           "script_source"]

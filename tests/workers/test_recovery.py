@@ -130,7 +130,7 @@ def test_a_lost_message_is_re_sent_by_the_watchdog(cluster: RecoveryCluster) -> 
     assert result.status == "completed"
     assert_complete(cluster.client, "lost", settings)
     log = cluster.branches.log_text() + cluster.tools.log_text()
-    assert "run lost: no task delivered for" in log
+    assert "run lost: no progress for" in log
 
 
 def _srh(env: dict[str, str], *args: str) -> subprocess.Popen[str]:

@@ -28,7 +28,7 @@ from srh_workers.config import WorkerSettings
 from srh_workers.flow.names import FINALIZE, STEP, Action
 from srh_workers.flow.runtime import forget_run, runtime_for
 from srh_workers.flow.steps import dispatch, fail_branch
-from srh_workers.store import ACTIVE_RUNS, WATCHDOG_LOCK, RedisRunStore
+from srh_workers.store import ACTIVE_PROGRESS, ACTIVE_RUNS, WATCHDOG_LOCK, RedisRunStore
 from srh_workers.submit import submit_run, wait_for_result
 from srh_workers.transport import TRANSPORT_PATH
 from srh_workers.watchdog import Watchdog
@@ -62,27 +62,38 @@ def watchdog(client: redis.Redis, sent: list[Action]) -> Watchdog:
 def test_a_run_is_watched_from_submission_to_result(client: redis.Redis) -> None:
     run_id, _ = submitted(client)
     store = RedisRunStore.open(client, run_id)
-    submitted_at = client.zscore(ACTIVE_RUNS, run_id)
-    assert submitted_at is not None
-    store.count_delivery("task-1", 0, 60)  # a delivery is a sign of life
-    assert client.zscore(ACTIVE_RUNS, run_id) > submitted_at
+    assert client.zscore(ACTIVE_RUNS, run_id) is not None
     store.result("completed", "done")
     assert client.zscore(ACTIVE_RUNS, run_id) is None
-    store.count_delivery("task-2", 0, 60)  # a late delivery does not watch it again
-    assert client.zscore(ACTIVE_RUNS, run_id) is None
+    assert client.hget(ACTIVE_PROGRESS, run_id) is None
 
 
-def test_only_a_quiet_run_is_kicked_and_then_left_for_another_stall(client: redis.Redis) -> None:
+def test_only_a_run_without_progress_is_kicked(client: redis.Redis) -> None:
     run_id, first = submitted(client)
-    last = float(client.zscore(ACTIVE_RUNS, run_id))
+    since = float(client.zscore(ACTIVE_RUNS, run_id))
     sent: list[Action] = []
     dog = watchdog(client, sent)
-    assert [k.run_id for k in dog.check_runs(now=last + STALL - 1)] == []
-    kicks = [k for k in dog.check_runs(now=last + STALL + 1) if k.run_id == run_id]
+    mine = lambda kicks: [k for k in kicks if k.run_id == run_id]  # noqa: E731
+    assert mine(dog.check_runs(now=since + 1)) == []  # first look: the marker is new
+    assert client.zscore(ACTIVE_RUNS, run_id) == pytest.approx(since + 1)
+    assert mine(dog.check_runs(now=since + STALL)) == []  # quiet, not for long enough
+    kicks = mine(dog.check_runs(now=since + STALL + 2))
     assert len(kicks) == 1 and kicks[0].quiet_seconds == pytest.approx(STALL + 1)
     assert [a for a in sent if a.args[0] == run_id] == first  # what `srh kick` sends
-    assert client.zscore(ACTIVE_RUNS, run_id) == pytest.approx(last + STALL + 1)
-    assert not [k for k in dog.check_runs(now=last + STALL + 2) if k.run_id == run_id]
+    assert mine(dog.check_runs(now=since + STALL + 3)) == []  # its clock restarted
+
+
+def test_progress_restarts_the_clock_and_deliveries_do_not(client: redis.Redis) -> None:
+    run_id, first = submitted(client)
+    store = RedisRunStore.open(client, run_id)
+    dog = watchdog(client, [])
+    since = float(client.zscore(ACTIVE_RUNS, run_id))
+    dog.check_runs(now=since)
+    store.count_delivery("a-duplicate", 0, 60)  # a re-delivered task that changes nothing
+    assert [k.run_id for k in dog.check_runs(now=since + STALL + 1)].count(run_id) == 1
+    dispatch(client, first[0])  # restart 1 ran: branches stored, keys registered
+    assert [k.run_id for k in dog.check_runs(now=since + 3 * STALL)].count(run_id) == 0
+    assert client.zscore(ACTIVE_RUNS, run_id) == pytest.approx(since + 3 * STALL)
 
 
 def test_kicked_steps_continue_from_the_stored_state(client: redis.Redis) -> None:
@@ -90,7 +101,9 @@ def test_kicked_steps_continue_from_the_stored_state(client: redis.Redis) -> Non
     steps = dispatch(client, first[0])  # restart 1 ran; its step messages were lost
     assert [a.task for a in steps] == [STEP, STEP]
     sent: list[Action] = []
-    watchdog(client, sent).check_runs(now=time.time() + STALL + 1)
+    dog = watchdog(client, sent)
+    dog.check_runs(now=time.time())
+    dog.check_runs(now=time.time() + STALL + 1)
     assert sorted(a.args for a in sent if a.args[0] == run_id) == sorted(a.args for a in steps)
 
 
@@ -105,7 +118,9 @@ def test_finished_gone_and_paused_runs_are_not_kicked(client: redis.Redis) -> No
     client.set(store.keys.control, json.dumps({"manager": {"state": "paused"}}))
     client.zadd(ACTIVE_RUNS, {paused: 0})
     sent: list[Action] = []
-    kicks = watchdog(client, sent).check_runs(now=time.time() + STALL + 1)
+    dog = watchdog(client, sent)
+    dog.check_runs(now=time.time())
+    kicks = dog.check_runs(now=time.time() + STALL + 1)
     assert not {k.run_id for k in kicks} & {done, gone, paused}
     assert not [a for a in sent if a.args[0] in (done, gone, paused)]
     assert client.zscore(ACTIVE_RUNS, done) is None and client.zscore(ACTIVE_RUNS, gone) is None
