@@ -17,6 +17,10 @@ interval) and the winner checks the runs:
   re-sends what its stored state says comes next
   (:func:`srh_workers.submit.kick_run`, what ``srh kick`` sends) and restarts
   its clock, so it is kicked again only after another ``SRH_STALL_SECONDS``;
+- after an outage (a check failed: Redis unreachable or refusing writes), the
+  first check that runs kicks at once every run not seen progressing since the
+  outage began: its messages may have been lost (a send or an ack that failed),
+  and waiting for the stall threshold would add it to the outage;
 - a run that has a result or no spec any more leaves the zset; a paused
   interactive run (state ``paused``) is left alone, its steps are parked on purpose.
 
@@ -46,7 +50,7 @@ from srh_workers.store.scripts import reply_text
 logger = logging.getLogger("srh.workers.watchdog")
 LOCK_FRACTION = 0.9
 MAX_RUNS_PER_CHECK = 1_000
-MAX_ERROR_BACKOFF_SECONDS = 60.0
+LOG_EVERY_FAILURES = 10
 
 Send = Callable[[Action], Any]
 
@@ -88,32 +92,47 @@ class Watchdog:
         self._thread: threading.Thread | None = None
 
     # ---------------------------------------------------------------- checks
-    def check(self, now: float | None = None) -> list[Kick] | None:
+    def check(self, now: float | None = None, outage_began: float | None = None
+              ) -> list[Kick] | None:
         """One check, if this worker wins the interval's lock; None when another one did."""
         ms = max(1, int(self.interval * LOCK_FRACTION * 1000))
         if not self.client.set(WATCHDOG_LOCK, self.owner, nx=True, px=ms):
             return None
-        return self.check_runs(now)
+        return self.check_runs(now, outage_began)
 
-    def check_runs(self, now: float | None = None) -> list[Kick]:
-        """Kick every stalled run (no lock: for tests and tools)."""
+    def check_runs(self, now: float | None = None, outage_began: float | None = None
+                   ) -> list[Kick]:
+        """Kick every stalled run (no lock: for tests and tools).
+
+        Args:
+            now: The time of the check.
+            outage_began: After Redis was unreachable or refused writes: when the
+                outage began. A run not seen progressing since then is kicked at
+                once (its messages may have been lost in the outage), not after a
+                whole ``stall_seconds``; a run another worker already kicked after
+                the outage is not.
+        """
         now = time.time() if now is None else now
         watched = self.client.zrange(ACTIVE_RUNS, 0, MAX_RUNS_PER_CHECK - 1, withscores=True)
         kicks = []
         for raw, since in watched:
-            kick = self._check_run(reply_text(raw), float(since), now)
+            kick = self._check_run(reply_text(raw), float(since), now, outage_began)
             if kick is not None:
                 kicks.append(kick)
         return kicks
 
-    def _check_run(self, run_id: str, since: float, now: float) -> Kick | None:
+    def _check_run(self, run_id: str, since: float, now: float,
+                   outage_began: float | None) -> Kick | None:
         from srh_workers.submit import kick_run
 
         store = RedisRunStore(self.client, run_id, register=False)
         if store.spec_json() is None or store.stored_result() is not None:
             store.forget_active()
             return None
-        if store.watch_progress(store.progress_marker(), now) or now - since < self.stall_seconds:
+        if store.watch_progress(store.progress_marker(), now):
+            return None
+        quiet = now - since >= self.stall_seconds
+        if not quiet and (outage_began is None or since > outage_began):
             return None
         store.touch_active(now)  # first: a kick that fails half-way waits one more stall
         if _paused(store):
@@ -142,18 +161,20 @@ class Watchdog:
             self._thread.join(timeout)
 
     def _loop(self) -> None:
-        failures = 0
-        while not self._stop.wait(self._pause(failures)):
+        failures, last_ok = 0, time.time()
+        outage_began: float | None = None
+        while not self._stop.wait(self.interval):
             try:
-                self.check()
-                failures = 0
+                done = self.check(outage_began=outage_began)
+                failures, last_ok = 0, time.time()
+                if done is not None:  # this worker ran the post-outage check
+                    outage_began = None
             except Exception as error:  # the thread's boundary: Redis down, a bad run; go on
                 failures += 1
-                logger.warning("watchdog check failed (%d in a row), backing off: %r",
-                               failures, error, extra={"event": "watchdog_error"})
-
-    def _pause(self, failures: int) -> float:
-        return min(MAX_ERROR_BACKOFF_SECONDS, self.interval * 2 ** min(failures, 6))
+                outage_began = last_ok if outage_began is None else outage_began
+                if failures == 1 or failures % LOG_EVERY_FAILURES == 0:
+                    logger.warning("watchdog check failed (%d in a row): %r", failures, error,
+                                   extra={"event": "watchdog_error"})
 
 
 def _paused(store: RedisRunStore) -> bool:

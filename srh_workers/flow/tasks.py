@@ -95,7 +95,6 @@ class FlowTask(SRHTask):
             return
         _send_all(self, actions)
 
-
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any,
                    einfo: Any) -> None:
         if isinstance(exc, PoisonTaskError) or not args:

@@ -83,6 +83,18 @@ def test_only_a_run_without_progress_is_kicked(client: redis.Redis) -> None:
     assert mine(dog.check_runs(now=since + STALL + 3)) == []  # its clock restarted
 
 
+def test_after_an_outage_a_run_without_progress_is_kicked_once_at_once(
+        client: redis.Redis) -> None:
+    run_id, first = submitted(client)
+    dog, other = watchdog(client, []), watchdog(client, [])
+    t0 = float(client.zscore(ACTIVE_RUNS, run_id))
+    dog.check_runs(now=t0)
+    # Redis went away at t0 + 1 and came back: no stall threshold to wait for
+    assert [k.run_id for k in dog.check_runs(now=t0 + 5, outage_began=t0 + 1)].count(run_id) == 1
+    assert [k.run_id for k in other.check_runs(now=t0 + 6, outage_began=t0 + 1)].count(run_id) == 0
+    assert [k.run_id for k in dog.check_runs(now=t0 + 7)].count(run_id) == 0
+
+
 def test_progress_restarts_the_clock_and_deliveries_do_not(client: redis.Redis) -> None:
     run_id, first = submitted(client)
     store = RedisRunStore.open(client, run_id)
