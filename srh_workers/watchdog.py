@@ -18,9 +18,10 @@ interval) and the winner checks the runs:
   (:func:`srh_workers.submit.kick_run`, what ``srh kick`` sends) and restarts
   its clock, so it is kicked again only after another ``SRH_STALL_SECONDS``;
 - after an outage (a check failed: Redis unreachable or refusing writes), the
-  first check that runs kicks at once every run not seen progressing since the
-  outage began: its messages may have been lost (a send or an ack that failed),
-  and waiting for the stall threshold would add it to the outage;
+  first check that runs kicks every run once, at once, whatever its progress:
+  any of its branches may have lost a message (a send or an ack that failed),
+  and waiting for the stall threshold would add it to the outage (or more: a
+  redelivered task of one branch is progress that hides another's loss);
 - a run that has a result or no spec any more leaves the zset; a paused
   interactive run (state ``paused``) is left alone, its steps are parked on purpose.
 
@@ -129,10 +130,12 @@ class Watchdog:
         if store.spec_json() is None or store.stored_result() is not None:
             store.forget_active()
             return None
-        if store.watch_progress(store.progress_marker(), now):
+        # after an outage every branch may have lost a message: one branch's progress
+        # (a redelivered task) must not hide another's loss, so the marker is not asked
+        after_outage = outage_began is not None and since <= outage_began
+        if store.watch_progress(store.progress_marker(), now) and not after_outage:
             return None
-        quiet = now - since >= self.stall_seconds
-        if not quiet and (outage_began is None or since > outage_began):
+        if not after_outage and now - since < self.stall_seconds:
             return None
         store.touch_active(now)  # first: a kick that fails half-way waits one more stall
         if _paused(store):
@@ -161,17 +164,17 @@ class Watchdog:
             self._thread.join(timeout)
 
     def _loop(self) -> None:
-        failures, last_ok = 0, time.time()
-        outage_began: float | None = None
+        failures = 0
+        outage_began: float | None = None  # when this worker's first check failed
         while not self._stop.wait(self.interval):
             try:
                 done = self.check(outage_began=outage_began)
-                failures, last_ok = 0, time.time()
+                failures = 0
                 if done is not None:  # this worker ran the post-outage check
                     outage_began = None
             except Exception as error:  # the thread's boundary: Redis down, a bad run; go on
                 failures += 1
-                outage_began = last_ok if outage_began is None else outage_began
+                outage_began = time.time() if outage_began is None else outage_began
                 if failures == 1 or failures % LOG_EVERY_FAILURES == 0:
                     logger.warning("watchdog check failed (%d in a row): %r", failures, error,
                                    extra={"event": "watchdog_error"})
