@@ -14,7 +14,9 @@ anyway: kombu would keep it counted against the prefetch limit, and a worker
 with ``--prefetch-multiplier 1`` then never fetched again (alive, idle, its
 queue growing). The message stays in Redis's ``unacked`` hash and comes back
 after the visibility timeout; every task is idempotent, so running it again
-changes nothing. The app selects it for ``redis://`` brokers
+changes nothing. Closing a channel whose connection is already gone (Celery's
+consumer after a Redis restart) raises a connection error, not AttributeError,
+so the worker reconnects instead of exiting. The app selects it for ``redis://`` brokers
 (``broker_transport``); ``rediss://`` keeps kombu's own (its TLS follows the scheme).
 """
 
@@ -57,7 +59,18 @@ class QoS(kombu_redis.QoS):
 
 
 class Channel(kombu_redis.Channel):
+    """kombu's Redis channel; closing it after Redis went away is a connection error."""
+
     QoS = QoS
+
+    def _connparams(self, asynchronous: bool = False) -> dict:
+        # Closing a channel restores its unacked messages through a new client; when the
+        # consumer closes its broken connection after Redis restarted, the connection's
+        # client is already gone and kombu raised AttributeError, which Celery's
+        # ``ignore_errors`` does not catch: the worker exited ("Unrecoverable error").
+        if self.connection.client is None:
+            raise redis.exceptions.ConnectionError("the broker connection is closed")
+        return super()._connparams(asynchronous=asynchronous)
 
 
 class Transport(kombu_redis.Transport):
