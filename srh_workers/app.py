@@ -64,12 +64,24 @@ def broker_transport_options(settings: WorkerSettings) -> dict[str, Any]:
     return {}
 
 
+def _broker_transport(settings: WorkerSettings) -> dict[str, Any]:
+    """A redis:// broker uses :mod:`srh_workers.transport` (a full Redis is an outage)."""
+    from urllib.parse import urlsplit
+
+    from srh_workers.transport import TRANSPORT_PATH
+
+    if urlsplit(settings.broker_url).scheme == "redis":  # rediss: kombu sets TLS by scheme
+        return {"broker_transport": TRANSPORT_PATH}
+    return {}
+
+
 def celery_config(settings: WorkerSettings) -> dict[str, Any]:
     """The Celery configuration of ``settings`` (pure: no I/O)."""
     tool, branch = settings.limits("tool"), settings.limits("branch")
     visibility = settings.visibility_timeout
     return {
         "broker_url": settings.broker_url,
+        **_broker_transport(settings),
         "result_backend": settings.result_backend,
         # the visibility timeout, in the three places Celery reads it
         "broker_transport_options": broker_transport_options(settings),
@@ -243,9 +255,40 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
         logger.info("metrics on %s:%d", settings.metrics_addr, server.server_port)
 
 
+def start_watchdog(celery_app: Celery, owner: str) -> Any:
+    """Start this worker's watchdog thread (None when ``SRH_STALL_SECONDS`` is 0)."""
+    from srh_workers.reliability import redis_client
+    from srh_workers.watchdog import Watchdog
+
+    settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
+    if not settings.stall_seconds:
+        return None
+
+    def send(action: Any) -> None:
+        celery_app.send_task(action.task, args=list(action.args))
+
+    watchdog = Watchdog(redis_client(str(settings.redis_url)), send, settings.stall_seconds,
+                        settings.watchdog_interval, owner).start()
+    logger.info("watchdog on: runs without progress for %g s are kicked (checked every "
+                "%g s)", settings.stall_seconds, settings.watchdog_interval)
+    return watchdog
+
+
 def _connect_signals(celery_app: Celery) -> None:
     uid = f"srh-{id(celery_app)}"
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
+    watchdogs: list[Any] = []
+
+    def on_worker_ready(sender: Any = None, **_: Any) -> None:
+        # after the pool started: the prefork children are forked without the thread
+        if getattr(sender, "app", None) is celery_app:
+            owner = f"{getattr(sender, 'hostname', '') or 'worker'}:{os.getpid()}"
+            watchdogs.append(start_watchdog(celery_app, owner))
+
+    def on_worker_shutdown(**_: Any) -> None:
+        for watchdog in watchdogs:
+            if watchdog is not None:
+                watchdog.stop()
 
     def on_import_modules(sender: Any = None, **_: Any) -> None:
         if sender is celery_app:
@@ -261,6 +304,9 @@ def _connect_signals(celery_app: Celery) -> None:
 
     signals.import_modules.connect(on_import_modules, weak=False, dispatch_uid=f"{uid}-import")
     signals.worker_init.connect(on_worker_init, weak=False, dispatch_uid=f"{uid}-init")
+    signals.worker_ready.connect(on_worker_ready, weak=False, dispatch_uid=f"{uid}-ready")
+    signals.worker_shutdown.connect(on_worker_shutdown, weak=False,
+                                    dispatch_uid=f"{uid}-shutdown")
     signals.after_setup_logger.connect(on_setup_logger, weak=False, dispatch_uid=f"{uid}-log")
     signals.after_setup_task_logger.connect(on_setup_logger, weak=False,
                                             dispatch_uid=f"{uid}-tasklog")

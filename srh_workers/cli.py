@@ -116,9 +116,23 @@ def run_celery(args: argparse.Namespace) -> int:
     if getattr(args, "detach", False):
         print(spec.run_id)
         return 0
-    result = wait_for_result(client, spec.run_id, on_poll=_progress(settings.max_nodes))
+    result = wait_for_result(client, spec.run_id, on_poll=_progress(settings.max_nodes),
+                             on_outage=_outage_notice())
     report_judgement(data, result, None)
     return print_result(result, settings, args.json)
+
+
+def _outage_notice() -> Any:
+    """One stderr line when Redis goes away, not one per poll."""
+    told = {"down": False}
+
+    def notice(error: BaseException) -> None:
+        if not told["down"]:
+            print(f"Redis is unreachable ({error}); the run goes on in the workers, still "
+                  "following...", file=sys.stderr)
+            told["down"] = True
+
+    return notice
 
 
 def own_key(settings: Any) -> str:

@@ -47,6 +47,8 @@ DEFAULT_TASK_MODULES = ("srh_workers.flow.tasks",)
 MIN_VISIBILITY_MARGIN_SECONDS = 1.0
 VISIBILITY_MARGIN_FRACTION = 0.1
 MAX_PORT = 65535
+STALL_MARGIN_SECONDS = 5.0
+DEFAULT_WATCHDOG_INTERVAL = 10.0
 DEFAULT_METRICS_ADDR = "127.0.0.1"
 
 _BROKER_SCHEMES: Mapping[str, BrokerKind] = {
@@ -77,6 +79,8 @@ SETTINGS_ENV: Mapping[str, str] = {
     "log_format": "SRH_LOG_FORMAT",
     "runs_dir": "SRH_RUNS_DIR",
     "task_modules": "SRH_TASK_MODULES",
+    "stall_seconds": "SRH_STALL_SECONDS",
+    "watchdog_interval": "SRH_WATCHDOG_INTERVAL",
 }
 
 
@@ -164,6 +168,14 @@ class WorkerSettings:
         log_format: ``json`` (one object per line) or ``text`` (key=value).
         runs_dir: Directory of finished runs' results.
         task_modules: Modules the worker imports to register its tasks.
+        stall_seconds: A run that did not progress for this long is stalled: the
+            workers' watchdog re-sends its next tasks (as ``srh kick``).
+            At least the longest hold of a task (hard limit + retry backoff), so a
+            task still running is never doubled; None (unset) means that hold plus
+            :data:`STALL_MARGIN_SECONDS` (100 s with the defaults); 0 turns the watchdog off.
+        watchdog_interval: Seconds between two checks for stalled runs (one worker
+            of the cluster checks per interval, under a Redis lock); None means
+            :data:`DEFAULT_WATCHDOG_INTERVAL`, or half the stall threshold if that is shorter.
     """
 
     broker_url: str = DEFAULT_REDIS_URL
@@ -186,6 +198,8 @@ class WorkerSettings:
     log_format: LogFormat = "json"
     runs_dir: Path = field(default_factory=lambda: Path("runs"))
     task_modules: tuple[str, ...] = DEFAULT_TASK_MODULES
+    stall_seconds: float | None = None
+    watchdog_interval: float | None = None
 
     def __post_init__(self) -> None:
         kind = broker_kind(self.broker_url)
@@ -201,6 +215,14 @@ class WorkerSettings:
             object.__setattr__(self, "result_backend", self.redis_url)
         self._validate_urls(str(self.redis_url), str(self.result_backend))
         self._validate_numbers()
+        if self.stall_seconds is None:
+            hold = max(self.longest_hold(self.limits(kind).hard) for kind in TASK_KINDS)
+            object.__setattr__(self, "stall_seconds", hold + STALL_MARGIN_SECONDS)
+        if self.watchdog_interval is None:
+            interval = DEFAULT_WATCHDOG_INTERVAL
+            if self.stall_seconds:
+                interval = min(interval, float(self.stall_seconds) / 2)
+            object.__setattr__(self, "watchdog_interval", interval)
         if self.log_format not in get_args(LogFormat):
             raise _problem("log_format", f"one of {get_args(LogFormat)}", self.log_format)
         object.__setattr__(self, "runs_dir", Path(self.runs_dir))
@@ -219,6 +241,10 @@ class WorkerSettings:
                      "branch_hard_limit"):
             _positive_number(name, getattr(self, name))
         _positive_number("retry_backoff_max", self.retry_backoff_max, allow_zero=True)
+        if self.stall_seconds is not None:
+            _positive_number("stall_seconds", self.stall_seconds, allow_zero=True)
+        if self.watchdog_interval is not None:
+            _positive_number("watchdog_interval", self.watchdog_interval)
         _int_at_least("visibility_timeout", self.visibility_timeout, 1)
         _int_at_least("restore_interval", self.restore_interval, 1)
         _int_at_least("max_deliveries", self.max_deliveries, 1)
@@ -269,7 +295,25 @@ class WorkerSettings:
                 f"SRH_RESTORE_INTERVAL ({self.restore_interval} s) must be shorter than "
                 f"SRH_VISIBILITY_TIMEOUT ({self.visibility_timeout} s): a dead worker's tasks "
                 f"are restored by that sweep.", setting="SRH_RESTORE_INTERVAL")
+        self._check_watchdog()
         return self
+
+    def _check_watchdog(self) -> None:
+        if not self.stall_seconds:
+            return
+        hold = max(self.longest_hold(self.limits(kind).hard) for kind in TASK_KINDS)
+        if self.stall_seconds < hold:
+            raise ConfigurationError(
+                f"SRH_STALL_SECONDS ({self.stall_seconds:g} s) must be at least the longest "
+                f"hold of a task (hard limit + SRH_RETRY_BACKOFF_MAX = {hold:g} s), or the "
+                f"watchdog re-sends the tasks of a run whose task is still running. Raise it "
+                f"to {math.ceil(hold)} or more, or set 0 to turn the watchdog off.",
+                setting="SRH_STALL_SECONDS")
+        if self.watchdog_interval >= self.stall_seconds:
+            raise ConfigurationError(
+                f"SRH_WATCHDOG_INTERVAL ({self.watchdog_interval:g} s) must be shorter than "
+                f"SRH_STALL_SECONDS ({self.stall_seconds:g} s).",
+                setting="SRH_WATCHDOG_INTERVAL")
 
     def _check_kind(self, kind: TaskKind) -> None:
         limits, upper = self.limits(kind), kind.upper()
@@ -333,7 +377,8 @@ _INTS = frozenset({"visibility_timeout", "max_deliveries", "max_retries", "resto
                    "tool_max_tasks_per_child", "tool_max_memory_per_child_kb", "result_expires",
                    "metrics_port"})
 _FLOATS = frozenset({"tool_soft_limit", "tool_hard_limit", "branch_soft_limit",
-                     "branch_hard_limit", "retry_backoff_max"})
+                     "branch_hard_limit", "retry_backoff_max", "stall_seconds",
+                     "watchdog_interval"})
 
 
 def _parse(name: str, raw: str) -> object:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import redis
 from redis import Redis
 
 from srh_core.agent import SRAgent, agent_class_path
@@ -28,6 +29,11 @@ from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RUNS_INDEX, RedisRunStore
 
 Send = Callable[[Action], Any]
+#: What a follower waits out: Redis restarting, unreachable or loading its AOF.
+REDIS_OUTAGE: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+    redis.exceptions.BusyLoadingError)
+MAX_OUTAGE_BACKOFF_SECONDS = 5.0
 
 
 def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[str, Any],
@@ -189,23 +195,34 @@ def cancel_run(client: Redis, run_id: str) -> None:
 
 
 def wait_for_result(client: Redis, run_id: str, *, timeout: float | None = None,
-                    poll: float = 0.5, on_poll: Callable[[dict[str, Any]], None] | None = None
-                    ) -> SearchResult:
-    """Poll until the run has a result.
+                    poll: float = 0.5, on_poll: Callable[[dict[str, Any]], None] | None = None,
+                    on_outage: Callable[[BaseException], None] | None = None) -> SearchResult:
+    """Poll until the run has a result; a Redis outage is waited out, not raised.
+
+    Args:
+        on_outage: Called with the error each time Redis cannot be read (the
+            poll backs off up to :data:`MAX_OUTAGE_BACKOFF_SECONDS` and goes on).
 
     Raises:
         SearchStateError: When ``timeout`` passes first.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
+    failures = 0
     while True:
-        result = run_result(client, run_id)
-        if result is not None:
-            return result
-        if on_poll is not None:
-            on_poll(run_status(client, run_id))
+        try:
+            result = run_result(client, run_id)
+            if result is not None:
+                return result
+            if on_poll is not None:
+                on_poll(run_status(client, run_id))
+            failures = 0
+        except REDIS_OUTAGE as error:
+            failures += 1
+            if on_outage is not None:
+                on_outage(error)
         if deadline is not None and time.monotonic() > deadline:
             raise SearchStateError(f"Run {run_id} has no result after {timeout:g}s.")
-        time.sleep(poll)
+        time.sleep(poll if not failures else min(MAX_OUTAGE_BACKOFF_SECONDS, poll * 2**failures))
 
 
 def _text(value: Any) -> Any:

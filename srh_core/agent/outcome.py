@@ -20,6 +20,15 @@ level by level. A branch's own steps depend only on its own history (its
 seeds and its own candidates, see :mod:`srh_core.agent.branch`), so the
 nodes of a run are the same whatever the number of threads or workers.
 With ``early_stop = false`` branches never wait for each other.
+
+The failure rule: a step that raises (e.g. its model request still fails
+after its retries) fails the run, in both runtimes. Embedded, the error ends
+the run at once; on a cluster the step's branch ends with the stop reason
+``failed: <error>`` (:func:`failed_reason`) and the run's stop flag is set to
+it, so the other branches end at their next step, no later restart starts,
+and the run ends ``failed`` with that reason, everything recorded kept.
+A cancelled run ends ``interrupted`` with the reason ``cancelled`` (the
+reference API's four statuses), even when a branch failed meanwhile.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ STOP_EARLY = "early_stopped"
 STOP_TIME_LIMIT = "time_limit"
 STOP_INTERRUPTED = "interrupted"
 STOP_CANCELLED = "cancelled"
+STOP_FAILED = "failed"
 #: The run's spend reached ``max_cost`` or ``max_tokens`` (:func:`budget_stop`).
 STOP_BUDGET = "budget"
 #: ``prepare_iteration`` reasons that end a branch as done, not the search: the interactive
@@ -49,6 +59,7 @@ RESUMABLE_STOPS = frozenset({STOP_TIME_LIMIT, STOP_INTERRUPTED, STOP_CANCELLED, 
 
 Gate = Literal["open", "wait", "stop"]
 RunStatus = Literal["completed", "early_stopped", "interrupted", "failed"]
+MAX_FAILURE_CHARS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +68,20 @@ class RunOutcome:
 
     status: RunStatus
     reason: str
+
+
+def failed_reason(error: BaseException | str) -> str:
+    """The stop reason of a branch whose step failed with ``error`` (``failed: ...``)."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    text = " ".join(text.split())
+    if len(text) > MAX_FAILURE_CHARS:
+        text = text[:MAX_FAILURE_CHARS] + "..."
+    return f"{STOP_FAILED}: {text}"
+
+
+def is_failure(reason: str | None) -> bool:
+    """Whether a stop reason is a failed step's (:func:`failed_reason`)."""
+    return reason is not None and reason.startswith(f"{STOP_FAILED}: ")
 
 
 def exact_level(branches: Sequence[BranchState]) -> int | None:
@@ -140,6 +165,9 @@ def run_outcome(branches: Sequence[BranchState], *, early_stop: bool,
         return RunOutcome("interrupted", "interrupted by the user")
     if STOP_CANCELLED in reasons:
         return RunOutcome("interrupted", "cancelled")
+    failures = sorted(reason for reason in reasons if is_failure(reason))
+    if failures:
+        return RunOutcome("failed", failures[0].removeprefix(f"{STOP_FAILED}: "))
     if STOP_TIME_LIMIT in reasons:
         limit = f" of {time_limit:g}s" if time_limit is not None else ""
         return RunOutcome("interrupted", f"time limit{limit} reached")

@@ -62,6 +62,8 @@ class _Event:
     usage: Usage | None = None
 
 
+#: How often a waiting caller checks its cancel token (seconds).
+CANCEL_POLL_SECONDS = 0.05
 _FINISHED = object()
 
 
@@ -80,18 +82,29 @@ def collect_samples(
                                 name=f"srh-{plan.provider}-samples", daemon=True)
     producer.start()
     try:
-        responses, usages = yield from _consume(events)
+        responses, usages = yield from _consume(events, plan, local)
     finally:
         local.cancel()
     return _summarise(plan, responses, usages)
 
 
-def _consume(events: queue.Queue[object]) -> Generator[
+def _next_event(events: queue.Queue[object], plan: SamplingPlan, token: CancelToken) -> object:
+    # A cancel must free the caller even while a request blocks in the client (a
+    # non-streamed request reads nothing until the endpoint answers): the producer
+    # thread is left to its HTTP timeout.
+    while True:
+        try:
+            return events.get(timeout=CANCEL_POLL_SECONDS)
+        except queue.Empty:
+            token.raise_if_cancelled(plan.provider, plan.model)
+
+
+def _consume(events: queue.Queue[object], plan: SamplingPlan, token: CancelToken) -> Generator[
         SampleDelta, None, tuple[dict[int, ModelResponse], list[Usage]]]:
     responses: dict[int, ModelResponse] = {}
     usages: list[Usage] = []
     streamed: dict[int, int] = {}
-    while (event := events.get()) is not _FINISHED:
+    while (event := _next_event(events, plan, token)) is not _FINISHED:
         if isinstance(event, BaseException):
             raise event
         if not isinstance(event, _Event):

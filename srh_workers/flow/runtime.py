@@ -10,11 +10,13 @@ adapter) is kept per process in a small cache of runs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +26,7 @@ from srh_core.agent import SRAgent, load_agent_class
 from srh_core.agent.settings import SearchSettings
 from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
+from srh_core.errors import ModelRequestCancelledError, ModelRequestError
 from srh_core.types import ToolCall, ToolCallResult
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
@@ -32,6 +35,11 @@ logger = logging.getLogger("srh.workers")
 
 RUN_CACHE_SIZE = 8
 Granularity = Literal["step", "run"]
+#: Seconds left before the current task's soft time limit (set by the branch tasks: the
+#: threads pool enforces no limit, so a model request that never answers is cut here).
+CUT_POLL_SECONDS = 1.0
+REQUEST_BUDGET: ContextVar[Callable[[], float | None] | None] = ContextVar(
+    "srh_request_budget", default=None)
 
 
 def resolve_granularity(settings: SearchSettings) -> Granularity:
@@ -122,14 +130,61 @@ class RunRuntime:
             serial = SerialToolExecutor(tools)
             return StoredResultsExecutor(serial, stored) if stored else serial
 
-        agent = self.agent_class(settings=self.settings, context=self.context, api=self._api,
+        bounded = REQUEST_BUDGET.get() is not None  # its own client, so a cut is its own
+        agent = self.agent_class(settings=self.settings, context=self.context,
+                                 api=None if bounded else self._api,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
                                  deadline=self.deadline(), model_access=self.model_access,
                                  **self.agent_options())
-        with self._lock:
-            self._api = self._api or agent.api
+        if not bounded:
+            with self._lock:
+                self._api = self._api or agent.api
         return agent
+
+    @contextlib.contextmanager
+    def bounded_requests(self, agent: SRAgent) -> Iterator[None]:
+        """Cut ``agent``'s model requests at the task's soft time limit or at a stop request.
+
+        The limit is :data:`REQUEST_BUDGET`'s; the run's stop flag (``srh cancel``,
+        a failed branch) is read every :data:`CUT_POLL_SECONDS`, so a cancel does not
+        wait for a model that never answers.
+
+        Raises:
+            ModelRequestError: The model had not answered when the time was up
+                or the run was stopped (not retryable: the branch ends with the reason).
+        """
+        budget = REQUEST_BUDGET.get()
+        seconds = None if budget is None else budget()
+        if seconds is None:
+            yield
+            return
+        done, why = threading.Event(), []
+
+        def watch() -> None:
+            end = time.monotonic() + seconds
+            while not done.wait(max(0.0, min(CUT_POLL_SECONDS, end - time.monotonic()))):
+                stop = _stop_reason(self)
+                if stop is None and time.monotonic() < end:
+                    continue
+                why.append(stop or f"no answer within the step task's time limit ({seconds:.0f} "
+                                   f"s left of SRH_BRANCH_SOFT_LIMIT)")
+                for api in (agent.api, getattr(agent, "strong_api", None)):
+                    if api is not None and callable(getattr(api, "cancel", None)):
+                        api.cancel()
+                return
+
+        watcher = threading.Thread(target=watch, name="srh-request-cut", daemon=True)
+        watcher.start()
+        try:
+            yield
+        except ModelRequestCancelledError as error:
+            if not why:
+                raise
+            raise ModelRequestError(f"The model request was cut: {why[0]}.",
+                                    retryable=False) from error
+        finally:
+            done.set()
 
     @property
     def model_access(self) -> Any:
@@ -167,6 +222,13 @@ class RunRuntime:
         if self.settings.save_path:
             return path_inside(self.runs_dir, self.settings.save_path)
         return run_path(self.runs_dir, self.spec.run_id)
+
+
+def _stop_reason(rt: RunRuntime) -> str | None:
+    try:
+        return rt.store.stop_reason()
+    except Exception:  # a Redis blip must not cut the request; the time limit still does
+        return None
 
 
 _CACHE: OrderedDict[str, RunRuntime] = OrderedDict()

@@ -116,7 +116,9 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         parked, released = park_step(rt, R, C, L)  # interactive: a paused run parks the step
         if parked:
             return []
-        plan = rt.agent().open_step(branch)
+        agent = rt.agent()
+        with rt.bounded_requests(agent):
+            plan = agent.open_step(branch)
         if plan is None:
             rt.store.save_branches([branch])
             return released + end_branch(rt, branch)
@@ -181,6 +183,23 @@ def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
         else:
             actions.append(restart_action(rt.run_id, branch.R + 1))
     return actions
+
+
+def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
+    """A step of branch C raised for good: end the branch with ``reason``, stop the run.
+
+    The failure rule of :mod:`srh_core.agent.outcome`: the run's stop flag is
+    set to the reason, so the other branches end at their next step and the
+    run ends "failed" with it. Idempotent (an ended branch is left as it is).
+    """
+    rt.store.request_stop(reason)
+    reason = rt.store.stop_reason() or reason  # a cancel (or a failure) that came first wins
+    branch = rt.store.load_branch(R, C)
+    if branch.finished:
+        return []
+    branch.stop(reason)
+    rt.store.save_branches([branch])
+    return end_branch(rt, branch)
 
 
 def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:

@@ -9,6 +9,14 @@ When a task is declared poison (its worker died every time it ran, see
 moving: a sample task records its sample as failed calls so the step can
 close; a branch task ends its branch, so the restart barrier does not wait
 forever; a whole-run task ends the run as failed.
+
+When a task fails for good (:meth:`FlowTask.on_failure`: an error that is not
+transient, or a model request that still failed after the task's retries),
+the run ends by the failure rule of :mod:`srh_core.agent.outcome`: a step or
+restart task ends its branch ``failed: <error>`` and stops the run, a sample
+task records its calls as failed, a whole-run task ends the run failed. A
+task that ran out of retries during a Redis outage is left to the workers'
+watchdog (:mod:`srh_workers.watchdog`), which re-sends it once Redis is back.
 """
 
 from __future__ import annotations
@@ -20,13 +28,16 @@ from typing import Any
 from celery import Celery, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
+from srh_core.agent.outcome import failed_reason
 from srh_core.api.endpoints import EndpointAccessError
+from srh_core.errors import ModelRequestError
 from srh_core.types import ToolCallResult
+from srh_workers.errors import PoisonTaskError
 from srh_workers.flow import names, steps
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import RunRuntime, runtime_for
+from srh_workers.flow.runtime import REQUEST_BUDGET, RunRuntime, runtime_for
 from srh_workers.flow.whole_run import run_whole
-from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, redis_client
+from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient, redis_client
 
 logger = logging.getLogger("srh.workers.tasks")
 
@@ -91,15 +102,44 @@ class FlowTask(SRHTask):
             return
         _send_all(self, actions)
 
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any,
+                   einfo: Any) -> None:
+        if isinstance(exc, PoisonTaskError) or not args:
+            return  # on_poison moved the run on already
+        if is_transient(exc) and not isinstance(exc, ModelRequestError):
+            logger.warning("%s[%s] gave up during an outage (%r); the watchdog re-sends it",
+                           self.name, task_id, exc)
+            return
+        try:
+            _send_all(self, _after_failure(self, list(args), exc))
+        except Exception:  # the run cannot be told now (Redis down?): the watchdog retries
+            logger.exception("%s[%s]: could not record the failure in its run", self.name,
+                             task_id)
+
+
+def _after_failure(task: FlowTask, args: list[Any], exc: BaseException) -> list[Action]:
+    runtime = _runtime(task, str(args[0]))
+    reason = failed_reason(exc)
+    logger.error("run %s: %s%s failed for good: %s", runtime.run_id, task.name, args[1:], reason)
+    if task.name == names.SAMPLE and len(args) == 5:
+        return _fail_sample(runtime, *args[1:], f"The tool calls failed ({reason}); try "
+                                                "something else.")
+    if task.name in (names.STEP, names.ADVANCE) and len(args) >= 4:
+        return steps.fail_branch(runtime, int(args[1]), int(args[2]), reason)
+    if task.name in (names.RESTART, names.WHOLE_RUN):
+        steps.finalize_run(runtime, failure=reason.removeprefix("failed: "))
+    return []
+
 
 def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
-                 record: PoisonRecord) -> list[Action]:
+                 record: PoisonRecord | str) -> list[Action]:
     plan = runtime.store.load_plan(R, C, L)
     if plan is None:
         return []
     calls = plan.responses[K - 1].tool_calls
-    message = (f"The tool call crashed its worker {record.deliveries} times and was "
-               "abandoned; try something else.")
+    message = record if isinstance(record, str) else (
+        f"The tool call crashed its worker {record.deliveries} times and was "
+        "abandoned; try something else.")
     runtime.store.store_results(R, C, L, K, [ToolCallResult.failure(message, tool=c.name)
                                              for c in calls])
     return steps.run_sample(runtime, R, C, L, K)
@@ -123,7 +163,11 @@ def branch_restart(self: FlowTask, run_id: str, R: int) -> dict[str, Any]:
 @shared_task(name=names.STEP, bind=True, base=FlowTask)
 def branch_step(self: FlowTask, run_id: str, R: int, C: int, L: int) -> dict[str, Any]:
     """Open one refinement step: request the K responses (once) and fan out."""
-    return _run(self, names.STEP, run_id, R, C, L)
+    token = REQUEST_BUDGET.set(self.time_budget)
+    try:
+        return _run(self, names.STEP, run_id, R, C, L)
+    finally:
+        REQUEST_BUDGET.reset(token)
 
 
 @shared_task(name=names.SAMPLE, bind=True, base=FlowTask)

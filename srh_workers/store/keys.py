@@ -103,6 +103,13 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
 
 RUNS_INDEX = "srh:runs"
 """Zset of every submitted run id, scored by submission time (``srh status`` lists it)."""
+ACTIVE_RUNS = "srh:active"
+"""Zset of the runs without a result, scored by when the watchdog last saw them progress
+(added at submission, left with the result)."""
+ACTIVE_PROGRESS = "srh:active:progress"
+"""Hash: run id -> the progress marker the watchdog saw last (``progress_marker``)."""
+WATCHDOG_LOCK = "srh:watchdog:lock"
+"""String: the worker whose watchdog checks the runs this interval (SET NX with a TTL)."""
 
 ENDPOINTS_KEY = "srh:endpoints"
 """String: JSON list of the operator's model endpoints (public part), set by workers at start."""

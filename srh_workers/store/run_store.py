@@ -67,6 +67,8 @@ from srh_core.types import (
 )
 from srh_workers.store.control import ControlRecords
 from srh_workers.store.keys import (
+    ACTIVE_PROGRESS,
+    ACTIVE_RUNS,
     COMPLEXITY_DIGITS,
     FINISHED_RUN_TTL_SECONDS,
     RUNS_INDEX,
@@ -574,6 +576,7 @@ class RedisRunStore(ControlRecords):
         pipe.delete(self.keys.context)
         pipe.hset(self.keys.context, mapping=mapping)
         pipe.zadd(RUNS_INDEX, {self.run_id: submitted_at})
+        pipe.zadd(ACTIVE_RUNS, {self.run_id: submitted_at})
         pipe.execute()
 
     def spec_json(self) -> str | None:
@@ -671,6 +674,8 @@ class RedisRunStore(ControlRecords):
         pipe = self.client.pipeline(transaction=True)
         pipe.set(self.keys.result, dumps(result.to_dict()))
         pipe.hset(self.keys.meta, mapping={"status": status, "finished_at": repr(time.time())})
+        pipe.zrem(ACTIVE_RUNS, self.run_id)
+        pipe.hdel(ACTIVE_PROGRESS, self.run_id)
         pipe.execute()
         self.expire_run()
         return result
@@ -712,6 +717,40 @@ class RedisRunStore(ControlRecords):
     def persist_run(self) -> int:
         """Remove the TTL from every key of the run (e.g. to resume a finished run)."""
         return int(self._scripts.call("set_ttl", self.run_keys(), [0]))
+
+    def progress_marker(self) -> str:
+        """A value that changes whenever the run moves: keys registered (plans, results,
+        flags), nodes, model requests, the stop flag (one round trip; for the watchdog)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.scard(self.keys.registry)
+        pipe.hlen(self.keys.nodes)
+        pipe.get(self.keys.requests)
+        pipe.get(self.keys.stop)
+        pipe.exists(self.keys.result)
+        return "|".join(str(reply_text(v) if isinstance(v, bytes) else v)
+                        for v in pipe.execute())
+
+    def watch_progress(self, marker: str, now: float) -> bool:
+        """Record the marker the watchdog saw; True (and the clock reset) when it changed."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hget(ACTIVE_PROGRESS, self.run_id)
+        pipe.hset(ACTIVE_PROGRESS, self.run_id, marker)
+        seen = pipe.execute()[0]
+        moved = seen is None or reply_text(seen) != marker
+        if moved:
+            self.touch_active(now)
+        return moved
+
+    def touch_active(self, at: float | None = None) -> None:
+        """Restart the run's stall clock (only while it is watched: XX)."""
+        self.client.zadd(ACTIVE_RUNS, {self.run_id: time.time() if at is None else at}, xx=True)
+
+    def forget_active(self) -> None:
+        """Stop watching the run (it has a result, or its keys are gone)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrem(ACTIVE_RUNS, self.run_id)
+        pipe.hdel(ACTIVE_PROGRESS, self.run_id)
+        pipe.execute()
 
     def delete_run(self) -> int:
         """Delete every key of the run; return how many existed."""

@@ -34,10 +34,11 @@ CLUSTER_ENV = {
 class Cluster:
     """A private Redis plus worker processes, and a producer app to submit with."""
 
-    def __init__(self, url: str, directory: Path) -> None:
+    def __init__(self, url: str, directory: Path, **extra_env: str) -> None:
         self.url = url
         self.directory = directory
-        self.env = worker_env(url, SRH_RUNS_DIR=str(directory / "runs"), **CLUSTER_ENV)
+        self.env = worker_env(url, SRH_RUNS_DIR=str(directory / "runs"),
+                              **{**CLUSTER_ENV, **extra_env})
         self.workers: list[WorkerProcess] = []
         producer_env = {key: value for key, value in self.env.items() if key.startswith("SRH_")}
         self.app = make_app(WorkerSettings.from_env({**producer_env,

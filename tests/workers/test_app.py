@@ -68,7 +68,8 @@ def test_every_variable_is_read() -> None:
         "SRH_TOOL_MAX_MEMORY_PER_CHILD_KB": "500000", "SRH_RESULT_EXPIRES": "60",
         "SRH_METRICS_PORT": "9100", "SRH_METRICS_ADDR": "0.0.0.0", "SRH_LOG_FORMAT": "text",
         "SRH_RUNS_DIR": "/var/lib/srh",
-        "SRH_TASK_MODULES": "a.tasks, b.tasks"}
+        "SRH_TASK_MODULES": "a.tasks, b.tasks", "SRH_STALL_SECONDS": "260",
+        "SRH_WATCHDOG_INTERVAL": "7.5"}
     assert set(environ) == set(SETTINGS_ENV.values())
     settings = WorkerSettings.from_env(environ)
     assert (settings.broker_url, settings.result_backend, settings.redis_url) == (
@@ -80,6 +81,7 @@ def test_every_variable_is_read() -> None:
     assert settings.metrics_addr == "0.0.0.0"
     assert settings.runs_dir == Path("/var/lib/srh")
     assert settings.task_modules == ("a.tasks", "b.tasks")
+    assert (settings.stall_seconds, settings.watchdog_interval) == (260, 7.5)
     assert WorkerSettings.from_env(settings.to_env()) == settings
 
 
