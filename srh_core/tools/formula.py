@@ -15,7 +15,9 @@ reads (see :mod:`srh_core.agent.candidates`)::
 metric dict: the first is what the harness reads, the second the reference's
 shape, for code written against it (see :func:`split_results`).
 
-Fitting uses the train split only. Formula text from the model is parsed by
+Fitting uses the train split only; after it, fitted numbers that the training
+data accept as exact constants are written as such (``1/(4*pi)``, ``2/3``;
+:mod:`srh_engine.constants`). Formula text from the model is parsed by
 ``srh_engine`` only (never ``eval``). A formula fitted against a transformed
 target (``y="log(T)"``) is not a candidate; when :func:`invert_target` can
 undo the transform, the back-transformed formula is scored against the real
@@ -268,7 +270,7 @@ class FormulaTool(BaseTool):
             the target was transformed and the transform can be undone, is in
             ``all_formulas``.
         """
-        fitted = self._fitted(f, target) if fit else f
+        fitted = self.structural(self._fitted(f, target) if fit else f, target)
         entry = self.score_formula(fitted, target, show_diagnostics=show_diagnostics)
         for key, value in (details or {}).items():
             entry[key] = entry.get("warnings", []) + list(value) if key == "warnings" else value
@@ -288,6 +290,16 @@ class FormulaTool(BaseTool):
                                     f"fitting accepts at most {MAX_FIT_VALUES}.", parameter="f")
         return context.evaluator.fit(f, target.expression, context.train_split,
                                      fit_constants=True)
+
+    def structural(self, f: engine.Expression, target: DataTerm) -> engine.Expression:
+        """``f`` with the fitted numbers the training data accept as exact constants
+        (``0.0795774715...`` -> ``1/(4*pi)``; see :mod:`srh_engine.constants`)."""
+        split = self.require_context().train_split
+        try:
+            y = evaluate_on(target.expression, split)
+        except engine.EngineError:
+            return f
+        return engine.recognise_constants(f, y, lambda expression: evaluate_on(expression, split))
 
     def score_formula(self, f: engine.Expression, target: DataTerm, *,
                       show_diagnostics: bool = True) -> dict[str, Any]:
