@@ -45,6 +45,9 @@ def test_a_noise_fitted_number_has_no_structural_value():
     assert structural_constants(0.123457) == []
     assert structural_constants(0.6180339887) == []  # the golden ratio is not in the set
     assert structural_constants(0.5772156649) == []  # nor is Euler's gamma
+    # 3/(20*pi) is not a plain ratio: a number 1e-4 from it is not near enough
+    assert structural_constants(0.0477465)[0].ratio == Fraction(3, 20)
+    assert structural_constants(0.04775) == []
 
 
 @pytest.mark.parametrize(("fitted", "truth", "expected"), [
