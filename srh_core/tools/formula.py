@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 import srh_engine as engine
+from srh_core import formats
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import (
@@ -393,9 +394,10 @@ class FormulaTool(BaseTool):
         Order: formula, metrics per split, candidate status, ``details`` (a
         tool's own key numbers), warnings, short diagnostics, alternatives.
         """
-        lines = [f"{title}:", f"  {result.get('target', 'y')} = {display_formula(result)}"]
+        lines = formats.result_head(title, str(result.get("target", "y")),
+                                    display_formula(result))
         for split, metrics in (result.get("metrics") or {}).items():
-            lines.append(f"  {split}: {metric_line(metrics)}")
+            lines.append(formats.split_line(split, metric_line(metrics)))
         if not result.get("is_candidate") and not any(
                 str(text).startswith("not a candidate") for text in result.get("warnings") or []):
             lines.append("  (not a candidate for the target)")
