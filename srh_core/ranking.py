@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import srh_engine as engine
 from srh_core.types import CandidateRecord, finite_float
 
 SortKey = tuple[float, int, str, str]
@@ -107,8 +108,9 @@ def select_best(ranked: Sequence[CandidateRecord], policy: RankingPolicy,
     """The index in ``ranked`` of the formula a run reports as its best.
 
     ``"accuracy"``: 0, the lowest ranking metric. ``"best"`` (PySR's rule):
-    walk the Pareto front from the simplest candidate up; each candidate's
-    score is ``-d log(loss) / d complexity`` against the next simpler one
+    walk the Pareto front from the simplest candidate up (by
+    :func:`selection_complexity`); each candidate's score is
+    ``-d log(loss) / d complexity`` against the next simpler one
     (the simplest against predicting the mean: loss 1, complexity 0), where
     loss is ``1 - r2`` on the ranking split (the share of variance left
     unexplained, floored at :data:`SELECTION_LOSS_FLOOR`). Among the front
@@ -126,20 +128,37 @@ def select_best(ranked: Sequence[CandidateRecord], policy: RankingPolicy,
     """
     if not ranked:
         return None
-    front = pareto_indices(ranked)[::-1]  # simplest first
+    front = pareto_indices(ranked)
     losses = _front_losses(ranked, front, policy)
     if selection == "accuracy" or losses is None:
         return 0
     eligible = SELECTION_LOSS_FACTOR * min(losses)
+    walk = sorted(zip((selection_complexity(ranked[i]) for i in front), losses, front,
+                      strict=True))  # simplest first
     best, best_score = 0, -math.inf
     previous_loss, previous_complexity = 1.0, 0
-    for index, loss in zip(front, losses, strict=True):
-        complexity = int(ranked[index].complexity or 0)
+    for complexity, loss, index in walk:
         score = -math.log(loss / previous_loss) / max(complexity - previous_complexity, 1)
         if loss <= eligible and score > best_score:
             best, best_score = index, score
         previous_loss, previous_complexity = loss, complexity
     return best
+
+
+def selection_complexity(candidate: CandidateRecord) -> int:
+    """The complexity "best" scores by: closed numeric subtrees count as one node.
+
+    ``q1/(4*pi*epsilon*r**2)`` then counts as ``q1/(12.57*epsilon*r**2)``: writing a
+    constant exactly must not make a formula look more complex than the number it
+    replaces. (The front and the ranking keep the plain node count.)
+    """
+    complexity = int(candidate.complexity or 0)
+    try:
+        expression = engine.parse(candidate.formula)
+    except engine.EngineError:
+        return complexity
+    return complexity - (engine.complexity(expression)
+                         - engine.complexity(engine.fold_constants(expression)))
 
 
 def _front_losses(ranked: Sequence[CandidateRecord], front: Sequence[int],

@@ -17,6 +17,7 @@ from srh_core.ranking import (
     pareto_indices,
     rank_candidates,
     select_best,
+    selection_complexity,
 )
 from srh_core.state import SearchRunState
 from srh_core.types import CandidateRecord, ToolCall
@@ -78,6 +79,18 @@ def test_among_exact_fits_the_simplest_wins():
 def test_the_score_and_the_loss_factor(front, expected):
     ranked = rank_candidates([record(*entry) for entry in front], RankingPolicy())
     assert ranked[select_best(ranked, RankingPolicy())].formula == expected
+
+
+def test_exact_constants_do_not_count_against_a_formula():
+    # the truth written exactly has 11 nodes, 9 with 4*pi folded: a simpler near miss
+    # (10 nodes) on the front must not win over it
+    ranked = rank_candidates([
+        record("q1/(4*pi*epsilon*r**2)", 11, 1.4837e-4),
+        record("arcsin(0.0794*q1/epsilon/r**2)", 10, 1.5057e-4),
+        record("0.0193", 1, 1.0)], RankingPolicy())
+    assert [c.complexity for c in ranked] == [11, 10, 1]
+    assert selection_complexity(ranked[0]) == 9
+    assert ranked[select_best(ranked, RankingPolicy())].formula == "q1/(4*pi*epsilon*r**2)"
 
 
 def test_fallbacks_and_the_floor():
