@@ -18,7 +18,8 @@ fewer free number: ``nmse_new <= max(nmse, EXACT_NMSE) * exp(2 / n)``, where
 ``nmse`` is ``1 - R^2`` (the squared error over the target's variance) of the
 formula so far on the ``n`` rows given. On exact data a constant must so be
 structural to about 1e-10 (relative); on noisy data it may move as far as the
-noise allows. Integers, ``pi``, ``e`` and numbers of at most
+noise allows. Formulas with more than ``MAX_FITTED_NUMBERS`` fitted numbers
+(long expansions) are left alone. Integers, ``pi``, ``e`` and numbers of at most
 ``KEPT_DIGITS`` significant digits (``0.5``, ``0.0796``: chosen, not fitted)
 are left as they are.
 
@@ -63,6 +64,10 @@ EXACT_NMSE = 1e-20
 #: Numbers with at most this many significant digits were typed, not fitted: they stay.
 KEPT_DIGITS = 3
 MAX_TRIED_PER_NUMBER = 3
+#: Formulas with more fitted numbers are left alone: the coefficients of a long expansion
+#: (a degree-5 polynomial) are not physical constants, and with so many of them noise lets
+#: some land near a structural value (measured: 4*e**2 and pi among 250 polynomial terms).
+MAX_FITTED_NUMBERS = 8
 _PI, _E = Number(math.pi), Number(math.e)
 #: (name, value, node) of each base; its powers k are in _POWERS.
 _BASES: tuple[tuple[str, float, Expression], ...] = (
@@ -161,7 +166,10 @@ def recognise_constants(expression: Expression, y: Any, evaluate: Evaluate) -> E
     allowance = math.exp(2.0 / max(int(np.isfinite(target).sum()), 1))
     names = {node.name for node in tree.iter_preorder() if isinstance(node, Symbol)}
     replaced: list[Path] = []
-    for path, number in _fitted_numbers(tree):
+    numbers = _fitted_numbers(tree)
+    if len(numbers) > MAX_FITTED_NUMBERS:
+        return expression
+    for path, number in numbers:
         # a data column named e or pi would read the constant as the column
         tried = [c for c in structural_constants(float(number.value))
                  if not _NAMED_IN_BASE.get(c.base or "", set()) & names]
@@ -315,6 +323,9 @@ def _nmse(prediction: Any, target: np.ndarray) -> float | None:
     rows = np.isfinite(target)
     if not rows.any() or not np.isfinite(pred[rows]).all():
         return None
-    residual = float(np.sum(np.square(pred[rows] - target[rows])))
-    spread = float(np.sum(np.square(target[rows] - target[rows].mean())))
+    with np.errstate(over="ignore", invalid="ignore"):
+        residual = float(np.sum(np.square(pred[rows] - target[rows])))
+        spread = float(np.sum(np.square(target[rows] - target[rows].mean())))
+    if not (np.isfinite(residual) and np.isfinite(spread)):
+        return None
     return residual / spread if spread > 0 else residual / int(rows.sum())

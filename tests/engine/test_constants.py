@@ -101,6 +101,16 @@ def test_a_column_named_like_a_constant_blocks_that_base():
     assert result == tree  # 1/e would read back as 1/column e
 
 
+def test_long_expansions_and_overflowing_formulas_are_left_alone():
+    terms = " + ".join(f"0.3333333333333333*x**{k}" for k in range(1, 10))  # 9 numbers
+    tree = parse(terms)
+    assert recognise_constants(tree, evaluate_on_data(tree), evaluate_on_data) is tree
+    huge = parse("0.3333333333333333*exp(x*200)")
+    with np.errstate(over="ignore"):
+        y = evaluate_on_data(huge)
+    assert recognise_constants(huge, y, evaluate_on_data) is huge
+
+
 def test_an_unevaluable_formula_is_returned_unchanged():
     tree = parse("0.3333333333333333*unknown")
     assert recognise_constants(tree, DATA["x"], evaluate_on_data) is tree
