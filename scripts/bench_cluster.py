@@ -244,7 +244,7 @@ def bench_latency(cluster: Cluster) -> dict[str, Any]:
         settings = SearchSettings.build(run_id="latency", **model, **LATENCY)
         started = time.perf_counter()
         first = len(server.requests)
-        submit_run(client, sender(cluster.app), settings, X, y, "find y")
+        submit_run(client, sender(cluster.app), settings, X, y, "find y", api_key="sk-bench")
         wait_for_result(client, "latency", timeout=120, poll=0.05)
         distributed = time.perf_counter() - started
         origin = time.monotonic() - distributed

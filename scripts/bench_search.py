@@ -7,6 +7,11 @@ Run alone::
         [-R 1 -C 2 -L 6 -K 2] [--samples 2000] [--seed 0] [--tool-parser openai]
         [--baselines gplearn,pyoperon | none] [--baseline-seconds S] [--json out.json]
 
+With ``--budget S`` it runs the fixed-budget comparison of
+``scripts/bench_search_budget.py`` instead (srh_engine.search, the agent
+with ``time_limit=S``, pyoperon and gplearn, S seconds each per problem,
+optional ``--noise``); see that script for its options.
+
 Protocol (``srh_core/problems``, the SRBench/Feynman one at our sizes): every
 method gets the same ``--samples`` search points of each problem (seeded by
 ``--seed``); every model is judged on 1,000 fresh, independently seeded points:
@@ -285,6 +290,11 @@ DYNAMICS_SUITES = ("strogatz", "network")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if "--budget" in arguments:  # the fixed-budget comparison of srh_engine.search
+        from bench_search_budget import main as run_budget
+
+        return run_budget(arguments)
     args = parse_args(argv)
     if args.suite in DYNAMICS_SUITES:
         from bench_dynamics import main as run_dynamics

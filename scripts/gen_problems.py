@@ -17,6 +17,15 @@ physics, with sensible positive ranges (angles get ranges in radians):
 - ``rational``: a monomial over a sum, difference, ``1 + product`` or a harmonic sum;
 - ``relativistic``: a monomial over (or times) sqrt(1 - v**2/c**2) with v < c.
 
+``--random`` draws instead from a random grammar, with no list of forms:
+each formula is a random tree of products, sums and differences, ratios,
+powers (2, 3, -1, 1/2) and functions (sin, cos, exp, log, sqrt) whose
+leaves are variables, differences of two variables and small constants,
+over 1 to 9 variables (half of the problems have 5 to 9); variables a tree
+did not use multiply it as a random monomial. Its families are named by
+what the tree contains (``ratio-of-sums``, ``nested``, ``difference``,
+``many-variables``, ``other``), first match in that order.
+
 Every formula is checked on sampled data (finite, not degenerate) and redrawn
 otherwise. The output is the format of ``srh_core/problems/feynman_public.json``
 (``suite``, ``source``, ``syntax``, ``problems`` with ``id``, ``name``,
@@ -192,6 +201,120 @@ FAMILIES: dict[str, Callable[[np.random.Generator, Namer], str]] = {
 }
 
 
+# -------------------------------------------------------------- random grammar
+RANDOM_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt")
+RANDOM_POWERS = ("2", "3", "-1", "1/2")
+RANDOM_CONSTANTS = ("2", "3", "1/2", "pi", "1")
+MAX_RANDOM_DEPTH = 3
+MIN_RANDOM_COMPLEXITY = 7
+
+
+class RandomTree:
+    """Draws one random formula over ``n_vars`` variables (text the engine parses)."""
+
+    def __init__(self, rng: np.random.Generator, namer: Namer, n_vars: int) -> None:
+        self.rng, self.namer = rng, namer
+        self.names = [namer.positive() for _ in range(n_vars)]
+        self.used: set[str] = set()
+        self.kinds: set[str] = set()
+
+    def variable(self) -> str:
+        fresh = [n for n in self.names if n not in self.used]
+        pool = fresh if fresh and self.rng.random() < 0.7 else self.names
+        name = str(self.rng.choice(pool))
+        self.used.add(name)
+        return name
+
+    def leaf(self) -> str:
+        roll = self.rng.random()
+        if roll < 0.15 and len(self.names) >= 2:
+            first, second = self.variable(), self.variable()
+            if first != second:
+                self.kinds.add("difference")
+                return f"({first} - {second})"
+        if roll < 0.25:
+            return f"({self.rng.choice(RANDOM_CONSTANTS)})*{self.variable()}"
+        return self.variable()
+
+    def tree(self, depth: int) -> str:
+        if depth <= 0 or (depth < MAX_RANDOM_DEPTH and self.rng.random() < 0.3):
+            return self.leaf()
+        kind = str(self.rng.choice(["product", "sum", "ratio", "function", "power"],
+                                   p=[0.25, 0.25, 0.2, 0.18, 0.12]))
+        if kind == "product":
+            return f"{self.tree(depth - 1)}*{self.tree(depth - 1)}"
+        if kind == "sum":
+            sign = str(self.rng.choice(["+", "+", "-"]))
+            self.kinds.add("sum")
+            return f"({self.tree(depth - 1)} {sign} {self.tree(depth - 1)})"
+        if kind == "ratio":
+            top, bottom = self.tree(depth - 1), self.tree(depth - 1)
+            if " + " in bottom or " - " in bottom:
+                self.kinds.add("ratio-of-sums")
+            return f"{top}/({bottom})"
+        if kind == "function":
+            function = str(self.rng.choice(RANDOM_FUNCTIONS))
+            inner = self.tree(depth - 1)
+            self.kinds.add("function")
+            if "(" in inner and any(f"{f}(" in inner for f in RANDOM_FUNCTIONS):
+                self.kinds.add("nested")
+            if function == "exp":
+                return f"exp(-{inner}/{self.variable()})"
+            return f"{function}({inner})"
+        return f"({self.tree(depth - 1)})**({self.rng.choice(RANDOM_POWERS)})"
+
+    def formula(self) -> str:
+        text = self.tree(MAX_RANDOM_DEPTH)
+        for name in self.names:  # unused variables enter as a monomial prefactor
+            if name not in self.used:
+                text = f"{_power(name, str(self.rng.choice(EXPONENTS)))}*{text}"
+        return text
+
+    def family(self) -> str:
+        for kind in ("ratio-of-sums", "nested", "difference"):
+            if kind in self.kinds:
+                return kind
+        if len(self.names) >= 5:
+            return "many-variables"
+        return "function" if "function" in self.kinds else "other"
+
+    def interesting(self, formula: str) -> bool:
+        """Structure beyond a monomial, and no part that cancels to a constant."""
+        from srh_engine import canonical_key, complexity, parse
+
+        structural = self.kinds & {"sum", "function", "difference", "ratio-of-sums"}
+        expression = parse(formula)
+        return bool(structural) and complexity(expression) >= MIN_RANDOM_COMPLEXITY and \
+            all(name in canonical_key(expression) for name in self.names)
+
+
+def draw_random(rng: np.random.Generator) -> Draft:
+    """One checked formula of the random grammar."""
+    for _ in range(MAX_DRAWS):
+        n_vars = int(rng.integers(5, 10)) if rng.random() < 0.5 else int(rng.integers(1, 5))
+        namer = Namer(rng)
+        grower = RandomTree(rng, namer, n_vars)
+        formula = grower.formula()
+        draft = Draft(grower.family(), formula, namer.variables())
+        if grower.interesting(formula) and acceptable(draft):
+            return draft
+    raise RuntimeError(f"could not draw an acceptable random formula in {MAX_DRAWS} tries")
+
+
+def generate_random(count: int, seed: int) -> dict[str, Any]:
+    """The suite document of ``count`` formulas of the random grammar."""
+    rng = np.random.default_rng([seed, 12])
+    problems = []
+    for index in range(count):
+        draft = draw_random(rng)
+        used = {name for name, _, _ in draft.variables}
+        output = next(str(n) for n in rng.permutation(OUTPUT_NAMES) if n not in used)
+        problems.append(_entry(draft, f"{draft.family}-{index + 1:03d}", output))
+    return {"suite": f"random-seed{seed}",
+            "source": f"scripts/gen_problems.py --random --count {count} --seed {seed}",
+            "syntax": "numpy names; ln is the natural logarithm", "problems": problems}
+
+
 def draw(rng: np.random.Generator, family: str) -> Draft:
     """One checked formula of ``family``; redrawn until it is finite and not degenerate."""
     for _ in range(MAX_DRAWS):
@@ -211,7 +334,8 @@ def acceptable(draft: Draft) -> bool:
     except Exception:  # noqa: BLE001 - any failure means "draw again"
         return False
     magnitude = np.abs(y)
-    if not np.all(np.isfinite(y)) or np.median(magnitude) <= 0:
+    if not np.all(np.isfinite(y)) or np.median(magnitude) <= 0 or \
+            np.std(y) <= 1e-6 * float(np.mean(magnitude)):
         return False
     return float(magnitude.max() / np.median(magnitude)) < MAX_DYNAMIC_RANGE
 
@@ -243,8 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=DEFAULT_COUNT, help="problems to generate")
     parser.add_argument("--seed", type=int, default=1, help="seed of the generator")
     parser.add_argument("--out", default="-", help="output file (default: stdout)")
+    parser.add_argument("--random", action="store_true",
+                        help="draw from the random grammar instead of the family forms")
     args = parser.parse_args(argv)
-    text = json.dumps(generate(args.count, args.seed), indent=1)
+    build = generate_random if args.random else generate
+    text = json.dumps(build(args.count, args.seed), indent=1)
     if args.out == "-":
         print(text)
     else:

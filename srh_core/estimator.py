@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         llm_provider: Model provider ("offline", "openai", "deepseek", ...).
         llm_model: Model name; None uses the provider's default.
         base_url: Endpoint override for OpenAI-compatible providers.
+        endpoint: Name of an endpoint of the operator's ``SRH_ENDPOINTS`` file.
         tools: Tool names to enable; None enables the default catalogue.
         ban_tools: Tool names never enabled; None bans none.
         skills: Skill names the model may read; None enables all.
@@ -90,6 +91,10 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         strong_llm_model: Strong model; None disables routing to it.
         seed: Seed of the model sampling (the offline proposer's choices).
         time_limit: Wall-clock budget of one fit in seconds; None for none.
+        max_cost: Spend budget of one fit in USD; None for none.
+        max_tokens: Token budget of one fit (input + output); None for none.
+        prices: Price overrides, ``{"provider:model": {"input": .., "output": ..}}``
+            in USD per million tokens; None uses the built-in table.
         tool_timeout: Per-call tool limit in seconds.
         save_path: Run directory of each fit; None keeps runs in memory.
         workspace: Directory of the workspace tools; None for none.
@@ -113,7 +118,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
 
     def __init__(
         self, *, llm_provider: str = "offline", llm_model: str | None = None,
-        base_url: str | None = None, tools: Sequence[str] | None = None,
+        base_url: str | None = None, endpoint: str | None = None,
+        tools: Sequence[str] | None = None,
         ban_tools: Sequence[str] | None = None, skills: Sequence[str] | None = None,
         tool_parser: str = "openai", local_sample_size: int = 1, max_refinement_depth: int = 20,
         global_width: int = 1, max_restart_loop: int = 1, restart_top_k: int = 1,
@@ -124,7 +130,9 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         exact_fit_threshold: float = 1.0, exact_fit_metric: str = "r2", selection: str = "best",
         force_initial_diagnostics: bool = False, auto_routing: bool = True,
         strong_llm_provider: str | None = None, strong_llm_model: str | None = None,
-        seed: int = 0, time_limit: float | None = None, tool_timeout: float = 120.0,
+        seed: int = 0, time_limit: float | None = None, max_cost: float | None = None,
+        max_tokens: int | None = None, prices: Mapping[str, Mapping[str, float]] | None = None,
+        tool_timeout: float = 120.0,
         save_path: str | None = None, workspace: str | None = None, branch_threads: int = 8,
         granularity: str = "auto", min_train_rows: int = 3, rollout_state: str | None = None,
         rollout_time: str = "t", verbose: bool = False, problem_description: str = "",
@@ -132,6 +140,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.llm_provider = llm_provider
         self.llm_model = llm_model
         self.base_url = base_url
+        self.endpoint = endpoint
         self.tools = tools
         self.ban_tools = ban_tools
         self.skills = skills
@@ -160,6 +169,9 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.strong_llm_model = strong_llm_model
         self.seed = seed
         self.time_limit = time_limit
+        self.max_cost = max_cost
+        self.max_tokens = max_tokens
+        self.prices = prices
         self.tool_timeout = tool_timeout
         self.save_path = save_path
         self.workspace = workspace
@@ -185,6 +197,9 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         for name in ("tools", "skills"):
             values[name] = None if values[name] is None else list(values[name])
         values["ban_tools"] = list(values["ban_tools"] or [])
+        if isinstance(values["prices"], Mapping):
+            values["prices"] = {key: dict(rates) if isinstance(rates, Mapping) else rates
+                                for key, rates in values["prices"].items()}
         return SearchSettings.build(**values)
 
     def set_params(self, **params: Any) -> SRHarnessRegressor:

@@ -47,7 +47,7 @@ MORE_FEATURES_LINE = re.compile(r"^  - \.\.\. and \d+ more: (.+)$", re.M)
 def progress_line(step: int, max_depth: int, where: str, seconds_left: float | None) -> str:
     """``[Progress] Step 2 of 6 (restart 1/1, branch 1/2); 4 more after it.``"""
     remaining = max_depth - step
-    return (f"[Progress] Step {step} of {max_depth} ({where}); {remaining} more after it"
+    return (f"{PROGRESS_MARK} Step {step} of {max_depth} ({where}); {remaining} more after it"
             + (f"; {seconds_left:.0f}s of run time left." if seconds_left is not None else "."))
 
 
@@ -59,7 +59,10 @@ def front_row(complexity: int | None, train: str, validation: str, formula: str)
     return f"{complexity} | {train} | {validation} | {formula}"
 
 
+PROGRESS_MARK = "[Progress]"
 STEP_LINE = re.compile(r"\[Progress\] Step (\d+) of (\d+)")
+SECONDS_LEFT = re.compile(r"; (\d+)s of run time left\.")
+"""Group: the run time left, in whole seconds (absent without a time limit)."""
 BRANCH_LINE = re.compile(r"\[Progress\] Step \d+ of \d+ \([^)]*branch (\d+)/(\d+)")
 FRONT_ROW = re.compile(rf"^(\d+) \| ({NUMBER}|-) \| ({NUMBER}|-) \| (.+)$", re.M)
 """Groups: complexity, train metric, validation metric ("-" when none), formula."""

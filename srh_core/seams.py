@@ -31,6 +31,7 @@ from srh_core.types import (
 )
 
 if TYPE_CHECKING:
+    from srh_core.agent.accounting import RunTotals
     from srh_core.agent.branch import BranchState
     from srh_core.agent.steps import SampleScope, StepPlan
     from srh_core.ranking import Selection
@@ -93,6 +94,10 @@ class CandidateStore(Protocol):
         ...
 
     def load_plan(self, R: int, C: int, L: int) -> StepPlan | None: ...
+
+    def spend(self) -> RunTotals:
+        """The run's totals so far (tokens, cost, model and wall time; what budgets read)."""
+        ...
 
     def candidates(self) -> list[CandidateRecord]: ...
 

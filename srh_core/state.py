@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ from srh_core.types import (
 )
 
 if TYPE_CHECKING:
+    from srh_core.agent.accounting import RunTotals
     from srh_core.agent.steps import SampleScope, StepPlan
     from srh_core.embedded.run_dir import RunDirectory
 
@@ -77,9 +79,17 @@ class SearchRunState:
         self.policy = RankingPolicy(metric=ranking_metric, larger_is_better=larger_is_better)
         self.agent_metadata = dict(agent_metadata or {})
         self.nodes: dict[str, SearchNode] = {}
+        # Each node's JSON record, made once when it is recorded (nodes do not
+        # change after that): a snapshot then costs no re-serialisation of the
+        # tree it already wrote, so checkpointing every step stays O(new nodes).
+        self._node_records: dict[str, dict[str, Any]] = {}
         self._candidates: dict[tuple[str, str], CandidateRecord] = {}
         self._ranked: list[CandidateRecord] | None = None
         self.plans: dict[tuple[int, int, int], dict[str, Any]] = {}
+        from srh_core.agent.accounting import RunTotals  # not at import: srh_core stays light
+
+        self._spend = RunTotals()
+        self._started = time.monotonic()
         self._lock = threading.RLock()
         self.run_dir: RunDirectory | None = None
         if save_path is not None:
@@ -126,8 +136,9 @@ class SearchRunState:
             if node.node_id in self.nodes:
                 return False
             self.nodes[node.node_id] = node
+            record = self._node_records[node.node_id] = node.to_dict(include_detail=True)
             if self.run_dir is not None:
-                self.run_dir.append("nodes", [node.to_dict()])
+                self.run_dir.append("nodes", [record])
             return True
 
     def register_iteration(
@@ -175,7 +186,7 @@ class SearchRunState:
             "message": json_value(message),
             "tool_calls": [json_value(call) for call in calls],
             "tool_results": [json_value(result) for result in results],
-            "usage": json_value(dict(usage or {})),
+            "usage": json_value(node_usage(usage, K)),
         }
         if prompt is not None:
             detail["prompt"] = json_value(prompt)
@@ -232,6 +243,11 @@ class SearchRunState:
     def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
                        results: Sequence[ToolCallResult], forced: bool) -> None:
         """Append executed calls to ``tool_calls.jsonl`` (nothing is kept in memory)."""
+        from srh_core.agent.accounting import RunTotals, call_seconds
+
+        seconds = sum(call_seconds(result.meta_data) for result in results)
+        with self._lock:
+            self._spend += RunTotals(tool_seconds=seconds)
         if self.run_dir is not None:
             from srh_core.embedded.run_dir import tool_call_record
 
@@ -249,15 +265,27 @@ class SearchRunState:
     # --------------------------------------------------------------- plans
     def save_plan(self, plan: StepPlan) -> StepPlan:
         """Keep an opened step unless one is kept for its coordinate; return the kept one."""
+        from srh_core.agent.accounting import plan_spend, response_records
         from srh_core.agent.steps import StepPlan
 
         key = (plan.R, plan.C, plan.L)
         with self._lock:
             if key not in self.plans:
                 self.plans[key] = plan.to_dict()
+                self._spend += plan_spend(plan)
                 if self.run_dir is not None:
                     self.run_dir.append("plans", [self.plans[key]])
+                    self.run_dir.append("response", response_records(self.run_id, plan))
             return StepPlan.from_dict(self.plans[key])
+
+    # ---------------------------------------------------------- accounting
+    def spend(self) -> RunTotals:
+        """The run's totals so far: tokens, cost, model, tool and wall time."""
+        with self._lock:
+            return self._spend.with_times(
+                wall_seconds=self._spend.wall_seconds + time.monotonic() - self._started)
+
+    run_totals = spend
 
     def load_plan(self, R: int, C: int, L: int) -> StepPlan | None:
         from srh_core.agent.steps import StepPlan
@@ -314,7 +342,7 @@ class SearchRunState:
             status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
             pareto_front=pareto_indices(ranked),
             best_candidate=select_best(ranked, self.policy, selection),
-            run_id=self.run_id, stop_reason=stop_reason)
+            run_id=self.run_id, stop_reason=stop_reason, totals=self.spend().to_dict())
         if self.run_dir is not None:
             self.run_dir.write_result(result)
         return result
@@ -329,9 +357,16 @@ class SearchRunState:
                 "ranking_metric": self.policy.metric,
                 "larger_is_better": self.policy.larger_is_better,
                 "agent_metadata": json_value(self.agent_metadata),
-                "nodes": [node.to_dict(include_detail=True) for node in self.nodes.values()],
+                "nodes": [self._node_record(node) for node in self.nodes.values()],
                 "candidates": [candidate.to_dict() for candidate in self._candidates.values()],
+                "spend": self.spend().to_dict(),
             }
+
+    def _node_record(self, node: SearchNode) -> dict[str, Any]:
+        record = self._node_records.get(node.node_id)
+        if record is None:
+            record = self._node_records[node.node_id] = node.to_dict(include_detail=True)
+        return record
 
     @classmethod
     def from_state(
@@ -359,6 +394,7 @@ class SearchRunState:
             for record in snapshot.get("candidates", []):
                 candidate = CandidateRecord.from_dict(record)
                 state._candidates[(candidate.node_id, candidate.canonical_key)] = candidate
+            state._spend = type(state._spend).from_dict(snapshot.get("spend"))
         except (KeyError, TypeError, ValueError) as error:
             raise SearchStateError(f"Malformed run snapshot: {error!r}.") from error
         if save_path is not None:
@@ -372,6 +408,25 @@ class SearchRunState:
         run_dir.rewrite("candidates", [c.to_dict() for c in self._candidates.values()])
         for record in run_dir.records("plans"):
             self.plans.setdefault((int(record["R"]), int(record["C"]), int(record["L"])), record)
+        self._account_directory()
+
+    def _account_directory(self) -> None:
+        """Totals and ``response.jsonl`` from the kept plans and the tool log (on resume).
+
+        The plans are what was paid for, also the steps after the snapshot;
+        the tool log holds every call that ran, re-runs included.
+        """
+        from srh_core.agent.accounting import RunTotals, plan_spend, response_records, tool_seconds
+        from srh_core.agent.steps import StepPlan
+
+        run_dir = self.run_dir
+        plans = [StepPlan.from_dict(record) for record in self.plans.values()]
+        spent = sum((plan_spend(plan) for plan in plans), RunTotals())
+        spent = spent.with_times(tool_seconds=tool_seconds(run_dir.records("tool_calls")),
+                                 wall_seconds=self._spend.wall_seconds)
+        self._spend = spent
+        run_dir.rewrite("response", [line for plan in plans
+                                     for line in response_records(self.run_id, plan)])
 
     def save_snapshot(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write ``state.json`` atomically (with ``extra`` under "runtime"); return it."""
@@ -391,6 +446,15 @@ class SearchRunState:
         for record in RunDirectory(save_path).records("nodes"):
             records[record["node_id"]] = record
         return list(records.values())
+
+
+def node_usage(usage: Mapping[str, Any] | None, K: int) -> dict[str, Any]:
+    """A step's usage as node K keeps it: the step's fields and K's own share (``sample``)."""
+    kept = dict(usage or {})
+    samples = kept.pop("samples", None)
+    if samples:
+        kept["sample"] = next((s for s in samples if s.get("K") == K), None)
+    return kept
 
 
 def coordinate_order(coordinate: SearchCoordinate) -> tuple[int, int, int, int]:

@@ -349,6 +349,7 @@ class SearchResult:
     best_candidate: int | None
     run_id: str | None = None
     stop_reason: str | None = None
+    totals: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in get_args(SearchStatus):
@@ -373,6 +374,7 @@ class SearchResult:
             "candidates": [candidate.to_dict() for candidate in self.candidates],
             "pareto_front": list(self.pareto_front),
             "best_candidate": self.best_candidate,
+            "totals": None if self.totals is None else json_value(dict(self.totals)),
         }
 
     @classmethod
@@ -385,4 +387,5 @@ class SearchResult:
             best_candidate=data.get("best_candidate"),
             run_id=data.get("run_id"),
             stop_reason=data.get("stop_reason"),
+            totals=None if data.get("totals") is None else dict(data["totals"]),
         )

@@ -31,6 +31,7 @@ from typing import Any
 from celery import Celery, signals
 from kombu import Exchange, Queue
 
+from srh_core.api.endpoints import EndpointRegistry
 from srh_core.errors import ConfigurationError
 from srh_workers.config import QUEUES, TASK_KINDS, TOOLS_QUEUE, WorkerSettings
 from srh_workers.observability import logs, metrics
@@ -196,6 +197,20 @@ def _warm_up() -> None:
     logger.info("imported the search and tool modules in %.1f s", time.monotonic() - started)
 
 
+def _publish_endpoints(settings: WorkerSettings, registry: EndpointRegistry) -> None:
+    """Tell submitters which model endpoints this cluster's operator named (no keys)."""
+    from redis.exceptions import RedisError
+
+    from srh_workers.endpoints import publish_endpoints
+    from srh_workers.reliability import redis_client
+
+    try:
+        publish_endpoints(redis_client(str(settings.redis_url)), registry)
+    except RedisError as error:  # submitters then check runs against SRH_ENDPOINTS only
+        logger.warning("could not publish the model endpoints: %s", error)
+    logger.info("model endpoints: %s", ", ".join(registry.names()) or "none")
+
+
 def _consumes_tools(worker: Any) -> bool:
     with_queues = getattr(worker.app.amqp.queues, "consume_from", None) or {}
     return TOOLS_QUEUE in with_queues
@@ -205,9 +220,11 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
     try:
         check_app(celery_app)
+        registry = EndpointRegistry.from_env()
     except ConfigurationError as error:
         logger.critical("refusing to start: %s", error)
         raise SystemExit(EX_CONFIG) from error
+    _publish_endpoints(settings, registry)
     _warm_up()
     if _consumes_tools(worker):
         loose = [name for name in BLAS_THREAD_VARIABLES if os.environ.get(name) != "1"]
@@ -217,12 +234,13 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
     if settings.metrics_port is not None:
         try:
             server, _ = metrics.start_worker_metrics(settings.metrics_port,
-                                                     settings.broker_url, QUEUES)
+                                                     settings.broker_url, QUEUES,
+                                                     addr=settings.metrics_addr)
         except ImportError:
             logger.error("SRH_METRICS_PORT is set but prometheus-client is not installed "
                          "(pip install 'srh[metrics]'); running without metrics")
             return
-        logger.info("metrics on port %d", server.server_port)
+        logger.info("metrics on %s:%d", settings.metrics_addr, server.server_port)
 
 
 def _connect_signals(celery_app: Celery) -> None:

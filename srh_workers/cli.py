@@ -31,6 +31,10 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     if run is not None:
         run.add_argument("--detach", action="store_true",
                          help="(celery) submit, print the run id and exit")
+        run.add_argument("--own-key", action="store_true",
+                         help="(celery) send the provider's key from this shell's environment "
+                              "(e.g. OPENAI_API_KEY) with the run; it is stored with the run "
+                              "in Redis and is the only key workers send to its --base-url")
     status = subparsers.add_parser("status", help="runs, branches, queue depth and workers")
     status.add_argument("run_id", nargs="?")
     status.add_argument("--json", action="store_true")
@@ -102,11 +106,12 @@ def run_celery(args: argparse.Namespace) -> int:
     from srh_core.cli.checks import check_run_data
 
     check_run_data(settings, data)  # the model endpoint is the workers' to check
+    api_key = own_key(settings) if getattr(args, "own_key", False) else None
     if getattr(args, "interactive", False):
-        spec = _submit_interactive(args, client, sender(app), settings, data)
+        spec = _submit_interactive(args, client, sender(app), settings, data, api_key)
     else:
         spec = submit_run(client, sender(app), settings, data.X, data.y, data.description,
-                          agent_class=agent_class_from_args(args))
+                          agent_class=agent_class_from_args(args), api_key=api_key)
     print(f"Submitted run {spec.run_id}", file=sys.stderr)
     if getattr(args, "detach", False):
         print(spec.run_id)
@@ -116,8 +121,31 @@ def run_celery(args: argparse.Namespace) -> int:
     return print_result(result, settings, args.json)
 
 
+def own_key(settings: Any) -> str:
+    """``--own-key``: the run's provider key, read from the submitter's environment.
+
+    Raises:
+        ConfigurationError: The provider takes no key, or its key variable is unset here.
+    """
+    import os
+
+    from srh_core.api import OpenAIAPI
+    from srh_core.api.base import PROVIDERS
+
+    api_cls = PROVIDERS.get(settings.llm_provider)
+    if not issubclass(api_cls, OpenAIAPI):
+        raise ConfigurationError(f"--own-key needs a provider that takes an API key; "
+                                 f"{settings.llm_provider!r} takes none.", setting="own_key")
+    names = api_cls.preset.api_key_envs
+    key = next((os.environ[name] for name in names if os.environ.get(name)), None)
+    if key is None:
+        raise ConfigurationError(f"--own-key reads the {settings.llm_provider} key from "
+                                 f"{names[0]}, which is not set here.", setting=names[0])
+    return key
+
+
 def _submit_interactive(args: argparse.Namespace, client: Any, send: Any, settings: Any,
-                        data: Any) -> Any:
+                        data: Any, api_key: str | None = None) -> Any:
     """``--interactive``: the run's controls in Redis, then the run (SRAgentInteractive)."""
     from srh_core.runtime.cli import interactive_options
     from srh_workers.control.submit import submit_interactive
@@ -128,7 +156,8 @@ def _submit_interactive(args: argparse.Namespace, client: Any, send: Any, settin
 
         agent_class = agent_class_from_args(args)
     spec = submit_interactive(client, send, settings, data.X, data.y, data.description,
-                              agent_class=agent_class, options=interactive_options(args))
+                              agent_class=agent_class, options=interactive_options(args),
+                              api_key=api_key)
     print(f"Steer it with: srh pause|resume|message|next-branch|next-restart {spec.run_id}",
           file=sys.stderr)
     return spec
@@ -202,6 +231,10 @@ def _status_text(report: dict[str, Any]) -> str:
                  f"  responses {report['nodes']}/{report['max_nodes']}, model requests "
                  f"{report['model_requests']}, {report['elapsed_seconds']:.0f}s since submit",
                  f"  best: {report['best_formula']}"]
+        if report.get("totals"):
+            from srh_core.cli.display import spend_line
+
+            lines.append(f"  spend: {spend_line(report['totals'])}")
         lines += [f"  branch R{b['R']}-C{b['C']}: step {b['L']}, {b['status']}"
                   for b in report["branches"]]
         return "\n".join(lines)

@@ -47,6 +47,7 @@ DEFAULT_TASK_MODULES = ("srh_workers.flow.tasks",)
 MIN_VISIBILITY_MARGIN_SECONDS = 1.0
 VISIBILITY_MARGIN_FRACTION = 0.1
 MAX_PORT = 65535
+DEFAULT_METRICS_ADDR = "127.0.0.1"
 
 _BROKER_SCHEMES: Mapping[str, BrokerKind] = {
     "redis": "redis", "rediss": "redis", "redis+socket": "redis", "sentinel": "redis",
@@ -72,6 +73,7 @@ SETTINGS_ENV: Mapping[str, str] = {
     "tool_max_memory_per_child_kb": "SRH_TOOL_MAX_MEMORY_PER_CHILD_KB",
     "result_expires": "SRH_RESULT_EXPIRES",
     "metrics_port": "SRH_METRICS_PORT",
+    "metrics_addr": "SRH_METRICS_ADDR",
     "log_format": "SRH_LOG_FORMAT",
     "runs_dir": "SRH_RUNS_DIR",
     "task_modules": "SRH_TASK_MODULES",
@@ -99,6 +101,14 @@ def broker_kind(url: str) -> BrokerKind:
             f"amqp:// URL. Got {url!r} instead.{did_you_mean(scheme, _BROKER_SCHEMES)}",
             setting="SRH_BROKER_URL")
     return _BROKER_SCHEMES[scheme]
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
 
 
 def _problem(name: str, expected: str, value: object) -> ConfigurationError:
@@ -131,7 +141,7 @@ class WorkerSettings:
         broker_url: Celery broker: Redis (default) or RabbitMQ (``amqp://``).
         result_backend: Celery result backend; None means ``redis_url``.
         redis_url: Redis of the candidate store and the delivery counters; None
-            means the broker when it is Redis, else ``redis://127.0.0.1:6379/0``.
+            means the broker when it is Redis (required with any other broker).
         visibility_timeout: Seconds before the Redis broker re-delivers an
             unacknowledged task. Short (tasks are short by design): it is also
             how long a task of a dead worker waits before another worker runs it.
@@ -150,6 +160,7 @@ class WorkerSettings:
             once its task ends (0: no cap).
         result_expires: Seconds task results are kept in the result backend.
         metrics_port: Port of the worker's Prometheus endpoint (None: no endpoint).
+        metrics_addr: Address that endpoint binds (loopback unless told otherwise).
         log_format: ``json`` (one object per line) or ``text`` (key=value).
         runs_dir: Directory of finished runs' results.
         task_modules: Modules the worker imports to register its tasks.
@@ -171,6 +182,7 @@ class WorkerSettings:
     tool_max_memory_per_child_kb: int = 1_000_000
     result_expires: int = 86_400
     metrics_port: int | None = None
+    metrics_addr: str = DEFAULT_METRICS_ADDR
     log_format: LogFormat = "json"
     runs_dir: Path = field(default_factory=lambda: Path("runs"))
     task_modules: tuple[str, ...] = DEFAULT_TASK_MODULES
@@ -178,8 +190,13 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         kind = broker_kind(self.broker_url)
         if self.redis_url is None:
-            redis_url = self.broker_url if kind == "redis" else DEFAULT_REDIS_URL
-            object.__setattr__(self, "redis_url", redis_url)
+            if kind != "redis":  # never guess where the store is
+                raise ConfigurationError(
+                    f"The 'SRH_REDIS_URL' setting is required with a {kind} broker "
+                    f"(SRH_BROKER_URL={_without_password(self.broker_url)}): the candidate "
+                    "store and the delivery counters live in Redis. Set it to a redis:// URL.",
+                    setting="SRH_REDIS_URL")
+            object.__setattr__(self, "redis_url", self.broker_url)
         if self.result_backend is None:
             object.__setattr__(self, "result_backend", self.redis_url)
         self._validate_urls(str(self.redis_url), str(self.result_backend))

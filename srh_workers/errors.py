@@ -9,6 +9,10 @@ class WorkersError(SRHarnessError):
     """Base class of every error srh_workers raises on purpose."""
 
 
+class BrokerSendError(WorkersError):
+    """A task could not be handed to the broker (it is down or refused the message)."""
+
+
 class PoisonTaskError(WorkersError):
     """A task was delivered more than ``max_deliveries`` times and was failed without running.
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from srh_core.agent.settings import SearchSettings
+from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import SearchStateError
 from srh_workers.store import RedisRunStore
 
@@ -32,10 +32,13 @@ class RunSpec(BaseModel):
         agent_class: Import path (``module:QualName``) of the SRAgent (sub)class.
         submitted_at: Epoch seconds at submission.
         deadline: Epoch seconds when the time limit ends, or None.
+        api_key: The run's own model key (``srh run --own-key``), or None. It is
+            stored with the spec in Redis (see deploy/README.md, "Model credentials")
+            and is the only key a worker sends to a base URL the run chose.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    run_id: str
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
     settings: dict[str, Any]
     description: str
     target: str
@@ -43,6 +46,7 @@ class RunSpec(BaseModel):
     agent_class: str = DEFAULT_AGENT_CLASS
     submitted_at: float = Field(default_factory=time.time)
     deadline: float | None = None
+    api_key: str | None = Field(default=None, repr=False)
 
     def search_settings(self) -> SearchSettings:
         return SearchSettings.build(**self.settings)

@@ -21,6 +21,8 @@ from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.ranking import select_best
 from srh_core.types import CandidateRecord, SearchResult
+from srh_workers.endpoints import submit_access
+from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
 from srh_workers.flow.runtime import resolve_granularity, runtime_for
 from srh_workers.spec import RunSpec, load_spec
@@ -31,8 +33,11 @@ Send = Callable[[Action], Any]
 
 def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[str, Any],
                y: Mapping[str, Any], description: str = "", *,
-               agent_class: type[SRAgent] = SRAgent) -> RunSpec:
+               agent_class: type[SRAgent] = SRAgent, api_key: str | None = None) -> RunSpec:
     """Publish a run's spec and data, then enqueue its first task.
+
+    A run whose first task cannot be sent (the broker is down) is removed again,
+    so no run is left "running" with nothing to run it.
 
     Args:
         client: Redis holding the candidate store (``SRH_REDIS_URL``).
@@ -43,6 +48,8 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         description: The problem description shown to the model.
         agent_class: The SRAgent (sub)class the workers run; it must be
             importable by name on the workers.
+        api_key: The run's own model key: the only key workers send to the run's
+            ``base_url``. It is stored with the spec in Redis.
 
     Returns:
         The published spec (its ``run_id`` names the run everywhere).
@@ -50,7 +57,10 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     Raises:
         ConfigurationError: The run id is already in use, or the agent class
             cannot be imported by name.
+        EndpointAccessError: The run asks for a model endpoint the workers would
+            refuse (a base URL not on the operator's list, without its own key).
         DataError: The data is invalid (the error names the variable).
+        BrokerSendError: The first task could not be sent (the run was removed).
     """
     from srh_core.context import AgentContext
     from srh_core.context.structured import commit_run_data
@@ -58,6 +68,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     if len(y) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(y)}.")
     class_path = agent_class_path(agent_class)
+    submit_access(client, api_key).check_run(settings)
     settings = settings if settings.run_id else settings.replace(run_id=uuid.uuid4().hex[:12])
     target = next(iter(y))
     context = AgentContext(args=settings)
@@ -70,15 +81,22 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     spec = RunSpec(run_id=settings.run_id, settings=settings.model_dump(),
                    description=description, target=target, features=list(X),
                    agent_class=class_path, submitted_at=now,
-                   deadline=None if settings.time_limit is None else now + settings.time_limit)
+                   deadline=None if settings.time_limit is None else now + settings.time_limit,
+                   api_key=api_key)
     store = RedisRunStore(client, settings.run_id, settings.ranking_metric,
                           settings.larger_is_better,
                           agent_metadata={"class": class_path, **settings.model_dump()})
     store.publish(spec.model_dump_json(), context.to_payload(), now)
-    if resolve_granularity(settings) == "run":
-        send(whole_run_action(settings.run_id))
-    else:
-        send(restart_action(settings.run_id, 1))
+    first = (whole_run_action(settings.run_id) if resolve_granularity(settings) == "run"
+             else restart_action(settings.run_id, 1))
+    try:
+        send(first)
+    except Exception as error:  # the broker refused or is unreachable: leave no orphan run
+        store.delete_run()
+        client.zrem(RUNS_INDEX, settings.run_id)
+        raise BrokerSendError(f"The run's first task could not be sent to the broker "
+                              f"({type(error).__name__}: {error}); the run was not created. "
+                              f"Check SRH_BROKER_URL and that the broker is up.") from error
     return spec
 
 
@@ -109,6 +127,7 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
     spec, store = _store(client, run_id)
     settings = spec.search_settings()
     result = store.stored_result()
+    elapsed = _finished_at(store, result) - spec.submitted_at
     best = result.best if result is not None else _best_so_far(store, settings)
     return {
         "run_id": run_id,
@@ -121,7 +140,8 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
         "best_formula": best.formula if best else None,
         "best_metric": best.metric(settings.ranking_metric, "train") if best else None,
         "submitted_at": spec.submitted_at,
-        "elapsed_seconds": _finished_at(store, result) - spec.submitted_at,
+        "elapsed_seconds": elapsed,
+        "totals": run_totals(store, result, elapsed),
     }
 
 
@@ -130,6 +150,15 @@ def _best_so_far(store: RedisRunStore, settings: SearchSettings) -> CandidateRec
     ranked = store.ranked_candidates()
     index = select_best(ranked, store.policy, settings.selection)
     return None if index is None else ranked[index]
+
+
+def run_totals(store: RedisRunStore, result: SearchResult | None,
+               elapsed: float | None = None) -> dict[str, Any]:
+    """The finished run's totals, or the live ones (one GET: tool time is None until the end)."""
+    if result is not None and result.totals is not None:
+        return dict(result.totals)
+    live = store.spend().with_times(wall_seconds=elapsed).to_dict()
+    return {**live, "tool_seconds": None}
 
 
 def _finished_at(store: RedisRunStore, result: SearchResult | None) -> float:

@@ -40,7 +40,13 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from srh_core.errors import ConfigurationError, did_you_mean
-from srh_workers.config import BRANCHES_QUEUE, QUEUES, TOOLS_QUEUE, WorkerSettings
+from srh_workers.config import (
+    BRANCHES_QUEUE,
+    DEFAULT_METRICS_ADDR,
+    QUEUES,
+    TOOLS_QUEUE,
+    WorkerSettings,
+)
 
 APP_PATH = "srh_workers.app"
 DEFAULT_BRANCH_THREADS = 8
@@ -118,6 +124,7 @@ def _node_name(kind: str, hostname: str | None, several: bool) -> str:
 def worker_commands(queues: Sequence[str], settings: WorkerSettings, *,
                     concurrency: int | None = None, loglevel: str = "INFO",
                     hostname: str | None = None, metrics_port: int | None = None,
+                    metrics_addr: str | None = None,
                     python: str = sys.executable,
                     environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
     """The worker processes for ``queues``: one per queue kind, each with its pool.
@@ -129,6 +136,7 @@ def worker_commands(queues: Sequence[str], settings: WorkerSettings, *,
         loglevel: Celery log level.
         hostname: Node name (made unique per kind when several are started).
         metrics_port: First metrics port; the next kind gets the next port.
+        metrics_addr: Address the metrics bind (None: the workers' SRH_METRICS_ADDR).
         python: Interpreter that runs ``-m celery``.
         environ: Environment the workers inherit (read for PROMETHEUS_MULTIPROC_DIR).
     """
@@ -149,6 +157,8 @@ def worker_commands(queues: Sequence[str], settings: WorkerSettings, *,
         env = dict(kind.env)
         if metrics_port is not None:
             env["SRH_METRICS_PORT"] = str(metrics_port + index)
+            if metrics_addr is not None:
+                env["SRH_METRICS_ADDR"] = metrics_addr
             shared = environ.get("PROMETHEUS_MULTIPROC_DIR")
             if shared and len(queues) > 1:  # two workers must never share one directory
                 env["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(shared, queue)
@@ -214,7 +224,8 @@ def run_worker(args: argparse.Namespace) -> int:
     settings = WorkerSettings.from_env().check()
     commands = worker_commands(args.queues, settings, concurrency=args.concurrency,
                                loglevel=args.loglevel, hostname=args.hostname,
-                               metrics_port=args.metrics_port)
+                               metrics_port=args.metrics_port,
+                               metrics_addr=args.metrics_addr)
     if args.dry_run:
         for command in commands:
             print(command.render())
@@ -244,6 +255,9 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> argparse.Argum
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="serve Prometheus metrics on this port (the second worker "
                              "uses the next one)")
+    parser.add_argument("--metrics-addr", default=None,
+                        help=f"address the metrics bind (default: SRH_METRICS_ADDR, else "
+                             f"{DEFAULT_METRICS_ADDR}; 0.0.0.0 to be scraped from other hosts)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the worker commands instead of running them")
     parser.set_defaults(handler=run_worker)
@@ -268,7 +282,9 @@ def add_metrics_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
         "metrics", help="serve Prometheus queue-depth metrics read from the broker")
     parser.add_argument("--port", type=int, default=DEFAULT_METRICS_PORT,
                         help=f"HTTP port (default: {DEFAULT_METRICS_PORT})")
-    parser.add_argument("--addr", default="0.0.0.0", help="bind address (default: 0.0.0.0)")
+    parser.add_argument("--addr", default=DEFAULT_METRICS_ADDR,
+                        help=f"bind address (default: {DEFAULT_METRICS_ADDR}; 0.0.0.0 to be "
+                             "scraped from other hosts)")
     parser.add_argument("--queues", type=parse_queues, default=QUEUES,
                         help="comma-separated queues to report (default: all)")
     parser.set_defaults(handler=run_metrics)

@@ -26,20 +26,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from srh_core.agent.branch import BranchState
+
+if TYPE_CHECKING:
+    from srh_core.agent.accounting import RunTotals
 
 STOP_DEPTH = "depth"
 STOP_EARLY = "early_stopped"
 STOP_TIME_LIMIT = "time_limit"
 STOP_INTERRUPTED = "interrupted"
 STOP_CANCELLED = "cancelled"
+#: The run's spend reached ``max_cost`` or ``max_tokens`` (:func:`budget_stop`).
+STOP_BUDGET = "budget"
 #: ``prepare_iteration`` reasons that end a branch as done, not the search: the interactive
 #: controls' "next branch" and "next restart" (every remaining branch of that restart).
 MOVE_ON_REASONS = frozenset({"next_c", "next_r"})
-#: Reasons after which ``srh resume`` continues the branch (the budget was not used up).
-RESUMABLE_STOPS = frozenset({STOP_TIME_LIMIT, STOP_INTERRUPTED, STOP_CANCELLED})
+#: Reasons after which ``srh resume`` continues the branch (cut short, not finished; a
+#: budget stop continues once the budget is raised).
+RESUMABLE_STOPS = frozenset({STOP_TIME_LIMIT, STOP_INTERRUPTED, STOP_CANCELLED, STOP_BUDGET})
 
 Gate = Literal["open", "wait", "stop"]
 RunStatus = Literal["completed", "early_stopped", "interrupted", "failed"]
@@ -88,8 +94,33 @@ def restart_is_last(branches: Sequence[BranchState], R: int, max_restart: int,
     return any(branch.status == "stopped" for branch in branches)
 
 
+def budget_stop(settings: Any, totals: RunTotals) -> str | None:
+    """STOP_BUDGET once ``totals`` reached the run's ``max_cost`` or ``max_tokens``, else None.
+
+    A budget is checked before a step opens, so the step that crosses it
+    finishes (its responses are paid for) and no further step starts.
+    """
+    max_cost, max_tokens = settings.max_cost, settings.max_tokens
+    if max_cost is not None and totals.cost >= max_cost:
+        return STOP_BUDGET
+    if max_tokens is not None and totals.tokens >= max_tokens:
+        return STOP_BUDGET
+    return None
+
+
+def budget_message(settings: Any) -> str:
+    """The stop reason a run ended by its budget reports."""
+    parts = []
+    if settings.max_cost is not None:
+        parts.append(f"max_cost ${settings.max_cost:g}")
+    if settings.max_tokens is not None:
+        parts.append(f"max_tokens {settings.max_tokens}")
+    return f"budget ({', '.join(parts) or 'unset'}) reached; resume with a higher budget"
+
+
 def run_outcome(branches: Sequence[BranchState], *, early_stop: bool,
-                time_limit: float | None, failure: str | None = None) -> RunOutcome:
+                time_limit: float | None, failure: str | None = None,
+                settings: Any = None) -> RunOutcome:
     """The status and reason of a run whose last restart's branches are ``branches``.
 
     Args:
@@ -97,10 +128,14 @@ def run_outcome(branches: Sequence[BranchState], *, early_stop: bool,
         early_stop: The run's ``early_stop`` setting.
         time_limit: The run's time limit (for the message).
         failure: Set when the run ended by an error (its description).
+        settings: The run's settings (for the budget message).
     """
     if failure is not None:
         return RunOutcome("failed", failure)
     reasons = {branch.stop_reason for branch in branches if branch.status == "stopped"}
+    if STOP_BUDGET in reasons:
+        return RunOutcome("interrupted", budget_message(settings) if settings is not None
+                          else "budget reached")
     if STOP_INTERRUPTED in reasons:
         return RunOutcome("interrupted", "interrupted by the user")
     if STOP_CANCELLED in reasons:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from srh_core.api.endpoints import ENDPOINT_NAME_PATTERN
 from srh_core.errors import ConfigurationError, did_you_mean
 
 ToolParserName = Literal["openai", "json", "text", "xml"]
@@ -35,7 +36,10 @@ class SearchSettings(BaseModel):
     Attributes:
         llm_provider: Provider name ("offline", "openai", "deepseek", ...).
         llm_model: Model name; None uses the provider's default.
-        base_url: Endpoint override for OpenAI-compatible providers.
+        base_url: Endpoint override for OpenAI-compatible providers (on a cluster: only
+            an operator's endpoint, or with the run's own key; see srh_core.api.endpoints).
+        endpoint: Name of an endpoint the operator configured (``SRH_ENDPOINTS``); it
+            sets the provider, base URL and key of the run's model.
         tools: Tool names to enable; None enables the default catalogue.
         ban_tools: Tool names never enabled, even when ``tools`` lists them.
         skills: Skill names the model may read; None enables all.
@@ -77,6 +81,16 @@ class SearchSettings(BaseModel):
         strong_llm_model: Strong model; None disables routing to it.
         seed: Seed of the model sampling (the offline proposer's choices).
         time_limit: Wall-clock budget of the whole run in seconds.
+        max_cost: Spend budget of the run in USD (priced responses only); the
+            run ends ``interrupted`` (stop reason "budget") before the first
+            step that would start with the spend at or above it; resumable
+            with a higher budget. None for none.
+        max_tokens: Token budget of the run (input plus output tokens), the
+            same way. None for none.
+        prices: Price overrides, USD per million tokens:
+            ``{"provider:model" or "model": {"input": .., "output": ..,
+            "cached_input": ..}}``; they win over the built-in table
+            (:mod:`srh_core.api.pricing`).
         tool_timeout: Per-call limit in seconds (enforced when calls run in
             worker processes).
         branch_threads: Embedded runtime: how many branches of a restart run
@@ -104,6 +118,7 @@ class SearchSettings(BaseModel):
     llm_provider: str = "offline"
     llm_model: str | None = None
     base_url: str | None = None
+    endpoint: str | None = Field(default=None, pattern=ENDPOINT_NAME_PATTERN)
     tools: list[str] | None = Field(default=None, strict=False)
     ban_tools: list[str] = Field(default_factory=list, strict=False)
     skills: list[str] | None = Field(default=None, strict=False)
@@ -135,6 +150,9 @@ class SearchSettings(BaseModel):
     strong_llm_model: str | None = None
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     time_limit: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    max_tokens: int | None = Field(default=None, ge=0)
+    prices: dict[str, dict[str, float]] | None = Field(default=None, strict=False)
     tool_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     branch_threads: int = Field(default=8, ge=1, le=256)
     granularity: Literal["auto", "step", "run"] = "auto"
@@ -148,6 +166,18 @@ class SearchSettings(BaseModel):
     def _non_empty(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must be None or a non-empty variable name")
+        return value
+
+    @field_validator("prices")
+    @classmethod
+    def _valid_prices(cls, value: dict[str, dict[str, float]] | None
+                      ) -> dict[str, dict[str, float]] | None:
+        from srh_core.api.pricing import price_overrides
+
+        try:
+            price_overrides(value)
+        except ConfigurationError as error:
+            raise ValueError(str(error).rstrip(".")) from None
         return value
 
     @property

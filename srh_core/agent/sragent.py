@@ -38,10 +38,10 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from srh_core.agent import prompts
+from srh_core.agent import accounting, prompts
 from srh_core.agent.branch import BranchState, updated_front
 from srh_core.agent.candidates import choose_sample, is_evaluation, sample_candidates
-from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT
+from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT, budget_stop
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import StepPlan
 from srh_core.api import ModelResponse
@@ -93,7 +93,7 @@ class SRAgent:
         "polynomial_fit", "power_law_fit", "rational_fit", "constant_fit",
         "harmonic_interaction_fit", "monomial_sum_fit", "call_sindy", "evaluate_eic",
         "evaluate_code",
-        "read_skill", "call_pysr",
+        "read_skill", "call_pysr", "expression_search",
     )
 
     def __init__(self, llm_provider: str | None = None, llm_model: str | None = None, *,
@@ -101,7 +101,7 @@ class SRAgent:
                  skill_manager: Any = None, api: Any = None, evaluator: Any = None,
                  store: CandidateStore | None = None, executor: ToolExecutor | None = None,
                  problem_description: str = "", deadline: float | None = None,
-                 **settings_values: Any) -> None:
+                 model_access: Any = None, **settings_values: Any) -> None:
         if isinstance(llm_provider, SearchSettings):  # SRAgent(settings) reads naturally too
             settings, llm_provider = llm_provider, None
         if llm_provider is not None:
@@ -113,7 +113,9 @@ class SRAgent:
         self.settings = settings or SearchSettings.build(**settings_values)
         self.skill_manager = skill_manager
         self.api = api
+        self.model_access = model_access  # None: ModelAccess.local() (this process's operator)
         self.evaluator = evaluator
+        self.prices = accounting.price_table(self.settings)
         self.policy = RankingPolicy(self.settings.ranking_metric, self.settings.larger_is_better)
         self.exact_fit = ExactFitRule(self.settings.exact_fit_metric,
                                       self.settings.exact_fit_threshold,
@@ -216,13 +218,15 @@ class SRAgent:
                                                  len(context.feature_names()))
 
     def make_api(self, provider: str, model: str | None, metadata: list[Any]) -> Any:
-        from srh_core.api import BaseAPI
+        """A model adapter for ``provider``; its address and key follow ``self.model_access``.
 
-        options: dict[str, Any] = {}
-        if self.settings.base_url:
-            options["base_url"] = self.settings.base_url
-        return BaseAPI.create(provider, model=model, tool_list=metadata,
-                              tool_parser_name=self.settings.tool_parser, **options)
+        Raises:
+            EndpointAccessError: The run asks for an endpoint its access does not allow.
+        """
+        from srh_core.api.endpoints import build_api
+
+        return build_api(self.settings, provider, model, self.model_access, tool_list=metadata,
+                         tool_parser_name=self.settings.tool_parser)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -341,7 +345,17 @@ class SRAgent:
         seconds = self.seconds_left()
         if seconds is not None and seconds <= 0:
             return STOP_TIME_LIMIT
-        return None
+        return self.budget_stop()
+
+    def budget_stop(self) -> str | None:
+        """STOP_BUDGET once the run's spend reached ``max_cost`` or ``max_tokens``, else None.
+
+        Reads the store's totals only when a budget is set (on a cluster that
+        is one Redis read per step).
+        """
+        if self.settings.max_cost is None and self.settings.max_tokens is None:
+            return None
+        return budget_stop(self.settings, self.require_store().spend())
 
     def prepare_model_messages(self, buffer: list[Message], R: int, L: int, C: int
                                ) -> list[Message]:
@@ -369,12 +383,21 @@ class SRAgent:
         options = {"n": self.K, "max_tokens": self.settings.llm_max_tokens,
                    "temperature": self.settings.llm_temperature,
                    "seed": self.sampling_seed(R, C, L)}
+        started = time.monotonic()
         try:
             call = api(prompt, **options)
             responses, usage = list(call.responses), dict(call.usage or {})
+            summary = call.result() if hasattr(call, "result") else None
+            provider = getattr(summary, "provider", None)
+            model = getattr(summary, "model", None)
         except ModelResponseTruncatedError as error:
             responses, usage = truncated_responses(error, self.K), dict(error.usage)
+            provider, model = error.provider, error.model
         responses = pad_responses(responses, self.K)
+        usage = accounting.step_usage(
+            usage, responses, provider=provider or str(getattr(api, "provider", "") or ""),
+            model=model or getattr(api, "model", None), latency=time.monotonic() - started,
+            overrides=self.prices)
         self.emit("responses", R=R, C=C, L=L, route=route, usage=usage)
         return responses, usage
 

@@ -94,6 +94,9 @@ class OpenAIAPI(BaseAPI):
         retry_after_max: Largest honoured ``Retry-After``.
         max_parallel: Most single-sample requests in flight.
         price: Tariff overriding the preset's (None: preset's, if any).
+        isolated: Send only what is given here: ``api_key`` is required (never read
+            from the environment) and no organization or project id is sent. Set when
+            the endpoint was chosen by someone other than this process's operator.
         sleep: Retry sleep (tests inject a fake); default sleeps interruptibly.
         rng: Jitter source (seed it for reproducible delays).
     """
@@ -122,6 +125,7 @@ class OpenAIAPI(BaseAPI):
         retry_after_max: float = 60.0,
         max_parallel: int = 8,
         price: ModelPrice | None = None,
+        isolated: bool = False,
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
     ) -> None:
@@ -129,6 +133,7 @@ class OpenAIAPI(BaseAPI):
         self.base_url, self.api_key, self.api_style = base_url, api_key, api_style
         self.emulate_n, self.timeout, self.max_parallel = emulate_n, timeout, max_parallel
         self.price, self.sleep, self.rng = price, sleep, rng or random.Random()
+        self.isolated = isolated
         self.defaults = RequestOptions(max_tokens=max_tokens, temperature=temperature,
                                        top_p=top_p, stream=stream)
         self.retry_policy = RetryPolicy(max_retries, retry_base_delay, retry_max_delay,
@@ -159,7 +164,11 @@ class OpenAIAPI(BaseAPI):
         """
         preset = self.preset
         base_url = self.base_url or self._first_setting(preset.base_url_envs) or preset.base_url
-        api_key = self.api_key or self._first_setting(preset.api_key_envs)
+        api_key = self.api_key or (None if self.isolated
+                                   else self._first_setting(preset.api_key_envs))
+        if not api_key and self.isolated:
+            raise ConfigurationError(f"The {self.provider} adapter is isolated from this "
+                                     "process's keys and was given none.", setting="api_key")
         if not api_key:
             api_key = (self.require_env(preset.api_key_envs[0]) if preset.api_key_required
                        else "not-needed")
@@ -184,7 +193,7 @@ class OpenAIAPI(BaseAPI):
                 self._client = openai.OpenAI(
                     base_url=config.base_url, api_key=config.api_key, timeout=self.timeout,
                     max_retries=0, http_client=http_client)
-                if config.provider != "openai":
+                if config.provider != "openai" or self.isolated:
                     # the client reads OPENAI_ORG_ID/OPENAI_PROJECT_ID from the environment;
                     # those identifiers must not be sent to other providers
                     self._client.organization = self._client.project = None

@@ -18,8 +18,8 @@ Sources (read for this table; verify before relying on a cost):
 - Gemini: ai.google.dev/gemini-api/docs/pricing, paid tier, prompts up to
   200k tokens, as of 2025-08.
 
-Nothing here is wired into the search loop or the run directory: the
-functions are pure, for the run accounting to call.
+The functions are pure; the run accounting (:mod:`srh_core.agent.accounting`)
+prices every step with them, the ``prices`` setting passed as overrides.
 """
 
 from __future__ import annotations

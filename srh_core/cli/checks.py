@@ -130,14 +130,13 @@ def check_model_endpoint(settings: Any) -> None:
     Raises:
         ConfigurationError: The provider is unknown or a required setting (its key) is missing.
     """
-    from srh_core.api import BaseAPI
+    from srh_core.api.endpoints import build_api
 
     endpoints = [(settings.llm_provider, settings.llm_model)]
     if settings.strong_llm_model:
         endpoints.append((settings.strong_llm_provider or settings.llm_provider,
                           settings.strong_llm_model))
-    options = {"base_url": settings.base_url} if settings.base_url else {}
     for provider, model in endpoints:
-        resolve = getattr(BaseAPI.create(provider, model=model, **options), "resolve", None)
+        resolve = getattr(build_api(settings, provider, model), "resolve", None)
         if callable(resolve):
             resolve()

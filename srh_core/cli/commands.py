@@ -14,6 +14,7 @@ import numpy as np
 
 from srh_core.agent.settings import SearchSettings
 from srh_core.cli import run_options, tool_commands
+from srh_core.embedded.run_dir import run_path
 from srh_core.errors import ConfigurationError
 from srh_core.runtime.cli import add_interactive_arguments, interactive_options
 from srh_core.types import SearchResult
@@ -43,6 +44,7 @@ def register(subparsers: Any) -> None:
         "run directory, or a cluster run id)"))
     resume.add_argument("run_dir")
     resume.add_argument("--time-limit", type=float, help="new wall-clock budget (seconds)")
+    run_options.add_spend_budget_arguments(resume)
     resume.add_argument("--json", action="store_true", help="print the result JSON only")
     add_interactive_arguments(resume)
     resume.set_defaults(handler=handle_resume)
@@ -74,6 +76,10 @@ def add_sweep_command(subparsers: Any) -> None:
     sweep.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
                        help="embedded: cells running at once, each in its own process "
                             "(default: the cores available, here %(default)s)")
+    sweep.add_argument("--max-cost", type=float, metavar="USD",
+                       help="spend budget of the whole sweep (overrides the file's)")
+    sweep.add_argument("--max-tokens", type=int, metavar="N",
+                       help="token budget of the whole sweep (overrides the file's)")
     sweep.add_argument("--json", action="store_true", help="print the results table as JSON")
     sweep.set_defaults(handler=handle_sweep)
 
@@ -89,7 +95,7 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     provider, model = _llm(args.llm)
     run_id = args.run_id or uuid.uuid4().hex[:12]
     flags = {"llm_provider": provider, "llm_model": model, "run_id": run_id,
-             "save_path": args.out or str(Path(DEFAULT_RUNS_DIR) / run_id),
+             "save_path": args.out or str(run_path(DEFAULT_RUNS_DIR, run_id)),
              **run_options.settings_flags(args)}
     flags = {name: value for name, value in flags.items() if value is not None}
     if args.config:
@@ -147,7 +153,17 @@ def handle_run(args: argparse.Namespace) -> int:
         hint = " (install srh with its workers package)" if args.backend == "celery" else ""
         raise ConfigurationError(f"Unknown backend {args.backend!r}{hint}; available: "
                                  f"{', '.join(sorted(BACKENDS))}.", setting="backend")
+    if args.backend == "embedded":
+        cluster_only = [flag for flag, dest in CLUSTER_ONLY_FLAGS if getattr(args, dest, False)]
+        if cluster_only:
+            raise ConfigurationError(f"The '{cluster_only[0]}' option needs --backend celery "
+                                     "(the embedded backend runs here and now).",
+                                     setting="backend")
     return backend(args)
+
+
+#: Flags of ``srh run`` that only a cluster backend honours: (flag, argparse dest).
+CLUSTER_ONLY_FLAGS = (("--detach", "detach"), ("--own-key", "own_key"))
 
 
 def agent_class_from_args(args: argparse.Namespace) -> Any:
@@ -219,7 +235,8 @@ def handle_resume(args: argparse.Namespace) -> int:
     if live is not None:
         return apply_and_report(live, ControlCommand("resume"), args.run_dir, args.json)
 
-    overrides = {"time_limit": args.time_limit} if args.time_limit else {}
+    overrides = {name: getattr(args, name) for name in ("time_limit", "max_cost", "max_tokens")
+                 if getattr(args, name) is not None}
     agent_class: Any = None  # the class the run recorded
     if args.interactive:
         from srh_core.runtime import SRAgentInteractive
@@ -260,6 +277,13 @@ def handle_sweep(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
     spec = load_sweep(args.suite_file)
+    budgets = {name: getattr(args, name) for name in ("max_cost", "max_tokens")
+               if getattr(args, name) is not None}
+    for name, value in budgets.items():
+        if value < 0:
+            raise ConfigurationError(f"--{name.replace('_', '-')} must be >= 0; got {value}.",
+                                     setting=name)
+    spec = spec.model_copy(update=budgets)
     out = Path(args.out or Path("sweeps") / spec.name)
     if args.backend == "embedded":
         backend: Any = EmbeddedSweepBackend(out / "runs", jobs=args.jobs)
@@ -278,4 +302,8 @@ def handle_sweep(args: argparse.Namespace) -> int:
               f"table in {out / 'results.csv'}")
         for row in failed:
             print(f"  must be re-run: {row['cell']} ({row['error']})")
+        spent = [row for row in rows if row.get("cost") is not None]
+        if spent:
+            print(f"Spend: {sum(int(r['tokens'] or 0) for r in spent):,} tokens, "
+                  f"${sum(float(r['cost'] or 0) for r in spent):.4f}")
     return 0 if not failed else 1

@@ -78,6 +78,8 @@ def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
     """Status line, best formula and the front, for humans."""
     lines = [f"Status: {result.status}" + (f" ({result.stop_reason})" if result.stop_reason
                                            else ""), f"Progress: {result.progress}"]
+    if result.totals:
+        lines.append(f"Spend: {spend_line(result.totals)}")
     best = result.best
     if best is not None:
         lines.append(f"Best formula: {best.formula}")
@@ -85,3 +87,19 @@ def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
     if run_dir:
         lines += ["", f"Run directory: {run_dir}"]
     return "\n".join(lines)
+
+
+def spend_line(totals: Mapping[str, Any]) -> str:
+    """Run totals in one line: tokens, cost, and where the time went."""
+    def seconds(name: str) -> str:
+        value = totals.get(name)
+        return "-" if value is None else f"{float(value):.1f}s"
+
+    cost = f"${float(totals.get('cost') or 0.0):.4f}"
+    if int(totals.get("unpriced") or 0):
+        cost += f" (+{int(totals['unpriced'])} unpriced request(s))"
+    return (f"{int(totals.get('input_tokens') or 0):,} tokens in "
+            f"({int(totals.get('cached_tokens') or 0):,} cached), "
+            f"{int(totals.get('output_tokens') or 0):,} out, {cost}; "
+            f"model {seconds('model_seconds')}, tools {seconds('tool_seconds')}, "
+            f"wall {seconds('wall_seconds')}")

@@ -30,6 +30,7 @@ SETTING_OF_FLAG = {
     "validation_fraction": "validation_fraction", "split_by": "split_by",
     "split_ood_variable": "split_ood_variable", "split_random_state": "split_random_state",
     "branch_threads": "branch_threads", "granularity": "granularity", "selection": "selection",
+    "max_cost": "max_cost", "max_tokens": "max_tokens", "endpoint": "endpoint",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
 
@@ -79,7 +80,10 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
 def _model_options(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("model")
     model.add_argument("--llm", default=None, help="offline (default) or PROVIDER:MODEL")
-    model.add_argument("--base-url", help="OpenAI-compatible endpoint URL")
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint URL (celery: one of the "
+                       "operator's endpoints, or with --own-key)")
+    model.add_argument("--endpoint", metavar="NAME", help="a model endpoint the operator named "
+                       "(SRH_ENDPOINTS): its provider, URL and key")
     model.add_argument("--strong-llm", type=_provider_model, metavar="PROVIDER:MODEL",
                        help="the strong model hard tasks are routed to")
     model.add_argument("--auto-routing", action=argparse.BooleanOptionalAction, default=None,
@@ -110,8 +114,18 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
                         help="pool candidates carried into each restart")
     budget.add_argument("--seed", type=int, default=None, help="sampling and data seed")
     budget.add_argument("--time-limit", type=float, help="wall-clock budget in seconds")
+    add_spend_budget_arguments(budget)
     budget.add_argument("--no-early-stop", dest="early_stop", action="store_false",
                         default=None, help="use the whole budget even after an exact fit")
+
+
+def add_spend_budget_arguments(group: Any) -> None:
+    """``--max-cost`` and ``--max-tokens`` (``srh run``, ``srh resume``)."""
+    group.add_argument("--max-cost", type=float, metavar="USD",
+                       help="spend budget of the run in USD; the run ends interrupted, "
+                            "resumable with a higher budget")
+    group.add_argument("--max-tokens", type=int, metavar="N",
+                       help="token budget of the run (input + output tokens)")
 
 
 def _validation_options(parser: argparse.ArgumentParser) -> None:

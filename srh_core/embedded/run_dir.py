@@ -6,15 +6,17 @@ files at the end (:meth:`RunDirectory.write_finished`), so both runtimes
 leave the same set of files. All JSON is strict; nothing is ever pickled::
 
     settings.json       SearchSettings, as validated
-    problem.json        description, target, feature names, run id
+    problem.json        description, target, feature names, run id (and the data's
+                        layout for graph data: relations, num_nodes, axes, descriptions)
     data.npz            the arrays the run searched (np.savez; read with allow_pickle=False)
     run.json            run id, creation time, agent metadata (class, settings)
     nodes.jsonl         append-only node log
     candidates.jsonl    append-only candidate log
     tool_calls.jsonl    append-only log of every executed tool call
     plans.jsonl         append-only log of opened steps (prompt and the K responses)
+    response.jsonl      one line per model response: coordinate, model, tokens, latency, price
     state.json          snapshot after every step (atomic), with the branch states
-    result.json         the final SearchResult
+    result.json         the final SearchResult, with the run's totals (tokens, cost, times)
     pareto.png          Pareto-front plot (when matplotlib is installed)
 
 An interactive run (``srh run --interactive``, :mod:`srh_core.runtime`) adds its
@@ -25,6 +27,7 @@ control channel: ``commands.jsonl`` (appended by a controller such as ``srh web`
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -33,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from srh_core.agent.settings import SearchSettings
-from srh_core.errors import SearchStateError
+from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
+from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import (
     append_jsonl,
     atomic_write_json,
@@ -48,7 +51,39 @@ from srh_core.types import SearchResult, ToolCall, ToolCallResult, finite_float
 logger = logging.getLogger("srh.agent")
 
 RUN_FILES = ("settings.json", "problem.json", "data.npz", "run.json", "nodes.jsonl",
-             "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "state.json", "result.json")
+             "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "response.jsonl", "state.json",
+             "result.json")
+
+
+_RUN_ID = re.compile(RUN_ID_PATTERN)
+
+
+def path_inside(root: str | Path, relative: str | Path, *, setting: str = "save_path") -> Path:
+    """``root / relative``, resolved, checked to lie strictly inside ``root``.
+
+    Raises:
+        ConfigurationError: The path is ``root`` itself or escapes it (``..``, an
+            absolute path elsewhere, a symlink out).
+    """
+    base = Path(root).resolve()
+    path = (base / relative).resolve()
+    if base not in path.parents:
+        raise ConfigurationError(f"The {setting!r} path {str(relative)!r} must stay inside "
+                                 f"{base}; it resolves to {path}.", setting=setting)
+    return path
+
+
+def run_path(runs_dir: str | Path, run_id: str) -> Path:
+    """The directory of run ``run_id`` under ``runs_dir`` (the id checked, the path kept inside).
+
+    Raises:
+        ConfigurationError: The id does not match the run id pattern (no ``.``, ``..``
+            or separators), or the resolved path leaves ``runs_dir``.
+    """
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise ConfigurationError(f"The 'run_id' setting must be a string matching "
+                                 f"{RUN_ID_PATTERN}. Got {run_id!r} instead.", setting="run_id")
+    return path_inside(runs_dir, run_id, setting="run_id")
 
 
 def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: ToolCallResult,
@@ -56,6 +91,37 @@ def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: Tool
     """One line of ``tool_calls.jsonl``."""
     return {**coordinate, "forced": forced, "call": call.to_dict(), "ok": result.ok,
             "result_str": result.result_str, "meta": result.meta_data}
+
+
+def run_inputs(context: Any, description: str, run_id: str
+               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``problem.json`` and the arrays of ``data.npz`` for a run over ``context``'s data.
+
+    Both runtimes write these through this function. Plain data keeps its
+    features and target; data with a layout (relations, ``num_nodes``,
+    declared axes) keeps every array and records the layout, so
+    :func:`resumed_inputs` can commit the same data again.
+    """
+    problem: dict[str, Any] = {"description": description, "target": context.target,
+                               "features": list(context.feature_names()), "run_id": run_id}
+    names = [*context.feature_names(), context.target]
+    axes = {name: list(value) for name, value in context.variable_axes.items() if value}
+    if context.relation_names or context.num_nodes is not None or axes:
+        problem["layout"] = {
+            "relation_names": sorted(context.relation_names), "num_nodes": context.num_nodes,
+            "variable_structures": context.variable_structures, "variable_axes": axes,
+            "variable_descriptions": context.variable_descriptions}
+        names = list(context.data)
+    return problem, {name: context.data[name] for name in names}
+
+
+def resumed_inputs(problem: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+                   ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
+    """Features, the target and the recorded layout (None for plain data) of a run."""
+    target = str(problem["target"])
+    layout = problem.get("layout")
+    names = [n for n in arrays if n != target] if layout else list(problem["features"])
+    return {n: arrays[n] for n in names}, {target: arrays[target]}, layout
 
 
 class RunDirectory:
@@ -86,7 +152,7 @@ class RunDirectory:
                                      "agent": dict(agent_metadata)})
 
     def append(self, log: str, records: Iterable[Mapping[str, Any]]) -> None:
-        """Append records to a log: ``nodes``, ``candidates``, ``tool_calls`` or ``plans``."""
+        """Append records to a log (``nodes``, ``candidates``, ``tool_calls``, ``plans``...)."""
         path = self.path / f"{log}.jsonl"
         with self._lock:
             if log not in self._mended:
@@ -124,6 +190,7 @@ class RunDirectory:
         self.rewrite("candidates", snapshot.get("candidates") or [])
         for log in ("tool_calls", "plans"):
             self.rewrite(log, logs.get(log) or [])
+        self.rewrite("response", _response_lines(str(snapshot["run_id"]), logs.get("plans") or []))
         self.write_snapshot(snapshot)
         self.plot_pareto(result, settings.ranking_metric)
         self.write_result(result)  # last: a run directory with a result is complete
@@ -196,6 +263,13 @@ class RunDirectory:
         figure.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(figure)
         return path
+
+
+def _response_lines(run_id: str, plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    from srh_core.agent.accounting import response_records
+    from srh_core.agent.steps import StepPlan
+
+    return [line for plan in plans for line in response_records(run_id, StepPlan.from_dict(plan))]
 
 
 def _end_torn_line(path: Path) -> None:

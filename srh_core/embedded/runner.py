@@ -43,7 +43,7 @@ from srh_core.agent.outcome import (
 )
 from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
-from srh_core.embedded.run_dir import RunDirectory
+from srh_core.embedded.run_dir import RunDirectory, resumed_inputs, run_inputs
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.state import SearchRunState
 from srh_core.types import SearchResult
@@ -184,8 +184,12 @@ class LocalBranchRunner:
 
 
 # ------------------------------------------------------------------ a run
-def make_context(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | Any) -> Any:
-    """The agent's context (a new one unless it was given) holding ``X`` and ``y``."""
+def make_context(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | Any,
+                 layout: Mapping[str, Any] | None = None) -> Any:
+    """The agent's context (a new one unless it was given) holding ``X`` and ``y``.
+
+    ``layout`` is a resumed run's recorded layout (:func:`resumed_inputs`).
+    """
     from srh_core.context import AgentContext
     from srh_core.context.structured import commit_run_data
 
@@ -195,7 +199,11 @@ def make_context(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | An
     context = agent.context
     if context is None:
         context = AgentContext(args=agent.settings, evaluator=agent.evaluator)
-    commit_run_data(context, X, targets)  # keeps a StructuredData's graph layout
+    if layout is not None:
+        context.commit_context_data({"data": {**dict(X), **targets}, "target": next(iter(targets)),
+                                     **layout})
+    else:
+        commit_run_data(context, X, targets)  # keeps a StructuredData's graph layout
     return context
 
 
@@ -245,10 +253,7 @@ def run_search(agent: SRAgent, X: Mapping[str, Any], y: Any, problem_description
     agent.bind_run(context, store, executor_factory(agent, context), problem_description,
                    deadline=_deadline(agent))
     if store.run_dir is not None:
-        problem = {"description": problem_description, "target": context.target,
-                   "features": list(context.feature_names()), "run_id": store.run_id}
-        arrays = {name: context.data[name]
-                  for name in [*context.feature_names(), context.target]}
+        problem, arrays = run_inputs(context, problem_description, store.run_id)
         store.run_dir.write_start(settings, problem, arrays)
     return _guarded(agent, store, 1, None)
 
@@ -272,10 +277,10 @@ def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
         return run_dir.result()
     settings = run_dir.settings(save_path=str(run_dir.path), **overrides)
     agent = (agent_class or _recorded_class(run_dir))(settings=settings)
-    problem, arrays = run_dir.problem(), run_dir.arrays()
-    X = {name: arrays[name] for name in problem["features"]}
+    problem = run_dir.problem()
+    X, y, layout = resumed_inputs(problem, run_dir.arrays())
     store = SearchRunState.from_state(snapshot, run_dir.path)
-    context = make_context(agent, X, {problem["target"]: arrays[problem["target"]]})
+    context = make_context(agent, X, y, layout)
     agent.bind_run(context, store, executor_factory(agent, context), problem["description"],
                    deadline=_deadline(agent))
     restart, branches = _resume_point(runtime, agent.settings)
@@ -355,7 +360,8 @@ def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None
             return None
         if restart_is_last(states, R, settings.max_restart_loop, settings.early_stop):
             break
-    return run_outcome(states, early_stop=settings.early_stop, time_limit=settings.time_limit)
+    return run_outcome(states, early_stop=settings.early_stop, time_limit=settings.time_limit,
+                       settings=settings)
 
 
 def finish_run(agent: SRAgent, store: SearchRunState, outcome: RunOutcome) -> SearchResult:

@@ -15,6 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from srh_core.embedded.run_dir import run_path
 from srh_core.sweep.runner import CellData
 from srh_core.sweep.spec import Cell
 from srh_core.types import SearchResult
@@ -57,7 +58,7 @@ class EmbeddedSweepBackend:
         self._pool: ProcessPoolExecutor | None = None
 
     def submit(self, run_id: str, cell: Cell, data: CellData) -> None:
-        save_path = None if self.runs_dir is None else str(self.runs_dir / run_id)
+        save_path = None if self.runs_dir is None else str(run_path(self.runs_dir, run_id))
         settings = data.settings.replace(run_id=run_id, save_path=save_path).model_dump()
         if self.jobs == 1:
             result = run_cell(settings, data.X, data.y, data.description)

@@ -7,7 +7,10 @@ run failed, or whose run Redis no longer knows (lost), is retried up to
 ``retries`` times with a new run id; after that it is reported as failed
 with the reason. The table (``results.csv`` and ``results.json``) has one
 row per cell: status, best formula, metrics, solved flag when the ground
-truth is known, time.
+truth is known, time, and the run's spend (tokens, cost, model and tool time).
+The sweep budget (``SweepSpec.max_cost`` / ``max_tokens``) caps each cell's
+run at what is left and skips the cells that would start after it is spent
+(``skipped``; the next ``srh sweep`` with a higher budget runs them).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,12 +33,14 @@ from srh_core.types import SearchResult
 
 logger = logging.getLogger("srh.sweep")
 
-FINAL = ("done", "failed")
+FINAL = ("done", "failed", "skipped")
 POLL_SECONDS = 1.0
 BACKOFF_MAX = 10.0
 CSV_COLUMNS = ("cell", "problem", "seed", "variant", "status", "run_status", "solved", "r2_fresh",
-               "best_formula", "complexity", "train_mse", "validation_mse", "seconds", "attempts",
-               "run_id", "error")
+               "best_formula", "complexity", "train_mse", "validation_mse", "seconds", "tokens",
+               "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error")
+SPEND_COLUMNS = ("tokens", "cost", "model_seconds", "tool_seconds")
+SKIPPED = "not run: the sweep's budget is spent"
 
 
 class RunLost(SRHarnessError):
@@ -96,10 +101,14 @@ class SweepRunner:
     def _load_state(self) -> dict[str, dict[str, Any]]:
         path = self.out / "sweep.json"
         known = read_json(path)["cells"] if path.exists() else {}
-        return {cell.cell_id: known.get(cell.cell_id) or {
+        state = {cell.cell_id: known.get(cell.cell_id) or {
             "problem": cell.problem, "seed": cell.seed, "variant": cell.variant,
             "dataset": cell.dataset, "status": "pending", "attempts": 0}
             for cell in cells(self.spec)}
+        for entry in state.values():  # a skipped cell gets its chance under the new budget
+            if entry["status"] == "skipped":
+                entry["status"], entry["error"] = "pending", None
+        return state
 
     def save(self) -> None:
         atomic_write_json(self.out / "sweep.json", {"sweep": self.spec.name,
@@ -146,20 +155,43 @@ class SweepRunner:
             if entry["status"] == "running":
                 self._poll(cell_id, entry)
         in_flight = sum(e["status"] == "running" for e in self.state.values())
+        left = self.budget_left()
         for cell in cells(self.spec):
             entry = self.state[cell.cell_id]
-            if entry["status"] == "pending" and in_flight < self.spec.max_parallel:
-                self._submit(cell, entry)
-                in_flight += entry["status"] == "running"
+            if entry["status"] != "pending" or in_flight >= self.spec.max_parallel:
+                continue
+            if left is not None and any(value <= 0 for value in left.values()):
+                entry["status"], entry["error"] = "skipped", SKIPPED
+                self.save()
+                continue
+            self._submit(cell, entry, left)
+            in_flight += entry["status"] == "running"
 
-    def _submit(self, cell: Cell, entry: dict[str, Any]) -> None:
+    # ------------------------------------------------------------ budget
+    def spent(self) -> dict[str, float]:
+        """Tokens and cost of the sweep's finished runs (every attempt that reported)."""
+        return {"tokens": sum(e.get("spent_tokens", 0) for e in self.state.values()),
+                "cost": sum(e.get("spent_cost", 0.0) for e in self.state.values())}
+
+    def budget_left(self) -> dict[str, float] | None:
+        """What the sweep's budget leaves (``max_cost``, ``max_tokens``), or None without one."""
+        spent = self.spent()
+        left = {}
+        if self.spec.max_cost is not None:
+            left["max_cost"] = self.spec.max_cost - spent["cost"]
+        if self.spec.max_tokens is not None:
+            left["max_tokens"] = self.spec.max_tokens - spent["tokens"]
+        return left or None
+
+    def _submit(self, cell: Cell, entry: dict[str, Any],
+                left: Mapping[str, float] | None = None) -> None:
         entry["attempts"] += 1
         entry["run_id"] = cell.run_id(self.spec.name, entry["attempts"])
         entry["submitted_at"] = time.time()
         entry["status"] = "running"
         self.save()
         try:
-            self.backend.submit(entry["run_id"], cell, cell_data(self.spec, cell))
+            self.backend.submit(entry["run_id"], cell, capped(cell_data(self.spec, cell), left))
         except BackendUnavailable:
             entry["status"], entry["attempts"] = "pending", entry["attempts"] - 1
             self.save()
@@ -178,6 +210,9 @@ class SweepRunner:
             return
         entry["seconds"] = time.time() - entry["submitted_at"]
         entry.update(summarize(result, self.spec, entry))
+        totals = result.totals or {}  # every attempt's spend counts against the sweep budget
+        entry["spent_tokens"] = entry.get("spent_tokens", 0) + int(totals.get("tokens") or 0)
+        entry["spent_cost"] = entry.get("spent_cost", 0.0) + float(totals.get("cost") or 0.0)
         if result.status == "failed":
             self._fail(entry, f"run failed: {result.stop_reason}")
         else:
@@ -220,6 +255,18 @@ class SweepRunner:
         return rows
 
 
+def capped(data: CellData, left: Mapping[str, float] | None) -> CellData:
+    """The cell with its run's budgets lowered to what the sweep has left."""
+    if not left:
+        return data
+    changes: dict[str, Any] = {}
+    for name, value in left.items():
+        own = getattr(data.settings, name)
+        cap = value if name == "max_cost" else int(value)
+        changes[name] = cap if own is None else min(own, cap)
+    return replace(data, settings=data.settings.replace(**changes))
+
+
 def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
     """The data, description and settings of one cell."""
     variant = next(v for v in spec.variants if v.name == cell.variant)
@@ -249,6 +296,9 @@ def summarize(result: SearchResult, spec: SweepSpec, entry: Mapping[str, Any]
     best = result.best
     summary: dict[str, Any] = {"run_status": result.status, "stop_reason": result.stop_reason,
                                "best_formula": best.formula if best else None}
+    totals = result.totals or {}
+    spent = {column: totals.get(column) for column in SPEND_COLUMNS}
+    summary.update(spent)
     if best is None:
         return summary
     summary.update(complexity=best.complexity, train_mse=best.metric("mse", "train"),

@@ -13,6 +13,8 @@
     max_parallel = 16               # runs in flight at once (cluster backend)
     stall_seconds = 180             # no new node for this long: re-send the run's next
                                     # tasks; after two such kicks the cell counts as lost
+    max_cost = 5.0                  # optional spend budget of the whole sweep (USD)
+    max_tokens = 2_000_000          # optional token budget of the whole sweep
 
     [settings]                      # SearchSettings for every cell
     max_refinement_depth = 6
@@ -28,11 +30,19 @@
     target = "T"
 
 Every (problem or dataset) x seed x variant is one cell and one run.
+
+A sweep budget (``max_cost``, ``max_tokens``) caps each run at what the
+sweep has left when the cell starts (a run's own ``[settings]`` budget, if
+lower, still applies); once the finished cells spent it, no further cell
+starts: they are ``skipped`` and a later ``srh sweep`` with a higher budget
+runs them. Cells in flight finish under their cap, so with ``max_parallel``
+above 1 the sweep can end above its budget by what those cells spent.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +50,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from srh_core.agent.settings import SearchSettings
+from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import ConfigurationError
+
+#: Sweep, variant and dataset names: the run id pattern (no "." or "..", no separators).
+NAME_PATTERN = RUN_ID_PATTERN
 
 
 class Variant(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, pattern=NAME_PATTERN)
 
     def overrides(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -54,7 +67,7 @@ class Variant(BaseModel):
 
 class Dataset(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, pattern=NAME_PATTERN)
     path: str
     target: str
     description: str = ""
@@ -64,7 +77,7 @@ class SweepSpec(BaseModel):
     """A validated sweep file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, max_length=48, pattern=NAME_PATTERN)  # run ids add 16
     problems: list[str] | str = Field(default_factory=list)
     suite: str | None = None
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
@@ -73,6 +86,8 @@ class SweepSpec(BaseModel):
     retries: int = Field(default=1, ge=0, le=10)
     max_parallel: int = Field(default=16, ge=1, le=10_000)
     stall_seconds: float = Field(default=180.0, gt=0)
+    max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    max_tokens: int | None = Field(default=None, ge=0)
     settings: dict[str, Any] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(name="default")])
     datasets: list[Dataset] = Field(default_factory=list)
@@ -112,7 +127,12 @@ def load_sweep(path: str | Path) -> SweepSpec:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigurationError(f"Cannot read sweep file {path}: {error}") from error
-    body = dict(document.get("sweep", {}))
+    body = document.get("sweep", {})
+    if not isinstance(body, dict):
+        raise ConfigurationError(f"Sweep file {path}: the 'sweep' entry must be a table "
+                                 f"([sweep] with name, problems, seeds, ...). Got {body!r} "
+                                 "instead.", setting="sweep")
+    body = dict(body)
     for table in ("settings", "variants", "datasets"):
         if table in document:
             body[table] = document[table]
@@ -134,11 +154,19 @@ def _check(spec: SweepSpec) -> None:
     suite = problem_suite(spec)
     for name in problem_names(spec):
         suite.get(name)
+        if not re.fullmatch(NAME_PATTERN, name):  # a custom suite's names name cells too
+            raise ConfigurationError(f"Problem name {name!r} cannot name a sweep cell: it "
+                                     f"must match {NAME_PATTERN}.", setting="problems")
     if not problem_names(spec) and not spec.datasets:
         raise ConfigurationError("The sweep has no problems and no datasets.", setting="problems")
-    names = [variant.name for variant in spec.variants]
-    if len(set(names)) != len(names):
-        raise ConfigurationError(f"Variant names must be unique; got {names}.", setting="variants")
+    for table, names in (("variants", [variant.name for variant in spec.variants]),
+                         ("datasets", [dataset.name for dataset in spec.datasets]),
+                         ("problems", problem_names(spec) + [d.name for d in spec.datasets])):
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ConfigurationError(f"The sweep's {table} names must be unique (a cell is "
+                                     f"named by them); {', '.join(map(repr, repeated))} "
+                                     "appears more than once.", setting=table)
 
 
 def problem_suite(spec: SweepSpec) -> Any:

@@ -19,6 +19,7 @@ import srh_core.tools.polynomial  # noqa: F401
 import srh_core.tools.power_law  # noqa: F401
 import srh_core.tools.pysr  # noqa: F401
 import srh_core.tools.rational  # noqa: F401
+import srh_core.tools.search  # noqa: F401
 import srh_core.tools.sindy  # noqa: F401
 
 # --- analysis, code, workspace and skill tools -----------------------------

@@ -19,7 +19,8 @@ from srh_workers.submit import Send, submit_run
 def submit_interactive(client: Redis, send: Send, settings: SearchSettings,
                        X: Mapping[str, Any], y: Mapping[str, Any], description: str = "", *,
                        agent_class: type | None = None,
-                       options: Mapping[str, bool] | None = None) -> RunSpec:
+                       options: Mapping[str, bool] | None = None,
+                       api_key: str | None = None) -> RunSpec:
     """Open the run's controls (with the agent's pause options), then submit it.
 
     The controls exist before the first task runs, so a command sent the
@@ -35,6 +36,7 @@ def submit_interactive(client: Redis, send: Send, settings: SearchSettings,
         description: The problem description shown to the model.
         agent_class: An SRAgentInteractive (sub)class; SRAgentInteractive by default.
         options: ``pause_on_tool_free`` / ``pause_on_truncated`` of the agent.
+        api_key: The run's own model key (see :func:`srh_workers.submit.submit_run`).
 
     Raises:
         ConfigurationError: The class is not interactive, or the run id is in use.
@@ -52,7 +54,8 @@ def submit_interactive(client: Redis, send: Send, settings: SearchSettings,
                                  "run; choose another.", setting="run_id")
     created = open_controls(client, settings.run_id, options)
     try:
-        return submit_run(client, send, settings, X, y, description, agent_class=agent_class)
+        return submit_run(client, send, settings, X, y, description, agent_class=agent_class,
+                          api_key=api_key)
     except BaseException:
         if created:
             store.delete_controls()

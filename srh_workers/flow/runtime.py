@@ -23,6 +23,7 @@ from redis import Redis
 from srh_core.agent import SRAgent, load_agent_class
 from srh_core.agent.settings import SearchSettings
 from srh_core.embedded.executor import SerialToolExecutor
+from srh_core.embedded.run_dir import path_inside, run_path
 from srh_core.types import ToolCall, ToolCallResult
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
@@ -89,6 +90,7 @@ class RunRuntime:
         self.granularity = resolve_granularity(self.settings)
         self._context: Any = None
         self._api: Any = None
+        self._access: Any = None
         self._lock = threading.Lock()
 
     @property
@@ -123,10 +125,20 @@ class RunRuntime:
         agent = self.agent_class(settings=self.settings, context=self.context, api=self._api,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
-                                 deadline=self.deadline(), **self.agent_options())
+                                 deadline=self.deadline(), model_access=self.model_access,
+                                 **self.agent_options())
         with self._lock:
             self._api = self._api or agent.api
         return agent
+
+    @property
+    def model_access(self) -> Any:
+        """The endpoints and keys this run may use here (never the worker's keys elsewhere)."""
+        if self._access is None:
+            from srh_workers.endpoints import worker_access
+
+            self._access = worker_access(self.spec)
+        return self._access
 
     def agent_options(self) -> dict[str, Any]:
         """Further constructor arguments: an interactive agent's Redis controls and options."""
@@ -142,10 +154,19 @@ class RunRuntime:
 
     @property
     def run_dir(self) -> Path | None:
-        """The run directory: the settings' save_path, else ``runs_dir/run_id``."""
+        """The run directory: the settings' save_path, else ``runs_dir/run_id``.
+
+        A worker writes only inside its ``runs_dir``: a save_path chosen by the
+        submitter is taken relative to it and must stay inside it.
+
+        Raises:
+            ConfigurationError: The run id or save_path would leave ``runs_dir``.
+        """
+        if self.runs_dir is None:
+            return None
         if self.settings.save_path:
-            return Path(self.settings.save_path)
-        return None if self.runs_dir is None else self.runs_dir / self.spec.run_id
+            return path_inside(self.runs_dir, self.settings.save_path)
+        return run_path(self.runs_dir, self.spec.run_id)
 
 
 _CACHE: OrderedDict[str, RunRuntime] = OrderedDict()

@@ -33,7 +33,8 @@ from redis import Redis
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_EARLY, restart_is_last, run_outcome, step_gate
 from srh_core.agent.steps import sample_results
-from srh_core.embedded.run_dir import RunDirectory
+from srh_core.embedded.run_dir import RunDirectory, run_inputs
+from srh_core.errors import ConfigurationError
 from srh_core.types import SearchResult
 from srh_workers.flow.names import (
     ADVANCE,
@@ -189,37 +190,59 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     last restart's branches, as in the embedded runtime.
     """
     existing = rt.store.stored_result()
+    path = checked_run_dir(rt)
     if existing is not None:
         # the result is stored before the run directory is written: finish the directory
-        if rt.run_dir is not None and not RunDirectory(rt.run_dir).has_result():
-            write_run_directory(rt, existing, rt.run_dir)
+        if path is not None and not RunDirectory(path).has_result():
+            write_run_directory(rt, existing, path)
         finish_controls(rt, existing)
         return existing
     last = rt.store.latest_restart()
     branches = [b for b in rt.store.load_branches(last, rt.width) if b is not None] if last else []
     settings = rt.settings
     outcome = run_outcome(branches, early_stop=settings.early_stop,
-                          time_limit=settings.time_limit, failure=failure)
+                          time_limit=settings.time_limit, failure=failure, settings=settings)
     result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
     finish_controls(rt, result)
-    if rt.run_dir is not None:
-        write_run_directory(rt, result, rt.run_dir)
+    if path is not None:
+        write_run_directory(rt, result, path)
+    return result
+
+
+def checked_run_dir(rt: RunRuntime) -> Path | None:
+    """The run directory to write, or None (none configured, or it would leave SRH_RUNS_DIR:
+    then the result stays in Redis only, and the refusal is logged)."""
+    try:
+        return rt.run_dir
+    except ConfigurationError as error:
+        logger.error("run %s: the run directory is not written: %s", rt.run_id, error)
+        return None
+
+
+def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
+    """End a run that may not run here (e.g. it asks for an endpoint the operator did
+    not allow) as failed, with the reason; once."""
+    existing = rt.store.stored_result()
+    if existing is not None:
+        return existing
+    outcome = run_outcome([], early_stop=rt.settings.early_stop,
+                          time_limit=rt.settings.time_limit, failure=reason)
+    result = rt.store.result(outcome.status, "refused before its first step",
+                             stop_reason=outcome.reason)
+    finish_controls(rt, result)
     return result
 
 
 def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
     """Best effort: the run directory, the same files an embedded run leaves.
 
-    It is written on the disk of the worker that finalizes the run: point
-    ``save_path`` (or the workers' ``SRH_RUNS_DIR``) at shared storage to
-    collect runs in one place.
+    It is written on the disk of the worker that finalizes the run, inside
+    its ``SRH_RUNS_DIR`` (a run's ``save_path`` is taken relative to it): point
+    ``SRH_RUNS_DIR`` at shared storage to collect runs in one place.
     """
     try:
-        context = rt.context
         spec = rt.spec
-        problem = {"description": spec.description, "target": spec.target,
-                   "features": spec.features, "run_id": spec.run_id}
-        arrays = {name: context.data[name] for name in [*spec.features, spec.target]}
+        problem, arrays = run_inputs(rt.context, spec.description, spec.run_id)
         last = rt.store.latest_restart()
         branches = rt.store.load_branches(last, rt.width) if last else []
         snapshot = rt.store.save_snapshot({

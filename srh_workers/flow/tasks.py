@@ -20,6 +20,7 @@ from typing import Any
 from celery import Celery, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
+from srh_core.api.endpoints import EndpointAccessError
 from srh_core.types import ToolCallResult
 from srh_workers.flow import names, steps
 from srh_workers.flow.names import Action, whole_run_action
@@ -52,7 +53,13 @@ def _send_all(task: SRHTask, actions: Sequence[Action]) -> dict[str, Any]:
 
 
 def _run(task: SRHTask, name: str, run_id: str, *coordinate: int) -> dict[str, Any]:
-    actions = steps.HANDLERS[name](_runtime(task, run_id), *coordinate)
+    runtime = _runtime(task, run_id)
+    try:
+        actions = steps.HANDLERS[name](runtime, *coordinate)
+    except EndpointAccessError as error:  # the run asks for an endpoint it may not use
+        logger.error("run %s refused: %s", run_id, error)
+        steps.refuse_run(runtime, str(error))
+        actions = []
     return {"run_id": run_id, "coordinate": list(coordinate), **_send_all(task, actions)}
 
 
@@ -140,9 +147,13 @@ def branch_finalize(self: FlowTask, run_id: str) -> dict[str, Any]:
 @shared_task(name=names.WHOLE_RUN, bind=True, base=FlowTask)
 def whole_run(self: FlowTask, run_id: str) -> dict[str, Any]:
     """Run a whole run (granularity "run") until it ends or this task's time is up."""
+    runtime = _runtime(self, run_id)
     try:
-        actions = run_whole(_runtime(self, run_id), owner=str(self.request.id),
-                            budget=self.time_budget)
+        actions = run_whole(runtime, owner=str(self.request.id), budget=self.time_budget)
+    except EndpointAccessError as error:
+        logger.error("run %s refused: %s", run_id, error)
+        steps.refuse_run(runtime, str(error))
+        actions = []
     except SoftTimeLimitExceeded:  # a step overran the chunk: continue from the checkpoint
         logger.warning("run %s: soft time limit inside a step; continuing in a new task", run_id)
         actions = [whole_run_action(run_id)]

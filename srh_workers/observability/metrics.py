@@ -155,7 +155,7 @@ class QueueDepthCollector:
 
 
 def start_metrics_server(port: int, registry: Collector | CollectorRegistry, *,
-                         addr: str = "0.0.0.0") -> tuple[Any, threading.Thread]:
+                         addr: str = "127.0.0.1") -> tuple[Any, threading.Thread]:
     """Serve ``registry`` in Prometheus text format on ``addr:port`` from a daemon thread.
 
     Returns:
@@ -178,7 +178,7 @@ def exporter_registry(broker_url: str, queues: Sequence[str]) -> CollectorRegist
 
 
 def run_exporter(broker_url: str, queues: Sequence[str], port: int, *,
-                 addr: str = "0.0.0.0", stop: threading.Event | None = None) -> None:
+                 addr: str = "127.0.0.1", stop: threading.Event | None = None) -> None:
     """Serve the queue gauges until ``stop`` is set (forever without one)."""
     server, _thread = start_metrics_server(port, exporter_registry(broker_url, queues),
                                            addr=addr)
@@ -217,7 +217,7 @@ def prepare_multiprocess_dir(environ: dict[str, str] | os._Environ[str] = os.env
 
 
 def start_worker_metrics(port: int, broker_url: str, queues: Sequence[str], *,
-                         addr: str = "0.0.0.0") -> tuple[Any, threading.Thread]:
+                         addr: str = "127.0.0.1") -> tuple[Any, threading.Thread]:
     """Enable task metrics in this worker and its future children; serve them with the queues."""
     from prometheus_client import CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector

@@ -74,6 +74,8 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("context", "hash", "submit (publish_run)", "workers (context cache)"),
     KeySpec("requests", "string", "runtime branch_step (INCR per model request)",
             "srh status, tests"),
+    KeySpec("spend", "string", "save_plan (Lua: adds each kept step's spend)",
+            "budgets (branch steps), srh status, result totals"),
     KeySpec("results:{R}:{C}:{L}", "hash", "runtime tool_calls (HSETNX per K)",
             "runtime tool_calls, branch_advance"),
     KeySpec("poison", "hash", "SRHTask delivery guard (task id -> PoisonRecord JSON)",
@@ -101,6 +103,9 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
 
 RUNS_INDEX = "srh:runs"
 """Zset of every submitted run id, scored by submission time (``srh status`` lists it)."""
+
+ENDPOINTS_KEY = "srh:endpoints"
+"""String: JSON list of the operator's model endpoints (public part), set by workers at start."""
 
 
 def _coordinate(name: str, value: int) -> int:
@@ -171,6 +176,7 @@ class RunKeys:
     spec = _static_key("spec", "String: the run specification JSON (settings, problem).")
     context = _static_key("context", "Hash: context metadata JSON and one .npy per array.")
     requests = _static_key("requests", "String: counter of model requests actually sent.")
+    spend = _static_key("spend", "String: JSON totals of the kept steps (tokens, cost, time).")
     poison = _static_key("poison", "Hash: task id -> PoisonRecord JSON of a poison task.")
     tool_log = _static_key("toollog", "List: tool_calls.jsonl records, in recording order.")
     lock = _static_key("lock", "String: id of the task running a run-granularity run.")

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from srh_core.agent.accounting import RunTotals, plan_spend, tool_seconds
 from srh_core.agent.branch import BranchState
 from srh_core.agent.steps import StepPlan
 from srh_core.embedded.run_dir import tool_call_record
@@ -75,6 +76,10 @@ from srh_workers.store.keys import (
     unranked_entry,
 )
 from srh_workers.store.scripts import RunScripts, node_args, reply_text
+
+#: The RunTotals fields a kept step adds to the ``spend`` key.
+SPEND_FIELDS = ("requests", "responses", "input_tokens", "output_tokens", "cached_tokens", "cost",
+                "unpriced", "model_seconds")
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -363,14 +368,31 @@ class RedisRunStore(ControlRecords):
         Counts the model request that made it in ``requests`` (every request
         sent counts, also one whose plan lost the race to a re-delivered twin).
         """
-        key = self.keys.plan(plan.R, plan.C, plan.L)
-        pipe = self.client.pipeline(transaction=False)  # SET NX decides; GET reads the winner
-        pipe.sadd(self.keys.registry, key)
-        pipe.set(key, dumps(plan.to_dict()), nx=True)
-        pipe.incr(self.keys.requests)
-        pipe.get(key)
-        stored = pipe.execute()[-1]
-        return StepPlan.from_dict(json.loads(stored))
+        keys = (self.keys.plan(plan.R, plan.C, plan.L), self.keys.registry, self.keys.requests,
+                self.keys.spend)
+        spent = plan_spend(plan).to_dict()
+        delta = {name: spent[name] for name in SPEND_FIELDS}
+        text = dumps(plan.to_dict())
+        stored = self._scripts.call("save_plan", keys, [text, dumps(delta)])
+        return StepPlan.from_dict(json.loads(text if stored is None else stored))
+
+    def spend(self) -> RunTotals:
+        """The kept steps' totals: tokens, cost and model time (what budgets read).
+
+        One GET per budget check. Tool and wall time are not kept live (the
+        tool time would cost a write per sample); :meth:`run_totals` adds them.
+        """
+        raw = self.client.get(self.keys.spend)
+        return RunTotals.from_dict(None if raw is None else json.loads(raw))
+
+    def run_totals(self) -> RunTotals:
+        """:meth:`spend` with the tool time of the tool-call log and the wall time so far."""
+        return self.spend().with_times(tool_seconds=tool_seconds(self.tool_log()),
+                                       wall_seconds=self._wall_seconds())
+
+    def _wall_seconds(self) -> float:
+        submitted = self.client.zscore(RUNS_INDEX, self.run_id)
+        return 0.0 if submitted is None else max(time.time() - float(submitted), 0.0)
 
     def load_plan(self, R: int, C: int, L: int) -> StepPlan | None:
         raw = self.client.get(self.keys.plan(R, C, L))
@@ -649,7 +671,7 @@ class RedisRunStore(ControlRecords):
             status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
             pareto_front=pareto_indices(ranked),
             best_candidate=select_best(ranked, self.policy, selection),
-            run_id=self.run_id, stop_reason=stop_reason)
+            run_id=self.run_id, stop_reason=stop_reason, totals=self.run_totals().to_dict())
         pipe = self.client.pipeline(transaction=True)
         pipe.set(self.keys.result, dumps(result.to_dict()))
         pipe.hset(self.keys.meta, mapping={"status": status, "finished_at": repr(time.time())})
@@ -669,11 +691,13 @@ class RedisRunStore(ControlRecords):
         pipe.hlen(self.keys.nodes)
         pipe.llen(self.keys.cand_order)
         pipe.zcard(self.keys.rank)
-        meta, nodes, pooled, ranked = pipe.execute()
+        pipe.get(self.keys.spend)
+        meta, nodes, pooled, ranked, spend = pipe.execute()
         summary = {reply_text(k): reply_text(v) for k, v in meta.items()
                    if reply_text(k) != "agent_metadata"}
+        totals = RunTotals.from_dict(None if spend is None else json.loads(spend))
         return {**summary, "run_id": self.run_id, "nodes": nodes, "candidates": pooled,
-                "ranked": ranked}
+                "ranked": ranked, "totals": totals.to_dict()}
 
     # ------------------------------------------------------- key retention
     def run_keys(self) -> list[str]:
@@ -718,7 +742,8 @@ class RedisRunStore(ControlRecords):
                 "ranking_metric": self.policy.metric,
                 "larger_is_better": self.policy.larger_is_better, "agent_metadata": agent,
                 "nodes": records,
-                "candidates": [json.loads(cands[reply_text(field_)]) for field_ in cand_order]}
+                "candidates": [json.loads(cands[reply_text(field_)]) for field_ in cand_order],
+                "spend": self.run_totals().to_dict()}
 
     def save_snapshot(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Return :meth:`export_state` with ``extra`` under "runtime" (nothing is written)."""
@@ -749,11 +774,14 @@ class RedisRunStore(ControlRecords):
             pool = [CandidateRecord.from_dict(c) for c in snapshot.get("candidates", [])]
         except (KeyError, TypeError, ValueError) as error:
             raise SearchStateError(f"Malformed run snapshot: {error!r}.") from error
-        store._load(nodes, pool)
+        store._load(nodes, pool, RunTotals.from_dict(snapshot.get("spend")))
         return store
 
-    def _load(self, nodes: Sequence[SearchNode], pool: Sequence[CandidateRecord]) -> None:
+    def _load(self, nodes: Sequence[SearchNode], pool: Sequence[CandidateRecord],
+              spend: RunTotals) -> None:
         pipe = self.client.pipeline(transaction=True)
+        spent = spend.to_dict()
+        pipe.set(self.keys.spend, dumps({name: spent[name] for name in SPEND_FIELDS}), nx=True)
         for node in nodes:
             self._scripts.call("record_node", self.keys.node_keys, node_args(node), pipe)
         for candidate in pool:

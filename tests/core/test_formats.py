@@ -19,6 +19,7 @@ from srh_core.api.offline.screening import (
     read_partial_screen,
     read_screening,
 )
+from srh_core.api.offline.search_step import seconds_left
 from srh_core.api.offline.structured import read_structure
 from srh_core.context.structured import StructuredData
 from srh_core.parsers import BaseParser
@@ -73,6 +74,9 @@ def test_the_progress_message_gives_step_branch_and_front():
     assert [(row.complexity, row.train_mse, row.formula) for row in view.front] == [
         (9, 1.5e-30, "0.5*m*v**2 + 1"), (3, 0.25, "m*v")]
     assert view.best.formula == "0.5*m*v**2 + 1"
+    assert seconds_left([task(), message]) == 12.0
+    untimed = prompts.progress_message(3, 6, records, "mse", "restart 1/2, branch 2/4", None)
+    assert seconds_left([task(), untimed]) is None
 
 
 def test_power_law_fit_gives_exponents_intervals_scale_and_r2():

@@ -96,3 +96,41 @@ def test_lost_cells_are_retried_then_reported(tmp_path):
     assert failed[0]["attempts"] == 2 and "run lost" in failed[0]["error"]
     state = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert state["cells"][cells(spec)[0].cell_id]["status"] == "failed"
+
+
+METERED_SWEEP = """
+[sweep]
+name = "budget"
+problems = ["feynman-I.14.4"]
+seeds = [0, 1, 2, 3]
+samples = 50
+max_parallel = 1
+max_tokens = 500
+
+[settings]
+llm_provider = "test-metered"
+tool_parser = "text"
+max_refinement_depth = 2
+early_stop = false
+"""
+
+
+def test_a_sweep_budget_caps_the_runs_skips_the_rest_and_a_higher_one_runs_them(tmp_path):
+    import tests.workers.cluster_plugins  # noqa: F401 - the test-metered provider (120 tokens/step)
+
+    spec = load_sweep(write(tmp_path, METERED_SWEEP))
+    backend = CountingBackend()
+    rows = SweepRunner(spec, tmp_path / "out", backend, progress=lambda line: None).run()
+    # cells of 2 steps x 120 tokens: 240, 240, then a run capped at the 20 left: one step
+    assert [(row["status"], row["run_status"], row["tokens"]) for row in rows] == [
+        ("done", "completed", 240), ("done", "completed", 240), ("done", "interrupted", 120),
+        ("skipped", None, None)]
+    assert rows[3]["error"] == "not run: the sweep's budget is spent"
+    assert len(backend.submitted) == 3
+    assert rows[0]["cost"] is not None and rows[0]["model_seconds"] >= 0
+    with (tmp_path / "out" / "results.csv").open() as stream:
+        assert [line["tokens"] for line in csv.DictReader(stream)] == ["240", "240", "120", ""]
+    again = CountingBackend()
+    richer = spec.model_copy(update={"max_tokens": 2000})
+    rows = SweepRunner(richer, tmp_path / "out", again, progress=lambda line: None).run()
+    assert len(again.submitted) == 1 and rows[3]["status"] == "done" and rows[3]["tokens"] == 240

@@ -115,3 +115,35 @@ class CancellableSlowAPI(BaseAPI):
                 finish_reason="stop", sample=k))
             yield SampleDelta(k, text, list(outcome.calls))
         return CallSummary(tuple(responses), Usage(), self.provider, str(self.model))
+
+
+METERED_USAGE = Usage(prompt_tokens=100, completion_tokens=20, total_tokens=120,
+                      cached_tokens=40)
+"""What one ``test-metered`` request reports (per request, whatever n is)."""
+
+
+@BaseAPI.register("test-metered")
+class MeteredAPI(BaseAPI):
+    """Deterministic replies that report token usage, like a paid provider (no network).
+
+    Each request answers n samples (one formula each) and reports
+    :data:`METERED_USAGE`, so budgets and accounting can be tested on both runtimes.
+    """
+
+    def __init__(self, model: str | None = None, tool_list: Any = None,
+                 tool_parser_name: str = "text", environment: Any = None) -> None:
+        super().__init__(model or "metered-1", tool_list, tool_parser_name, environment)
+
+    def _generate(self, messages: Any, n: int, options: Any, token: Any
+                  ) -> Generator[SampleDelta, None, CallSummary]:
+        responses = []
+        for k in range(1, n + 1):
+            formula = FORMULAS[(k + len(messages)) % len(FORMULAS)]
+            text = f'CALL evaluate_formula {{"f": "{formula}"}}'
+            outcome = self.parser.parse_response_detailed(text)
+            responses.append(ModelResponse(
+                content=text, tool_calls=tuple(outcome.calls),
+                message=self.parser.assistant_message(text, outcome.calls),
+                finish_reason="stop", sample=k))
+            yield SampleDelta(k, text, list(outcome.calls))
+        return CallSummary(tuple(responses), METERED_USAGE, self.provider, str(self.model))

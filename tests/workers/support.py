@@ -36,7 +36,10 @@ def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
            if not key.startswith(("SRH_", "PROMETHEUS_"))}
     env.update({"SRH_BROKER_URL": redis_url, "SRH_TASK_MODULES": "none",
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                # the offline proposer's search step, as in the test process (tests/conftest.py):
+                # both runtimes must read the same setting to make the same calls
+                "SRH_OFFLINE_SEARCH_SECONDS": os.environ.get("SRH_OFFLINE_SEARCH_SECONDS", "0")})
     env.update(extra)
     return env
 

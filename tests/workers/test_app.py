@@ -66,7 +66,8 @@ def test_every_variable_is_read() -> None:
         "SRH_MAX_DELIVERIES": "5", "SRH_TASK_MAX_RETRIES": "2", "SRH_RETRY_BACKOFF_MAX": "10",
         "SRH_RESTORE_INTERVAL": "2", "SRH_TOOL_MAX_TASKS_PER_CHILD": "0",
         "SRH_TOOL_MAX_MEMORY_PER_CHILD_KB": "500000", "SRH_RESULT_EXPIRES": "60",
-        "SRH_METRICS_PORT": "9100", "SRH_LOG_FORMAT": "text", "SRH_RUNS_DIR": "/var/lib/srh",
+        "SRH_METRICS_PORT": "9100", "SRH_METRICS_ADDR": "0.0.0.0", "SRH_LOG_FORMAT": "text",
+        "SRH_RUNS_DIR": "/var/lib/srh",
         "SRH_TASK_MODULES": "a.tasks, b.tasks"}
     assert set(environ) == set(SETTINGS_ENV.values())
     settings = WorkerSettings.from_env(environ)
@@ -76,18 +77,28 @@ def test_every_variable_is_read() -> None:
     assert settings.limits("branch").soft == 200 and settings.max_deliveries == 5
     assert settings.max_retries == 2 and settings.tool_max_tasks_per_child == 0
     assert settings.metrics_port == 9100 and settings.log_format == "text"
+    assert settings.metrics_addr == "0.0.0.0"
     assert settings.runs_dir == Path("/var/lib/srh")
     assert settings.task_modules == ("a.tasks", "b.tasks")
     assert WorkerSettings.from_env(settings.to_env()) == settings
 
 
 def test_rabbitmq_broker_keeps_redis_for_store_and_results() -> None:
-    settings = WorkerSettings.from_env({"SRH_BROKER_URL": "amqp://guest:guest@rabbit:5672//"})
+    settings = WorkerSettings.from_env({"SRH_BROKER_URL": "amqp://guest:guest@rabbit:5672//",
+                                        "SRH_REDIS_URL": "redis://store:6379/1"})
     assert settings.broker_kind == "amqp"
-    assert settings.redis_url == settings.result_backend == "redis://127.0.0.1:6379/0"
+    assert settings.redis_url == settings.result_backend == "redis://store:6379/1"
     config = celery_config(settings)
     assert "visibility_timeout" not in config["broker_transport_options"]
     assert config["broker_transport_options"] == {"confirm_publish": True}
+
+
+def test_a_broker_other_than_redis_needs_the_store_url() -> None:
+    with pytest.raises(ConfigurationError, match="SRH_REDIS_URL' setting is required with a "
+                                                 "amqp broker") as caught:
+        WorkerSettings.from_env({"SRH_BROKER_URL": "amqp://guest:secret@rabbit:5672//"})
+    assert caught.value.setting == "SRH_REDIS_URL"
+    assert "secret" not in str(caught.value)  # the broker's password is not echoed
 
 
 @pytest.mark.parametrize(("variable", "value", "expected"), [
@@ -141,7 +152,7 @@ def test_margin_scales_with_the_visibility_timeout() -> None:
 @pytest.fixture
 def memory_app():  # type: ignore[no-untyped-def]
     return make_app(WorkerSettings(broker_url="memory://", result_backend="cache+memory://",
-                                   task_modules=()))
+                                   redis_url="redis://127.0.0.1:6379/0", task_modules=()))
 
 
 def test_json_only(memory_app) -> None:  # type: ignore[no-untyped-def]
@@ -224,6 +235,7 @@ def test_ping_answers_in_process(memory_app) -> None:  # type: ignore[no-untyped
 
 def test_a_broken_task_module_stops_the_worker_with_a_clear_error() -> None:
     app = make_app(WorkerSettings(broker_url="memory://", result_backend="cache+memory://",
+                                  redis_url="redis://127.0.0.1:6379/0",
                                   task_modules=("srh_workers.no_such_tasks",)))
     with pytest.raises(ConfigurationError, match="SRH_TASK_MODULES") as caught:
         app.loader.import_default_modules()

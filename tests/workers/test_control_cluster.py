@@ -83,7 +83,7 @@ class Steered:
         x1, x2 = rng.uniform(1, 5, (2, 120))
         submit_interactive(cluster.client, sender(cluster.app), self.settings,
                            {"x1": x1, "x2": x2}, {"y": x1 * x2**2}, "find y",
-                           options={"pause_on_tool_free": False})
+                           options={"pause_on_tool_free": False}, api_key="sk-test")
         self.control = RedisControlChannel(cluster.client, run_id, sender(cluster.app))
         self.store = RedisRunStore.open(cluster.client, run_id)
 

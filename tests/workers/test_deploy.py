@@ -187,6 +187,34 @@ def redis_directives() -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
+def test_redis_conf_binds_loopback_in_protected_mode_without_a_password_in_the_file() -> None:
+    directives = redis_directives()
+    assert directives["bind"].split() == ["127.0.0.1", "-::1"]
+    assert directives["protected-mode"] == "yes"
+    assert "requirepass" not in directives  # it comes from a secret
+
+
+def test_compose_protects_redis_and_flower(yaml_module) -> None:  # type: ignore[no-untyped-def]
+    compose = yaml_module.safe_load((DEPLOY / "docker-compose.yml").read_text())
+    services = compose["services"]
+    password = "${SRH_REDIS_PASSWORD:?missing in .env}"
+    redis_service = services["redis"]
+    assert "ports" not in redis_service  # only the compose network reaches it
+    command = redis_service["command"]
+    assert command[command.index("--requirepass") + 1] == password
+    assert redis_service["environment"]["REDISCLI_AUTH"] == password
+    for name in ("branches", "tools", "metrics"):
+        environment = services[name]["environment"]
+        for variable in ("SRH_BROKER_URL", "SRH_RESULT_BACKEND", "SRH_REDIS_URL"):
+            assert environment[variable].startswith(f"redis://:{password}@redis:"), variable
+    flower = services["flower"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH"] == "${FLOWER_BASIC_AUTH:?missing in .env}"
+    assert any(part.startswith(f"--broker=redis://:{password}@") for part in flower["command"])
+    published = [port for service in services.values() for port in service.get("ports", [])]
+    assert published and all(port.startswith("127.0.0.1:") for port in published)
+    assert "deploy/.env" in (ROOT / ".gitignore").read_text().split()
+
+
 def test_redis_conf_persists_and_never_evicts() -> None:
     directives = redis_directives()
     assert directives["maxmemory-policy"] == "noeviction"

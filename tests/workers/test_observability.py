@@ -111,7 +111,7 @@ def test_contexts_do_not_leak_between_threads(captured) -> None:  # type: ignore
 def test_task_logs_carry_run_and_coordinate(captured) -> None:  # type: ignore[no-untyped-def]
     log, stream = captured
     app = make_app(WorkerSettings(broker_url="memory://", result_backend="cache+memory://",
-                                  task_modules=()))
+                                  redis_url="redis://127.0.0.1:6379/0", task_modules=()))
 
     @app.task(name="srh.tool.logged")
     def logged(run_id: str, R: int, C: int, L: int, K: int, payload: dict) -> None:
@@ -225,3 +225,25 @@ def test_worker_endpoint_counts_tasks_from_prefork_children(redis_server_factory
     assert 'srh_queue_depth{queue="branches"} 2.0' in text
     assert 'srh_queue_depth{queue="tools"} 0.0' in text
     assert list((tmp_path / "metrics").glob("*.db")), "children wrote no multiprocess files"
+
+
+@pytest.mark.usefixtures("prometheus_client")
+def test_every_listener_binds_loopback_unless_told_otherwise() -> None:
+    from srh_core.cli import build_parser as srh_parser
+
+    parser = srh_parser()
+    assert parser.parse_args(["metrics"]).addr == "127.0.0.1"
+    assert parser.parse_args(["web"]).host == "127.0.0.1"
+    assert parser.parse_args(["worker", "--queues", "tools"]).metrics_addr is None
+    assert WorkerSettings().metrics_addr == "127.0.0.1"
+    told = WorkerSettings.from_env({"SRH_METRICS_ADDR": "0.0.0.0"})
+    assert told.metrics_addr == "0.0.0.0"
+    from srh_workers.worker_cli import worker_commands
+
+    [command] = worker_commands(["tools"], told, metrics_port=9100, metrics_addr="0.0.0.0")
+    assert command.env["SRH_METRICS_ADDR"] == "0.0.0.0"
+    server, _ = start_metrics_server(0, exporter_registry("redis://127.0.0.1:1/0", ["tools"]))
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.shutdown()

@@ -19,6 +19,7 @@ from srh_core.agent import SearchSettings
 from srh_core.problems import load_suite
 from srh_workers.store import RedisRunStore
 from tests.support.marked_agent import PROMPT_MARK, MarkedAgent
+from tests.support.results import without_times
 from tests.workers.cluster import Cluster
 from tests.workers.support import wait_until
 
@@ -52,7 +53,16 @@ def fingerprint(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 def comparable(result: dict[str, Any]) -> dict[str, Any]:
     drop = ("run_id",)
     candidates = [{**c, "node_id": without_run_id(c["node_id"])} for c in result["candidates"]]
+    result = without_times(result)
     return {**{k: v for k, v in result.items() if k not in drop}, "candidates": candidates}
+
+
+def response_lines(run_dir: Path) -> list[dict[str, Any]]:
+    """response.jsonl without what differs between runs (ids, latency), by coordinate."""
+    lines = [json.loads(line) for line in (run_dir / "response.jsonl").read_text().splitlines()]
+    drop = ("run_id", "node_id", "latency_s")
+    return sorted(({k: v for k, v in line.items() if k not in drop} for line in lines),
+                  key=lambda line: (line["R"], line["C"], line["L"], line["K"]))
 
 
 @pytest.mark.parametrize("early_stop", [False, True], ids=["full-budget", "early-stop"])
@@ -88,3 +98,4 @@ def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluste
                    "the finalizing worker to write the run directory")
         assert {path.name for path in run_dir.iterdir()} == files, granularity
         assert json.loads((run_dir / "result.json").read_text()) == result
+        assert response_lines(run_dir) == response_lines(tmp_path / "embedded"), granularity

@@ -30,6 +30,7 @@ from srh_workers.store.keys import (
     rank_member,
 )
 from srh_workers.store.scripts import SCRIPTS, script_source
+from tests.support.results import snapshot_without_times, without_times
 
 RUN = "run"
 
@@ -349,8 +350,8 @@ def test_result_is_stored_and_starts_the_ttl(store, client):
     store.finish_branch(ended(1, 1))
     assert all(client.ttl(key) == -1 for key in run_keys_in_redis(client, RUN))
     result = store.result("early_stopped", "done", stop_reason="exact fit")
-    assert result.to_dict() == state.result("early_stopped", "done",
-                                            stop_reason="exact fit").to_dict()
+    assert without_times(result.to_dict()) == without_times(state.result(
+        "early_stopped", "done", stop_reason="exact fit").to_dict())
     assert store.stored_result().to_dict() == result.to_dict()
     summary = store.run_summary()
     assert (summary["status"], summary["ranking_metric"], summary["larger_is_better"]) == (
@@ -376,7 +377,8 @@ def test_the_result_reports_the_best_formula_by_the_selection_rule(store, select
         state.push_candidate(record)
     result = store.result("completed", "done", selection=selection)
     assert result.best.formula == best and result.candidates[0].formula == "overfit"
-    assert result.to_dict() == state.result("completed", "done", selection=selection).to_dict()
+    assert without_times(result.to_dict()) == without_times(
+        state.result("completed", "done", selection=selection).to_dict())
 
 
 def test_ttl_none_keeps_finished_runs_and_bad_ttl_is_rejected(client):
@@ -438,15 +440,20 @@ def test_snapshot_round_trips_through_the_embedded_state(store, client):
     state = SearchRunState.from_state(snapshot)
     same_state(store, state)
     assert state.records(include_detail=True) == store.records(include_detail=True)
-    assert state.export_state() == store.export_state()
+    assert snapshot_without_times(state.export_state()) == snapshot_without_times(
+        store.export_state())
     # and back: an embedded snapshot (with an unrankable record) loads into Redis exactly
     state.push_candidate(candidate("c", "n", 0.0, 1))
     exported = state.export_state()
     exported["run_id"] = "resumed"
     exported["candidates"].append(candidate("nan", "n", math.nan, 1).to_dict())
+    exported["spend"] = {**exported["spend"], "requests": 2, "cost": 0.5}
     resumed = RedisRunStore.from_snapshot(client, exported)
-    assert resumed.export_state() == exported
-    assert RedisRunStore.from_snapshot(client, exported).export_state() == exported
+    exported = snapshot_without_times(exported)
+    assert snapshot_without_times(resumed.export_state()) == exported
+    again = RedisRunStore.from_snapshot(client, exported).export_state()
+    assert snapshot_without_times(again) == exported
+    assert (resumed.spend().requests, resumed.spend().cost) == (2, 0.5)
     same_state(resumed, SearchRunState.from_state(exported))
 
 
@@ -484,7 +491,8 @@ def test_redis_store_ranks_exactly_like_the_embedded_state(backend, specs, large
         assert store.push_candidate(item) == state.push_candidate(item)
     same_state(store, state)
     assert dicts(store.top_k(3)) == dicts(state.top_k(3))
-    assert store.result("completed", "").to_dict() == state.result("completed", "").to_dict()
+    assert without_times(store.result("completed", "").to_dict()) == without_times(
+        state.result("completed", "").to_dict())
     store.delete_run()
 
 
@@ -531,6 +539,8 @@ def test_a_run_survives_a_redis_kill_with_aof(redis_server_factory):
 
 def test_status_elapsed_time_stops_when_the_result_is_written(client):
     from srh_core.agent.settings import SearchSettings
+    from srh_core.agent.steps import StepPlan
+    from srh_core.api import ModelResponse
     from srh_workers import submit
 
     x = np.linspace(1.0, 2.0, 20)
@@ -541,6 +551,17 @@ def test_status_elapsed_time_stops_when_the_result_is_written(client):
     running = submit.run_status(client, "timed")
     time.sleep(0.02)
     assert submit.run_status(client, "timed")["elapsed_seconds"] > running["elapsed_seconds"]
+    plan = StepPlan(1, 1, 1, [], [ModelResponse("a")], [], usage={
+        "prompt_tokens": 10, "completion_tokens": 5, "price": 0.01, "latency_s": 0.5})
+    RedisRunStore.open(client, "timed").save_plan(plan)
+    live = submit.run_status(client, "timed")["totals"]  # one GET while the run is running
+    assert (live["tokens"], live["cost"], live["model_seconds"], live["tool_seconds"]) == (
+        15, 0.01, 0.5, None)
+    assert live["wall_seconds"] > 0
+    from srh_core.cli.display import spend_line
+
+    assert spend_line(live).endswith("model 0.5s, tools -, wall " +
+                                     f"{live['wall_seconds']:.1f}s")
     RedisRunStore.open(client, "timed").result("completed", "done")
     finished = submit.run_status(client, "timed")
     time.sleep(0.02)

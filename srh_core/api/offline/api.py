@@ -13,9 +13,10 @@ from srh_core.api.base import BaseAPI, Messages
 from srh_core.api.call_result import SampleDelta
 from srh_core.api.cancel import CancelToken
 from srh_core.api.offline.moves import Move
-from srh_core.api.offline.policy import Proposal
-from srh_core.api.offline.reader import read_conversation
-from srh_core.api.offline.screening import screened_plan
+from srh_core.api.offline.policy import Proposal, plan_step
+from srh_core.api.offline.reader import ConversationView, read_conversation
+from srh_core.api.offline.screening import Planner, screened_plan
+from srh_core.api.offline.search_step import SECONDS_SETTING, configured_seconds, with_search
 from srh_core.api.offline.structured import structured_plan
 from srh_core.api.options import RequestOptions
 from srh_core.api.response import CallSummary, ModelResponse, Usage
@@ -52,7 +53,8 @@ class OfflineAPI(BaseAPI):
         seed = self.seed if options.seed is None else options.seed
         rng = np.random.default_rng(seed)
         proposals = (structured_plan(messages, view, n, rng)
-                     or screened_plan(messages, view, n, rng, self.tool_metadata()))
+                     or screened_plan(messages, view, n, rng, self.tool_metadata(),
+                                      plan=self._plan_with_search(messages)))
         responses = []
         for sample, proposal in enumerate(proposals, 1):
             token.raise_if_cancelled(self.provider, str(self.model))
@@ -60,6 +62,17 @@ class OfflineAPI(BaseAPI):
             responses.append(response)
             yield SampleDelta(sample, response.content, list(response.tool_calls))
         return CallSummary(tuple(responses), Usage(price=0.0), self.provider, str(self.model))
+
+    def _plan_with_search(self, messages: Messages) -> Planner:
+        """The policy's plan, plus the search call when it is due (see ``search_step``)."""
+        def plan(view: ConversationView, n: int, rng: np.random.Generator
+                 ) -> tuple[Proposal, ...]:
+            return with_search(plan_step(view, n, rng), view, messages, self.available_tools,
+                               configured)
+
+        configured = configured_seconds(self.getenv(SECONDS_SETTING))
+
+        return plan
 
     def _response(self, proposal: Proposal, sample: int) -> ModelResponse:
         moves = [m for m in proposal.moves if m.tool in self.available_tools]

@@ -222,3 +222,34 @@ def test_openai_organization_is_not_sent_to_other_providers(openai_server, monke
     first, second = openai_server.requests
     assert "openai-organization" not in first.headers
     assert second.headers["openai-organization"] == "org-secret"
+
+
+def test_an_isolated_adapter_sends_only_its_own_key(openai_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-process")
+    openai_server.script(Reply.json(chat_completion(content="a")))
+    OpenAIAPI(base_url=openai_server.base_url, api_key="sk-run", isolated=True)("x").result()
+    [request] = openai_server.requests
+    assert request.headers["authorization"] == "Bearer sk-run"
+    assert "openai-organization" not in request.headers
+    with pytest.raises(ConfigurationError, match="isolated from this process's keys"):
+        OpenAIAPI(base_url=openai_server.base_url, isolated=True).resolve()
+
+
+def test_an_embedded_run_reaches_a_named_endpoint_with_its_key(tmp_path, monkeypatch):
+    from srh_core.agent import SearchSettings
+    from srh_core.api.endpoints import build_api
+
+    path = tmp_path / "endpoints.toml"
+    path.write_text('[endpoints.lab]\nprovider = "deepseek"\nbase_url = "http://lab.test/v1"\n'
+                    'api_key_env = "LAB_KEY"\nmodel = "lab-model"\n', encoding="utf-8")
+    monkeypatch.setenv("SRH_ENDPOINTS", str(path))
+    monkeypatch.setenv("LAB_KEY", "sk-lab")
+    api = build_api(SearchSettings.build(endpoint="lab"), "offline", None)
+    config = api.resolve()
+    assert isinstance(api, DeepSeekAPI)
+    assert (config.base_url, config.api_key, config.model) == ("http://lab.test/v1", "sk-lab",
+                                                               "lab-model")
+    local = build_api(SearchSettings.build(llm_provider="openai", base_url="http://mine/v1"),
+                      "openai", "m", api_key="k")  # one process: any URL, the local key
+    assert local.resolve().base_url == "http://mine/v1"

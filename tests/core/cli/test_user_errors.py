@@ -68,6 +68,15 @@ CASES = {
     "openai_without_key": (_flags("--llm", "openai"),
                            "The openai model provider needs the setting OPENAI_API_KEY"),
     "flag_not_an_int": (_flags("-K", "two"), "run: argument -K: invalid int value: 'two'"),
+    "run_id_dotdot": (_flags("--run-id", ".."), "The 'run_id' setting must be a string matching"),
+    "run_id_dot": (_flags("--run-id", "."), "The 'run_id' setting must be a string matching"),
+    "run_id_separator": (_flags("--run-id", "a/b"), "Got 'a/b' instead."),
+    "endpoint_bad_name": (_flags("--endpoint", "../lab"), "The 'endpoint' setting must be a "
+                          "string matching"),
+    "endpoint_unknown": (_flags("--endpoint", "lab"), "The 'endpoint' setting must name one "
+                         "of the operator's endpoints (none are configured)"),
+    "detach_embedded": (_flags("--detach"), "The '--detach' option needs --backend celery"),
+    "own_key_embedded": (_flags("--own-key"), "The '--own-key' option needs --backend celery"),
     "time_limit_zero": (_flags("--time-limit", "0"),
                         "The 'time_limit' setting must be a number > 0 or None. Got 0.0"),
     "toml_search_not_a_table": (_toml("search = 5\n"),
@@ -125,6 +134,72 @@ def test_user_error_is_one_line_with_exit_2(case, tmp_path: Path, capsys: pytest
     assert sum(line.startswith("srh: error:") for line in lines) == 1
     assert "Traceback" not in stderr
     assert not (tmp_path / "runs").exists()  # refused before any run started
+
+
+def _sweep(text: str):
+    def make(tmp: Path) -> list[str]:
+        (tmp / "data.csv").write_text("\n".join(["x,y", *LINEAR]) + "\n", encoding="utf-8")
+        (tmp / "sweep.toml").write_text(text, encoding="utf-8")
+        return [str(tmp / "sweep.toml"), "--out", str(tmp / "out")]
+    return make
+
+
+def _suite_sweep(problem_name: str):
+    def make(tmp: Path) -> list[str]:
+        suite = json.loads((Path(__file__).parents[3] / "srh_core" / "problems" /
+                            "feynman_public.json").read_text(encoding="utf-8"))
+        suite["problems"] = [{**suite["problems"][0], "name": problem_name}]
+        (tmp / "suite.json").write_text(json.dumps(suite), encoding="utf-8")
+        return _sweep(f'[sweep]\nname = "s"\nsuite = "suite.json"\nproblems = '
+                      f'["{problem_name}"]\n')(tmp)
+    return make
+
+
+DATASET = '[[datasets]]\nname = "{}"\npath = "data.csv"\ntarget = "y"\n'
+SWEEP_CASES = {
+    "sweep_not_a_table": (_sweep("sweep = 3\n"), "the 'sweep' entry must be a table"),
+    "settings_not_a_table": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2a"]\n'
+                                    "settings = 5\n"),
+                             "settings: Input should be a valid dictionary (got 5)"),
+    "variant_bool_for_int": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2a"]\n'
+                                    '[[variants]]\nname = "v"\nmax_refinement_depth = true\n'),
+                             "The 'max_refinement_depth' setting must be an int in [1, 1000]. "
+                             "Got True instead."),
+    "duplicate_datasets": (_sweep('[sweep]\nname = "s"\n' + DATASET.format("d")
+                                  + DATASET.format("d")),
+                           "The sweep's datasets names must be unique (a cell is named by them);"
+                           " 'd' appears more than once."),
+    "dataset_named_like_a_problem": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2a"]'
+                                            "\n" + DATASET.format("feynman-I.6.2a")),
+                                     "'feynman-I.6.2a' appears more than once"),
+    "dataset_name_dotdot": (_sweep('[sweep]\nname = "s"\n' + DATASET.format("..")),
+                            "datasets.0.name: String should match pattern"),
+    "dataset_name_separator": (_sweep('[sweep]\nname = "s"\n' + DATASET.format("a/b")),
+                               "datasets.0.name: String should match pattern"),
+    "sweep_name_dotdot": (_sweep('[sweep]\nname = ".."\nproblems = ["feynman-I.6.2a"]\n'),
+                          "name: String should match pattern"),
+    "variant_name_dotdot": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2a"]\n'
+                                   '[[variants]]\nname = ".."\n'),
+                            "variants.0.name: String should match pattern"),
+    "suite_problem_name_escapes": (_suite_sweep("../evil"), "Problem name '../evil' cannot "
+                                   "name a sweep cell"),
+    "unknown_problem": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2b"]\n'),
+                        "feynman-I.6.2b"),
+}
+
+
+@pytest.mark.parametrize("case", SWEEP_CASES.values(), ids=SWEEP_CASES.keys())
+def test_sweep_file_error_is_one_line_with_exit_2(case, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    make, expected = case
+    code = main(["sweep", *make(tmp_path)])
+    stderr = capsys.readouterr().err
+    lines = stderr.strip().splitlines()
+    assert code == 2, stderr
+    assert lines[-1].startswith("srh: error: ") and expected in lines[-1], stderr
+    assert sum(line.startswith("srh: error:") for line in lines) == 1
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_debug_shows_the_traceback(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

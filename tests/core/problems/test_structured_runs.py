@@ -38,3 +38,17 @@ def test_a_graph_problem(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     formula = result["candidates"][result["best_candidate"]]["formula"]
     assert "sum[j](A[i, j], sin(x[j] - x[i]))" in formula
     assert "solved=True" in run["stderr"]  # judged on fresh trajectories by the CLI
+    # the run directory keeps the graph's layout, so a resumed run searches the same data
+    from srh_core.agent import SRAgent
+    from srh_core.embedded.run_dir import RunDirectory, resumed_inputs
+    from srh_core.embedded.runner import make_context
+
+    run_dir = RunDirectory(tmp_path / "run")
+    problem = run_dir.problem()
+    assert problem["layout"]["relation_names"] and problem["layout"]["num_nodes"]
+    X, y, layout = resumed_inputs(problem, run_dir.arrays())
+    context = make_context(SRAgent(settings=run_dir.settings()), X, y, layout)
+    assert sorted(context.relation_names) == problem["layout"]["relation_names"]
+    assert context.num_nodes == problem["layout"]["num_nodes"]
+    assert context.variable_descriptions == problem["layout"]["variable_descriptions"]
+    assert list(context.feature_names()) == problem["features"]

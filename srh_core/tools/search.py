@@ -1,0 +1,130 @@
+"""expression_search: the engine's native symbolic search as a tool.
+
+Runs :func:`srh_engine.search.search` on the training split (evenly
+subsampled to ``max_samples`` rows) within ``time_budget`` seconds and
+returns its Pareto front: the lowest-error formula is the result, every
+other front formula is in ``all_formulas``, each scored by the evaluator
+like any candidate (the formulas come fitted; nothing is refitted). It runs
+like any tool, so on a cluster it runs on a tools worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import srh_engine as engine
+from srh_core.errors import ToolArgumentError
+from srh_core.tools.base import BaseTool
+from srh_core.tools.formula import DataTerm, FormulaTool
+from srh_core.tools.polynomial import subsample_rows
+from srh_engine.search import OPERATORS, search
+from srh_engine.transform import map_postorder
+
+MIN_BUDGET, MAX_BUDGET = 0.5, 600.0
+MIN_COMPLEXITY, MAX_COMPLEXITY = 3, 60
+MIN_SAMPLES, MAX_SAMPLES = 20, 20000
+MAX_SEED = 2**31 - 1
+INPUT_PREFIX = "srhinput"
+
+
+@BaseTool.register("expression_search")
+class ExpressionSearchTool(FormulaTool):
+    """The engine's time-bounded symbolic search: a Pareto front of formulas."""
+
+    def execute(
+        self,
+        operators: list[str] | None = None,
+        max_complexity: int = 25,
+        time_budget: float = 10.0,
+        seed: int = 0,
+        variables: list[str] | None = None,
+        y: str | None = None,
+        max_samples: int = 2000,
+        show_diagnostics: bool = True,
+    ) -> dict[str, Any]:
+        """Search formulas of any shape (sums inside ratios and roots, compositions, differences).
+
+        Use it when the closed-form fitters leave the target unexplained. It
+        tests the data for separability, for dependence through a difference,
+        ratio, product or sum of two variables and for transforms of the
+        target, then enumerates and evolves formulas, fitting their constants.
+        The result is the lowest-error formula of the front; the simpler ones
+        of the front are in all_formulas.
+
+        Args:
+            operators: Operators to use, from "+", "-", "*", "/", "sqrt", "square", "cube",
+                "exp", "log", "sin", "cos", "tanh", "abs", "inv", "neg". Default: + - * /
+                sqrt square exp log sin cos.
+            max_complexity: Largest formula searched, in nodes, 3 to 60.
+            time_budget: Search time in seconds, 0.5 to 600.
+            seed: Seed of the search (same seed and data: same front when it ends early).
+            variables: Inputs: names or expressions. Default: every numeric feature.
+            y: Target variable or expression. Default: the target.
+            max_samples: Training rows used (evenly subsampled when there are more), 20 to 20000.
+            show_diagnostics: Add residual diagnostics of the best formula.
+        """
+        checked = self._operators(operators)
+        size = self.check_int("max_complexity", max_complexity, MIN_COMPLEXITY, MAX_COMPLEXITY)
+        budget = self.check_float("time_budget", time_budget, MIN_BUDGET, MAX_BUDGET)
+        seed = self.check_int("seed", seed, 0, MAX_SEED)
+        limit = self.check_int("max_samples", max_samples, MIN_SAMPLES, MAX_SAMPLES)
+        target = self.target_term(y)
+        inputs = self.input_terms(variables, target, parameter="variables")
+        data = self.training_data(inputs, target)
+        rows = subsample_rows(data.y.size, 1, limit=limit)
+        names = [f"{INPUT_PREFIX}{i}" for i in range(len(inputs))]
+        result = search(data.X[rows], data.y[rows], names, time_budget=budget, seed=seed,
+                        operators=checked, max_complexity=size)
+        formulas = [_in_inputs(entry.expression, inputs) for entry in result.front]
+        return self._results(formulas, target, show_diagnostics, result)
+
+    def _operators(self, operators: Any) -> list[str] | None:
+        if operators is None:
+            return None
+        if not isinstance(operators, list) or not operators or \
+                any(name not in OPERATORS for name in operators) or \
+                not any(name in ("+", "-", "*", "/") for name in operators):
+            raise ToolArgumentError(
+                f"The 'operators' parameter of expression_search must list operators from "
+                f"{list(OPERATORS)}, with at least one of + - * /. Got {operators!r:.80} "
+                "instead.", parameter="operators")
+        return list(dict.fromkeys(operators))
+
+    def _results(self, formulas: Sequence[engine.Expression], target: DataTerm,
+                 show_diagnostics: bool, result: Any) -> dict[str, Any]:
+        if not formulas:
+            return self.failed_evaluation(reason="the search found no finite formula in its "
+                                                 "time budget")
+        best = formulas[-1]  # the front ends with the lowest error
+        entry = self.score_formula(best, target, show_diagnostics=show_diagnostics)
+        others = [self.score_formula(f, target, show_diagnostics=False) for f in formulas[:-1]]
+        if others:
+            entry["all_formulas"] = others
+        entry["search"] = {"evaluated": result.evaluated, "seconds": round(result.seconds, 3),
+                           "notes": list(result.notes),
+                           "front": [{"complexity": e.complexity, "train_mse": e.mse}
+                                     for e in result.front]}
+        return entry
+
+    @classmethod
+    def summary_lines(cls, result: Any) -> list[str]:
+        lines = super().summary_lines(result)
+        search_info = result.get("search") if isinstance(result, dict) else None
+        if search_info:
+            lines.append(f"  search: {search_info['evaluated']} expressions evaluated in "
+                         f"{search_info['seconds']}s; front of {len(search_info['front'])}")
+            lines += [f"  decomposition: {note}" for note in search_info["notes"][:4]]
+        return lines
+
+
+def _in_inputs(expression: engine.Expression, inputs: Sequence[DataTerm]) -> engine.Expression:
+    """Substitute the search's placeholder names by the input expressions."""
+    by_name = {f"{INPUT_PREFIX}{i}": term.expression for i, term in enumerate(inputs)}
+
+    def swap(node: engine.Expression) -> engine.Expression:
+        if isinstance(node, engine.Symbol) and node.name in by_name:
+            return by_name[node.name]
+        return node
+
+    return map_postorder(expression, swap)

@@ -1,0 +1,24 @@
+"""A native, time-bounded symbolic search: data in, a Pareto front of engine expressions out.
+
+>>> import numpy as np
+>>> from srh_engine.search import search
+>>> X = np.random.default_rng(0).uniform(1, 3, (200, 2))
+>>> result = search(X, X[:, 0] / (X[:, 0] + X[:, 1]), ["a", "b"], time_budget=2)
+>>> result.best.formula  # doctest: +SKIP
+'a/(a + b)'
+
+The method (details in the modules): decomposition tests on the data
+(:mod:`.decomposition`), bottom-up enumeration of small forms deduplicated
+by value and scored against several target transforms at once
+(:mod:`.enumeration`), regularised evolution seeded by the enumeration with
+Levenberg-Marquardt constants (:mod:`.evolution`), and a final refit of the
+best trees on every row by :func:`srh_engine.fit` (:mod:`.core`).
+"""
+
+from __future__ import annotations
+
+from .core import FrontEntry, SearchResult, pareto_front, search
+from .operators import DEFAULT_OPERATORS, OPERATORS
+
+__all__ = ["DEFAULT_OPERATORS", "FrontEntry", "OPERATORS", "SearchResult", "pareto_front",
+           "search"]

@@ -1,0 +1,285 @@
+"""Bottom-up enumeration of small forms, vectorised over expressions, deduplicated by value.
+
+Every form of size ``s`` is an operator applied to forms of smaller sizes, so
+the forms of one size are computed at once: a whole level of operands at a
+time, as NumPy arrays of shape ``(forms, rows)`` on a small subsample of the
+rows. Forms with the same values (up to float32 rounding) are one form:
+``x*y`` and ``y*x``, ``x/(1/y)`` and ``x*y`` are kept once, which is the
+canonical deduplication of :mod:`srh_engine.canonical` done on meaning
+rather than on syntax, and much stronger. Non-finite and constant forms are
+dropped.
+
+A form is scored against every target at once with linear scaling: the
+best ``a + b*f`` fit of a target has normalised error ``1 - r**2`` (``r``
+the correlation of the form with the target), one matrix product per level.
+Levels larger than ``level_cap`` keep half their forms by correlation with
+the targets and half at random (seeded), so the enumeration stays bounded
+in memory and time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .operators import BINARY, COMMUTATIVE, COST, UNARY, Tree
+
+__all__ = ["Enumeration", "Scored"]
+
+CHUNK_ELEMENTS = 2_000_000
+"""Most float64 values one vectorised operator application produces at once."""
+
+MAX_ABS = 1e12
+"""Forms with a larger value on the subsample are dropped (overflow, near poles)."""
+
+KEEP_PER_LEVEL = 24
+"""Best forms kept per level and target for the caller."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A form and its normalised linear-scaling error on one target.
+
+    ``recipe`` is ``(operator code, left id, right id)`` over kept forms (see
+    :meth:`Enumeration.tree`); the form itself may have been dropped by a cap.
+    """
+
+    nmse: float
+    target: int
+    size: int
+    recipe: np.ndarray = field(compare=False)
+
+
+@dataclass(slots=True)
+class _Level:
+    values: np.ndarray
+    recipes: np.ndarray  # (n, 3): operator code, left id, right id (-1 for none)
+    first_id: int
+
+
+@dataclass
+class Enumeration:
+    """The enumeration state over one problem view.
+
+    Args:
+        columns: ``(rows, inputs)`` subsample of the inputs.
+        targets: ``(targets, rows)`` target values on the same rows.
+        binary, unary: Operator names.
+        level_cap: Most forms kept per size.
+        seed: Seed of the random part of capped levels.
+    """
+
+    columns: np.ndarray
+    targets: np.ndarray
+    binary: Sequence[str]
+    unary: Sequence[str]
+    level_cap: int = 20_000
+    seed: int = 0
+    levels: dict[int, _Level] = field(default_factory=dict)
+    best: list[Scored] = field(default_factory=list)
+    evaluated: int = 0
+    _codes: list[str] = field(default_factory=list)
+    _leaves: list[Tree] = field(default_factory=list)
+    _keys: np.ndarray = field(default_factory=lambda: np.empty(0))
+    _next_id: int = 0
+
+    def __post_init__(self) -> None:
+        self._codes = [*self.binary, *self.unary]
+        rng = np.random.default_rng([self.seed, 7])
+        self._weights = rng.normal(size=self.columns.shape[0])
+        self._rng = np.random.default_rng([self.seed, 8])
+        self._normalised_targets = np.stack([_normalised(t) for t in self.targets])
+        leaves = [self.columns[:, i] for i in range(self.columns.shape[1])]
+        self._leaves = [("v", i) for i in range(len(leaves))] + [("k", 1.0)]
+        values = np.vstack([*leaves, np.ones(self.columns.shape[0])])
+        recipes = np.array([[-1, i, -1] for i in range(len(self._leaves))], dtype=np.int64)
+        self._keys = np.sort(self._key(values))
+        self.levels[1] = _Level(values, recipes, 0)
+        self._next_id = len(self._leaves)
+        self._score(values[:-1], recipes[:-1], 1)
+
+    # ------------------------------------------------------------- building
+    def grow(self, size: int, over: Callable[[int], bool]) -> bool:
+        """Build the level of ``size``; False when the budget cut it short.
+
+        ``over(evaluated)`` says whether the budget is spent after ``evaluated`` forms.
+        """
+        kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        count, complete = 0, True
+        for code, name in enumerate(self._codes):
+            for values, recipes in self._candidates(code, name, size):
+                if over(self.evaluated):
+                    complete = False
+                    break
+                values, recipes = self._filter(values, recipes)
+                if values.shape[0] == 0:
+                    continue
+                relevance = self._score(values, recipes, size)
+                kept.append((values, recipes, relevance))
+                count += values.shape[0]
+                if count > 2 * self.level_cap:
+                    kept = [self._capped(kept)]
+                    count = kept[0][0].shape[0]
+            if not complete:
+                break
+        if kept:
+            values, recipes, _ = self._capped(kept)
+            self.levels[size] = _Level(values, recipes, self._next_id)
+            self._next_id += values.shape[0]
+        return complete
+
+    def _candidates(self, code: int, name: str, size: int):
+        if name in UNARY:
+            operand = self.levels.get(size - COST[name])
+            if operand is not None:
+                rows = _real_rows(operand, name)
+                yield self._unary(code, name, operand, rows)
+            return
+        for left_size in range(1, size - 1):
+            right_size = size - 1 - left_size
+            if name in COMMUTATIVE and left_size > right_size:
+                continue
+            left, right = self.levels.get(left_size), self.levels.get(right_size)
+            if left is None or right is None:
+                continue
+            yield from self._binary(code, name, left, right, left_size == right_size)
+
+    def _unary(self, code: int, name: str, operand: _Level, rows: np.ndarray):
+        with np.errstate(all="ignore"):
+            values = UNARY[name](operand.values[rows])
+        recipes = np.column_stack([np.full(rows.size, code), operand.first_id + rows,
+                                   np.full(rows.size, -1)])
+        return values, recipes
+
+    def _binary(self, code: int, name: str, left: _Level, right: _Level, same: bool):
+        n_right, width = right.values.shape
+        step = max(1, CHUNK_ELEMENTS // max(n_right * width, 1))
+        for start in range(0, left.values.shape[0], step):
+            block = left.values[start:start + step]
+            with np.errstate(all="ignore"):
+                values = BINARY[name](block[:, None, :], right.values[None, :, :])
+            li, ri = np.meshgrid(np.arange(start, start + block.shape[0]), np.arange(n_right),
+                                 indexing="ij")
+            values = values.reshape(-1, width)
+            li, ri = li.reshape(-1), ri.reshape(-1)
+            if same and name in COMMUTATIVE:
+                keep = li <= ri
+                values, li, ri = values[keep], li[keep], ri[keep]
+            recipes = np.column_stack([np.full(li.size, code), left.first_id + li,
+                                       right.first_id + ri])
+            yield values, recipes
+
+    def _filter(self, values: np.ndarray, recipes: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        self.evaluated += values.shape[0]
+        with np.errstate(all="ignore"):
+            keys = self._key(values)  # nan for any non-finite value
+        rows = np.flatnonzero(np.isfinite(keys))
+        order = rows[np.argsort(keys[rows], kind="stable")]
+        ordered = keys[order]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        first &= ~_member(ordered, self._keys)
+        rows = np.sort(order[first])
+        values, recipes = values[rows], recipes[rows]
+        with np.errstate(all="ignore"):
+            high, low = values.max(axis=1), values.min(axis=1)
+            scale = np.maximum(np.abs(high), np.abs(low))
+            good = (scale < MAX_ABS) & (high - low > 1e-9 * (scale + 1e-300))
+        self._keys = np.sort(np.concatenate([self._keys, keys[rows]]))
+        return values[good], recipes[good]
+
+    def _key(self, values: np.ndarray) -> np.ndarray:
+        # float32 rounding makes values equal up to float noise key alike
+        return values.astype(np.float32).astype(np.float64) @ self._weights
+
+    def _capped(self, kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """At most ``level_cap`` forms: half the most relevant, half at random."""
+        values = np.vstack([k[0] for k in kept]) if len(kept) > 1 else kept[0][0]
+        recipes = np.vstack([k[1] for k in kept]) if len(kept) > 1 else kept[0][1]
+        relevance = np.concatenate([k[2] for k in kept])
+        n = values.shape[0]
+        if n <= self.level_cap:
+            return values, recipes, relevance
+        half = self.level_cap // 2
+        best = np.argpartition(-relevance, half)[:half]
+        mask = np.ones(n, dtype=bool)
+        mask[best] = False
+        rest = np.flatnonzero(mask)
+        chosen = np.sort(np.concatenate([best, self._rng.choice(rest, self.level_cap - half,
+                                                                  replace=False)]))
+        return values[chosen], recipes[chosen], relevance[chosen]
+
+    # -------------------------------------------------------------- scoring
+    def _score(self, values: np.ndarray, recipes: np.ndarray, size: int) -> np.ndarray:
+        """Record the best forms of this batch per target; their relevance (max |r|)."""
+        with np.errstate(all="ignore"):
+            r = _normalised_rows(values) @ self._normalised_targets.T
+        nmse = np.clip(1.0 - r * r, 0.0, 1.0)
+        for target in range(nmse.shape[1]):
+            column = nmse[:, target]
+            count = min(KEEP_PER_LEVEL, column.size)
+            top = np.argpartition(column, count - 1)[:count]
+            self.best += [Scored(float(column[i]), target, size, recipes[i].copy())
+                          for i in top]
+        if len(self.best) > 40 * KEEP_PER_LEVEL * nmse.shape[1]:
+            self.best.sort(key=lambda s: (s.nmse, s.size))
+            del self.best[20 * KEEP_PER_LEVEL * nmse.shape[1]:]
+        return np.max(np.abs(r), axis=1)
+
+    def best_nmse(self) -> float:
+        return min((s.nmse for s in self.best), default=1.0)
+
+    # ---------------------------------------------------------------- trees
+    def tree(self, recipe: np.ndarray | int) -> Tree:
+        """The tree of a recipe (or of a kept form's id)."""
+        if not isinstance(recipe, np.ndarray):
+            level = next(lv for lv in self.levels.values()
+                         if lv.first_id <= recipe < lv.first_id + lv.values.shape[0])
+            recipe = level.recipes[recipe - level.first_id]
+        code, left, right = (int(v) for v in recipe)
+        if code < 0:
+            return self._leaves[left]
+        name = self._codes[code]
+        if right < 0:
+            return (name, self.tree(left))
+        return (name, self.tree(left), self.tree(right))
+
+    def forms_of_size(self, size: int) -> range:
+        level = self.levels.get(size)
+        return range(0) if level is None else range(level.first_id,
+                                                    level.first_id + level.values.shape[0])
+
+
+def _member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    if sorted_keys.size == 0:
+        return np.zeros(keys.size, dtype=bool)
+    where = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
+    return sorted_keys[where] == keys
+
+
+def _real_rows(level: _Level, name: str) -> np.ndarray:
+    """Operands a unary operator gives real values for (no log of negatives...)."""
+    if name in ("sqrt", "log"):
+        low = level.values.min(axis=1)
+        return np.flatnonzero(low > 0 if name == "log" else low >= 0)
+    if name in ("exp", "cube"):
+        return np.flatnonzero(np.abs(level.values).max(axis=1) < 50)
+    if name == "inv":
+        return np.flatnonzero(np.abs(level.values).min(axis=1) > 1e-9)
+    return np.arange(level.values.shape[0])
+
+
+def _normalised(values: np.ndarray) -> np.ndarray:
+    centred = values - values.mean()
+    norm = float(np.linalg.norm(centred))
+    return centred / norm if norm > 0 else centred
+
+
+def _normalised_rows(values: np.ndarray) -> np.ndarray:
+    centred = values - values.mean(axis=1, keepdims=True)
+    norm = np.linalg.norm(centred, axis=1, keepdims=True)
+    return centred / np.where(norm > 0, norm, 1.0)

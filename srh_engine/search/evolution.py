@@ -1,0 +1,308 @@
+"""Regularised evolution over tuple trees, with linear scaling and fitted constants.
+
+The population is an age-ordered queue (SymbolicRegression.jl's
+regularised evolution): each step picks a parent by tournament, makes one
+child (subtree mutation, operator change, a unary wrapper, hoisting, a
+constant or variable change, or a crossover with a second tournament
+winner), and the child replaces the oldest member. Fitness is the normalised
+error of the best ``a + b*f`` fit (linear scaling, Keijzer 2003), so outer
+constants cost no search at all. An archive keeps the best tree of every
+size (the Pareto front); every ``TUNE_EVERY`` children, the constants of the
+best archived trees are fitted by Levenberg-Marquardt on the subsample
+(:func:`tune_constants`). Subtree values are memoised (bounded: the memo is
+cleared when it holds ``MEMO_LIMIT`` arrays).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import warnings
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .operators import BINARY, UNARY, Tree, evaluate_tree, size
+
+__all__ = ["Evolution", "linear_nmse", "tune_constants"]
+
+POPULATION = 160
+TOURNAMENT = 6
+TUNE_EVERY = 400
+TUNE_BEST = 2
+MEMO_LIMIT = 30_000
+CROSSOVER_RATE = 0.3
+
+
+def linear_nmse(values: np.ndarray, target: np.ndarray, target_var: float) -> float:
+    """Normalised MSE of the best ``a + b*values`` fit (1.0 for a constant; inf if not finite)."""
+    if not isinstance(values, np.ndarray) or values.shape != target.shape:
+        return 1.0 if np.isfinite(values).all() else float("inf")
+    with np.errstate(all="ignore"):
+        centred = values - values.mean()
+        spread = float(centred @ centred)
+        if not np.isfinite(spread):
+            return float("inf")
+        if spread <= 1e-300:
+            return 1.0
+        r = float(centred @ (target - target.mean()))
+    return max(0.0, 1.0 - r * r / (spread * target_var * target.size))
+
+
+@dataclass
+class Evolution:
+    """One regularised-evolution run on a problem view.
+
+    Args:
+        columns: Input columns on the fitness rows.
+        target: Target on the same rows.
+        binary, unary: Operator names.
+        max_size: Largest tree size.
+        seed: Seed of every random choice.
+    """
+
+    columns: Sequence[np.ndarray]
+    target: np.ndarray
+    binary: Sequence[str]
+    unary: Sequence[str]
+    max_size: int
+    seed: int = 0
+    archive: dict[int, tuple[float, Tree]] = field(default_factory=dict)
+    evaluated: int = 0
+
+    def __post_init__(self) -> None:
+        self.binary, self.unary = tuple(self.binary), tuple(self.unary)
+        self.rng = random.Random(self.seed * 1_000_003 + 11)
+        self.var = float(np.var(self.target))
+        self.memo: dict[Tree, np.ndarray] = {}
+        self.scores: dict[Tree, float] = {}
+        self.population: deque[tuple[float, Tree]] = deque()
+
+    # ----------------------------------------------------------- fitness
+    def fitness(self, tree: Tree) -> float:
+        known = self.scores.get(tree)
+        if known is not None:
+            return known
+        if len(self.memo) > MEMO_LIMIT:
+            self.memo.clear()
+        if len(self.scores) > 4 * MEMO_LIMIT:
+            self.scores.clear()
+        with np.errstate(all="ignore"):
+            values = evaluate_tree(tree, self.columns, self.memo)
+        score = linear_nmse(values, self.target, self.var) if self.var > 0 else 1.0
+        self.evaluated += 1
+        self.scores[tree] = score
+        self._archive(tree, score)
+        return score
+
+    def _archive(self, tree: Tree, score: float) -> None:
+        if not np.isfinite(score):
+            return
+        n = size(tree)
+        held = self.archive.get(n)
+        if held is None or score < held[0]:
+            self.archive[n] = (score, tree)
+
+    # --------------------------------------------------------------- run
+    def seed_population(self, trees: Sequence[Tree]) -> None:
+        for tree in trees:
+            if size(tree) <= self.max_size:
+                self.population.append((self.fitness(tree), tree))
+        while len(self.population) < POPULATION:
+            tree = self.random_tree(self.rng.randrange(1, 4))
+            self.population.append((self.fitness(tree), tree))
+        while len(self.population) > POPULATION:
+            self.population.popleft()
+
+    def run(self, over: Callable[[int], bool], stop_nmse: float = 1e-14) -> None:
+        """Evolve until ``over(evaluated)`` or an exact fit."""
+        children = 0
+        while not over(self.evaluated):
+            child = self.child()
+            if child is None:
+                continue
+            score = self.fitness(child)
+            self.population.popleft()
+            self.population.append((score, child))
+            children += 1
+            if score <= stop_nmse:
+                return
+            if children % TUNE_EVERY == 0:
+                self.tune(over)
+
+    def tune(self, over: Callable[[int], bool]) -> None:
+        """Fit the constants of the best archived trees that have any."""
+        best = sorted(self.archive.values(), key=lambda item: item[0])[:TUNE_BEST]
+        for score, tree in best:
+            if over(self.evaluated):
+                return
+            if not _constants(tree):
+                continue
+            tuned = tune_constants(tree, self.columns, self.target)
+            if tuned is not None and tuned != tree:
+                tuned_score = self.fitness(tuned)
+                if tuned_score < score:
+                    self.population.append((tuned_score, tuned))
+                    self.population.popleft()
+
+    # ---------------------------------------------------------- variation
+    def tournament(self) -> Tree:
+        n = len(self.population)
+        members = [self.population[self.rng.randrange(n)] for _ in range(TOURNAMENT)]
+        return min(members, key=_rank)[1]
+
+    def child(self) -> Tree | None:
+        parent = self.tournament()
+        if self.rng.random() < CROSSOVER_RATE:
+            donor = _subtrees(self.tournament())
+            piece = donor[self.rng.randrange(len(donor))]
+            new = _replace_random(parent, piece, self.rng)
+        else:
+            new = self.mutate(parent)
+        if new is None or new == parent or size(new) > self.max_size:
+            return None
+        return new
+
+    def mutate(self, tree: Tree) -> Tree | None:
+        kind = self.rng.randrange(6)
+        if kind == 0:
+            return _replace_random(tree, self.random_tree(self.rng.randrange(1, 3)), self.rng)
+        if kind == 1:
+            return _map_random(tree, self._swap_operator, self.rng)
+        if kind == 2 and self.unary:
+            name = self.rng.choice(self.unary)
+            return _map_random(tree, lambda node: (name, node), self.rng)
+        if kind == 3:
+            pieces = _subtrees(tree)
+            return pieces[self.rng.randrange(len(pieces))]
+        if kind == 4:
+            return _map_random(tree, self._leaf_change, self.rng, leaves_only=True)
+        return _map_random(tree, self._wrap_binary, self.rng)
+
+    def _swap_operator(self, node: Tree) -> Tree:
+        if node[0] in BINARY:
+            return (self.rng.choice(self.binary), node[1], node[2])
+        if node[0] in UNARY and self.unary:
+            return (self.rng.choice(self.unary), node[1])
+        return node
+
+    def _leaf_change(self, node: Tree) -> Tree:
+        if node[0] == "k" and self.rng.random() < 0.7:
+            return ("k", float(node[1]) * math.exp(self.rng.gauss(0.0, 0.5)))
+        return self.random_leaf()
+
+    def _wrap_binary(self, node: Tree) -> Tree:
+        name = self.rng.choice(self.binary)
+        other = self.random_tree(1)
+        return (name, node, other) if self.rng.random() < 0.5 else (name, other, node)
+
+    def random_leaf(self) -> Tree:
+        if self.rng.random() < 0.2:
+            return ("k", self.rng.choice((1.0, 2.0, 0.5, -1.0, 3.0)))
+        return ("v", self.rng.randrange(len(self.columns)))
+
+    def random_tree(self, depth: int) -> Tree:
+        if depth <= 1 or self.rng.random() < 0.3:
+            return self.random_leaf()
+        if self.unary and self.rng.random() < 0.3:
+            return (self.rng.choice(self.unary), self.random_tree(depth - 1))
+        return (self.rng.choice(self.binary), self.random_tree(depth - 1),
+                self.random_tree(depth - 1))
+
+
+def _rank(member: tuple[float, Tree]) -> tuple[float, int]:
+    return member[0], size(member[1])
+
+
+# -------------------------------------------------------------- tree surgery
+@lru_cache(maxsize=1 << 16)
+def _subtrees(tree: Tree) -> tuple[Tree, ...]:
+    """Every subtree, pre-order (cached: trees are immutable and recur in a population)."""
+    if tree[0] in ("v", "k"):
+        return (tree,)
+    found: tuple[Tree, ...] = (tree,)
+    for child in tree[1:]:
+        found += _subtrees(child)
+    return found
+
+
+def _replace_random(tree: Tree, piece: Tree, rng: random.Random) -> Tree:
+    return _map_random(tree, lambda node: piece, rng)
+
+
+def _map_random(tree: Tree, change, rng: random.Random, leaves_only: bool = False) -> Tree:
+    """``tree`` with ``change`` applied to one node chosen uniformly (pre-order)."""
+    nodes = _subtrees(tree)
+    if leaves_only:
+        choices = [i for i, n in enumerate(nodes) if n[0] in ("v", "k")]
+        if not choices:
+            return tree
+        return _replace_at(tree, choices[rng.randrange(len(choices))], change)
+    return _replace_at(tree, rng.randrange(len(nodes)), change)
+
+
+def _replace_at(tree: Tree, index: int, change) -> Tree:
+    """Rebuild only the path to pre-order node ``index``, applying ``change`` there."""
+    if index == 0:
+        return change(tree)
+    index -= 1
+    children = list(tree[1:])
+    for position, child in enumerate(children):
+        count = len(_subtrees(child))
+        if index < count:
+            children[position] = _replace_at(child, index, change)
+            return (tree[0], *children)
+        index -= count
+    return tree
+
+
+def _constants(tree: Tree) -> list[float]:
+    return [float(n[1]) for n in _subtrees(tree) if n[0] == "k"]
+
+
+def _with_constants(tree: Tree, values: list[float]) -> Tree:
+    iterator = iter(values)
+
+    def walk(node: Tree) -> Tree:
+        if node[0] == "k":
+            return ("k", float(next(iterator)))
+        if node[0] == "v":
+            return node
+        return (node[0], *(walk(child) for child in node[1:]))
+
+    return walk(tree)
+
+
+def tune_constants(tree: Tree, columns: Sequence[np.ndarray], target: np.ndarray,
+                   max_evaluations: int = 60) -> Tree | None:
+    """``tree`` with its constants fitted by Levenberg-Marquardt under linear scaling."""
+    from scipy.optimize import leastsq
+
+    start = _constants(tree)
+    if not start:
+        return tree
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            values = evaluate_tree(_with_constants(tree, list(theta[2:])), columns, None)
+            values = np.broadcast_to(np.asarray(values, dtype=float), target.shape)
+            out = target - theta[0] - theta[1] * values
+        return np.where(np.isfinite(out), out, 1e6)
+
+    with np.errstate(all="ignore"):
+        values = np.broadcast_to(np.asarray(evaluate_tree(tree, columns, None), dtype=float),
+                                 target.shape)
+        design = np.column_stack([np.ones_like(values), values])
+        if not np.all(np.isfinite(design)):
+            return None
+        (a, b), *_ = np.linalg.lstsq(design, target, rcond=None)
+        with warnings.catch_warnings():  # hitting maxfev is expected: the budget is small
+            warnings.simplefilter("ignore")
+            theta, *_ = leastsq(residuals, np.array([a, b, *start]), maxfev=max_evaluations)
+    if not np.all(np.isfinite(theta)):
+        return None
+    return _with_constants(tree, [float(v) for v in theta[2:]])
+

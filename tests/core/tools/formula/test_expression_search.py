@@ -1,0 +1,49 @@
+"""expression_search through the tool registry: the front as scored candidates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from srh_core.tools.base import BaseTool
+
+
+def three_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    return {name: rng.uniform(1.0, 3.0, n) for name in ("a", "b", "c")}
+
+
+def ratio_of_a_sum(d):
+    return (d["a"] - d["b"]) / (d["a"] + d["c"])
+
+
+def test_the_front_comes_back_scored_and_the_best_is_exact(make_context, run, shape,
+                                                           assert_exact):
+    context = make_context(three_inputs, "y", ratio_of_a_sum, n=300)
+    result = run("expression_search", context, time_budget=4, seed=1)
+    assert result.ok, result.result_str
+    shape(result.result, context)
+    assert result.result["is_candidate"]
+    assert_exact(result.result, three_inputs, ratio_of_a_sum)
+    front = result.result["search"]["front"]
+    others = result.result.get("all_formulas", [])
+    assert len(others) == len(front) - 1 and all(alt["is_candidate"] for alt in others)
+    assert "expressions evaluated" in result.result_str
+
+
+def test_is_registered_and_documented():
+    tool = BaseTool.get_class("expression_search")
+    properties = tool.metadata.parameters["properties"]
+    assert {"operators", "max_complexity", "time_budget", "seed", "variables"} <= set(properties)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"operators": ["sin"]}, "operators"),
+    ({"operators": ["+", "gamma"]}, "operators"),
+    ({"time_budget": 0}, "time_budget"),
+    ({"max_complexity": 2}, "max_complexity"),
+    ({"variables": ["nope"]}, "nope"),
+], ids=["no-binary", "unknown", "budget", "complexity", "unknown-variable"])
+def test_bad_arguments_are_a_readable_failure(make_context, run, arguments, message):
+    context = make_context(three_inputs, "y", ratio_of_a_sum, n=50)
+    result = run("expression_search", context, **arguments)
+    assert not result.ok and message in result.result_str
