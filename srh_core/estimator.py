@@ -83,6 +83,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         early_stop: Stop once the best candidate is exact.
         exact_fit_threshold: Value of ``exact_fit_metric`` that counts as exact.
         exact_fit_metric: Metric of the early-stop rule.
+        selection: How the best formula is chosen: "best" (complexity-aware,
+            PySR's rule on the Pareto front) or "accuracy" (lowest validation error).
         force_initial_diagnostics: Run the analysis tools before the first step.
         auto_routing: Route hard tasks to the strong model.
         strong_llm_provider: Provider of the strong model.
@@ -125,7 +127,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         validation_fraction: float = 0.2, split_by: str = "random",
         split_ood_variable: str | None = None, split_random_state: int = 42,
         ranking_metric: str = "mse", larger_is_better: bool = False, early_stop: bool = True,
-        exact_fit_threshold: float = 1.0, exact_fit_metric: str = "r2",
+        exact_fit_threshold: float = 1.0, exact_fit_metric: str = "r2", selection: str = "best",
         force_initial_diagnostics: bool = False, auto_routing: bool = True,
         strong_llm_provider: str | None = None, strong_llm_model: str | None = None,
         seed: int = 0, time_limit: float | None = None, max_cost: float | None = None,
@@ -160,6 +162,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.early_stop = early_stop
         self.exact_fit_threshold = exact_fit_threshold
         self.exact_fit_metric = exact_fit_metric
+        self.selection = selection
         self.force_initial_diagnostics = force_initial_diagnostics
         self.auto_routing = auto_routing
         self.strong_llm_provider = strong_llm_provider

@@ -11,17 +11,31 @@
   so a formula found by two branches is listed once.
 - Pareto front: walk the ranked list and keep each candidate whose
   complexity is strictly lower than that of every candidate kept before.
-- Best candidate: the first of the ranked list.
+- Best candidate (the formula a run reports), by the ``selection`` setting:
+  ``"accuracy"`` takes the first of the ranked list (the lowest error);
+  ``"best"`` (the default) takes PySR's "best" rule over the Pareto front,
+  see :func:`select_best`. The ranked list and the front do not change.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+import srh_engine as engine
 from srh_core.types import CandidateRecord, finite_float
 
 SortKey = tuple[float, int, str, str]
+Selection = Literal["best", "accuracy"]
+SELECTIONS: tuple[Selection, ...] = ("best", "accuracy")
+
+#: "best" considers the front candidates whose loss is within this factor of the lowest loss.
+SELECTION_LOSS_FACTOR = 1.5
+#: Losses (unexplained share of the target's variance) below this count as equally exact:
+#: r2 itself is rounded to ~1e-16, so smaller differences are floating-point noise.
+SELECTION_LOSS_FLOOR = 1e-14
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +95,77 @@ def pareto_indices(ranked: Sequence[CandidateRecord]) -> list[int]:
             indices.append(index)
             lowest = complexity
     return indices
+
+
+def selection_loss(candidate: CandidateRecord, policy: RankingPolicy) -> float | None:
+    """The loss "best" compares: ``1 - r2`` on the ranking split, floored; None without r2."""
+    r2 = finite_float(candidate.metric("r2", policy.ranking_split(candidate)))
+    return None if r2 is None else max(1.0 - r2, SELECTION_LOSS_FLOOR)
+
+
+def select_best(ranked: Sequence[CandidateRecord], policy: RankingPolicy,
+                selection: Selection = "best") -> int | None:
+    """The index in ``ranked`` of the formula a run reports as its best.
+
+    ``"accuracy"``: 0, the lowest ranking metric. ``"best"`` (PySR's rule):
+    walk the Pareto front from the simplest candidate up (by
+    :func:`selection_complexity`); each candidate's score is
+    ``-d log(loss) / d complexity`` against the next simpler one
+    (the simplest against predicting the mean: loss 1, complexity 0), where
+    loss is ``1 - r2`` on the ranking split (the share of variance left
+    unexplained, floored at :data:`SELECTION_LOSS_FLOOR`). Among the front
+    candidates whose loss is within :data:`SELECTION_LOSS_FACTOR` of the
+    lowest, the highest score wins (the simpler one on a tie). A front
+    candidate without a finite r2 makes the rule fall back to 0.
+
+    Args:
+        ranked: The ranked list (:func:`rank_candidates`).
+        policy: The ranking policy (which split the losses are read on).
+        selection: "best" or "accuracy".
+
+    Returns:
+        An index into ``ranked``, or None when it is empty.
+    """
+    if not ranked:
+        return None
+    front = pareto_indices(ranked)
+    losses = _front_losses(ranked, front, policy)
+    if selection == "accuracy" or losses is None:
+        return 0
+    eligible = SELECTION_LOSS_FACTOR * min(losses)
+    walk = sorted(zip((selection_complexity(ranked[i]) for i in front), losses, front,
+                      strict=True))  # simplest first
+    best, best_score = 0, -math.inf
+    previous_loss, previous_complexity = 1.0, 0
+    for complexity, loss, index in walk:
+        score = -math.log(loss / previous_loss) / max(complexity - previous_complexity, 1)
+        if loss <= eligible and score > best_score:
+            best, best_score = index, score
+        previous_loss, previous_complexity = loss, complexity
+    return best
+
+
+def selection_complexity(candidate: CandidateRecord) -> int:
+    """The complexity "best" scores by: closed numeric subtrees count as one node.
+
+    ``q1/(4*pi*epsilon*r**2)`` then counts as ``q1/(12.57*epsilon*r**2)``: writing a
+    constant exactly must not make a formula look more complex than the number it
+    replaces. (The front and the ranking keep the plain node count.)
+    """
+    complexity = int(candidate.complexity or 0)
+    try:
+        expression = engine.parse(candidate.formula)
+    except engine.EngineError:
+        return complexity
+    return complexity - (engine.complexity(expression)
+                         - engine.complexity(engine.fold_constants(expression)))
+
+
+def _front_losses(ranked: Sequence[CandidateRecord], front: Sequence[int],
+                  policy: RankingPolicy) -> list[float] | None:
+    losses = [selection_loss(ranked[index], policy) for index in front]
+    known = [loss for loss in losses if loss is not None]
+    return known if len(known) == len(losses) else None
 
 
 @dataclass(frozen=True, slots=True)

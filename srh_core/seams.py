@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from srh_core.agent.accounting import RunTotals
     from srh_core.agent.branch import BranchState
     from srh_core.agent.steps import SampleScope, StepPlan
+    from srh_core.ranking import Selection
 
 
 @runtime_checkable
@@ -116,8 +117,8 @@ class CandidateStore(Protocol):
 
     def export_state(self) -> dict[str, Any]: ...
 
-    def result(self, status: str, progress: str, *, stop_reason: str | None = None
-               ) -> SearchResult: ...
+    def result(self, status: str, progress: str, *, stop_reason: str | None = None,
+               selection: Selection = "best") -> SearchResult: ...
 
 
 @runtime_checkable

@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import SearchStateError
-from srh_core.ranking import RankingPolicy, pareto_indices, rank_candidates
+from srh_core.ranking import (
+    RankingPolicy,
+    Selection,
+    pareto_indices,
+    rank_candidates,
+    select_best,
+)
 from srh_core.types import (
     CandidateRecord,
     ParentLink,
@@ -325,12 +331,17 @@ class SearchRunState:
                     candidate.details["diagnostics"] = json_value(dict(diagnostics))
 
     # -------------------------------------------------------------- result
-    def result(self, status: str, progress: str, *, stop_reason: str | None = None) -> SearchResult:
-        """Build the result from the ranked pool; written to ``result.json`` when saving."""
+    def result(self, status: str, progress: str, *, stop_reason: str | None = None,
+               selection: Selection = "best") -> SearchResult:
+        """Build the result from the ranked pool; written to ``result.json`` when saving.
+
+        ``selection`` picks the reported best candidate (:func:`srh_core.ranking.select_best`).
+        """
         ranked = self.ranked_candidates()
         result = SearchResult(
             status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
-            pareto_front=pareto_indices(ranked), best_candidate=0 if ranked else None,
+            pareto_front=pareto_indices(ranked),
+            best_candidate=select_best(ranked, self.policy, selection),
             run_id=self.run_id, stop_reason=stop_reason, totals=self.spend().to_dict())
         if self.run_dir is not None:
             self.run_dir.write_result(result)

@@ -74,6 +74,7 @@ from .builders import (
     targ,
 )
 from .canonical import canonical_key
+from .constants import StructuralConstant, recognise_constants, structural_constants
 from .desugaring import desugar
 from .errors import EngineError, EvaluationError, ExpressionError, FitError, ParseError
 from .evaluation import evaluate
@@ -137,6 +138,7 @@ __all__ = [
     "Reduction",
     "RelationField",
     "RelationLift",
+    "StructuralConstant",
     "Symbol",
     "Unary",
     "Variable",
@@ -170,6 +172,7 @@ __all__ = [
     "parameter_values",
     "parse",
     "parse_equation",
+    "recognise_constants",
     "reduction",
     "render",
     "replace",
@@ -181,6 +184,7 @@ __all__ = [
     "sinh",
     "sour",
     "sqrt",
+    "structural_constants",
     "symbols",
     "tan",
     "tanh",

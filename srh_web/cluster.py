@@ -105,7 +105,7 @@ class ClusterSource:
         settings = views.settings_view(spec.settings)
         records = store.records(include_detail=True)
         front = views.front_view(store.candidates(), settings["ranking_metric"],
-                                 settings["larger_is_better"])
+                                 settings["larger_is_better"], settings["selection"])
         return {"run_id": run_id, "source": "redis", "path": None, "status": status["status"],
                 "stop_reason": status["stop_reason"], "settings": settings,
                 "nodes": status["nodes"], "elapsed_seconds": status["elapsed_seconds"],

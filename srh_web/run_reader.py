@@ -166,7 +166,7 @@ class RunReader:
         runtime = state.get("runtime") or {}
         with self._lock:
             front = views.front_view(list(self._candidates), settings["ranking_metric"],
-                                     settings["larger_is_better"])
+                                     settings["larger_is_better"], settings["selection"])
             usage = views.usage_totals(self._usage)
             count = len(self._nodes)
         return {"run_id": self.run_id, "source": "directory", "path": str(self.path),

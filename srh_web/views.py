@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from srh_core.ranking import RankingPolicy, pareto_indices, rank_candidates
+from srh_core.ranking import (
+    RankingPolicy,
+    Selection,
+    pareto_indices,
+    rank_candidates,
+    select_best,
+)
 from srh_core.types import CandidateRecord, finite_float
 
 PREVIEW_CHARS = 400
@@ -90,12 +96,15 @@ def candidate_row(candidate: CandidateRecord, metric: str) -> dict[str, Any]:
 
 
 def front_view(candidates: Iterable[CandidateRecord], metric: str,
-               larger_is_better: bool) -> dict[str, Any]:
-    """The ranked pool's head, its Pareto front and the best candidate."""
-    ranked = rank_candidates(candidates, RankingPolicy(metric, larger_is_better))
+               larger_is_better: bool, selection: Selection = "best") -> dict[str, Any]:
+    """The ranked pool's head, its Pareto front and the best candidate (by ``selection``)."""
+    policy = RankingPolicy(metric, larger_is_better)
+    ranked = rank_candidates(candidates, policy)
     front = [candidate_row(ranked[i], metric) for i in pareto_indices(ranked)]
+    best = select_best(ranked, policy, selection)
     return {"metric": metric, "larger_is_better": larger_is_better, "ranked_count": len(ranked),
-            "best": candidate_row(ranked[0], metric) if ranked else None, "front": front,
+            "best": candidate_row(ranked[best], metric) if best is not None else None,
+            "front": front,
             "top": [candidate_row(c, metric) for c in ranked[:TABLE_ROWS]]}
 
 
@@ -120,6 +129,8 @@ def settings_view(settings: Mapping[str, Any]) -> dict[str, Any]:
                 llm_provider=settings.get("llm_provider"), llm_model=settings.get("llm_model"),
                 ranking_metric=settings.get("ranking_metric") or "mse",
                 larger_is_better=bool(settings.get("larger_is_better")),
+                # runs from before the setting existed reported the most accurate candidate
+                selection=settings.get("selection") or "accuracy",
                 time_limit=settings.get("time_limit"))
     return view
 

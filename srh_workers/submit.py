@@ -20,7 +20,8 @@ from redis import Redis
 from srh_core.agent import SRAgent, agent_class_path
 from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError, SearchStateError
-from srh_core.types import SearchResult
+from srh_core.ranking import select_best
+from srh_core.types import CandidateRecord, SearchResult
 from srh_workers.endpoints import submit_access
 from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
@@ -131,9 +132,9 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
     """A JSON-ready view of a run: progress, branches, best formula, stop flag."""
     spec, store = _store(client, run_id)
     settings = spec.search_settings()
-    best = store.best_candidate()
     result = store.stored_result()
     elapsed = _finished_at(store, result) - spec.submitted_at
+    best = result.best if result is not None else _best_so_far(store, settings)
     return {
         "run_id": run_id,
         "status": result.status if result is not None else "running",
@@ -148,6 +149,13 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
         "elapsed_seconds": elapsed,
         "totals": run_totals(store, result, elapsed),
     }
+
+
+def _best_so_far(store: RedisRunStore, settings: SearchSettings) -> CandidateRecord | None:
+    """The candidate the run would report now, by its ``selection`` rule."""
+    ranked = store.ranked_candidates()
+    index = select_best(ranked, store.policy, settings.selection)
+    return None if index is None else ranked[index]
 
 
 def run_totals(store: RedisRunStore, result: SearchResult | None,

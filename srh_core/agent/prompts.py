@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from srh_core import formats
 from srh_core.types import CandidateRecord, finite_float
 
 MAX_FRONT_ROWS = 8
@@ -59,15 +60,14 @@ def user_prompt(
 ) -> str:
     """The task: description, variables with ranges, and restart evidence."""
     lines = [problem_description.strip() or "Find the formula behind the data.", ""]
-    lines.append(f"- Target: {_variable_line(target, target_values, descriptions)}")
+    lines.append(formats.TARGET_PREFIX + _variable_line(target, target_values, descriptions))
     lines.append(f"- Features ({len(features)}):")
     for name in list(features)[:MAX_VARIABLES_LISTED]:
-        lines.append(f"  - {_variable_line(name, features[name], descriptions)}")
+        lines.append(formats.FEATURE_PREFIX + _variable_line(name, features[name], descriptions))
     if len(features) > MAX_VARIABLES_LISTED:
         rest = list(features)[MAX_VARIABLES_LISTED:MAX_NAMES_LISTED]
         more = len(features) - MAX_VARIABLES_LISTED - len(rest)
-        lines.append(f"  - ... and {len(features) - MAX_VARIABLES_LISTED} more: "
-                     + ", ".join(rest) + (f", ... ({more} not named)" if more else ""))
+        lines.append(formats.more_features_line(len(features) - MAX_VARIABLES_LISTED, rest, more))
     lines.append(f"- Samples: {np.size(target_values)}")
     if restart_records:
         lines += ["", "Best formulas of earlier restarts (best first):"]
@@ -80,9 +80,10 @@ def user_prompt(
 def _variable_line(name: str, values: Any, descriptions: Mapping[str, str]) -> str:
     array = np.asarray(values, dtype=float).ravel()
     finite = array[np.isfinite(array)]
-    span = f"range [{finite.min():.4g}, {finite.max():.4g}]" if finite.size else "no finite values"
-    description = descriptions.get(name, "").strip()
-    return f"{name}: {span}" + (f" ({description[:120]})" if description else "")
+    note = descriptions.get(name, "").strip()[:120]
+    if finite.size:
+        return formats.variable_text(name, f"{finite.min():.4g}", f"{finite.max():.4g}", note)
+    return f"{name}: no finite values" + (f" ({note})" if note else "")
 
 
 def _record_line(record: CandidateRecord, metric: str) -> str:
@@ -112,10 +113,8 @@ def progress_message(
         where: Restart and branch position, e.g. "restart 1/2, branch 2/4".
         seconds_left: Remaining wall-clock budget, when there is one.
     """
-    remaining = max_depth - step
-    lines = [f"[Progress] Step {step} of {max_depth} ({where}); {remaining} more after it"
-             + (f"; {seconds_left:.0f}s of run time left." if seconds_left is not None else ".")]
-    lines.append(_step_policy(remaining))
+    lines = [formats.progress_line(step, max_depth, where, seconds_left)]
+    lines.append(_step_policy(max_depth - step))
     lines.append("")
     lines.append(_front_table(front, metric))
     return {"role": "user", "content": "\n".join(lines)}
@@ -132,12 +131,12 @@ def _step_policy(remaining: int) -> str:
 def _front_table(front: Sequence[CandidateRecord], metric: str) -> str:
     if not front:
         return "[Pareto front] empty: no formula has been scored yet."
-    rows = [f"[Pareto front] complexity | train {metric} | validation {metric} | formula"]
+    rows = [formats.front_header(metric)]
     for record in list(front)[:MAX_FRONT_ROWS]:
         train = _fmt(record.metric(metric, "train"))
         validation = _fmt(record.metric(metric, "validation"))
-        rows.append(f"{record.complexity} | {train} | {validation} | "
-                    f"{record.formula[:MAX_FORMULA_CHARS]}")
+        rows.append(formats.front_row(record.complexity, train, validation,
+                                      record.formula[:MAX_FORMULA_CHARS]))
     if len(front) > MAX_FRONT_ROWS:
         rows.append(f"... {len(front) - MAX_FRONT_ROWS} more on the front")
     return "\n".join(rows)

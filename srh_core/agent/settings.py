@@ -69,6 +69,12 @@ class SearchSettings(BaseModel):
             rounding (residual variance below ~1e-16 of the target's).
         exact_fit_metric: Metric of the early-stop rule (train split); r2,
             pearson and spearman count up, the error metrics down.
+        selection: How the run's reported best formula is chosen: "best"
+            (PySR's rule: among the Pareto-front candidates within 1.5x of the
+            lowest validation loss, the one whose loss falls fastest per unit
+            of complexity; see ``srh_core.ranking.select_best``) or "accuracy"
+            (the lowest validation error). The ranking, the front and the
+            early stop do not depend on it.
         force_initial_diagnostics: Run the analysis tools before L=1.
         auto_routing: Route hard tasks to the strong model.
         strong_llm_provider: Provider of the strong model.
@@ -137,6 +143,7 @@ class SearchSettings(BaseModel):
     early_stop: bool = True
     exact_fit_threshold: float = Field(default=1.0, allow_inf_nan=False)
     exact_fit_metric: str = "r2"
+    selection: Literal["best", "accuracy"] = "best"
     force_initial_diagnostics: bool = False
     auto_routing: bool = True
     strong_llm_provider: str | None = None

@@ -650,7 +650,8 @@ class SRAgent:
             R, L, C = latest.R, latest.L, latest.C
         progress = (f"{self.format_progress(R, L, C)}; "
                     f"{store.node_count}/{self.settings.max_nodes} nodes")
-        return store.result(status, progress, stop_reason=stop_reason)
+        return store.result(status, progress, stop_reason=stop_reason,
+                            selection=self.settings.selection)
 
 
 def _canonical_tool(name: str, setting: str) -> str:

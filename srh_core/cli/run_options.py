@@ -29,7 +29,7 @@ SETTING_OF_FLAG = {
     "force_initial_diagnostics": "force_initial_diagnostics",
     "validation_fraction": "validation_fraction", "split_by": "split_by",
     "split_ood_variable": "split_ood_variable", "split_random_state": "split_random_state",
-    "branch_threads": "branch_threads", "granularity": "granularity",
+    "branch_threads": "branch_threads", "granularity": "granularity", "selection": "selection",
     "max_cost": "max_cost", "max_tokens": "max_tokens", "endpoint": "endpoint",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
@@ -136,6 +136,10 @@ def _validation_options(parser: argparse.ArgumentParser) -> None:
                             help="random, or ood: hold out the high tail of a variable")
     validation.add_argument("--split-ood-variable", help="the variable of --split-by ood")
     validation.add_argument("--split-random-state", type=int, help="seed of the split")
+    validation.add_argument("--selection", choices=("best", "accuracy"),
+                            help="how the reported best formula is chosen: best (default: "
+                                 "complexity-aware, on the Pareto front) or accuracy (the "
+                                 "lowest validation error)")
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:

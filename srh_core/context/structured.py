@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from srh_core import formats
+
 if TYPE_CHECKING:
     from srh_core.context.context import AgentContext
 
@@ -70,16 +72,16 @@ class StructuredData(dict):
         """The bracketed role of ``name`` (empty for an ordinary variable)."""
         nodes = self.num_nodes
         if name in self.relation_names:
-            return f"[relation over {nodes} nodes; rows (target, source)]"
+            return formats.relation_note(nodes)
         if name in self.variable_structures:
-            return f"[edge field of {self.variable_structures[name]}]"
+            return formats.edge_field_note(self.variable_structures[name])
         if name in self.derivatives:
             state = self.derivatives[name]
-            return f"[time derivative d{state}/dt of {state}]"
+            return formats.derivative_note(state)
         if name == self.time:
-            return "[time]"
+            return formats.TIME_NOTE
         if nodes is not None and getattr(value, "ndim", 0) == 2 and value.shape[-1] == nodes:
-            return f"[node field over {nodes} nodes]"
+            return formats.node_field_note(nodes)
         return ""
 
     def __reduce__(self) -> Any:

@@ -15,7 +15,9 @@ reads (see :mod:`srh_core.agent.candidates`)::
 metric dict: the first is what the harness reads, the second the reference's
 shape, for code written against it (see :func:`split_results`).
 
-Fitting uses the train split only. Formula text from the model is parsed by
+Fitting uses the train split only; after it, fitted numbers that the training
+data accept as exact constants are written as such (``1/(4*pi)``, ``2/3``;
+:mod:`srh_engine.constants`). Formula text from the model is parsed by
 ``srh_engine`` only (never ``eval``). A formula fitted against a transformed
 target (``y="log(T)"``) is not a candidate; when :func:`invert_target` can
 undo the transform, the back-transformed formula is scored against the real
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 import srh_engine as engine
+from srh_core import formats
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import (
@@ -268,7 +271,7 @@ class FormulaTool(BaseTool):
             the target was transformed and the transform can be undone, is in
             ``all_formulas``.
         """
-        fitted = self._fitted(f, target) if fit else f
+        fitted = self.structural(self._fitted(f, target) if fit else f, target)
         entry = self.score_formula(fitted, target, show_diagnostics=show_diagnostics)
         for key, value in (details or {}).items():
             entry[key] = entry.get("warnings", []) + list(value) if key == "warnings" else value
@@ -288,6 +291,16 @@ class FormulaTool(BaseTool):
                                     f"fitting accepts at most {MAX_FIT_VALUES}.", parameter="f")
         return context.evaluator.fit(f, target.expression, context.train_split,
                                      fit_constants=True)
+
+    def structural(self, f: engine.Expression, target: DataTerm) -> engine.Expression:
+        """``f`` with the fitted numbers the training data accept as exact constants
+        (``0.0795774715...`` -> ``1/(4*pi)``; see :mod:`srh_engine.constants`)."""
+        split = self.require_context().train_split
+        try:
+            y = evaluate_on(target.expression, split)
+        except engine.EngineError:
+            return f
+        return engine.recognise_constants(f, y, lambda expression: evaluate_on(expression, split))
 
     def score_formula(self, f: engine.Expression, target: DataTerm, *,
                       show_diagnostics: bool = True) -> dict[str, Any]:
@@ -381,9 +394,10 @@ class FormulaTool(BaseTool):
         Order: formula, metrics per split, candidate status, ``details`` (a
         tool's own key numbers), warnings, short diagnostics, alternatives.
         """
-        lines = [f"{title}:", f"  {result.get('target', 'y')} = {display_formula(result)}"]
+        lines = formats.result_head(title, str(result.get("target", "y")),
+                                    display_formula(result))
         for split, metrics in (result.get("metrics") or {}).items():
-            lines.append(f"  {split}: {metric_line(metrics)}")
+            lines.append(formats.split_line(split, metric_line(metrics)))
         if not result.get("is_candidate") and not any(
                 str(text).startswith("not a candidate") for text in result.get("warnings") or []):
             lines.append("  (not a candidate for the target)")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 import srh_engine as engine
+from srh_core import formats
 from srh_core.errors import ToolArgumentError
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import number_text
@@ -153,13 +154,11 @@ class PowerLawFitTool(FormulaTool):
         """Exponents with their intervals, the scale, and the snapping outcome."""
         parameters = result.get("parameters") or {}
         intervals = parameters.get("exponent_intervals") or {}
-        exponents = ", ".join(
-            f"{name}: {number_text(value, 8)}" + (
-                f" [{number_text(intervals[name][0], 4)}, {number_text(intervals[name][1], 4)}]"
-                if name in intervals else "")
-            for name, value in (parameters.get("exponents") or {}).items())
-        lines = [f"exponents (95% interval): {exponents}; scale c="
-                 f"{number_text(parameters.get('scale'), 8)}"]
+        exponents = [formats.exponent_item(name, number_text(value, 8), (
+            number_text(intervals[name][0], 4), number_text(intervals[name][1], 4))
+            if name in intervals else None)
+            for name, value in (parameters.get("exponents") or {}).items()]
+        lines = [formats.exponents_line(exponents, number_text(parameters.get("scale"), 8))]
         snap = parameters.get("snapping")
         if snap:
             verdict = "kept" if snap["accepted"] else "rejected (fit degraded too much)"

@@ -53,7 +53,7 @@ from srh_core.agent.steps import StepPlan
 from srh_core.embedded.run_dir import tool_call_record
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
-from srh_core.ranking import RankingPolicy, pareto_indices
+from srh_core.ranking import RankingPolicy, Selection, pareto_indices, select_best
 from srh_core.state import SNAPSHOT_VERSION, SearchRunState, coordinate_order
 from srh_core.types import (
     CandidateRecord,
@@ -663,13 +663,17 @@ class RedisRunStore(ControlRecords):
                 for record, detail in zip(values[::2], values[1::2], strict=True)]
 
     # -------------------------------------------------------------- result
-    def result(self, status: str, progress: str, *, stop_reason: str | None = None
-               ) -> SearchResult:
-        """Build the result from the ranked pool, store it, and start the finished-run TTL."""
+    def result(self, status: str, progress: str, *, stop_reason: str | None = None,
+               selection: Selection = "best") -> SearchResult:
+        """Build the result from the ranked pool, store it, and start the finished-run TTL.
+
+        ``selection`` picks the reported best candidate (:func:`srh_core.ranking.select_best`).
+        """
         ranked = self.ranked_candidates()
         result = SearchResult(
             status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
-            pareto_front=pareto_indices(ranked), best_candidate=0 if ranked else None,
+            pareto_front=pareto_indices(ranked),
+            best_candidate=select_best(ranked, self.policy, selection),
             run_id=self.run_id, stop_reason=stop_reason, totals=self.run_totals().to_dict())
         pipe = self.client.pipeline(transaction=True)
         pipe.set(self.keys.result, dumps(result.to_dict()))

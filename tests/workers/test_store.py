@@ -365,6 +365,22 @@ def test_result_is_stored_and_starts_the_ttl(store, client):
     assert all(client.ttl(key) == -1 for key in keys)
 
 
+@pytest.mark.parametrize(("selection", "best"), [("best", "truth"), ("accuracy", "overfit")])
+def test_the_result_reports_the_best_formula_by_the_selection_rule(store, selection, best):
+    state = SearchRunState(None, "mse", False, run_id=RUN)
+    node = node_of(store)
+    pool = [candidate("overfit", node.node_id, 0.99e-4, 100, validation=0.99e-4),
+            candidate("truth", node.node_id, 1.0e-4, 5, validation=1.0e-4),
+            candidate("constant", node.node_id, 1.0, 1, validation=1.0)]
+    store.record_sample(node, pool, samples=1)
+    for record in pool:
+        state.push_candidate(record)
+    result = store.result("completed", "done", selection=selection)
+    assert result.best.formula == best and result.candidates[0].formula == "overfit"
+    assert without_times(result.to_dict()) == without_times(
+        state.result("completed", "done", selection=selection).to_dict())
+
+
 def test_ttl_none_keeps_finished_runs_and_bad_ttl_is_rejected(client):
     store = RedisRunStore(client, RUN, ttl_seconds=None)
     store.push_candidate(candidate("x", "n", 0.1, 1))

@@ -2,8 +2,10 @@
 
 It never touches data arrays or ground truth: everything comes from the
 message texts the harness wrote (the task prompt, tool results, progress
-messages) and from its own earlier calls. Parsing is tolerant: a text it
-cannot read simply leaves a fact unknown.
+messages) and from its own earlier calls. The lines it reads are written and
+read in :mod:`srh_core.formats` (one place for writer and reader; the round
+trips are tested). Parsing is tolerant: a text it cannot read simply leaves a
+fact unknown.
 """
 
 from __future__ import annotations
@@ -14,21 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_TARGET_RE = re.compile(rf"^- Target: (\w+): range \[({_NUMBER}), ({_NUMBER})\]", re.M)
-_FEATURE_RE = re.compile(rf"^  - (\w+): range \[({_NUMBER}), ({_NUMBER})\]", re.M)
-_STEP_RE = re.compile(r"\[Progress\] Step (\d+) of (\d+)")
-_BRANCH_RE = re.compile(r"\[Progress\] Step \d+ of \d+ \([^)]*branch (\d+)/(\d+)")
-_SCALE_RE = re.compile(rf"scale c=({_NUMBER})")
-_FRONT_ROW_RE = re.compile(rf"^(\d+) \| ({_NUMBER}|-) \| ({_NUMBER}|-) \| (.+)$", re.M)
-_RELATION_RE = re.compile(
-    rf"^\d+\. (\w+): collapse R2 ({_NUMBER})\S* \| pearson ({_NUMBER}|nan|None), "
-    rf"spearman ({_NUMBER}|nan|None) \| (\w+)", re.M)
-_LOGLOG_RE = re.compile(rf"^\s+log-log: slope ({_NUMBER})", re.M)
-_POWER_LAW_RE = re.compile(r"^power_law_fit:\n  (.+?) = .*\n((?:  .*\n)*?)"
-                           r"  exponents \(95% interval\): (.*)$", re.M)
-_TRAIN_R2_RE = re.compile(rf"^  train: mse=\S+, r2=({_NUMBER})", re.M)
-_EXPONENT_RE = re.compile(rf"(\w+): ({_NUMBER}) \[({_NUMBER}), ({_NUMBER})\]")
+from srh_core import formats
+
 PLAN_HEADER = "Plan of this step, every sample:"
 """Heads the lines of an offline response that list every sample's calls of the step."""
 _PLAN_LINE_RE = re.compile(r"^  sample \d+: (.+)$", re.M)
@@ -201,30 +190,30 @@ def planned_signatures(line: str) -> list[str]:
 
 
 def _read_facts(view: ConversationView, text: str) -> None:
-    if (match := _TARGET_RE.search(text)) is not None:
+    if (match := formats.TARGET_LINE.search(text)) is not None:
         view.target = Variable(match.group(1), float(match.group(2)), float(match.group(3)))
         view.features = [Variable(m.group(1), float(m.group(2)), float(m.group(3)))
-                         for m in _FEATURE_RE.finditer(text)]
-    if (step := _STEP_RE.search(text)) is not None:
+                         for m in formats.FEATURE_LINE.finditer(text)]
+    if (step := formats.STEP_LINE.search(text)) is not None:
         view.step, view.max_steps = int(step.group(1)), int(step.group(2))
-        view.front = [_front_row(match) for match in _FRONT_ROW_RE.finditer(text)]
-    if (branch := _BRANCH_RE.search(text)) is not None:
+        view.front = [_front_row(match) for match in formats.FRONT_ROW.finditer(text)]
+    if (branch := formats.BRANCH_LINE.search(text)) is not None:
         view.branch, view.branches = int(branch.group(1)), int(branch.group(2))
-    for match in _POWER_LAW_RE.finditer(text):
+    for match in formats.POWER_LAW_RESULT.finditer(text):
         exponents = {m.group(1): Exponent(float(m.group(2)), float(m.group(3)),
                                           float(m.group(4)))
-                     for m in _EXPONENT_RE.finditer(match.group(3))}
-        scale = _SCALE_RE.search(match.group(3))
-        r2 = _TRAIN_R2_RE.search(match.group(2))
+                     for m in formats.EXPONENT_ITEM.finditer(match.group(3))}
+        scale = formats.SCALE.search(match.group(3))
+        r2 = formats.TRAIN_R2.search(match.group(2))
         y = match.group(1).strip()
         view.power_laws[y] = PowerLawReport(y, exponents,
                                             _number(scale.group(1)) if scale else None,
                                             _number(r2.group(1)) if r2 else None)
-    for match in _RELATION_RE.finditer(text):
+    for match in formats.RELATION_LINE.finditer(text):
         relation = Relation(match.group(1), float(match.group(2)), _number(match.group(3)),
                             _number(match.group(4)), match.group(5))
-        slope = _LOGLOG_RE.search(text, match.end())
-        next_item = _RELATION_RE.search(text, match.end())
+        slope = formats.LOGLOG_LINE.search(text, match.end())
+        next_item = formats.RELATION_LINE.search(text, match.end())
         if slope is not None and (next_item is None or slope.start() < next_item.start()):
             relation.loglog_slope = float(slope.group(1))
         view.relations[relation.name] = relation

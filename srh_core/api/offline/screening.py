@@ -38,7 +38,6 @@ is dropped.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -46,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from srh_core import formats
 from srh_core.api.offline.moves import Move
 from srh_core.api.offline.policy import Proposal, plan_step
 from srh_core.api.offline.reader import ConversationView, Variable
@@ -61,13 +61,6 @@ ANCHORS = 4
 MIN_EXPONENT_Z = 3.0
 MAD_SCALE = 1.4826
 FEATURE_ARGUMENTS = ("x", "variables")
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_MORE_NAMES_RE = re.compile(r"^  - \.\.\. and \d+ more: (.+)$", re.M)
-_RANKED_RE = re.compile(rf"^\d+\. (\w+)(?: \(reads the target!\))?: collapse R2 (\S+?)(?:±\S*)? "
-                        rf"\|.*?\| x in \[({_NUMBER}), ({_NUMBER})\]", re.M)
-_FURTHER_RE = re.compile(r"^  further variables \(collapse R2\): (.+)$", re.M)
-_EXPONENTS_RE = re.compile(r"^  exponents \(95% interval\): (.*)$", re.M)
-_EXPONENT_RE = re.compile(rf"(\w+): ({_NUMBER}) \[({_NUMBER}), ({_NUMBER})\]")
 Planner = Callable[[ConversationView, int, np.random.Generator], tuple[Proposal, ...]]
 
 
@@ -116,7 +109,7 @@ def all_feature_names(messages: Sequence[Mapping[str, Any]], view: ConversationV
     for message in messages:
         if message.get("role") != "user":
             continue
-        for match in _MORE_NAMES_RE.finditer(str(message.get("content") or "")):
+        for match in formats.MORE_FEATURES_LINE.finditer(str(message.get("content") or "")):
             names += [name.strip() for name in match.group(1).split(",")
                       if name.strip().isidentifier()]
         if names:
@@ -131,12 +124,12 @@ def read_screening(messages: Sequence[Mapping[str, Any]]
     ranges: dict[str, tuple[float, float]] = {}
     for message in messages:
         text = str(message.get("content") or "")
-        if message.get("role") not in ("tool", "user") or "(the target) on the" not in text:
+        if message.get("role") not in ("tool", "user") or formats.RELATIONSHIP_HEAD not in text:
             continue
-        for match in _RANKED_RE.finditer(text):
+        for match in formats.RANKED_LINE.finditer(text):
             scores[match.group(1)] = _score(match.group(2))
             ranges[match.group(1)] = (float(match.group(3)), float(match.group(4)))
-        for line in _FURTHER_RE.finditer(text):
+        for line in formats.FURTHER_VARIABLES_LINE.finditer(text):
             for item in line.group(1).split(", "):
                 name, _, value = item.partition(" ")
                 scores[name] = _score(value)
@@ -154,8 +147,8 @@ def read_partial_screen(messages: Sequence[Mapping[str, Any]]) -> dict[str, floa
             continue
         if not inside:
             continue
-        for line in _EXPONENTS_RE.finditer(text):
-            for match in _EXPONENT_RE.finditer(line.group(1)):
+        for line in formats.EXPONENTS_LINE.finditer(text):
+            for match in formats.EXPONENT_ITEM.finditer(line.group(1)):
                 low, high = float(match.group(3)), float(match.group(4))
                 centre, half = (low + high) / 2, (high - low) / 2
                 z = abs(centre) / half if half > 0 else (np.inf if centre else 0.0)

@@ -17,10 +17,10 @@ and one number, the seconds left, through :func:`seconds_left`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from srh_core import formats
 from srh_core.api.offline.moves import Move
 from srh_core.api.offline.policy import Proposal
 from srh_core.api.offline.reader import PLAN_HEADER, ConversationView
@@ -43,15 +43,12 @@ MIN_SECONDS = 1.0
 FIRST_STEP = 2
 """The closed-form fitters have the first step to themselves."""
 
-SECONDS_LEFT = re.compile(r"; (\d+)s of run time left\.")
-"""The run time left, as :func:`srh_core.agent.prompts.progress_message` writes it."""
-
-
 def seconds_left(messages: Sequence[Mapping[str, Any]]) -> float | None:
     """The run time left according to the latest progress message (None: no time limit)."""
     for message in reversed(messages):
-        if message.get("role") == "user" and "[Progress]" in str(message.get("content") or ""):
-            match = SECONDS_LEFT.search(str(message["content"]))
+        if message.get("role") == "user" and formats.PROGRESS_MARK in str(
+                message.get("content") or ""):
+            match = formats.SECONDS_LEFT.search(str(message["content"]))
             return float(match.group(1)) if match else None
     return None
 

@@ -27,25 +27,19 @@ when it returns None.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from srh_core import formats
 from srh_core.api.offline.moves import Move
 from srh_core.api.offline.policy import MOVES_PER_SAMPLE, Proposal, submit_best
 from srh_core.api.offline.reader import PLAN_HEADER, ConversationView
 
 __all__ = ["Structure", "read_structure", "structured_plan"]
 
-_VARIABLE_LINE = re.compile(r"^(- Target: |  - )(\w+): range \[[^\]]*\](?: \((.*)\))?$")
-_RELATION = re.compile(r"\[relation over (\d+) nodes; rows \(target, source\)\]")
-_NODE_FIELD = re.compile(r"\[node field over (\d+) nodes\]")
-_EDGE_FIELD = re.compile(r"\[edge field of (\w+)\]")
-_TIME = re.compile(r"\[time\]")
-_DERIVATIVE = re.compile(r"\[time derivative d\w+/dt of (\w+)\]")
 
 GRAPH_LIMITS = ("the graph tools fit sums of node terms and couplings that are linear in "
                 "their constants (polynomial and sin/cos messages); saturating or Hill-type "
@@ -76,17 +70,17 @@ class Structure:
 
 def read_structure(messages: Sequence[Mapping[str, Any]]) -> Structure | None:
     """Roles from the task prompt's variable lines, or None when it declares none."""
-    task = next((str(m.get("content") or "") for m in messages
-                 if m.get("role") == "user" and "- Target:" in str(m.get("content") or "")), "")
+    task = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"
+                 and formats.TARGET_PREFIX in str(m.get("content") or "")), "")
     structure, target_line = Structure(), True
     for line in task.splitlines():
-        match = _VARIABLE_LINE.match(line)
+        match = formats.VARIABLE_LINE.match(line)
         if match is None:
             continue
         name, note = match.group(2), match.group(3) or ""
-        if match.group(1) == "- Target: " and target_line:
+        if match.group(1) == formats.TARGET_PREFIX and target_line:
             structure.target, target_line = name, False
-            if (found := _DERIVATIVE.search(note)) is not None:
+            if (found := formats.DERIVATIVE_NOTE.search(note)) is not None:
                 structure.state = found.group(1)
             continue
         structure.variables.append(name)
@@ -96,13 +90,13 @@ def read_structure(messages: Sequence[Mapping[str, Any]]) -> Structure | None:
 
 
 def _assign(structure: Structure, name: str, note: str) -> None:
-    if _RELATION.search(note):
+    if formats.RELATION_NOTE.search(note):
         structure.relations.append(name)
-    elif _EDGE_FIELD.search(note):
+    elif formats.EDGE_FIELD_NOTE.search(note):
         structure.edge_fields.append(name)
-    elif _NODE_FIELD.search(note):
+    elif formats.NODE_FIELD_NOTE.search(note):
         structure.node_fields.append(name)
-    elif _TIME.search(note):
+    elif formats.TIME_NOTE_RE.search(note):
         structure.time = name
 
 

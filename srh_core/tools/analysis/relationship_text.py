@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from srh_core import formats
 from srh_core.tools.analysis.text import num
 
 DETAILED_VARIABLES = 8
@@ -27,9 +28,8 @@ def format_relationships(result: dict[str, Any]) -> str:
     for row in ranked[:DETAILED_VARIABLES]:
         lines += _variable_lines(row, result["y"]["name"], row["rank"] <= BINNED_VARIABLES)
     if len(ranked) > DETAILED_VARIABLES:
-        rest = ", ".join(f"{row['name']} {num(row['collapse_r2'], 3)}"
-                         for row in ranked[DETAILED_VARIABLES:])
-        lines.append(f"  further variables (collapse R2): {rest}")
+        lines.append(formats.further_variables_line(
+            [f"{row['name']} {num(row['collapse_r2'], 3)}" for row in ranked[DETAILED_VARIABLES:]]))
     if result.get("pairwise"):
         lines += _pairwise_lines(result["pairwise"])
     lines += [f"Could not analyse {e['variable']!r}: {e['message']}" for e in result["errors"]]
@@ -42,9 +42,10 @@ def _header(result: dict[str, Any]) -> list[str]:
     sample = (f"a deterministic subsample of {result['n_used']} values"
               if result["subsampled"] else f"{result['n_used']} values")
     return [
-        f"Relationships with y = {y['name']} ({role}) on the training split "
-        f"({result['n_rows']} rows, {sample}; finite pairs only). y: sign {y['sign']}, "
-        f"range [{num(y['min'])}, {num(y['max'])}], std {num(y['std'])}.",
+        formats.relationship_head(
+            y["name"], role, f"training split ({result['n_rows']} rows, {sample}; finite pairs "
+            f"only). y: sign {y['sign']}, range [{num(y['min'])}, {num(y['max'])}], std "
+            f"{num(y['std'])}."),
         f"Ranked by collapse R2 = {settings['n_folds']}-fold cross-validated R2 of "
         f"y ~ g(x) with x alone ({settings['collapse_model']} model, {settings['n_bins']} "
         f"{settings['binning']} bins): 1 means y is a function of x alone, <= 0 nothing.",
@@ -52,13 +53,12 @@ def _header(result: dict[str, Any]) -> list[str]:
 
 
 def _variable_lines(row: dict[str, Any], y_name: str, with_bins: bool) -> list[str]:
-    warning = " (reads the target!)" if row["uses_target"] else ""
-    lines = [
-        f"{row['rank']}. {row['name']}{warning}: collapse R2 {num(row['collapse_r2'], 3)}"
-        f"±{num(row['collapse_r2_std'], 2)} | pearson {num(row['pearson'], 3)}, spearman "
-        f"{num(row['spearman'], 3)} | {row['trend']} | x in [{num(row['x_min'])}, "
-        f"{num(row['x_max'])}], sign {row['sign']}, {row['n_pairs']} pairs"
-    ]
+    warning = formats.TARGET_WARNING if row["uses_target"] else ""
+    lines = [formats.relation_line(
+        row["rank"], row["name"], warning, num(row["collapse_r2"], 3),
+        num(row["collapse_r2_std"], 2), (num(row["pearson"], 3), num(row["spearman"], 3)),
+        row["trend"], f"{formats.x_range(num(row['x_min']), num(row['x_max']))}, sign "
+        f"{row['sign']}, {row['n_pairs']} pairs")]
     lines.append("   " + _loglog_text(row, y_name))
     if with_bins and row["bins"]:
         cells = "; ".join(f"[{num(b['x_lo'], 3)}, {num(b['x_hi'], 3)}]: {num(b['y_mean'], 4)}"
@@ -78,8 +78,9 @@ def _loglog_text(row: dict[str, Any], y_name: str) -> str:
     fitted = (row["loglog_r2"] or 0.0) >= FRACTION_HINT_R2
     fraction = row["loglog_slope_fraction"] if fitted else None
     near = f" (~{fraction})" if fraction is not None else ""
-    text = (f"log-log: slope {num(row['loglog_slope'], 4)}{near}, R2 "
-            f"{num(row['loglog_r2'], 4)}, collapse R2 {num(row['loglog_collapse_r2'], 3)}")
+    text = formats.loglog_line(num(row["loglog_slope"], 4), f"{near}, R2 "
+                               f"{num(row['loglog_r2'], 4)}, collapse R2 "
+                               f"{num(row['loglog_collapse_r2'], 3)}")
     if (row["loglog_r2"] or 0.0) >= POWER_LAW_HINT_R2:
         exponent = fraction if fraction is not None else num(row["loglog_slope"], 4)
         text += f" -> power-law hint: |{y_name}| ~ c*|{row['name']}|^({exponent})"

@@ -28,6 +28,7 @@ def parse(*flags: str):
     (["--split-by", "ood"], "split_by", "ood"),
     (["--split-ood-variable", "x1"], "split_ood_variable", "x1"),
     (["--split-random-state", "7"], "split_random_state", 7),
+    (["--selection", "accuracy"], "selection", "accuracy"),
     (["--force-initial-diagnostics"], "force_initial_diagnostics", True),
     (["--no-auto-routing"], "auto_routing", False),
     (["--auto-routing"], "auto_routing", True),
