@@ -98,6 +98,7 @@ class RunRuntime:
         self.granularity = resolve_granularity(self.settings)
         self._context: Any = None
         self._api: Any = None
+        self._thread_api = threading.local()  # a bounded step's client: one per worker thread
         self._access: Any = None
         self._lock = threading.Lock()
 
@@ -130,14 +131,21 @@ class RunRuntime:
             serial = SerialToolExecutor(tools)
             return StoredResultsExecutor(serial, stored) if stored else serial
 
-        bounded = REQUEST_BUDGET.get() is not None  # its own client, so a cut is its own
+        # A bounded step cuts its request by cancelling its client's calls in flight, so
+        # it must not share a client with the other threads' steps; a client of its own
+        # per thread (kept: building one costs an HTTP client and a TLS context, tens of ms)
+        # is cut alone, and calls made after a cancel are not affected.
+        bounded = REQUEST_BUDGET.get() is not None
+        shared = getattr(self._thread_api, "api", None) if bounded else self._api
         agent = self.agent_class(settings=self.settings, context=self.context,
-                                 api=None if bounded else self._api,
+                                 api=shared,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
                                  deadline=self.deadline(), model_access=self.model_access,
                                  **self.agent_options())
-        if not bounded:
+        if bounded:
+            self._thread_api.api = agent.api
+        else:
             with self._lock:
                 self._api = self._api or agent.api
         return agent
