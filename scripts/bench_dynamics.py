@@ -35,7 +35,6 @@ import math
 import platform
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -239,21 +238,14 @@ def run_ours(problem: Any, X: Any, y: np.ndarray, settings: Settings) -> tuple[O
 
 def run_gplearn(problem: Any, X: Any, y: np.ndarray, budget: float, seed: int
                 ) -> tuple[Outcome, Predictor]:
+    from bench_search import evolve_gplearn
     from gplearn.genetic import SymbolicRegressor
 
     model = SymbolicRegressor(population_size=GPLEARN_POPULATION, generations=1,
                               function_set=GPLEARN_FUNCTIONS, random_state=seed,
                               warm_start=True)
-    started, generation, last = time.perf_counter(), 0, 0.0
-    while generation == 0 or time.perf_counter() - started + last <= budget:
-        tick = time.perf_counter()
-        generation += 1
-        model.set_params(generations=generation)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(rows(problem, X), np.asarray(y).reshape(-1))
-        last = time.perf_counter() - tick
-    seconds = time.perf_counter() - started
+    generation, seconds = evolve_gplearn(model, rows(problem, X), np.asarray(y).reshape(-1),
+                                         budget)
     return _baseline(problem, "gplearn", model, seed, seconds, str(model._program),
                      f"{generation} generations")
 

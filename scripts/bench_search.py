@@ -141,6 +141,23 @@ def matrix(problem: Problem, data: dict[str, np.ndarray]) -> np.ndarray:
     return np.column_stack([data[name] for name in problem.feature_names])
 
 
+def evolve_gplearn(model: Any, M: np.ndarray, y: np.ndarray, budget: float
+                   ) -> tuple[int, float]:
+    """Evolve a warm-start gplearn model one generation at a time while the next one,
+    at the pace of the last, still fits ``budget`` seconds (at least one); return the
+    generations and the seconds used. Every benchmark script budgets gplearn this way."""
+    started, generation, last = time.perf_counter(), 0, 0.0
+    while generation == 0 or time.perf_counter() - started + last <= budget:
+        tick = time.perf_counter()
+        generation += 1
+        model.set_params(generations=generation)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(M, y)
+        last = time.perf_counter() - tick
+    return generation, time.perf_counter() - started
+
+
 def run_gplearn(problem: Problem, X: dict[str, np.ndarray], y: np.ndarray, budget: float,
                 seed: int) -> Outcome:
     """gplearn, one generation at a time while the next one fits the budget."""
@@ -149,16 +166,7 @@ def run_gplearn(problem: Problem, X: dict[str, np.ndarray], y: np.ndarray, budge
     model = SymbolicRegressor(population_size=GPLEARN_POPULATION, generations=1,
                               function_set=GPLEARN_FUNCTIONS, random_state=seed,
                               warm_start=True)
-    started, generation, last = time.perf_counter(), 0, 0.0
-    while generation == 0 or time.perf_counter() - started + last <= budget:
-        tick = time.perf_counter()
-        generation += 1
-        model.set_params(generations=generation)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(matrix(problem, X), y)
-        last = time.perf_counter() - tick
-    seconds = time.perf_counter() - started
+    generation, seconds = evolve_gplearn(model, matrix(problem, X), y, budget)
     predicted = model.predict(matrix(problem, fresh_inputs(problem, seed)))
     return _baseline_outcome(problem, "gplearn", predicted, seed, seconds, str(model._program),
                              f"{generation} generations")

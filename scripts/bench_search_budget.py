@@ -37,7 +37,6 @@ import json
 import platform
 import sys
 import time
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -161,19 +160,12 @@ def run_operon(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, se
 
 def run_gplearn(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, seed: int
                 ) -> tuple[str, np.ndarray, int | None, int | None]:
+    from bench_search import evolve_gplearn
     from gplearn.genetic import SymbolicRegressor
 
     model = SymbolicRegressor(population_size=1000, generations=1, random_state=seed,
                               function_set=GPLEARN_FUNCTIONS, warm_start=True)
-    started, generation, last = time.perf_counter(), 0, 0.0
-    while generation == 0 or time.perf_counter() - started + last <= budget:
-        tick = time.perf_counter()
-        generation += 1
-        model.set_params(generations=generation)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(M, y)
-        last = time.perf_counter() - tick
+    evolve_gplearn(model, M, y, budget)
     return str(model._program), model.predict(fresh_matrix(problem, seed)), \
         int(model._program.length_), None
 
