@@ -190,6 +190,19 @@ def test_cancel_stops_an_in_flight_stream_at_the_next_chunk(openai_server):
     assert 2 <= len(received) < 25 and time.monotonic() - started < 3.0
 
 
+def test_cancel_frees_a_caller_waiting_on_a_reply_that_is_not_streamed(openai_server):
+    # nothing is read until the endpoint answers, so only the caller's wait can be cut
+    openai_server.script(Reply.json(chat_completion(content="late"), delay=5.0))
+    api = make_api(openai_server)
+    result = api("go")
+    timer = threading.Timer(0.2, api.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(ModelRequestCancelledError, match="cancelled"):
+        result.result()
+    assert time.monotonic() - started < 2.0
+
+
 def test_cancel_interrupts_a_retry_wait(openai_server):
     openai_server.script(Reply.error(503, headers={"Retry-After": "30"}))
     api = OpenAIAPI(model="m", base_url=openai_server.base_url, api_key="k")
