@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import srh_engine as engine
-from srh_core.types import CandidateRecord, finite_float
+from srh_core.types import CandidateRecord, SearchResult, finite_float
 
 SortKey = tuple[float, int, str, str]
 Selection = Literal["best", "accuracy"]
@@ -143,6 +143,18 @@ def select_best(ranked: Sequence[CandidateRecord], policy: RankingPolicy,
             best, best_score = index, score
         previous_loss, previous_complexity = loss, complexity
     return best
+
+
+def ranked_result(ranked: Sequence[CandidateRecord], policy: RankingPolicy,
+                  selection: Selection, *, status: str, progress: str, run_id: str,
+                  stop_reason: str | None, totals: dict[str, Any]) -> SearchResult:
+    """A run's :class:`SearchResult` over its ranked pool: the front and the best by
+    ``selection`` (both stores build their result here, so both runtimes report alike)."""
+    return SearchResult(
+        status=status, progress=progress, candidates=list(ranked),  # type: ignore[arg-type]
+        pareto_front=pareto_indices(ranked),
+        best_candidate=select_best(ranked, policy, selection),
+        run_id=run_id, stop_reason=stop_reason, totals=totals)
 
 
 def selection_complexity(candidate: CandidateRecord) -> int:

@@ -32,7 +32,7 @@ from srh_core.ranking import (
     Selection,
     pareto_indices,
     rank_candidates,
-    select_best,
+    ranked_result,
 )
 from srh_core.types import (
     CandidateRecord,
@@ -337,12 +337,9 @@ class SearchRunState:
 
         ``selection`` picks the reported best candidate (:func:`srh_core.ranking.select_best`).
         """
-        ranked = self.ranked_candidates()
-        result = SearchResult(
-            status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
-            pareto_front=pareto_indices(ranked),
-            best_candidate=select_best(ranked, self.policy, selection),
-            run_id=self.run_id, stop_reason=stop_reason, totals=self.spend().to_dict())
+        result = ranked_result(self.ranked_candidates(), self.policy, selection, status=status,
+                               progress=progress, run_id=self.run_id, stop_reason=stop_reason,
+                               totals=self.spend().to_dict())
         if self.run_dir is not None:
             self.run_dir.write_result(result)
         return result

@@ -53,7 +53,7 @@ from srh_core.agent.steps import StepPlan
 from srh_core.embedded.run_dir import tool_call_record
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
-from srh_core.ranking import RankingPolicy, Selection, pareto_indices, select_best
+from srh_core.ranking import RankingPolicy, Selection, pareto_indices, ranked_result
 from srh_core.state import SNAPSHOT_VERSION, SearchRunState, coordinate_order
 from srh_core.types import (
     CandidateRecord,
@@ -669,12 +669,9 @@ class RedisRunStore(ControlRecords):
 
         ``selection`` picks the reported best candidate (:func:`srh_core.ranking.select_best`).
         """
-        ranked = self.ranked_candidates()
-        result = SearchResult(
-            status=status, progress=progress, candidates=ranked,  # type: ignore[arg-type]
-            pareto_front=pareto_indices(ranked),
-            best_candidate=select_best(ranked, self.policy, selection),
-            run_id=self.run_id, stop_reason=stop_reason, totals=self.run_totals().to_dict())
+        result = ranked_result(self.ranked_candidates(), self.policy, selection, status=status,
+                               progress=progress, run_id=self.run_id, stop_reason=stop_reason,
+                               totals=self.run_totals().to_dict())
         pipe = self.client.pipeline(transaction=True)
         pipe.set(self.keys.result, dumps(result.to_dict()))
         pipe.hset(self.keys.meta, mapping={"status": status, "finished_at": repr(time.time())})
