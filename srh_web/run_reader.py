@@ -10,7 +10,6 @@ full detail only when it is asked for.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from srh_core.runtime.run_dir_channel import run_is_live
 from srh_core.types import CandidateRecord
 from srh_web import views
 
@@ -194,8 +194,7 @@ class RunReader:
         if not state:
             return None
         status = dict(state.get("status") or {})
-        pid = state.get("pid")
-        status["alive"] = bool(status.get("active")) and _process_alive(pid)
+        status["alive"] = run_is_live(state)
         return status
 
     def _problem(self) -> dict[str, Any]:
@@ -238,16 +237,6 @@ def _parse_time(text: Any) -> float | None:
         return None
 
 
-def _process_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def iter_run_directories(root: Path, depth: int = 4) -> Iterator[Path]:

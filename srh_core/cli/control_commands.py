@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 
 from srh_core.errors import ConfigurationError
 from srh_core.runtime import ControlChannelError, ControlCommand, InteractionStateError
+from srh_core.runtime.run_dir_channel import run_is_live
 
 ECHO_SECONDS = 5.0
 _POLL_SECONDS = 0.05
@@ -187,9 +187,7 @@ class DirectoryTarget:
 
     def live(self) -> bool:
         """True while the run's interactive process is running."""
-        state = self.channel.load_state() or {}
-        return bool((state.get("status") or {}).get("active")) and \
-            _process_alive(state.get("pid"))
+        return run_is_live(self.channel.load_state())
 
     def _echo(self, command: ControlCommand, cursor: int) -> dict[str, Any] | None:
         deadline = time.monotonic() + self.echo_seconds
@@ -203,13 +201,3 @@ class DirectoryTarget:
             time.sleep(_POLL_SECONDS)
 
 
-def _process_alive(pid: Any) -> bool:
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

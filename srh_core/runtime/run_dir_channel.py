@@ -39,6 +39,25 @@ READ_CAPACITY = 5000
 _POLL_SECONDS = 0.05
 
 
+
+def run_is_live(state: Mapping[str, Any] | None) -> bool:
+    """Whether ``interaction.json``'s ``state`` is a running interactive run's: its status
+    is active and the process that saved it (its ``pid``) is alive on this machine."""
+    state = state or {}
+    return bool((state.get("status") or {}).get("active")) and _process_alive(state.get("pid"))
+
+
+def _process_alive(pid: Any) -> bool:
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 class RunDirectoryChannel:
     """Commands, events and control state of one run, as files of its run directory.
 
