@@ -100,7 +100,9 @@ def _send_many(path: str, sender: int, n: int) -> None:
 
 
 def test_senders_in_several_processes_never_interleave_lines(tmp_path):
-    context = multiprocessing.get_context("fork")
+    # spawn, not fork: a fork copies locks held by threads that earlier tests left running
+    # (the web tests' servers), and a child blocked on one never sends
+    context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_send_many, args=(str(tmp_path), s, 100))
                  for s in range(3)]
     for process in processes:
