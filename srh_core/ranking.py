@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import srh_engine as engine
+from srh_engine.search.selection import LOSS_FACTOR, LOSS_FLOOR, steepest
 from srh_core.types import CandidateRecord, SearchResult, finite_float
 
 SortKey = tuple[float, int, str, str]
@@ -32,10 +33,10 @@ Selection = Literal["best", "accuracy"]
 SELECTIONS: tuple[Selection, ...] = ("best", "accuracy")
 
 #: "best" considers the front candidates whose loss is within this factor of the lowest loss.
-SELECTION_LOSS_FACTOR = 1.5
-#: Losses (unexplained share of the target's variance) below this count as equally exact:
-#: r2 itself is rounded to ~1e-16, so smaller differences are floating-point noise.
-SELECTION_LOSS_FLOOR = 1e-14
+SELECTION_LOSS_FACTOR = LOSS_FACTOR
+#: Losses (unexplained share of the target's variance) below this count as equally exact
+#: (srh_engine.search.selection, where the rule's arithmetic lives).
+SELECTION_LOSS_FLOOR = LOSS_FLOOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,17 +133,8 @@ def select_best(ranked: Sequence[CandidateRecord], policy: RankingPolicy,
     losses = _front_losses(ranked, front, policy)
     if selection == "accuracy" or losses is None:
         return 0
-    eligible = SELECTION_LOSS_FACTOR * min(losses)
-    walk = sorted(zip((selection_complexity(ranked[i]) for i in front), losses, front,
-                      strict=True))  # simplest first
-    best, best_score = 0, -math.inf
-    previous_loss, previous_complexity = 1.0, 0
-    for complexity, loss, index in walk:
-        score = -math.log(loss / previous_loss) / max(complexity - previous_complexity, 1)
-        if loss <= eligible and score > best_score:
-            best, best_score = index, score
-        previous_loss, previous_complexity = loss, complexity
-    return best
+    complexities = [selection_complexity(ranked[i]) for i in front]
+    return front[steepest(complexities, losses, SELECTION_LOSS_FACTOR)]
 
 
 def ranked_result(ranked: Sequence[CandidateRecord], policy: RankingPolicy,

@@ -8,11 +8,16 @@
 'a/(a + b)'
 
 The method (details in the modules): decomposition tests on the data
-(:mod:`.decomposition`), bottom-up enumeration of small forms deduplicated
-by value and scored against several target transforms at once
-(:mod:`.enumeration`), regularised evolution seeded by the enumeration with
-Levenberg-Marquardt constants (:mod:`.evolution`), and a final refit of the
-best trees on every row by :func:`srh_engine.fit` (:mod:`.core`).
+(:mod:`.decomposition`: power factors, separability, pairs), bottom-up
+enumeration of small forms deduplicated by value and scored against several
+target transforms at once (:mod:`.enumeration`), sparse sums of the
+enumerated forms (:mod:`.combination`), regularised evolution seeded by the
+enumeration with Levenberg-Marquardt constants (:mod:`.evolution`), and a
+final refit of the best trees on every row by :func:`srh_engine.fit`
+(:mod:`.core`). Islands with other seeds run on the other cores
+(:mod:`.pool`); BLAS runs single-threaded meanwhile (:mod:`.threads`).
+``SearchResult.best`` is the lowest-error formula, ``SearchResult.selected``
+the one PySR's "best" rule picks (:mod:`.selection`).
 """
 
 from __future__ import annotations

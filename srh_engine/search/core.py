@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import BrokenExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,18 +41,24 @@ import numpy as np
 from ..fitting import fit
 from ..nodes import Binary, Expression, Function, Number, Parameter, Symbol, Unary
 from ..rendering import to_str
-from ..transform import complexity, map_postorder
+from ..transform import complexity, fold_constants, map_postorder
 from . import decomposition as dec
 from .budget import Budget, Counter
+from .combination import DICTIONARY_ROWS, MAX_FORM_SIZE, combinations
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
-from .operators import Tree, resolve_operators, size, to_expression
+from .operators import Tree, evaluate_tree, resolve_operators, size, to_expression
+from .selection import steepest
+from .pool import available_workers, forget, submit_islands
+from .threads import one_blas_thread
 
 __all__ = ["FrontEntry", "SearchResult", "search"]
 
 ENUMERATION_ROWS = 32
 FITNESS_ROWS = 256
 ENUMERATION_SHARE = 0.6
+COMBINATION_SHARE = 0.3
+"""Of what the enumeration leaves: the sparse combinations of its forms."""
 REFIT_SHARE = 0.2
 ANALYSIS_SHARE = 0.1
 MAX_REFITS = 60
@@ -95,7 +103,18 @@ class SearchResult:
 
     @property
     def best(self) -> FrontEntry | None:
+        """The lowest-error formula (what ``selection = "accuracy"`` reports)."""
         return min(self.front, key=lambda e: (e.mse, e.complexity)) if self.front else None
+
+    @property
+    def selected(self) -> FrontEntry | None:
+        """The formula PySR's "best" rule picks (:func:`.selection.steepest`): on noisy
+        data the simple formula the error stops falling at, not the largest one that
+        fits the noise. The loss is the unexplained share of the variance."""
+        if not self.front:
+            return None
+        losses = [max(1.0 - e.r2, 0.0) for e in self.front]
+        return self.front[steepest([e.complexity for e in self.front], losses)]
 
 
 @dataclass(slots=True)
@@ -167,7 +186,8 @@ def _rows(n: int, count: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _search_view(run: _Run, view: _View, target: np.ndarray, budget: Budget, seed: int,
-                 transforms: bool = True, evolve: bool = True) -> list[_Found]:
+                 transforms: bool = True, evolve: bool = True, combine: bool = True
+                 ) -> list[_Found]:
     """Enumerate then evolve on one view of (a sub-problem of) the problem."""
     rng = np.random.default_rng([seed, 3])
     candidates = _transforms(target) if transforms else {"identity": target}
@@ -177,19 +197,30 @@ def _search_view(run: _Run, view: _View, target: np.ndarray, budget: Budget, see
     enumeration_budget = budget.share(ENUMERATION_SHARE)
     enumeration = Enumeration(view.columns[few], np.stack([candidates[n][few] for n in names]),
                               run.binary, run.unary, seed=seed)
+    combined: list[tuple[str, Tree]] | None = None
+    combine = combine and view.columns.shape[0] > ENUMERATION_ROWS
     for level in range(2, run.max_size + 1):
-        if not enumeration.grow(level, enumeration_budget.over) or \
-                _claims_exact(enumeration, view, candidates, names):
+        complete = enumeration.grow(level, enumeration_budget.over)
+        if _claims_exact(enumeration, view, candidates, names):
             break
+        if combine and combined is None and (level >= MAX_FORM_SIZE or not complete):
+            # the dictionary is complete at this level: combine before growing further
+            combined = _combined(run, enumeration, view, candidates, budget, rng, seed)
+            if any(_all_rows_nmse(tree, view, candidates[name]) <= EXACT_NMSE
+                   for name, tree in combined[:len(candidates) * 2]):
+                break
+        if not complete:
+            break
+    if combine and combined is None:
+        combined = _combined(run, enumeration, view, candidates, budget, rng, seed)
     run.counter.value += enumeration.evaluated
     columns = [view.columns[many, i] for i in range(view.columns.shape[1])]
+    trees = [(names[item.target], enumeration.tree(item.recipe))
+             for item in sorted(enumeration.best, key=lambda s: (s.nmse, s.size))[:400]]
+    trees += combined or []
     scored: dict[str, list[tuple[float, Tree]]] = {n: [] for n in names}
-    for item in sorted(enumeration.best, key=lambda s: (s.nmse, s.size))[:400]:
-        tree = enumeration.tree(item.recipe)
-        name = names[item.target]
+    for name, tree in trees:
         t = candidates[name][many]
-        from .operators import evaluate_tree
-
         with np.errstate(all="ignore"):
             values = evaluate_tree(tree, columns, None)
         scored[name].append((linear_nmse(values, t, float(np.var(t))), tree))
@@ -203,6 +234,22 @@ def _search_view(run: _Run, view: _View, target: np.ndarray, budget: Budget, see
         found += _evolve(run, view, candidates[best_name][many], columns, scored[best_name],
                          best_name, budget, seed)
     return found
+
+
+def _combined(run: _Run, enumeration: Enumeration, view: _View,
+              candidates: dict[str, np.ndarray], budget: Budget, rng: np.random.Generator,
+              seed: int) -> list[tuple[str, Tree]]:
+    """Sparse combinations of the enumerated forms, per transform (:mod:`.combination`)."""
+    if budget.over():
+        return []
+    share = budget.share(COMBINATION_SHARE)
+    rows = _rows(view.columns.shape[0], DICTIONARY_ROWS, rng)
+    targets = {name: values[rows] for name, values in candidates.items()}
+    found = combinations(enumeration, view.columns[rows], targets, share.over, seed=seed)
+    run.counter.value += sum(len(items) for items in found.values())
+    ranked = sorted(((item.nmse, name, item.tree) for name, items in found.items()
+                     for item in items), key=lambda entry: entry[0])
+    return [(name, tree) for _, name, tree in ranked]  # best first
 
 
 def _claims_exact(enumeration: Enumeration, view: _View, candidates: dict[str, np.ndarray],
@@ -321,8 +368,6 @@ def _fitted_linear(item: _Found, target: np.ndarray) -> tuple[Expression, np.nda
 
 
 def _column_values(tree: Tree, view: _View) -> np.ndarray | None:
-    from .operators import evaluate_tree
-
     columns = [view.columns[:, i] for i in range(view.columns.shape[1])]
     with np.errstate(all="ignore"):
         values = np.broadcast_to(np.asarray(evaluate_tree(tree, columns, None), dtype=float),
@@ -423,6 +468,7 @@ def _refit(run: _Run, values: dict[str, np.ndarray], deadline: float) -> list[Fr
 
 def _fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray,
                variance: float) -> FrontEntry | None:
+    expression = fold_constants(expression)  # ``cos(cos(2.9))/(M*r)`` is a number over M*r
     try:
         result = fit(expression, values, y, fit_constants=True, options={"restarts": 1})
     except Exception:  # noqa: BLE001 - a candidate that cannot be fitted is dropped
@@ -521,7 +567,8 @@ def _check(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None, budget: fl
 
 def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
            time_budget: float = 10.0, seed: int = 0, operators: Sequence[str] | None = None,
-           max_complexity: int = 30, max_evaluations: int | None = None) -> SearchResult:
+           max_complexity: int = 30, max_evaluations: int | None = None,
+           workers: int | None = None) -> SearchResult:
     """Search for formulas ``y = f(X)``: a Pareto front of complexity against error.
 
     Args:
@@ -534,30 +581,74 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
             (default: ``+ - * / sqrt square exp log sin cos``).
         max_complexity: Largest searched tree, in engine nodes (the scaling constants and
             inverse transforms added at the end come on top).
-        max_evaluations: Stop after about this many evaluated expressions (the time
-            budget still bounds the call); with it, the result is the same for a seed
+        max_evaluations: Stop after about this many evaluated expressions per island (the
+            time budget still bounds the call); with it, the result is the same for a seed
             whenever the clock does not run out first.
+        workers: Islands (processes) searching at once, with seeds ``seed, seed + 1, ...``
+            (:mod:`.pool`); default: the CPUs this process may use (1 in a daemonic
+            process such as a Celery prefork child); 1 searches in this process only.
 
     Returns:
         The front (each formula fitted on every row), with counts and notes.
 
     Raises:
-        ValueError: Bad shapes, non-finite data, unknown operators, bad budget.
+        ValueError: Bad shapes, non-finite data, unknown operators, bad budget or workers.
     """
     started = time.monotonic()
     X, y, names = _check(X, y, names, time_budget, max_complexity, max_evaluations)
-    binary, unary = resolve_operators(operators)
+    resolve_operators(operators)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or
+                                workers < 1):
+        raise ValueError(f"workers must be a positive int; got {workers!r}")
+    count = available_workers() if workers is None else workers
     deadline = started + time_budget
+    calls = [{"X": X, "y": y, "names": names, "deadline": deadline, "seed": seed + k,
+              "operators": operators, "max_complexity": max_complexity,
+              "max_evaluations": max_evaluations} for k in range(1, count)]
+    futures, pool, failure = submit_islands(_island, calls)
+    entries, evaluated, notes = _island(X, y, names, deadline, seed, operators, max_complexity,
+                                        max_evaluations)
+    if failure is not None:
+        notes.append(f"searched in one process: the island pool did not start ({failure})")
+    for index, future in enumerate(futures, start=1):
+        wait = deadline + ISLAND_GRACE * time_budget - time.monotonic()
+        try:
+            more, counted, _ = future.result(timeout=max(wait, 0.0))
+        except FutureTimeout:
+            future.cancel()
+            notes.append(f"island {index} did not finish within the budget; left out")
+            continue
+        except BrokenExecutor as error:
+            forget(pool)
+            notes.append(f"island {index} was lost ({type(error).__name__}); left out")
+            continue
+        entries += more
+        evaluated += counted
+    if len(futures) > 0:
+        notes.append(f"{1 + len(futures)} islands (seeds {seed}..{seed + len(futures)})")
+    return SearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
+                        tuple(dict.fromkeys(notes)))
+
+
+ISLAND_GRACE = 0.05
+"""Islands' results are waited for until this share of the budget past the deadline."""
+
+
+def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, seed: int,
+            operators: Sequence[str] | None, max_complexity: int,
+            max_evaluations: int | None) -> tuple[list[FrontEntry], int, list[str]]:
+    """One single-process search until ``deadline``: its fitted entries, count and notes."""
+    binary, unary = resolve_operators(operators)
+    time_budget = max(deadline - time.monotonic(), 0.0)
     run = _Run(y, binary, unary, max_complexity, seed)
     budget = Budget(deadline - REFIT_SHARE * time_budget, run.counter, max_evaluations)
     values = {name: X[:, i] for i, name in enumerate(names)}
     run.columns_by_name = values
     base = _View("inputs", [Symbol(n) for n in names], X)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_blas_thread():
         run.found = _explore(run, base, y, budget)
-    entries = _refit(run, values, deadline)
-    return SearchResult(pareto_front(entries), run.counter.value, time.monotonic() - started,
-                        tuple(run.notes))
+        entries = _refit(run, values, deadline)
+    return entries, run.counter.value, run.notes
 
 
 MAX_DEPTH = 3

@@ -248,6 +248,72 @@ class Enumeration:
             return (name, self.tree(left))
         return (name, self.tree(left), self.tree(right))
 
+    def values_on(self, columns: np.ndarray, max_size: int, limit: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Kept forms of size ``<= max_size`` (at most ``limit``, smallest first) on new rows.
+
+        Returns ``(ids, values)``: form ids (for :meth:`tree`) and their ``(forms, rows)``
+        values on ``columns``, recomputed level by level from the recipes (operands are kept
+        forms of smaller levels), vectorised per operator. The constant leaf is left out.
+        """
+        rows = columns.shape[0]
+        total = sum(lv.values.shape[0] for s, lv in self.levels.items() if s <= max_size)
+        values = np.empty((min(total, self._next_id), rows))
+        ids: list[np.ndarray] = []
+        count = 0
+        for level_size in sorted(self.levels):
+            level = self.levels[level_size]
+            if level_size > max_size or count >= limit:
+                break
+            n = min(level.values.shape[0], limit - count)
+            recipes = level.recipes[:n]
+            if level_size == 1:
+                block = np.vstack([columns[:, i] if self._leaves[i][0] == "v" else
+                                   np.ones(rows) for i in recipes[:, 1]])
+            else:
+                block = np.empty((n, rows))
+                with np.errstate(all="ignore"):
+                    for code in np.unique(recipes[:, 0]):
+                        pick = np.flatnonzero(recipes[:, 0] == code)
+                        name = self._codes[int(code)]
+                        left = values[self._position(recipes[pick, 1], ids)]
+                        if name in UNARY:
+                            block[pick] = UNARY[name](left)
+                        else:
+                            block[pick] = BINARY[name](
+                                left, values[self._position(recipes[pick, 2], ids)])
+            values[count:count + n] = block
+            ids.append(np.arange(level.first_id, level.first_id + n))
+            count += n
+        all_ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+        constants = [i for i, leaf in enumerate(self._leaves) if leaf[0] == "k"]
+        keep = ~np.isin(all_ids, constants)
+        return all_ids[keep], values[:count][keep]
+
+    def describe(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(sizes, additive)`` of kept forms: each one's size, and whether its root is
+        ``+`` or ``-``."""
+        ids = np.asarray(ids, dtype=np.int64)
+        ordered = sorted(self.levels.items(), key=lambda item: item[1].first_id)
+        starts = np.array([level.first_id for _, level in ordered])
+        where = np.searchsorted(starts, ids, side="right") - 1
+        sizes = np.array([size for size, _ in ordered])[where]
+        codes = np.empty(ids.size, dtype=np.int64)
+        for index, (_, level) in enumerate(ordered):
+            pick = where == index
+            codes[pick] = level.recipes[ids[pick] - level.first_id, 0]
+        sums = [code for code, name in enumerate(self._codes) if name in ("+", "-")]
+        return sizes, np.isin(codes, sums)
+
+    @staticmethod
+    def _position(form_ids: np.ndarray, ids: list[np.ndarray]) -> np.ndarray:
+        """Rows of ``values_on``'s buffer holding the forms ``form_ids`` (contiguous levels)."""
+        starts = np.array([block[0] for block in ids])
+        ends = np.array([block[-1] + 1 for block in ids])
+        offsets = np.concatenate([[0], np.cumsum(ends - starts)[:-1]])
+        level = np.searchsorted(starts, form_ids, side="right") - 1
+        return offsets[level] + form_ids - starts[level]
+
     def forms_of_size(self, size: int) -> range:
         level = self.levels.get(size)
         return range(0) if level is None else range(level.first_id,

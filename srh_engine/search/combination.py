@@ -1,0 +1,259 @@
+"""Sparse linear combinations of enumerated forms: ``y = c0 + c1*f1 + ... + ck*fk``.
+
+Many formulas are short sums of small terms (``r**2*M/F + 1/(M*r)``, a
+linear function of five inputs, ``2*y + tau*m*cos(h)``) whose whole tree is
+far beyond what enumeration or evolution reaches in seconds, while each term
+is a form the enumeration already holds. So, after enumerating, every kept
+form of small size is evaluated on a few more rows (the dictionary) and a
+beam search of forward selection (orthogonal least squares; FFX and SINDy
+fit sparse sums over fixed bases) picks up to ``MAX_TERMS`` forms for each
+target transform: every pair of the smallest forms is scored exactly, then at
+each step every kept support is extended by the forms that would reduce its
+residual most, the extended supports are refitted by least squares, and the
+``BEAM`` best are kept. A support that fits exactly ends the search; the best
+support of every size is returned either way (for the front and as seeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .enumeration import Enumeration
+from .operators import Tree
+
+__all__ = ["Combination", "combinations"]
+
+MAX_TERMS = 6
+BEAM = 12
+BRANCH = 8
+WIDE_BEAM_FORMS = 20_000
+SMALL_DICTIONARY = 2_000
+DICTIONARY_ROWS = 128
+DICTIONARY_SIZE = 60_000
+"""Most forms in the dictionary (smallest first): 60,000 x 128 rows is 61 MB."""
+MAX_FORM_SIZE = 7
+STAGES = (3, 5, MAX_FORM_SIZE)
+"""The pursuit runs on the forms up to each of these sizes in turn, until one fits exactly:
+forward selection in the whole dictionary picks lookalikes of two terms at once
+(``sqrt(B)*log(E)`` for ``B - B/E + E``), among small forms only the terms themselves fit."""
+PAIR_FORMS = 2000
+"""Every pair of the smallest this many forms is scored exactly (one Gram matrix): greedy
+pursuit alone starts from the form most correlated with the target, which on a problem of
+one or two inputs is a lookalike of the target rather than one of its terms."""
+TRIPLE_FORMS = 240
+"""Every triple of the smallest this many forms is scored exactly too (closed-form 3x3
+normal equations, 2.3 million triples in about 0.2 s): forward selection in a dictionary full of
+lookalikes misses ``3*a - b/c + sqrt(a*c)`` whose terms are all among the smallest forms."""
+EXACT = 1e-12
+NEGLIGIBLE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Combination:
+    """A fitted combination on the dictionary rows: ``tree`` is ``f1 + (c2/c1)*f2 + ...``."""
+
+    nmse: float
+    terms: int
+    tree: Tree
+
+
+def _normalised(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    centred = values - values.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(centred, axis=1)
+    good = np.isfinite(norms) & (norms > 1e-12 * (np.abs(values).max(axis=1) + 1e-300))
+    return centred[good] / norms[good, None], np.flatnonzero(good)
+
+
+def _distinct(normalised: np.ndarray, seed: int) -> np.ndarray:
+    """Rows that differ after centring and sign (``x`` and ``1 - x`` are one direction)."""
+    weights = np.random.default_rng([seed, 21]).normal(size=normalised.shape[1])
+    signs = np.sign(normalised[:, 0:1] + (normalised[:, 0:1] == 0))
+    keys = ((normalised * signs).astype(np.float32).astype(np.float64)) @ weights
+    _, first = np.unique(keys, return_index=True)
+    return np.sort(first)
+
+
+def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[str, np.ndarray],
+                 over: Callable[[], bool], seed: int = 0) -> dict[str, list[Combination]]:
+    """The best combination of each size, per target, on ``columns`` rows.
+
+    Args:
+        enumeration: A grown enumeration (its kept forms are the dictionary).
+        columns: ``(rows, inputs)`` rows the dictionary is evaluated on.
+        targets: Target transform name -> values on those rows.
+        over: True when the time is spent (checked between steps).
+        seed: Seed of the deduplication keys.
+    """
+    ids, values = enumeration.values_on(columns, MAX_FORM_SIZE, DICTIONARY_SIZE)
+    with np.errstate(all="ignore"):
+        finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < 1e12)
+        ids, values = ids[finite], values[finite]
+        normalised, good = _normalised(values)
+    ids, values = ids[good], values[good]
+    distinct = _distinct(normalised, seed)
+    ids, values, normalised = ids[distinct], values[distinct], normalised[distinct]
+    # sums are what the pursuit builds: a form whose smallest lookalike (same direction) is a
+    # sum, like log(sqrt(exp(a + c))), only crowds out the terms
+    sizes, additive = enumeration.describe(ids)
+    terms = ~additive
+    ids, values, normalised, sizes = ids[terms], values[terms], normalised[terms], sizes[terms]
+    small = normalised[:PAIR_FORMS]
+    gram = small @ small.T
+    found: dict[str, list[Combination]] = {}
+    for name, target in targets.items():
+        found[name] = []
+        for largest in STAGES:  # smallest terms first: lookalikes of sums are larger forms
+            count = int(np.searchsorted(sizes, largest, side="right"))
+            if over() or count == 0:
+                break
+            items = _pursuit(enumeration, ids[:count], values[:count], normalised[:count],
+                             gram[:count, :count], target, over)
+            found[name] += items
+            if any(item.nmse <= EXACT for item in items) or count == ids.size:
+                break
+    return found
+
+
+def _best_pairs(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
+                ) -> list[tuple[int, ...]]:
+    """The ``count`` pairs of the first ``len(gram)`` forms that explain ``centred`` best."""
+    n = gram.shape[0]
+    if n < 2:
+        return []
+    r = normalised[:n] @ (centred / np.linalg.norm(centred))
+    with np.errstate(all="ignore"):
+        explained = (r[:, None] ** 2 + r[None, :] ** 2 - 2.0 * r[:, None] * r[None, :] * gram) \
+            / (1.0 - gram**2)
+    explained[~np.isfinite(explained) | (np.abs(gram) > 1.0 - 1e-9)] = -1.0
+    explained[np.tril_indices(n)] = -1.0
+    flat = np.argpartition(-explained.ravel(), min(count, explained.size - 1))[:count]
+    return [tuple(sorted(divmod(int(k), n))) for k in flat if explained.ravel()[k] > 0]
+
+
+def _best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
+                  ) -> list[tuple[int, ...]]:
+    """The ``count`` triples of ``TRIPLE_FORMS`` small forms that explain ``centred`` best.
+
+    The forms: the smallest half, and the half of the rest of the pair forms most
+    correlated with the target (a term of a sum is correlated with it).
+
+    For unit, centred columns with pairwise correlations ``a, b, c`` the explained share is
+    ``r' G^-1 r`` with ``G = [[1, a, b], [a, 1, c], [b, c, 1]]``, written out by cofactors so
+    that all triples of one first form are scored at once.
+    """
+    r_all = normalised[:gram.shape[0]] @ (centred / np.linalg.norm(centred))
+    smallest = min(TRIPLE_FORMS // 2, gram.shape[0])
+    related = np.argsort(-np.abs(r_all[smallest:]), kind="stable")[:TRIPLE_FORMS - smallest]
+    chosen = np.concatenate([np.arange(smallest), smallest + related])
+    n = chosen.size
+    if n < 3:
+        return []
+    g = gram[np.ix_(chosen, chosen)]
+    r = r_all[chosen]
+    best: list[tuple[float, tuple[int, int, int]]] = []
+    for i in range(n - 2):
+        js, ks = np.triu_indices(n - i - 1, 1)
+        js, ks = js + i + 1, ks + i + 1
+        a, b, c = g[i, js], g[i, ks], g[js, ks]
+        ri, rj, rk = r[i], r[js], r[ks]
+        with np.errstate(all="ignore"):
+            det = 1.0 + 2.0 * a * b * c - a * a - b * b - c * c
+            explained = (ri * ri * (1 - c * c) + rj * rj * (1 - b * b) + rk * rk * (1 - a * a)
+                         + 2 * ri * rj * (b * c - a) + 2 * ri * rk * (a * c - b)
+                         + 2 * rj * rk * (a * b - c)) / det
+        explained[~np.isfinite(explained) | (det < 1e-9)] = -1.0
+        top = np.argpartition(-explained, min(count, explained.size - 1))[:count]
+        best += [(float(explained[t]), tuple(sorted((int(chosen[i]), int(chosen[js[t]]),
+                                                     int(chosen[ks[t]])))))
+                 for t in top if explained[t] > 0]
+        if len(best) > 4 * count:
+            best = sorted(best, reverse=True)[:count]
+    return [triple for _, triple in sorted(best, reverse=True)[:count]]
+
+
+def _pursuit(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
+             normalised: np.ndarray, gram: np.ndarray, target: np.ndarray,
+             over: Callable[[], bool]) -> list[Combination]:
+    centred = target - target.mean()
+    energy = float(centred @ centred)
+    if not energy > 0:
+        return []
+    states: list[tuple[tuple[int, ...], np.ndarray]] = [((), centred)]
+    best: list[Combination] = []
+    forms = normalised.shape[0]
+    for step in range(MAX_TERMS):
+        if over():
+            break
+        exhaustive = {1: _best_pairs, 2: _best_triples}.get(step)
+        supports: set[tuple[int, ...]] = set(
+            exhaustive(gram, normalised, centred, 3 * BEAM) if exhaustive else ())
+        for support, residual in states:
+            scores = _reductions(normalised, support, residual)
+            branch = 2 * BRANCH if forms <= SMALL_DICTIONARY else BRANCH
+            top = np.argpartition(-scores, min(branch, scores.size - 1))[:branch]
+            supports.update(tuple(sorted((*support, int(j)))) for j in top)
+        scored = []
+        for support in supports:
+            design = normalised[list(support)].T
+            coefficients, *_ = np.linalg.lstsq(design, centred, rcond=None)
+            residual = centred - design @ coefficients
+            scored.append((float(residual @ residual) / energy, support, residual))
+        scored.sort(key=lambda item: (item[0], item[1]))
+        # a small dictionary is cheap to search widely; in a large one, the exhaustive pairs
+        # all get extended once
+        width = 4 * BEAM if forms <= SMALL_DICTIONARY else \
+            3 * BEAM if step == 1 and forms <= WIDE_BEAM_FORMS else BEAM
+        states = [(support, residual) for _, support, residual in scored[:width]]
+        nmse, support, _ = scored[0]
+        tree = _tree(enumeration, ids, values, support, target)
+        if tree is not None:
+            best.append(Combination(nmse, len(support), tree))
+        if nmse <= EXACT:
+            break
+    return best
+
+
+def _reductions(normalised: np.ndarray, support: tuple[int, ...], residual: np.ndarray
+                ) -> np.ndarray:
+    """How much each form would reduce the residual when added (orthogonal least squares).
+
+    ``(d . r)**2 / |d - proj_S d|**2``: unlike the plain correlation of matching pursuit,
+    a form that mostly repeats the support (a lookalike of a chosen term) scores low.
+    """
+    correlation = normalised @ residual
+    if not support:
+        return correlation**2
+    basis, _ = np.linalg.qr(normalised[list(support)].T)
+    left = 1.0 - np.sum((normalised @ basis) ** 2, axis=1)
+    scores = np.where(left > 1e-9, correlation**2 / np.maximum(left, 1e-9), -1.0)
+    scores[list(support)] = -1.0
+    return scores
+
+
+def _tree(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
+          support: tuple[int, ...], target: np.ndarray) -> Tree | None:
+    """``f1 + (c2/c1)*f2 + ...`` with the coefficients of the least-squares fit."""
+    design = np.column_stack([np.ones(target.size), values[list(support)].T])
+    coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    weights = coefficients[1:]
+    if not np.all(np.isfinite(weights)) or weights[0] == 0:
+        return None
+    order = np.argsort(-np.abs(weights), kind="stable")
+    lead = weights[order[0]]
+    order = [k for k in order if abs(weights[k]) > NEGLIGIBLE * abs(lead)]  # no 1e-15*f terms
+    tree: Tree | None = None
+    for position in order:
+        form = enumeration.tree(int(ids[support[position]]))
+        ratio = float(weights[position] / lead)
+        if tree is None:
+            tree = form
+        elif abs(ratio - 1.0) <= 1e-12:
+            tree = ("+", tree, form)
+        elif abs(ratio + 1.0) <= 1e-12:
+            tree = ("-", tree, form)
+        else:
+            tree = ("+", tree, ("*", ("k", ratio), form))
+    return tree

@@ -1,0 +1,104 @@
+"""Islands on the other cores: the same search with other seeds, in a process pool.
+
+``search(..., workers=n)`` runs island 0 in the calling process and islands
+``1..n-1`` in a pool of spawned processes, each a whole single-process search
+with seed ``seed + k`` (other capped enumeration levels, other dictionary
+rows, another evolution) and the same absolute deadline (``time.monotonic``
+is one clock for every process of the machine). The fronts are merged by
+the caller. The pool is created on first use and kept for the process's
+later searches (a spawned interpreter costs about a second to import numpy
+and scipy); each island's result depends on its seed only, so the merged
+result is deterministic for a seed whenever the clock does not cut a phase.
+
+Islands are an addition, never a dependency: a pool that cannot start
+(a daemonic process, such as a Celery prefork child, may not have
+children; a script that searches at import time without a ``__main__``
+guard breaks its spawned children) or that loses a worker leaves island 0's
+result, with a note saying why.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+__all__ = ["available_workers", "submit_islands"]
+
+MAX_WORKERS = 8
+
+_lock = threading.Lock()
+_pool: ProcessPoolExecutor | None = None
+_pool_size = 0
+
+
+def available_workers() -> int:
+    """Islands this process can run: its CPUs (affinity), 1 in a daemonic process."""
+    if multiprocessing.current_process().daemon:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cpus))
+
+
+def _executor(size: int) -> ProcessPoolExecutor:
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size < size:
+            if _pool is not None:
+                _pool.shutdown(wait=False, cancel_futures=True)
+            context = multiprocessing.get_context("spawn")
+            _pool = ProcessPoolExecutor(max_workers=size, mp_context=context,
+                                        initializer=_single_threaded)
+            _pool_size = size
+        return _pool
+
+
+def _discard(pool: ProcessPoolExecutor) -> None:
+    """Forget a broken pool (the next search starts a new one)."""
+    global _pool, _pool_size
+    with _lock:
+        if _pool is pool:
+            _pool, _pool_size = None, 0
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _single_threaded() -> None:
+    """Worker start: BLAS and OpenMP at one thread (the islands already fill the cores)."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
+
+
+def submit_islands(function: Any, calls: list[dict[str, Any]]
+                   ) -> tuple[list[Future], ProcessPoolExecutor | None, str | None]:
+    """Start ``function(**call)`` for every call on the pool.
+
+    Returns the futures, the pool (for :func:`forget`) and, when the pool could not
+    start, why (no futures then).
+    """
+    if not calls:
+        return [], None, None
+    try:
+        pool = _executor(len(calls))
+        return [pool.submit(function, **call) for call in calls], pool, None
+    except Exception as error:  # noqa: BLE001 - any start failure means "no islands"
+        return [], None, f"{type(error).__name__}: {error}"
+
+
+def forget(pool: ProcessPoolExecutor | None) -> None:
+    """Drop ``pool`` after one of its workers died."""
+    if pool is not None:
+        _discard(pool)
+
+
+@atexit.register
+def _shutdown() -> None:
+    with _lock:
+        pool = _pool
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)

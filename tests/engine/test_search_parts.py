@@ -1,0 +1,98 @@
+"""srh_engine.search parts: power factors (both answers), sparse combinations, islands, BLAS cap."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from srh_engine.search import search
+from srh_engine.search.combination import combinations
+from srh_engine.search.decomposition import power_factors
+from srh_engine.search.enumeration import Enumeration
+from srh_engine.search.operators import resolve_operators, tree_text
+from srh_engine.search.pool import available_workers
+from srh_engine.search.threads import one_blas_thread
+
+RNG = np.random.default_rng(3)
+X = RNG.uniform(1.0, 4.0, (2000, 5))
+A, B, C, D, E = X.T
+
+
+@pytest.mark.parametrize(("y", "expected"), [
+    (A**2 * np.sqrt(B) * (C - D) ** 3 / E, {0: 2.0, 1: 0.5, 4: -1.0}),
+    (A / B * np.cos(C * D) * E**1.5, {0: 1.0, 1: -1.0, 4: 1.5}),
+    ((A + B) * C * (D - E), {2: 1.0}),
+], ids=["sign-changing-cube", "cosine-of-a-product", "inside-a-sum"])
+def test_power_factors_are_found_and_only_those(y, expected):
+    assert power_factors(X, y) == expected
+
+
+def test_no_power_factor_in_a_sum_of_terms():
+    assert power_factors(X, A * B + C / D + E) == {}
+
+
+def test_a_short_sum_of_small_terms_is_one_combination():
+    """``a**2*b/c + 1/(a*b)`` is 13 nodes, far past what enumeration reaches; its terms are not."""
+    y = A**2 * B / C + 1.0 / (A * B)
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :3], y[None, :32], binary, unary)
+    for size in range(2, 8):
+        enumeration.grow(size, lambda _: False)
+    rows = np.arange(100, 228)
+    found = combinations(enumeration, X[rows, :3], {"identity": y[rows]}, lambda: False)
+    best = min(found["identity"], key=lambda item: item.nmse)
+    assert best.nmse < 1e-20 and best.terms == 2, tree_text(best.tree, ["a", "b", "c"])
+
+
+def test_search_finds_a_sum_of_terms_exactly():
+    y = 3.0 * A * B - np.sqrt(A) / C
+    result = search(X[:, :3], y, ["a", "b", "c"], time_budget=8, seed=0, workers=1)
+    assert result.best.mse < 1e-20 * float(np.mean(y**2)), [e.formula for e in result.front]
+
+
+def test_islands_merge_and_stay_deterministic():
+    y = np.exp(-A) * np.cos(B) + C
+    runs = [search(X[:500, :3], y[:500], time_budget=60, seed=4, max_evaluations=4_000,
+                   max_complexity=9, workers=2) for _ in range(2)]
+    assert [e.formula for e in runs[0].front] == [e.formula for e in runs[1].front]
+    assert runs[0].evaluated == runs[1].evaluated
+    assert "2 islands (seeds 4..5)" in runs[0].notes, runs[0].notes
+    alone = search(X[:500, :3], y[:500], time_budget=60, seed=4, max_evaluations=4_000,
+                   max_complexity=9, workers=1)
+    assert runs[0].evaluated > alone.evaluated  # the second island's work is counted
+
+
+def test_bad_workers_is_a_clear_error():
+    with pytest.raises(ValueError, match="workers"):
+        search(X, A, workers=0)
+
+
+def _report_workers(queue) -> None:
+    queue.put(available_workers())
+
+
+def test_a_daemonic_process_searches_alone():
+    """Celery prefork children are daemonic: they may not start a pool of their own."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=_report_workers, args=(queue,), daemon=True)
+    child.start()
+    child.join(60)
+    assert queue.get(timeout=5) == 1
+    assert available_workers() >= 1
+
+
+def _blas_threads() -> list[int]:
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_blas_is_capped_while_any_search_runs_and_restored_after():
+    before = _blas_threads()
+    with one_blas_thread():
+        with one_blas_thread():  # a second search starting while the first runs
+            assert _blas_threads() == [1] * len(before)
+        assert _blas_threads() == [1] * len(before)  # the first is still running
+    assert _blas_threads() == before
