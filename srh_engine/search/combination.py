@@ -77,14 +77,16 @@ def _distinct(normalised: np.ndarray, seed: int) -> np.ndarray:
 
 
 def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[str, np.ndarray],
-                 over: Callable[[], bool], seed: int = 0) -> dict[str, list[Combination]]:
+                 over: Callable[[int], bool], seed: int = 0) -> dict[str, list[Combination]]:
     """The best combination of each size, per target, on ``columns`` rows.
 
     Args:
         enumeration: A grown enumeration (its kept forms are the dictionary).
         columns: ``(rows, inputs)`` rows the dictionary is evaluated on.
         targets: Target transform name -> values on those rows.
-        over: True when the time is spent (checked between steps).
+        over: ``over(work)`` is True when the budget is spent, ``work`` being the forms
+            scored so far (each form scored against a residual counts one): checked
+            between steps, so that an evaluation-count budget stays deterministic.
         seed: Seed of the deduplication keys.
     """
     ids, values = enumeration.values_on(columns, MAX_FORM_SIZE, DICTIONARY_SIZE)
@@ -103,16 +105,23 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
     small = normalised[:PAIR_FORMS]
     gram = small @ small.T
     found: dict[str, list[Combination]] = {}
+    work = [0]
+
+    def spent() -> bool:
+        return over(work[0])
+
     for name, target in targets.items():
         found[name] = []
         for largest in STAGES:  # smallest terms first: lookalikes of sums are larger forms
             count = int(np.searchsorted(sizes, largest, side="right"))
-            if over() or count == 0:
+            if spent() or count == 0:
                 break
             items = _pursuit(enumeration, ids[:count], values[:count], normalised[:count],
-                             gram[:count, :count], target, over)
+                             gram[:count, :count], target, spent, work)
             found[name] += items
-            if any(item.nmse <= EXACT for item in items) or count == ids.size:
+            if any(item.nmse <= EXACT for item in items):
+                return found  # an exact sum of one transform: the others are not needed
+            if count == ids.size:
                 break
     return found
 
@@ -176,7 +185,7 @@ def _best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray,
 
 def _pursuit(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
              normalised: np.ndarray, gram: np.ndarray, target: np.ndarray,
-             over: Callable[[], bool]) -> list[Combination]:
+             over: Callable[[], bool], work: list[int]) -> list[Combination]:
     centred = target - target.mean()
     energy = float(centred @ centred)
     if not energy > 0:
@@ -192,6 +201,7 @@ def _pursuit(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
             exhaustive(gram, normalised, centred, 3 * BEAM) if exhaustive else ())
         for support, residual in states:
             scores = _reductions(normalised, support, residual)
+            work[0] += forms
             branch = 2 * BRANCH if forms <= SMALL_DICTIONARY else BRANCH
             top = np.argpartition(-scores, min(branch, scores.size - 1))[:branch]
             supports.update(tuple(sorted((*support, int(j)))) for j in top)

@@ -245,6 +245,9 @@ def _combined(run: _Run, enumeration: Enumeration, view: _View,
     share = budget.share(COMBINATION_SHARE)
     rows = _rows(view.columns.shape[0], DICTIONARY_ROWS, rng)
     targets = {name: values[rows] for name, values in candidates.items()}
+    # its work (forms scored against residuals) is checked against the budget as pending
+    # evaluations, so that a count budget stays deterministic; only the fitted sums count as
+    # evaluated expressions
     found = combinations(enumeration, view.columns[rows], targets, share.over, seed=seed)
     run.counter.value += sum(len(items) for items in found.values())
     ranked = sorted(((item.nmse, name, item.tree) for name, items in found.items()
@@ -610,6 +613,7 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
                                         max_evaluations)
     if failure is not None:
         notes.append(f"searched in one process: the island pool did not start ({failure})")
+    merged = 0
     for index, future in enumerate(futures, start=1):
         wait = deadline + ISLAND_GRACE * time_budget - time.monotonic()
         try:
@@ -624,8 +628,9 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
             continue
         entries += more
         evaluated += counted
-    if len(futures) > 0:
-        notes.append(f"{1 + len(futures)} islands (seeds {seed}..{seed + len(futures)})")
+        merged += 1
+    if merged:
+        notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
     return SearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
                         tuple(dict.fromkeys(notes)))
 

@@ -42,7 +42,7 @@ def test_a_short_sum_of_small_terms_is_one_combination():
     for size in range(2, 8):
         enumeration.grow(size, lambda _: False)
     rows = np.arange(100, 228)
-    found = combinations(enumeration, X[rows, :3], {"identity": y[rows]}, lambda: False)
+    found = combinations(enumeration, X[rows, :3], {"identity": y[rows]}, lambda _: False)
     best = min(found["identity"], key=lambda item: item.nmse)
     assert best.nmse < 1e-20 and best.terms == 2, tree_text(best.tree, ["a", "b", "c"])
 
@@ -59,7 +59,7 @@ def test_islands_merge_and_stay_deterministic():
                    max_complexity=9, workers=2) for _ in range(2)]
     assert [e.formula for e in runs[0].front] == [e.formula for e in runs[1].front]
     assert runs[0].evaluated == runs[1].evaluated
-    assert "2 islands (seeds 4..5)" in runs[0].notes, runs[0].notes
+    assert "2 islands merged (seeds 4..5)" in runs[0].notes, runs[0].notes
     alone = search(X[:500, :3], y[:500], time_budget=60, seed=4, max_evaluations=4_000,
                    max_complexity=9, workers=1)
     assert runs[0].evaluated > alone.evaluated  # the second island's work is counted
