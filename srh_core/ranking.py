@@ -19,14 +19,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import srh_engine as engine
-from srh_engine.search.selection import LOSS_FACTOR, LOSS_FLOOR, steepest
 from srh_core.types import CandidateRecord, SearchResult, finite_float
+from srh_engine.search.selection import LOSS_FACTOR, LOSS_FLOOR, steepest
 
 SortKey = tuple[float, int, str, str]
 Selection = Literal["best", "accuracy"]

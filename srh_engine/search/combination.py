@@ -7,11 +7,15 @@ is a form the enumeration already holds. So, after enumerating, every kept
 form of small size is evaluated on a few more rows (the dictionary) and a
 beam search of forward selection (orthogonal least squares; FFX and SINDy
 fit sparse sums over fixed bases) picks up to ``MAX_TERMS`` forms for each
-target transform: every pair of the smallest forms is scored exactly, then at
-each step every kept support is extended by the forms that would reduce its
-residual most, the extended supports are refitted by least squares, and the
-``BEAM`` best are kept. A support that fits exactly ends the search; the best
-support of every size is returned either way (for the front and as seeds).
+target transform: every pair and triple of the smallest forms is scored
+exactly, then at each step every kept support is extended by the forms that
+would reduce its residual most, the extended supports are refitted by least
+squares, and the ``BEAM`` best are kept. The dictionary holds no sums (those
+are what the pursuit builds) and grows in stages (forms up to size 3, 5, 7),
+because lookalikes of two terms at once are larger than the terms. A
+support that fits exactly ends the search; the best support of every size is
+returned either way (for the front and as seeds). Everything is computed on
+``DICTIONARY_ROWS`` rows; the caller checks an exact-looking sum on all rows.
 """
 
 from __future__ import annotations

@@ -10,14 +10,19 @@ One call of :func:`search`:
    target, the second on what the first leaves of the real target);
 2. in every view, bottom-up enumeration (:mod:`.enumeration`) scores each
    form against the target and its transforms ``y**2``, ``1/y``, ``log|y|``,
-   ``sqrt|y|`` at once, then regularised evolution (:mod:`.evolution`)
-   starts from the best forms of the most promising transform;
+   ``sqrt|y|`` at once; once the forms up to ``MAX_FORM_SIZE`` exist, sparse
+   sums of them are fitted to every transform (:mod:`.combination`); then
+   regularised evolution (:mod:`.evolution`) starts from the best forms of
+   the most promising transform;
 3. the best trees of every size are turned into engine expressions in the
    original variables (the linear scaling ``a + b*f`` and the inverse
    transform made explicit) and their constants fitted on all rows by the
    engine's Levenberg-Marquardt (:func:`srh_engine.fit`);
 4. the front: for each complexity the lowest-MSE formula, kept when it is
    better than every simpler one.
+
+Islands: :func:`search` runs :func:`_island` here and, with other seeds, on
+the other cores (:mod:`.pool`), and merges the fronts.
 
 Time: every phase checks a deadline; the refit phase owns the last
 ``REFIT_SHARE`` of the budget and stops fitting when the budget is spent,
@@ -31,9 +36,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from concurrent.futures import BrokenExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,8 +53,8 @@ from .combination import DICTIONARY_ROWS, MAX_FORM_SIZE, combinations
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
 from .operators import Tree, evaluate_tree, resolve_operators, size, to_expression
-from .selection import steepest
 from .pool import available_workers, forget, submit_islands
+from .selection import steepest
 from .threads import one_blas_thread
 
 __all__ = ["FrontEntry", "SearchResult", "search"]
