@@ -483,7 +483,7 @@ def _fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndar
         return None
     if not math.isfinite(result.loss) or result.n_excluded:
         return None
-    fitted = map_postorder(result.expression, _inline_parameter)
+    fitted = fold_constants(map_postorder(result.expression, _inline_parameter))
     loss = float(result.loss)
     pruned = map_postorder(fitted, _pruner(float(np.sqrt(np.mean(y**2)))))
     if pruned != fitted:

@@ -102,12 +102,13 @@ def test_blas_is_capped_while_any_search_runs_and_restored_after():
 def test_the_selected_formula_on_noisy_data_is_the_simple_truth():
     """At 1% noise the lowest-error formula fits the noise; PySR's rule stops at the truth."""
     a, b, c = X[:, 0], X[:, 1], X[:, 2]
-    truth = 2.5 * a * b / c
+    truth = 2.5 * a / (b + c)
     noisy = truth + 0.01 * np.sqrt(np.mean(truth**2)) * np.random.default_rng(5).normal(
         size=truth.size)
     result = search(X[:, :3], noisy, ["a", "b", "c"], time_budget=4, seed=0, workers=1)
     chosen = result.selected
     values = engine.evaluate(chosen.expression, {"a": a, "b": b, "c": c})
     r2 = 1.0 - float(np.mean((values - truth) ** 2)) / float(np.var(truth))
-    assert r2 > 0.999 and chosen.complexity <= 7, (chosen.formula, r2)
+    truth_complexity = engine.complexity(engine.parse("2.5*a/(b + c)"))
+    assert r2 > 0.999 and chosen.complexity <= truth_complexity + 4, (chosen.formula, r2)
     assert result.best.complexity > chosen.complexity  # the noise-fitting one is larger
