@@ -53,7 +53,7 @@ from .combination import DICTIONARY_ROWS, MAX_FORM_SIZE, combinations
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
 from .operators import Tree, evaluate_tree, resolve_operators, size, to_expression
-from .pool import available_workers, forget, submit_islands
+from .pool import available_workers, broken, forget, submit_islands
 from .selection import steepest
 from .threads import one_blas_thread
 
@@ -625,7 +625,11 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
             more, counted, _ = future.result(timeout=max(wait, 0.0))
         except FutureTimeout:
             future.cancel()
-            notes.append(f"island {index} did not finish within the budget; left out")
+            if broken(pool):  # a lost worker does not always fail its future
+                forget(pool)
+                notes.append(f"island {index} was lost (its process died); left out")
+            else:
+                notes.append(f"island {index} did not finish within the budget; left out")
             continue
         except BrokenExecutor as error:
             forget(pool)

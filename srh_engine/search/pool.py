@@ -23,10 +23,10 @@ import atexit
 import multiprocessing
 import os
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from typing import Any
 
-__all__ = ["available_workers", "submit_islands"]
+__all__ = ["available_workers", "broken", "forget", "submit_islands"]
 
 MAX_WORKERS = 8
 
@@ -83,11 +83,24 @@ def submit_islands(function: Any, calls: list[dict[str, Any]]
     """
     if not calls:
         return [], None, None
-    try:
-        pool = _executor(len(calls))
-        return [pool.submit(function, **call) for call in calls], pool, None
-    except Exception as error:  # noqa: BLE001 - any start failure means "no islands"
-        return [], None, f"{type(error).__name__}: {error}"
+    for attempt in range(2):  # a pool broken since the last call is replaced once
+        pool = None
+        try:
+            pool = _executor(len(calls))
+            return [pool.submit(function, **call) for call in calls], pool, None
+        except BrokenExecutor as error:
+            if pool is not None:
+                _discard(pool)
+            if attempt == 1:
+                return [], None, f"{type(error).__name__}: {error}"
+        except Exception as error:  # noqa: BLE001 - any start failure means "no islands"
+            return [], None, f"{type(error).__name__}: {error}"
+    return [], None, "the island pool did not start"
+
+
+def broken(pool: ProcessPoolExecutor | None) -> bool:
+    """Whether ``pool`` lost a worker (its futures may never complete: forget it)."""
+    return pool is not None and bool(getattr(pool, "_broken", False))
 
 
 def forget(pool: ProcessPoolExecutor | None) -> None:

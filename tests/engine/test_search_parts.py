@@ -112,3 +112,29 @@ def test_the_selected_formula_on_noisy_data_is_the_simple_truth():
     truth_complexity = engine.complexity(engine.parse("2.5*a/(b + c)"))
     assert r2 > 0.999 and chosen.complexity <= truth_complexity + 4, (chosen.formula, r2)
     assert result.best.complexity > chosen.complexity  # the noise-fitting one is larger
+
+
+def test_a_killed_island_leaves_the_callers_result():
+    """SIGKILL of an island's process: the call still returns its own front, with a note."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from srh_engine.search import pool
+
+    y = np.sin(A * B) / (1 + C**2) + np.sqrt(A + C)  # nothing exact: every island runs on
+    search(X[:300, :3], y[:300], time_budget=1, seed=0, workers=2)  # the pool is up
+    results = []
+    caller = threading.Thread(target=lambda: results.append(
+        search(X[:, :3], y, time_budget=6, seed=0, workers=2)))
+    caller.start()
+    time.sleep(2.0)
+    for process in list(pool._pool._processes.values()):
+        os.kill(process.pid, signal.SIGKILL)
+    caller.join(30)
+    (result,) = results
+    assert result.front and result.best.r2 > 0.5
+    assert any("island 1 was lost" in note for note in result.notes), result.notes
+    again = search(X[:300, :3], y[:300], time_budget=2, seed=0, workers=2)  # a new pool
+    assert any("2 islands merged" in note for note in again.notes), again.notes
