@@ -93,19 +93,16 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
             between steps, so that an evaluation-count budget stays deterministic.
         seed: Seed of the deduplication keys.
     """
-    ids, values = enumeration.values_on(columns, MAX_FORM_SIZE, DICTIONARY_SIZE)
-    with np.errstate(all="ignore"):
-        finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < 1e12)
-        ids, values = ids[finite], values[finite]
-        normalised, good = _normalised(values)
-    ids, values = ids[good], values[good]
-    distinct = _distinct(normalised, seed)
-    ids, values, normalised = ids[distinct], values[distinct], normalised[distinct]
+    raw_ids, raw = enumeration.values_on(columns, MAX_FORM_SIZE, DICTIONARY_SIZE,
+                                         lambda: over(0))
+    if over(0):
+        return {}
+    ids, values, normalised, sizes = _dictionary(enumeration, raw_ids, raw, seed)
     # sums are what the pursuit builds: a form whose smallest lookalike (same direction) is a
     # sum, like log(sqrt(exp(a + c))), only crowds out the terms
-    sizes, additive = enumeration.describe(ids)
-    terms = ~additive
-    ids, values, normalised, sizes = ids[terms], values[terms], normalised[terms], sizes[terms]
+    _, additive = enumeration.describe(ids)
+    ids, values, normalised, sizes = ids[~additive], values[~additive], \
+        normalised[~additive], sizes[~additive]
     small = normalised[:PAIR_FORMS]
     gram = small @ small.T
     found: dict[str, list[Combination]] = {}
@@ -114,20 +111,119 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
     def spent() -> bool:
         return over(work[0])
 
-    for name, target in targets.items():
-        found[name] = []
-        for largest in STAGES:  # smallest terms first: lookalikes of sums are larger forms
-            count = int(np.searchsorted(sizes, largest, side="right"))
-            if spent() or count == 0:
-                break
-            items = _pursuit(enumeration, ids[:count], values[:count], normalised[:count],
-                             gram[:count, :count], target, spent, work)
-            found[name] += items
-            if any(item.nmse <= EXACT for item in items):
-                return found  # an exact sum of one transform: the others are not needed
-            if count == ids.size:
-                break
+    # sums of the target, then products, then sums of the target's transforms
+    plan = [(name, "sums") for name in targets]
+    if "identity" in targets:
+        plan.insert(1, ("identity", "products"))
+    for name, kind in plan:
+        target = targets[name]
+        if spent():
+            break
+        if kind == "products":
+            items = _products(enumeration, raw_ids, raw, target, spent, work, seed)
+        else:
+            items = []
+            for largest in STAGES:  # smallest terms first: lookalikes of sums are larger
+                count = int(np.searchsorted(sizes, largest, side="right"))
+                if spent() or count == 0:
+                    break
+                items += _pursuit(enumeration, ids[:count], values[:count], normalised[:count],
+                                  gram[:count, :count], target, spent, work, _tree)
+                if any(item.nmse <= EXACT for item in items) or count == ids.size:
+                    break
+        found[name] = found.get(name, []) + items
+        if any(item.nmse <= EXACT for item in items):
+            break  # an exact fit: the other transforms are not needed
     return found
+
+
+def _dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray, seed: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Finite, non-constant, distinct (by direction) forms: ids, values, unit rows, sizes."""
+    with np.errstate(all="ignore"):
+        finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < 1e12)
+        ids, values = ids[finite], values[finite]
+        normalised, good = _normalised(values)
+    ids, values = ids[good], values[good]
+    distinct = _distinct(normalised, seed)
+    sizes, _ = enumeration.describe(ids[distinct])
+    return ids[distinct], values[distinct], normalised[distinct], sizes
+
+
+def _products(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
+              target: np.ndarray, spent: Callable[[], bool], work: list[int], seed: int
+              ) -> list[Combination]:
+    """Products of powers of forms, ``y = c * f1**p1 * f2**p2 * ...``: sparse sums of
+    ``log|f|`` fitted to ``log|y|``.
+
+    The multiplicative twin of the sums: ``(d + x)*(k + rho)/(rho - N)`` is three
+    additive forms of size 3. Its dictionary is what the sum dictionary leaves out (forms
+    whose root is ``+`` or ``-``), with the inputs and the unary functions; the exponents
+    must come out as simple fractions (``PRODUCT_EXPONENTS``), so that the product is a
+    tree of ``*``, ``/`` and ``sqrt``; signs are left to the caller's all-rows check.
+    """
+    with np.errstate(all="ignore"):
+        if spent() or not np.all(np.isfinite(np.log(np.abs(target)))):
+            return []
+        _, additive = enumeration.describe(ids)
+        roots = enumeration.root_names(ids)
+        keep = additive | np.isin(roots, ("v", *enumeration.unary))
+        logged = np.log(np.abs(values[keep]))
+    ids, logged, normalised, sizes = _dictionary(enumeration, ids[keep], logged, seed)
+    if ids.size == 0 or spent():
+        return []
+    gram = normalised[:PAIR_FORMS] @ normalised[:PAIR_FORMS].T
+    found: list[Combination] = []
+    t = np.log(np.abs(target))
+    for largest in STAGES:
+        count = int(np.searchsorted(sizes, largest, side="right"))
+        if spent() or count == 0:
+            break
+        items = _pursuit(enumeration, ids[:count], logged[:count], normalised[:count],
+                         gram[:count, :count], t, spent, work, _product_tree)
+        found += items
+        if any(item.nmse <= EXACT for item in items) or count == ids.size:
+            break
+    return found
+
+
+PRODUCT_EXPONENTS = (1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1.5, -1.5)
+
+
+def _product_tree(enumeration: Enumeration, ids: np.ndarray, logged: np.ndarray,
+                  support: tuple[int, ...], target: np.ndarray) -> Tree | None:
+    """``f1**p1 * f2**p2 * ...`` from the log-space fit, or None (exponents not simple)."""
+    design = np.column_stack([np.ones(target.size), logged[list(support)].T])
+    coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    numerator: Tree | None = None
+    denominator: Tree | None = None
+    for position, exponent in zip(support, coefficients[1:], strict=True):
+        snapped = min(PRODUCT_EXPONENTS, key=lambda p: abs(p - exponent))
+        if abs(snapped - exponent) > 1e-6 * max(1.0, abs(exponent)):
+            return None
+        power = _power(enumeration.tree(int(ids[position])), abs(snapped),
+                       "sqrt" in enumeration.unary)
+        if power is None:
+            return None
+        if snapped > 0:
+            numerator = power if numerator is None else ("*", numerator, power)
+        else:
+            denominator = power if denominator is None else ("*", denominator, power)
+    if numerator is None:
+        return None if denominator is None else ("/", ("k", 1.0), denominator)
+    return numerator if denominator is None else ("/", numerator, denominator)
+
+
+def _power(form: Tree, exponent: float, roots: bool) -> Tree | None:
+    whole, half = divmod(exponent, 1.0)
+    tree: Tree | None = None
+    for _ in range(int(whole)):
+        tree = form if tree is None else ("*", tree, form)
+    if half:
+        if not roots:
+            return None
+        tree = ("sqrt", form) if tree is None else ("*", tree, ("sqrt", form))
+    return tree
 
 
 def _best_pairs(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
@@ -189,7 +285,8 @@ def _best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray,
 
 def _pursuit(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
              normalised: np.ndarray, gram: np.ndarray, target: np.ndarray,
-             over: Callable[[], bool], work: list[int]) -> list[Combination]:
+             over: Callable[[], bool], work: list[int], build: Callable[..., Tree | None]
+             ) -> list[Combination]:
     centred = target - target.mean()
     energy = float(centred @ centred)
     if not energy > 0:
@@ -219,10 +316,11 @@ def _pursuit(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
         # a small dictionary is cheap to search widely; in a large one, the exhaustive pairs
         # all get extended once
         width = 4 * BEAM if forms <= SMALL_DICTIONARY else \
-            3 * BEAM if step == 1 and forms <= WIDE_BEAM_FORMS else BEAM
+            3 * BEAM if step == 1 and forms <= WIDE_BEAM_FORMS else \
+            BEAM if forms <= WIDE_BEAM_FORMS else BEAM // 2
         states = [(support, residual) for _, support, residual in scored[:width]]
         nmse, support, _ = scored[0]
-        tree = _tree(enumeration, ids, values, support, target)
+        tree = build(enumeration, ids, values, support, target)
         if tree is not None:
             best.append(Combination(nmse, len(support), tree))
         if nmse <= EXACT:

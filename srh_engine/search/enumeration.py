@@ -34,6 +34,9 @@ CHUNK_ELEMENTS = 2_000_000
 MAX_ABS = 1e12
 """Forms with a larger value on the subsample are dropped (overflow, near poles)."""
 
+TINY = 1e-200
+"""Smaller values are zero in :meth:`Enumeration.values_on` (no subnormal arithmetic)."""
+
 KEEP_PER_LEVEL = 24
 """Best forms kept per level and target for the caller."""
 
@@ -248,13 +251,16 @@ class Enumeration:
             return (name, self.tree(left))
         return (name, self.tree(left), self.tree(right))
 
-    def values_on(self, columns: np.ndarray, max_size: int, limit: int
-                  ) -> tuple[np.ndarray, np.ndarray]:
+    def values_on(self, columns: np.ndarray, max_size: int, limit: int,
+                  over: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Kept forms of size ``<= max_size`` (at most ``limit``, smallest first) on new rows.
 
         Returns ``(ids, values)``: form ids (for :meth:`tree`) and their ``(forms, rows)``
         values on ``columns``, recomputed level by level from the recipes (operands are kept
         forms of smaller levels), vectorised per operator. The constant leaf is left out.
+        ``over()`` is checked before each level (the levels so far are returned). Values
+        below ``TINY`` in magnitude are set to 0: subnormal numbers (``exp(-exp(x))``) make
+        every later operation on them about a hundred times slower.
         """
         rows = columns.shape[0]
         total = sum(lv.values.shape[0] for s, lv in self.levels.items() if s <= max_size)
@@ -263,7 +269,7 @@ class Enumeration:
         count = 0
         for level_size in sorted(self.levels):
             level = self.levels[level_size]
-            if level_size > max_size or count >= limit:
+            if level_size > max_size or count >= limit or (over is not None and over()):
                 break
             n = min(level.values.shape[0], limit - count)
             recipes = level.recipes[:n]
@@ -282,6 +288,8 @@ class Enumeration:
                         else:
                             block[pick] = BINARY[name](
                                 left, values[self._position(recipes[pick, 2], ids)])
+            with np.errstate(all="ignore"):
+                block[np.abs(block) < TINY] = 0.0
             values[count:count + n] = block
             ids.append(np.arange(level.first_id, level.first_id + n))
             count += n
@@ -304,6 +312,21 @@ class Enumeration:
             codes[pick] = level.recipes[ids[pick] - level.first_id, 0]
         sums = [code for code, name in enumerate(self._codes) if name in ("+", "-")]
         return sizes, np.isin(codes, sums)
+
+    def root_names(self, ids: np.ndarray) -> np.ndarray:
+        """The root operator name of each kept form (``"v"``/``"k"`` for the leaves)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        ordered = sorted(self.levels.values(), key=lambda level: level.first_id)
+        starts = np.array([level.first_id for level in ordered])
+        where = np.searchsorted(starts, ids, side="right") - 1
+        names = np.empty(ids.size, dtype=object)
+        for index, level in enumerate(ordered):
+            pick = np.flatnonzero(where == index)
+            recipes = level.recipes[ids[pick] - level.first_id]
+            for slot, (code, operand) in zip(pick, recipes[:, :2], strict=True):
+                names[slot] = self._leaves[int(operand)][0] if code < 0 else \
+                    self._codes[int(code)]
+        return names
 
     @staticmethod
     def _position(form_ids: np.ndarray, ids: list[np.ndarray]) -> np.ndarray:

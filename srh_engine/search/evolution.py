@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from scipy.optimize import leastsq  # here, not in the first tune: it is inside the budget
 
 from .operators import BINARY, UNARY, Tree, evaluate_tree, size
 
@@ -279,8 +280,6 @@ def _with_constants(tree: Tree, values: list[float]) -> Tree:
 def tune_constants(tree: Tree, columns: Sequence[np.ndarray], target: np.ndarray,
                    max_evaluations: int = 60) -> Tree | None:
     """``tree`` with its constants fitted by Levenberg-Marquardt under linear scaling."""
-    from scipy.optimize import leastsq
-
     start = _constants(tree)
     if not start:
         return tree
