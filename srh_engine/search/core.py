@@ -191,8 +191,8 @@ def _rows(n: int, count: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _search_view(run: _Run, view: _View, target: np.ndarray, budget: Budget, seed: int,
-                 transforms: bool = True, evolve: bool = True, combine: bool = True
-                 ) -> list[_Found]:
+                 transforms: bool = True, evolve: bool = True, combine: bool = True,
+                 largest: int | None = None) -> list[_Found]:
     """Enumerate then evolve on one view of (a sub-problem of) the problem."""
     rng = np.random.default_rng([seed, 3])
     candidates = _transforms(target) if transforms else {"identity": target}
@@ -204,20 +204,22 @@ def _search_view(run: _Run, view: _View, target: np.ndarray, budget: Budget, see
                               run.binary, run.unary, seed=seed)
     combined: list[tuple[str, Tree]] | None = None
     combine = combine and view.columns.shape[0] > ENUMERATION_ROWS
-    for level in range(2, run.max_size + 1):
+    for level in range(2, min(run.max_size, largest or run.max_size) + 1):
         complete = enumeration.grow(level, enumeration_budget.over)
         if _claims_exact(enumeration, view, candidates, names):
             break
         if combine and combined is None and (level >= MAX_FORM_SIZE or not complete):
             # the dictionary is complete at this level: combine before growing further
-            combined = _combined(run, enumeration, view, candidates, budget, rng, seed)
+            combined = _combined(run, enumeration, view, candidates, budget, rng, seed,
+                                 COMBINATION_SHARE if evolve else 1.0)
             if any(_all_rows_nmse(tree, view, candidates[name]) <= EXACT_NMSE
                    for name, tree in combined[:len(candidates) * 2]):
                 break
         if not complete:
             break
     if combine and combined is None:
-        combined = _combined(run, enumeration, view, candidates, budget, rng, seed)
+        combined = _combined(run, enumeration, view, candidates, budget, rng, seed,
+                                 COMBINATION_SHARE if evolve else 1.0)
     run.counter.value += enumeration.evaluated
     columns = [view.columns[many, i] for i in range(view.columns.shape[1])]
     trees = [(names[item.target], enumeration.tree(item.recipe))
@@ -243,11 +245,12 @@ def _search_view(run: _Run, view: _View, target: np.ndarray, budget: Budget, see
 
 def _combined(run: _Run, enumeration: Enumeration, view: _View,
               candidates: dict[str, np.ndarray], budget: Budget, rng: np.random.Generator,
-              seed: int) -> list[tuple[str, Tree]]:
-    """Sparse combinations of the enumerated forms, per transform (:mod:`.combination`)."""
+              seed: int, fraction: float) -> list[tuple[str, Tree]]:
+    """Sparse combinations of the enumerated forms, per transform (:mod:`.combination`),
+    in ``fraction`` of what is left of ``budget`` (all of it when nothing evolves after)."""
     if budget.over():
         return []
-    share = budget.share(COMBINATION_SHARE)
+    share = budget.share(fraction)
     rows = _rows(view.columns.shape[0], DICTIONARY_ROWS, rng)
     targets = {name: values[rows] for name, values in candidates.items()}
     # its work (forms scored against residuals) is checked against the budget as pending
@@ -671,7 +674,27 @@ MAX_DEPTH = 3
 
 def _explore(run: _Run, base: _View, target: np.ndarray, budget: Budget, depth: int = 0
              ) -> list[_Found]:
-    """Decompose (pairs, then a split), then search every view and sub-problem."""
+    """Decompose (pairs, then a split), then search every view and sub-problem.
+
+    At the top, a quick probe first: forms up to ``PROBE_SIZE`` and their sums and
+    products, with no decomposition (a wrong one, say an input taken for a power factor,
+    would otherwise cost most of the time before the undivided problem is searched).
+    """
+    probe: list[_Found] = []
+    if depth == 0:
+        probe = _search_view(run, base, target, budget.share(PROBE_SHARE), run.seed + 7,
+                             evolve=False, largest=PROBE_SIZE)
+        if _exact_on_all_rows(run, probe):
+            return probe
+    return probe + _decomposed(run, base, target, budget, depth)
+
+
+PROBE_SHARE = 0.15
+PROBE_SIZE = 5
+
+
+def _decomposed(run: _Run, base: _View, target: np.ndarray, budget: Budget, depth: int
+                ) -> list[_Found]:
     analysis = budget.share(ANALYSIS_SHARE)
     views, split, factors = [base], None, {}
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:

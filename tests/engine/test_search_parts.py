@@ -48,6 +48,21 @@ def test_a_short_sum_of_small_terms_is_one_combination():
     assert best.nmse < 1e-20 and best.terms == 2, tree_text(best.tree, ["a", "b", "c"])
 
 
+def test_a_product_of_sums_is_one_combination_in_log_space():
+    """``(a + b)*(b + c)/(a - c)`` changes sign; it is three forms of size 3 multiplied."""
+    y = (A + B) * (B + C) / (A - C)
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :3], y[None, :32], binary, unary)
+    for size in range(2, 4):
+        enumeration.grow(size, lambda _: False)
+    rows = np.arange(100, 228)
+    found = combinations(enumeration, X[rows, :3], {"identity": y[rows]}, lambda _: False)
+    best = min(found["identity"], key=lambda item: item.nmse)
+    assert best.nmse < 1e-20, tree_text(best.tree, ["a", "b", "c"])
+    text = tree_text(best.tree, ["a", "b", "c"])
+    assert all(part in text for part in ("a + b", "b + c", "a - c")), text
+
+
 def test_search_finds_a_sum_of_terms_exactly():
     y = 3.0 * A * B - np.sqrt(A) / C
     result = search(X[:, :3], y, ["a", "b", "c"], time_budget=8, seed=0, workers=1)
