@@ -340,7 +340,9 @@ def _search_split(run: _Run, base: _View, target: np.ndarray, split: dec.Separat
     first_view = _sub_view(base, split.first)
     found = _search_view(run, first_view, first_target, budget.share(0.3),
                          run.seed + 101 + depth,
-                         transforms=False, evolve=False)
+                         transforms=False, evolve=False, combine=False)
+    # (no sums there: the surrogate's part is approximate, and a sum of lookalikes fits its
+    # errors better than the simple form the split needs)
     best = _simplest(found)
     second_view = _sub_view(base, split.second)
     results = []
