@@ -1,0 +1,69 @@
+"""The search's result: the Pareto front of fitted formulas, complexity against error."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..nodes import Expression
+from ..rendering import to_str
+from .selection import steepest
+
+__all__ = ["FrontEntry", "SearchResult", "pareto_front"]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontEntry:
+    """One formula of the front."""
+
+    expression: Expression
+    complexity: int
+    mse: float
+    r2: float
+
+    @property
+    def formula(self) -> str:
+        return to_str(self.expression)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The outcome of :func:`search`.
+
+    Attributes:
+        front: Pareto front, simplest first (complexity strictly increasing, MSE decreasing).
+        evaluated: Expressions evaluated (enumerated forms plus evolved trees).
+        seconds: Wall-clock time used.
+        notes: Decompositions found and phases run.
+    """
+
+    front: tuple[FrontEntry, ...]
+    evaluated: int
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def best(self) -> FrontEntry | None:
+        """The lowest-error formula (what ``selection = "accuracy"`` reports)."""
+        return min(self.front, key=lambda e: (e.mse, e.complexity)) if self.front else None
+
+    @property
+    def selected(self) -> FrontEntry | None:
+        """The formula PySR's "best" rule picks (:func:`.selection.steepest`): on noisy
+        data the simple formula the error stops falling at, not the largest one that
+        fits the noise. The loss is the unexplained share of the variance."""
+        if not self.front:
+            return None
+        losses = [max(1.0 - e.r2, 0.0) for e in self.front]
+        return self.front[steepest([e.complexity for e in self.front], losses)]
+
+
+def pareto_front(entries: Sequence[FrontEntry]) -> tuple[FrontEntry, ...]:
+    """Simplest first; each entry strictly better than every simpler one."""
+    front, best = [], math.inf
+    for entry in sorted(entries, key=lambda e: (e.complexity, e.mse)):
+        if entry.mse < best:
+            front.append(entry)
+            best = entry.mse
+    return tuple(front)

@@ -1,0 +1,116 @@
+"""A problem as the search sees it: views, candidates, the run's state, target transforms.
+
+A *view* is the problem in other inputs (each an engine expression of the
+original inputs: ``x_i - x_j`` as one input, or a subset of them); a
+candidate (:class:`Found`) is a tree found in a view for one transform of
+(what is left of) the target, with the factors or terms split off first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..nodes import Binary, Expression, Function, Number, Unary
+from .budget import Counter
+from .evolution import linear_nmse
+from .operators import Tree, evaluate_tree
+
+__all__ = ["EXACT_NMSE", "Found", "Run", "TRANSFORMS", "View", "all_rows_nmse",
+           "column_values", "inverse_transform", "sample_rows", "target_transforms"]
+
+
+EXACT_NMSE = 1e-13
+"""A form this close (normalised MSE under linear scaling, from correlations: about 1e-16
+is the floor of that formula) may be exact; :func:`.refit.exact_on_all_rows` decides on
+the fitted residuals."""
+
+
+@dataclass(slots=True)
+class View:
+    """The problem in other inputs: ``inputs[i]`` is an engine expression of the originals."""
+
+    name: str
+    inputs: list[Expression]
+    columns: np.ndarray  # (rows, len(inputs))
+
+
+@dataclass(slots=True)
+class Found:
+    """A tree found in ``view`` for ``transform`` of the target; ``nmse`` on fitness rows."""
+
+    nmse: float
+    tree: Tree
+    view: View
+    transform: str
+    wraps: tuple[tuple[str, Expression], ...] = ()
+    """Split factors or terms taken out first, outermost first: ("add"|"mul", expression)."""
+
+
+@dataclass
+class Run:
+    """One island's state: the target, operators, seed, what was found and the notes."""
+
+    y: np.ndarray
+    binary: tuple[str, ...]
+    unary: tuple[str, ...]
+    max_size: int
+    seed: int
+    counter: Counter = field(default_factory=Counter)
+    found: list[Found] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    columns_by_name: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")
+
+
+def target_transforms(y: np.ndarray) -> dict[str, np.ndarray]:
+    """``y`` and the transforms of it that are finite and not constant, by name."""
+    signed = bool(np.all(y > 0) or np.all(y < 0))
+    magnitude = np.abs(y)
+    found = {"identity": y, "square": y * y}
+    if signed:
+        found["log"] = np.log(magnitude)
+        found["sqrt"] = np.sqrt(magnitude)
+    if np.all(magnitude > 1e-300):
+        found["inv"] = 1.0 / y
+    return {k: v for k, v in found.items() if np.all(np.isfinite(v)) and np.std(v) > 0}
+
+
+def inverse_transform(transform: str, scaled: Expression, sign: float) -> Expression:
+    """``y`` from the scaled form of ``transform(y)``."""
+    if transform == "identity":
+        return scaled
+    if transform == "log":
+        body = Function("exp", (scaled,))
+    elif transform == "inv":
+        return Binary("/", Number(1), scaled)
+    elif transform == "square":
+        body = Function("sqrt", (scaled,))
+    else:
+        body = Binary("**", scaled, Number(2))
+    return Unary("-", body) if sign < 0 else body
+
+
+def sample_rows(n: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` distinct row indices of ``n`` (all when fewer), sorted."""
+    return np.sort(rng.choice(n, size=min(n, count), replace=False))
+
+
+def column_values(tree: Tree, view: View) -> np.ndarray | None:
+    """``tree`` on every row of ``view``; None when any value is not finite."""
+    columns = [view.columns[:, i] for i in range(view.columns.shape[1])]
+    with np.errstate(all="ignore"):
+        values = np.broadcast_to(np.asarray(evaluate_tree(tree, columns, None), dtype=float),
+                                 (view.columns.shape[0],))
+    return values if np.all(np.isfinite(values)) else None
+
+
+def all_rows_nmse(tree: Tree, view: View, target: np.ndarray) -> float:
+    """Linear-scaling NMSE of ``tree`` against ``target`` on every row (1.0 if not finite)."""
+    values = column_values(tree, view)
+    if values is None:
+        return 1.0
+    return linear_nmse(values, target, float(np.var(target)))
