@@ -2,7 +2,10 @@
 
 One call of :func:`search`:
 
-1. decomposition tests on the data (:mod:`.decomposition`): pairs of
+0. a quick probe of the undivided problem: small forms and their sums and
+   products (:mod:`.explore`, :mod:`.combination`);
+1. decomposition tests on the data (:mod:`.decomposition`): power factors
+   ``x_i**a`` are divided out; pairs of
    inputs the target depends on only through their difference, ratio,
    product or sum become one input of an extra *view* of the problem; an
    additive or multiplicative split into two groups of inputs becomes two
@@ -11,7 +14,8 @@ One call of :func:`search`:
 2. in every view, bottom-up enumeration (:mod:`.enumeration`) scores each
    form against the target and its transforms ``y**2``, ``1/y``, ``log|y|``,
    ``sqrt|y|`` at once; once the forms up to ``MAX_FORM_SIZE`` exist, sparse
-   sums of them are fitted to every transform (:mod:`.combination`); then
+   sums of them are fitted to every transform and products of their powers
+   to the target (:mod:`.combination`); then
    regularised evolution (:mod:`.evolution`) starts from the best forms of
    the most promising transform;
 3. the best trees of every size are turned into engine expressions in the
