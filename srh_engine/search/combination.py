@@ -54,6 +54,8 @@ lookalikes misses ``3*a - b/c + sqrt(a*c)`` whose terms are all among the smalle
 EXACT = 1e-20
 """A sum is exact at this normalised error (the truth reaches 1e-30; lookalikes 1e-14)."""
 NEGLIGIBLE = 1e-9
+SUMS = ("+", "-")
+"""Root operators of the forms the sum dictionary leaves out and the product one keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +100,11 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
                                          lambda: over(0))
     if over(0):
         return {}
-    ids, values, normalised, sizes = _dictionary(enumeration, raw_ids, raw, seed)
+    ids, values, normalised, sizes, roots = _dictionary(enumeration, raw_ids, raw, seed)
     # sums are what the pursuit builds: a form whose smallest lookalike (same direction) is a
     # sum, like log(sqrt(exp(a + c))), only crowds out the terms
-    _, additive = enumeration.describe(ids)
-    ids, values, normalised, sizes = ids[~additive], values[~additive], \
-        normalised[~additive], sizes[~additive]
+    terms = ~np.isin(roots, SUMS)
+    ids, values, normalised, sizes = ids[terms], values[terms], normalised[terms], sizes[terms]
     small = normalised[:PAIR_FORMS]
     gram = small @ small.T
     found: dict[str, list[Combination]] = {}
@@ -139,16 +140,17 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
 
 
 def _dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray, seed: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Finite, non-constant, distinct (by direction) forms: ids, values, unit rows, sizes."""
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Finite, non-constant, distinct (by direction) forms: ids, values, unit rows, sizes
+    and root operators."""
     with np.errstate(all="ignore"):
         finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < 1e12)
         ids, values = ids[finite], values[finite]
         normalised, good = _normalised(values)
     ids, values = ids[good], values[good]
     distinct = _distinct(normalised, seed)
-    sizes, _ = enumeration.describe(ids[distinct])
-    return ids[distinct], values[distinct], normalised[distinct], sizes
+    sizes, roots = enumeration.describe(ids[distinct])
+    return ids[distinct], values[distinct], normalised[distinct], sizes, roots
 
 
 def _products(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
@@ -166,11 +168,10 @@ def _products(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
     with np.errstate(all="ignore"):
         if spent() or not np.all(np.isfinite(np.log(np.abs(target)))):
             return []
-        _, additive = enumeration.describe(ids)
-        roots = enumeration.root_names(ids)
-        keep = additive | np.isin(roots, ("v", *enumeration.unary))
+        _, roots = enumeration.describe(ids)
+        keep = np.isin(roots, (*SUMS, "v", *enumeration.unary))
         logged = np.log(np.abs(values[keep]))
-    ids, logged, normalised, sizes = _dictionary(enumeration, ids[keep], logged, seed)
+    ids, logged, normalised, sizes, _ = _dictionary(enumeration, ids[keep], logged, seed)
     if ids.size == 0 or spent():
         return []
     gram = normalised[:PAIR_FORMS] @ normalised[:PAIR_FORMS].T

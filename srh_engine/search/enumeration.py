@@ -299,34 +299,22 @@ class Enumeration:
         return all_ids[keep], values[:count][keep]
 
     def describe(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(sizes, additive)`` of kept forms: each one's size, and whether its root is
-        ``+`` or ``-``."""
+        """``(sizes, roots)`` of kept forms: each one's size and its root operator's name
+        (``"v"`` or ``"k"`` for a leaf)."""
         ids = np.asarray(ids, dtype=np.int64)
         ordered = sorted(self.levels.items(), key=lambda item: item[1].first_id)
         starts = np.array([level.first_id for _, level in ordered])
         where = np.searchsorted(starts, ids, side="right") - 1
         sizes = np.array([size for size, _ in ordered])[where]
-        codes = np.empty(ids.size, dtype=np.int64)
+        recipes = np.empty((ids.size, 2), dtype=np.int64)
         for index, (_, level) in enumerate(ordered):
             pick = where == index
-            codes[pick] = level.recipes[ids[pick] - level.first_id, 0]
-        sums = [code for code, name in enumerate(self._codes) if name in ("+", "-")]
-        return sizes, np.isin(codes, sums)
-
-    def root_names(self, ids: np.ndarray) -> np.ndarray:
-        """The root operator name of each kept form (``"v"``/``"k"`` for the leaves)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        ordered = sorted(self.levels.values(), key=lambda level: level.first_id)
-        starts = np.array([level.first_id for level in ordered])
-        where = np.searchsorted(starts, ids, side="right") - 1
-        names = np.empty(ids.size, dtype=object)
-        for index, level in enumerate(ordered):
-            pick = np.flatnonzero(where == index)
-            recipes = level.recipes[ids[pick] - level.first_id]
-            for slot, (code, operand) in zip(pick, recipes[:, :2], strict=True):
-                names[slot] = self._leaves[int(operand)][0] if code < 0 else \
-                    self._codes[int(code)]
-        return names
+            recipes[pick] = level.recipes[ids[pick] - level.first_id, :2]
+        operators = np.array(self._codes + [""], dtype=object)  # code -1 reads the ""
+        leaves = np.array([leaf[0] for leaf in self._leaves], dtype=object)
+        codes, operands = recipes[:, 0], recipes[:, 1]
+        roots = np.where(codes < 0, leaves[np.where(codes < 0, operands, 0)], operators[codes])
+        return sizes, roots
 
     @staticmethod
     def _position(form_ids: np.ndarray, ids: list[np.ndarray]) -> np.ndarray:

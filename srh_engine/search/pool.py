@@ -59,9 +59,11 @@ def _executor(size: int) -> ProcessPoolExecutor:
         return _pool
 
 
-def _discard(pool: ProcessPoolExecutor) -> None:
-    """Forget a broken pool (the next search starts a new one)."""
+def forget(pool: ProcessPoolExecutor | None) -> None:
+    """Drop ``pool`` after one of its workers died (the next search starts a new one)."""
     global _pool, _pool_size
+    if pool is None:
+        return
     with _lock:
         if _pool is pool:
             _pool, _pool_size = None, 0
@@ -89,8 +91,7 @@ def submit_islands(function: Any, calls: list[dict[str, Any]]
             pool = _executor(len(calls))
             return [pool.submit(function, **call) for call in calls], pool, None
         except BrokenExecutor as error:
-            if pool is not None:
-                _discard(pool)
+            forget(pool)
             if attempt == 1:
                 return [], None, f"{type(error).__name__}: {error}"
         except Exception as error:  # noqa: BLE001 - any start failure means "no islands"
@@ -101,12 +102,6 @@ def submit_islands(function: Any, calls: list[dict[str, Any]]
 def broken(pool: ProcessPoolExecutor | None) -> bool:
     """Whether ``pool`` lost a worker (its futures may never complete: forget it)."""
     return pool is not None and bool(getattr(pool, "_broken", False))
-
-
-def forget(pool: ProcessPoolExecutor | None) -> None:
-    """Drop ``pool`` after one of its workers died."""
-    if pool is not None:
-        _discard(pool)
 
 
 @atexit.register

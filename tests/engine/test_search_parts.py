@@ -35,29 +35,26 @@ def test_no_power_factor_in_a_sum_of_terms():
     assert power_factors(X, A * B + C / D + E) == {}
 
 
-def test_a_short_sum_of_small_terms_is_one_combination():
-    """``a**2*b/c + 1/(a*b)`` is 13 nodes, far past what enumeration reaches; its terms are not."""
-    y = A**2 * B / C + 1.0 / (A * B)
+def _best_combination(y: np.ndarray, largest: int):
+    """The best combination of forms up to ``largest`` nodes over a, b, c, for ``y``."""
     binary, unary = resolve_operators(None)
     enumeration = Enumeration(X[:32, :3], y[None, :32], binary, unary)
-    for size in range(2, 8):
+    for size in range(2, largest + 1):
         enumeration.grow(size, lambda _: False)
     rows = np.arange(100, 228)
     found = combinations(enumeration, X[rows, :3], {"identity": y[rows]}, lambda _: False)
-    best = min(found["identity"], key=lambda item: item.nmse)
+    return min(found["identity"], key=lambda item: item.nmse)
+
+
+def test_a_short_sum_of_small_terms_is_one_combination():
+    """``a**2*b/c + 1/(a*b)`` is 13 nodes, far past what enumeration reaches; its terms are not."""
+    best = _best_combination(A**2 * B / C + 1.0 / (A * B), largest=7)
     assert best.nmse < 1e-20 and best.terms == 2, tree_text(best.tree, ["a", "b", "c"])
 
 
 def test_a_product_of_sums_is_one_combination_in_log_space():
     """``(a + b)*(b + c)/(a - c)`` changes sign; it is three forms of size 3 multiplied."""
-    y = (A + B) * (B + C) / (A - C)
-    binary, unary = resolve_operators(None)
-    enumeration = Enumeration(X[:32, :3], y[None, :32], binary, unary)
-    for size in range(2, 4):
-        enumeration.grow(size, lambda _: False)
-    rows = np.arange(100, 228)
-    found = combinations(enumeration, X[rows, :3], {"identity": y[rows]}, lambda _: False)
-    best = min(found["identity"], key=lambda item: item.nmse)
+    best = _best_combination((A + B) * (B + C) / (A - C), largest=3)
     assert best.nmse < 1e-20, tree_text(best.tree, ["a", "b", "c"])
     text = tree_text(best.tree, ["a", "b", "c"])
     assert all(part in text for part in ("a + b", "b + c", "a - c")), text
