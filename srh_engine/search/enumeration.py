@@ -19,6 +19,7 @@ in memory and time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +40,13 @@ TINY = 1e-200
 
 KEEP_PER_LEVEL = 24
 """Best forms kept per level and target for the caller."""
+
+CONSTANTS = (1.0, 2.0, math.pi)
+"""Constant leaves. Linear scaling fits the outer constants of a form for free, but not the
+inner ones: ``sin(pi*x)``, ``cos(y/2)``, ``exp(-2*E/T)`` need a constant inside a function,
+and one that a fit started from the enumerated form reaches (``sin(x)`` does not turn into
+``sin(pi*x)``). These are the commonest structural constants; others are near enough to be
+fitted from them (``3*x`` is ``x + 2*x``, ``pi*x/2``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +80,7 @@ class Enumeration:
         binary, unary: Operator names.
         level_cap: Most forms kept per size.
         seed: Seed of the random part of capped levels.
+        constants: The constant leaves (not scored themselves: a constant form is dropped).
     """
 
     columns: np.ndarray
@@ -80,6 +89,7 @@ class Enumeration:
     unary: Sequence[str]
     level_cap: int = 20_000
     seed: int = 0
+    constants: Sequence[float] = CONSTANTS
     levels: dict[int, _Level] = field(default_factory=dict)
     best: list[Scored] = field(default_factory=list)
     evaluated: int = 0
@@ -95,13 +105,15 @@ class Enumeration:
         self._rng = np.random.default_rng([self.seed, 8])
         self._normalised_targets = np.stack([_normalised(t) for t in self.targets])
         leaves = [self.columns[:, i] for i in range(self.columns.shape[1])]
-        self._leaves = [("v", i) for i in range(len(leaves))] + [("k", 1.0)]
-        values = np.vstack([*leaves, np.ones(self.columns.shape[0])])
+        self._leaves = [("v", i) for i in range(len(leaves))] + \
+            [("k", float(c)) for c in self.constants]
+        values = np.vstack([*leaves, *(np.full(self.columns.shape[0], float(c))
+                                       for c in self.constants)])
         recipes = np.array([[-1, i, -1] for i in range(len(self._leaves))], dtype=np.int64)
         self._keys = np.sort(self._key(values))
         self.levels[1] = _Level(values, recipes, 0)
         self._next_id = len(self._leaves)
-        self._score(values[:-1], recipes[:-1], 1)
+        self._score(values[:len(leaves)], recipes[:len(leaves)], 1)
 
     # ------------------------------------------------------------- building
     def grow(self, size: int, over: Callable[[int], bool]) -> bool:
@@ -257,7 +269,7 @@ class Enumeration:
 
         Returns ``(ids, values)``: form ids (for :meth:`tree`) and their ``(forms, rows)``
         values on ``columns``, recomputed level by level from the recipes (operands are kept
-        forms of smaller levels), vectorised per operator. The constant leaf is left out.
+        forms of smaller levels), vectorised per operator. The constant leaves are left out.
         ``over()`` is checked before each level (the levels so far are returned). Values
         below ``TINY`` in magnitude are set to 0: subnormal numbers (``exp(-exp(x))``) make
         every later operation on them about a hundred times slower.
@@ -274,8 +286,9 @@ class Enumeration:
             n = min(level.values.shape[0], limit - count)
             recipes = level.recipes[:n]
             if level_size == 1:
-                block = np.vstack([columns[:, i] if self._leaves[i][0] == "v" else
-                                   np.ones(rows) for i in recipes[:, 1]])
+                block = np.vstack([columns[:, leaf[1]] if leaf[0] == "v" else
+                                   np.full(rows, leaf[1])
+                                   for leaf in (self._leaves[i] for i in recipes[:, 1])])
             else:
                 block = np.empty((n, rows))
                 with np.errstate(all="ignore"):
