@@ -47,7 +47,7 @@ from .optimizers import LEAST_SQUARES_METHODS, MINIMIZE_METHODS, Run, polish, ru
 from .problem import LeastSquaresProblem
 from .transform import bind_parameters, map_postorder
 
-__all__ = ["FitMethod", "FitResult", "METHODS", "fit"]
+__all__ = ["FitMethod", "FitResult", "METHODS", "fit", "free_constants"]
 
 FitMethod = Literal["auto", "lm", "trf", "dogbox", "BFGS", "L-BFGS-B", "CG", "Nelder-Mead",
                     "Powell", "TNC", "SLSQP"]
@@ -159,8 +159,9 @@ def _is_structural(number: Number, is_exponent: bool) -> bool:
     return isinstance(value, float) and abs(value) in _NAMED_CONSTANTS
 
 
-def _free_constants(expression: Expression) -> tuple[Expression, dict[str, float]]:
-    """Replace each non-structural Number by its own fresh Parameter."""
+def free_constants(expression: Expression) -> tuple[Expression, dict[str, float]]:
+    """Replace each non-structural Number by its own fresh Parameter (what ``fit_constants``
+    fits); the freed values by parameter name."""
     taken = {n.name for n in expression.iter_preorder() if isinstance(n, Parameter)}
     freed: dict[str, float] = {}
 
@@ -359,7 +360,7 @@ def fit(
                            field="target")
     values, num_nodes = with_context(values, num_nodes)
     expression = desugar(expression)
-    working, constants = _free_constants(expression) if fit_constants else (expression, {})
+    working, constants = free_constants(expression) if fit_constants else (expression, {})
     structure = {"num_nodes": num_nodes, "time": time, "delay_resolver": delay_resolver}
     with np.errstate(all="ignore"):
         problem = LeastSquaresProblem(working, values, _target_array(values, target),

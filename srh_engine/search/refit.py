@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from ..fitting import fit
-from ..nodes import Binary, Expression, Number, Parameter
+from ..fitting import fit, free_constants
+from ..nodes import Binary, Expression, Number, Parameter, Symbol
 from ..rendering import to_str
 from ..transform import complexity, fold_constants, map_postorder
 from .operators import size, to_expression
@@ -44,14 +44,17 @@ def _scaled_expression(item: Found, target: np.ndarray) -> Expression | None:
     return body
 
 
-def candidate_expression(item: Found, run: Run) -> Expression | None:
-    target = run.y
+def candidate_expression(item: Found, run: Run, target: np.ndarray | None = None
+                         ) -> Expression | None:
+    """The engine expression of a found tree, its scaling fitted to ``target`` (default: the
+    problem's) once the item's wraps are taken off."""
+    target = run.y if target is None else target
     for kind, expression in item.wraps:
         factor = _values(expression, run)
         if factor is None:
             return None
         with np.errstate(all="ignore"):
-            target = target / factor if kind == "mul" else target - factor
+            target = target - factor if kind == "add" else target / factor
     transformed = target_transforms(target).get(item.transform)
     if transformed is None:
         return None
@@ -59,12 +62,20 @@ def candidate_expression(item: Found, run: Run) -> Expression | None:
     if scaled is None:
         return None
     body = inverse_transform(item.transform, scaled, float(np.sign(target[0])))
+    powers: dict[str, Expression] = {}
     for kind, expression in reversed(item.wraps):
-        if kind == "mul":  # the body's own scale absorbs the factor's
+        if kind == "power":  # held out of the fit below: a fit moved snapped exponents far
+            powers[f"_power{len(powers)}"] = _unscaled(expression)
+            body = Binary("*", Symbol(f"_power{len(powers) - 1}"), body)
+        elif kind == "mul":  # the body's own scale absorbs the factor's
             body = Binary("*", _unscaled(expression), body)
         else:
             body = Binary("+", expression, body)
-    return body
+    # what ``fit_constants`` would fit, but the powers (folded first: ``cos(cos(2.9))/(M*r)``
+    # is one number over M*r)
+    freed, _ = free_constants(fold_constants(body))
+    return map_postorder(freed, lambda node: powers.get(node.name, node)
+                         if isinstance(node, Symbol) else node)
 
 
 def _unscaled(expression: Expression) -> Expression:
@@ -120,7 +131,7 @@ def fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndarr
               variance: float) -> FrontEntry | None:
     expression = fold_constants(expression)  # ``cos(cos(2.9))/(M*r)`` is a number over M*r
     try:
-        result = fit(expression, values, y, fit_constants=True, options={"restarts": 1})
+        result = fit(expression, values, y, options={"restarts": 1})
     except Exception:  # noqa: BLE001 - a candidate that cannot be fitted is dropped
         return None
     if not math.isfinite(result.loss) or result.n_excluded:
@@ -177,12 +188,15 @@ def _inline_parameter(node: Expression) -> Expression:
     return node
 
 
-def exact_on_all_rows(run: Run, found: list[Found]) -> bool:
+def exact_on_all_rows(run: Run, found: list[Found], target: np.ndarray | None = None) -> bool:
+    """Whether the best of ``found`` fits ``target`` (default: the problem's; a sub-problem's
+    items are relative to its own target) exactly on every row once fitted."""
     if min((f.nmse for f in found), default=1.0) > EXACT_NMSE:
         return False
+    target = run.y if target is None else target
     best = min(found, key=lambda f: (f.nmse, size(f.tree)))
-    expression = candidate_expression(best, run)
+    expression = candidate_expression(best, run, target)
     if expression is None:
         return False
-    entry = fit_entry(expression, run.columns_by_name, run.y, float(np.var(run.y)))
-    return entry is not None and entry.mse <= EXACT_MSE * float(np.mean(run.y**2))
+    entry = fit_entry(expression, run.columns_by_name, target, float(np.var(target)))
+    return entry is not None and entry.mse <= EXACT_MSE * float(np.mean(target**2))

@@ -45,7 +45,8 @@ class Found:
     view: View
     transform: str
     wraps: tuple[tuple[str, Expression], ...] = ()
-    """Split factors or terms taken out first, outermost first: ("add"|"mul", expression)."""
+    """Split factors or terms taken out first, outermost first: ``("add"|"mul"|"power",
+    expression)``, "power" a product of power factors (its exponents are not refitted)."""
 
 
 @dataclass

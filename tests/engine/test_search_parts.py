@@ -150,3 +150,44 @@ def test_a_killed_island_leaves_the_callers_result():
     assert any("island 1 was lost" in note for note in result.notes), result.notes
     again = search(X[:300, :3], y[:300], time_budget=2, seed=0, workers=2)  # a new pool
     assert any("2 islands merged" in note for note in again.notes), again.notes
+
+
+def _best_enumerated(y: np.ndarray, largest: int, **options) -> tuple[float, str]:
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :1], y[None, :32], binary, unary, **options)
+    for size in range(2, largest + 1):
+        enumeration.grow(size, lambda _: False)
+    best = min(enumeration.best, key=lambda s: (s.nmse, s.size))
+    return best.nmse, tree_text(enumeration.tree(best.recipe), ["a"])
+
+
+def test_a_constant_inside_a_function_is_enumerated():
+    """``sin(pi*a)``: linear scaling fits outer constants only; the inner one is a leaf."""
+    nmse, text = _best_enumerated(np.sin(np.pi * A), largest=4)
+    assert nmse < 1e-12 and "pi" in text, text  # 1 - r**2: float64 gives about 1e-16
+    without, text = _best_enumerated(np.sin(np.pi * A), largest=4, constants=(1.0,))
+    assert without > 1e-3, text
+
+
+def _power_wrapped(kind: str, y: np.ndarray):
+    """``a**0.5 * (fitted b)`` as a found item whose factor ``a**0.5`` is a ``kind`` wrap."""
+    from srh_engine.nodes import Symbol
+    from srh_engine.search.refit import candidate_expression, fit_entry
+    from srh_engine.search.views import Found, Run, View
+
+    binary, unary = resolve_operators(None)
+    run = Run(y, binary, unary, 30, 0, columns_by_name={"a": A, "b": B})
+    item = Found(0.0, ("v", 0), View("subset", [Symbol("b")], X[:, 1:2]), "identity",
+                 wraps=((kind, engine.parse("a**0.5")),))
+    expression = candidate_expression(item, run)
+    return fit_entry(expression, run.columns_by_name, y, float(np.var(y)))
+
+
+def test_snapped_power_factor_exponents_are_not_refitted():
+    """A power factor's exponent is held (a free fit moved one from 0.5 to 25 on a
+    remainder it could not fit); a split's factor is fitted like the rest."""
+    y = A**0.52 * (3.0 * B + 1.0)
+    held = _power_wrapped("power", y)
+    assert "a**0.5" in held.formula and held.mse > 1e-6, held.formula
+    fitted = _power_wrapped("mul", y)
+    assert fitted.mse < 1e-20 * float(np.mean(y**2)), fitted.formula
