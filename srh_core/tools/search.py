@@ -25,6 +25,7 @@ MIN_BUDGET, MAX_BUDGET = 0.5, 600.0
 MIN_COMPLEXITY, MAX_COMPLEXITY = 3, 60
 MIN_SAMPLES, MAX_SAMPLES = 20, 20000
 MAX_SEED = 2**31 - 1
+MAX_WORKERS = 64
 INPUT_PREFIX = "srhinput"
 
 
@@ -42,6 +43,7 @@ class ExpressionSearchTool(FormulaTool):
         y: str | None = None,
         max_samples: int = 2000,
         show_diagnostics: bool = True,
+        workers: int | None = None,
     ) -> dict[str, Any]:
         """Search formulas of any shape (sums inside ratios and roots, compositions, differences).
 
@@ -63,19 +65,24 @@ class ExpressionSearchTool(FormulaTool):
             y: Target variable or expression. Default: the target.
             max_samples: Training rows used (evenly subsampled when there are more), 20 to 20000.
             show_diagnostics: Add residual diagnostics of the best formula.
+            workers: Processes searching at once (islands with seeds seed, seed + 1, ...),
+                1 to 64. Default: the CPUs this process may use, and 1 inside a Celery
+                prefork child; set 1 on a worker that already runs one process per core.
         """
         checked = self._operators(operators)
         size = self.check_int("max_complexity", max_complexity, MIN_COMPLEXITY, MAX_COMPLEXITY)
         budget = self.check_float("time_budget", time_budget, MIN_BUDGET, MAX_BUDGET)
         seed = self.check_int("seed", seed, 0, MAX_SEED)
         limit = self.check_int("max_samples", max_samples, MIN_SAMPLES, MAX_SAMPLES)
+        islands = None if workers is None else self.check_int("workers", workers, 1,
+                                                              MAX_WORKERS)
         target = self.target_term(y)
         inputs = self.input_terms(variables, target, parameter="variables")
         data = self.training_data(inputs, target)
         rows = subsample_rows(data.y.size, 1, limit=limit)
         names = [f"{INPUT_PREFIX}{i}" for i in range(len(inputs))]
         result = search(data.X[rows], data.y[rows], names, time_budget=budget, seed=seed,
-                        operators=checked, max_complexity=size)
+                        operators=checked, max_complexity=size, workers=islands)
         formulas = [_in_inputs(entry.expression, inputs) for entry in result.front]
         return self._results(formulas, target, show_diagnostics, result)
 

@@ -30,6 +30,15 @@ def test_the_front_comes_back_scored_and_the_best_is_exact(make_context, run, sh
     assert "expressions evaluated" in result.result_str
 
 
+def test_workers_sets_the_islands(make_context, run):
+    """One island on a worker that runs a process per core; two merged when asked."""
+    context = make_context(three_inputs, "y", ratio_of_a_sum, n=100)
+    notes = {count: run("expression_search", context, time_budget=1.5, seed=0,
+                        workers=count).result["search"]["notes"] for count in (1, 2)}
+    assert not any("islands merged" in note for note in notes[1]), notes[1]
+    assert "2 islands merged (seeds 0..1)" in notes[2], notes[2]
+
+
 def test_is_registered_and_documented():
     tool = BaseTool.get_class("expression_search")
     properties = tool.metadata.parameters["properties"]
@@ -42,7 +51,8 @@ def test_is_registered_and_documented():
     ({"time_budget": 0}, "time_budget"),
     ({"max_complexity": 2}, "max_complexity"),
     ({"variables": ["nope"]}, "nope"),
-], ids=["no-binary", "unknown", "budget", "complexity", "unknown-variable"])
+    ({"workers": 0}, "workers"),
+], ids=["no-binary", "unknown", "budget", "complexity", "unknown-variable", "workers"])
 def test_bad_arguments_are_a_readable_failure(make_context, run, arguments, message):
     context = make_context(three_inputs, "y", ratio_of_a_sum, n=50)
     result = run("expression_search", context, **arguments)
