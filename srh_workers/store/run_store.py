@@ -668,16 +668,17 @@ class RedisRunStore(ControlRecords):
         """Build the result from the ranked pool, store it, and start the finished-run TTL.
 
         ``selection`` picks the reported best candidate (:func:`srh_core.ranking.select_best`).
+        Once: when another finalizer stored a result first (two branches ending at once),
+        that one is returned and kept, so the run directory and Redis hold the same result.
         """
         result = ranked_result(self.ranked_candidates(), self.policy, selection, status=status,
                                progress=progress, run_id=self.run_id, stop_reason=stop_reason,
                                totals=self.run_totals().to_dict())
-        pipe = self.client.pipeline(transaction=True)
-        pipe.set(self.keys.result, dumps(result.to_dict()))
-        pipe.hset(self.keys.meta, mapping={"status": status, "finished_at": repr(time.time())})
-        pipe.zrem(ACTIVE_RUNS, self.run_id)
-        pipe.hdel(ACTIVE_PROGRESS, self.run_id)
-        pipe.execute()
+        stored = self._scripts.call(
+            "store_result", (self.keys.result, self.keys.meta, ACTIVE_RUNS, ACTIVE_PROGRESS),
+            [dumps(result.to_dict()), status, repr(time.time()), self.run_id])
+        if not stored:
+            return self.stored_result() or result
         self.expire_run()
         return result
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 SCRIPTS = ("record_node", "push_candidate", "record_sample", "claim", "finish_branch",
            "level_done", "release", "set_ttl", "ranked", "front", "values", "publish_events",
-           "save_plan")
+           "save_plan", "store_result")
 _USES_LIB = frozenset({"record_node", "push_candidate", "record_sample"})
 
 

@@ -365,6 +365,17 @@ def test_result_is_stored_and_starts_the_ttl(store, client):
     assert all(client.ttl(key) == -1 for key in keys)
 
 
+def test_a_second_finalizer_gets_the_first_result(store):
+    """Two branches ending at once both finalize: the first stored result is the run's (the
+    second one's totals differ by its later clock), so the run directory writes the same."""
+    node = node_of(store)
+    store.record_sample(node, [candidate("x", node.node_id, 0.0, 1)], samples=1)
+    first = store.result("early_stopped", "done", stop_reason="exact fit")
+    second = store.result("completed", "later")
+    assert second.to_dict() == first.to_dict() == store.stored_result().to_dict()
+    assert store.run_summary()["status"] == "early_stopped"
+
+
 @pytest.mark.parametrize(("selection", "best"), [("best", "truth"), ("accuracy", "overfit")])
 def test_the_result_reports_the_best_formula_by_the_selection_rule(store, selection, best):
     state = SearchRunState(None, "mse", False, run_id=RUN)
