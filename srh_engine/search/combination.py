@@ -12,7 +12,9 @@ exactly, then at each step every kept support is extended by the forms that
 would reduce its residual most, the extended supports are refitted by least
 squares, and the ``BEAM`` best are kept. The dictionary holds no sums (those
 are what the pursuit builds) and grows in stages (forms up to size 3, 5, 7),
-because lookalikes of two terms at once are larger than the terms. A
+because lookalikes of two terms at once are larger than the terms; every target
+transform and the products go through a stage before any goes through the next, each
+in an equal share of the time left. A
 support that fits exactly ends the search; the best support of every size is
 returned either way (for the front and as seeds). Everything is computed on
 ``DICTIONARY_ROWS`` rows; the caller checks an exact-looking sum on all rows.
@@ -21,10 +23,11 @@ returned either way (for the front and as seeds). Everything is computed on
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .budget import Budget
 from .enumeration import Enumeration
 from .operators import Tree
 
@@ -84,18 +87,23 @@ def _distinct(normalised: np.ndarray, seed: int) -> np.ndarray:
 
 
 def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[str, np.ndarray],
-                 over: Callable[[int], bool], seed: int = 0) -> dict[str, list[Combination]]:
+                 over: Budget | Callable[[int], bool], seed: int = 0
+                 ) -> dict[str, list[Combination]]:
     """The best combination of each size, per target, on ``columns`` rows.
 
     Args:
         enumeration: A grown enumeration (its kept forms are the dictionary).
         columns: ``(rows, inputs)`` rows the dictionary is evaluated on.
         targets: Target transform name -> values on those rows.
-        over: ``over(work)`` is True when the budget is spent, ``work`` being the forms
-            scored so far (each form scored against a residual counts one): checked
-            between steps, so that an evaluation-count budget stays deterministic.
+        over: A :class:`~.budget.Budget`, or a callable: ``over(work)`` is True when the
+            budget is spent, ``work`` being the forms scored so far (each form scored
+            against a residual counts one), checked between steps, so that an
+            evaluation-count budget stays deterministic. A budget is shared out: each
+            pursuit (a target at a stage) gets an equal share of what is left.
         seed: Seed of the deduplication keys.
     """
+    budget = over if isinstance(over, Budget) else None
+    over = over.over if isinstance(over, Budget) else over
     raw_ids, raw = enumeration.values_on(columns, MAX_FORM_SIZE, DICTIONARY_SIZE,
                                          lambda: over(0))
     if over(0):
@@ -105,38 +113,66 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
     # sum, like log(sqrt(exp(a + c))), only crowds out the terms
     terms = ~np.isin(roots, SUMS)
     ids, values, normalised, sizes = ids[terms], values[terms], normalised[terms], sizes[terms]
-    small = normalised[:PAIR_FORMS]
-    gram = small @ small.T
+    sums = _Dictionary(ids, values, normalised, sizes, _tree)
     found: dict[str, list[Combination]] = {}
     work = [0]
 
     def spent() -> bool:
         return over(work[0])
 
-    # sums of the target, then products, then sums of the target's transforms
+    # sums of the target, products, then sums of the target's transforms, stage by stage
+    # (forms up to 3 nodes for all of them, then 5, then 7), each pursuit in its share of
+    # the time: the last stage of one target (a dictionary up to 30 times larger) took all
+    # the time before the products' first stage, and without shares the small stages of
+    # the transforms of a one-input problem (small dictionaries, wide beams) took 20 s
+    # before the target's second stage
     plan = [(name, "sums") for name in targets]
     if "identity" in targets:
         plan.insert(1, ("identity", "products"))
-    for name, kind in plan:
-        target = targets[name]
+    schedule = [(name, kind, largest) for largest in STAGES for name, kind in plan]
+    dictionaries: dict[str, _Dictionary | None] = {"sums": sums}
+    done: dict[tuple[str, str], int] = {}
+    for index, (name, kind, largest) in enumerate(schedule):
         if spent():
-            break
-        if kind == "products":
-            items = _products(enumeration, raw_ids, raw, target, spent, work, seed)
-        else:
-            items = []
-            for largest in STAGES:  # smallest terms first: lookalikes of sums are larger
-                count = int(np.searchsorted(sizes, largest, side="right"))
-                if spent() or count == 0:
-                    break
-                items += _pursuit(enumeration, ids[:count], values[:count], normalised[:count],
-                                  gram[:count, :count], target, spent, work, _tree)
-                if any(item.nmse <= EXACT for item in items) or count == ids.size:
-                    break
+            return found
+        if kind not in dictionaries:  # built when first needed
+            dictionaries[kind] = _product_dictionary(enumeration, raw_ids, raw,
+                                                     targets[name], seed)
+        dictionary = dictionaries[kind]
+        if dictionary is None:
+            continue
+        count = int(np.searchsorted(dictionary.sizes, largest, side="right"))
+        if count == 0 or count == done.get((name, kind), 0):
+            continue  # no forms at this stage, or none the last stage did not have
+        done[(name, kind)] = count
+        share = None if budget is None else budget.share(1.0 / (len(schedule) - index))
+
+        def step_over(share: Budget | None = share) -> bool:
+            return spent() if share is None else share.over(work[0])
+
+        target = np.log(np.abs(targets[name])) if kind == "products" else targets[name]
+        items = _pursuit(enumeration, dictionary, count, target, step_over, work)
         found[name] = found.get(name, []) + items
         if any(item.nmse <= EXACT for item in items):
-            break  # an exact fit: the other transforms are not needed
+            return found  # an exact fit: nothing else is needed
     return found
+
+
+@dataclass(slots=True)
+class _Dictionary:
+    """Forms for a pursuit, smallest first: ids, values (or log values), unit rows, sizes,
+    the Gram matrix of the first ``PAIR_FORMS`` and how a support becomes a tree."""
+
+    ids: np.ndarray
+    values: np.ndarray
+    normalised: np.ndarray
+    sizes: np.ndarray
+    build: Callable[..., Tree | None]
+    gram: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        small = self.normalised[:PAIR_FORMS]
+        self.gram = small @ small.T
 
 
 def _dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray, seed: int
@@ -153,11 +189,10 @@ def _dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray, s
     return ids[distinct], values[distinct], normalised[distinct], sizes, roots
 
 
-def _products(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
-              target: np.ndarray, spent: Callable[[], bool], work: list[int], seed: int
-              ) -> list[Combination]:
-    """Products of powers of forms, ``y = c * f1**p1 * f2**p2 * ...``: sparse sums of
-    ``log|f|`` fitted to ``log|y|``.
+def _product_dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
+                        target: np.ndarray, seed: int) -> _Dictionary | None:
+    """The dictionary of products of powers, ``y = c * f1**p1 * f2**p2 * ...``: sparse sums
+    of ``log|f|`` fitted to ``log|y|`` (None when ``y`` has a zero).
 
     The multiplicative twin of the sums: ``(d + x)*(k + rho)/(rho - N)`` is three
     additive forms of size 3. Its dictionary is what the sum dictionary leaves out (forms
@@ -166,27 +201,15 @@ def _products(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
     tree of ``*``, ``/`` and ``sqrt``; signs are left to the caller's all-rows check.
     """
     with np.errstate(all="ignore"):
-        if spent() or not np.all(np.isfinite(np.log(np.abs(target)))):
-            return []
+        if not np.all(np.isfinite(np.log(np.abs(target)))):
+            return None
         _, roots = enumeration.describe(ids)
         keep = np.isin(roots, (*SUMS, "v", *enumeration.unary))
         logged = np.log(np.abs(values[keep]))
     ids, logged, normalised, sizes, _ = _dictionary(enumeration, ids[keep], logged, seed)
-    if ids.size == 0 or spent():
-        return []
-    gram = normalised[:PAIR_FORMS] @ normalised[:PAIR_FORMS].T
-    found: list[Combination] = []
-    t = np.log(np.abs(target))
-    for largest in STAGES:
-        count = int(np.searchsorted(sizes, largest, side="right"))
-        if spent() or count == 0:
-            break
-        items = _pursuit(enumeration, ids[:count], logged[:count], normalised[:count],
-                         gram[:count, :count], t, spent, work, _product_tree)
-        found += items
-        if any(item.nmse <= EXACT for item in items) or count == ids.size:
-            break
-    return found
+    if ids.size == 0:
+        return None
+    return _Dictionary(ids, logged, normalised, sizes, _product_tree)
 
 
 PRODUCT_EXPONENTS = (1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1.5, -1.5)
@@ -285,10 +308,13 @@ def _best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray,
     return [triple for _, triple in sorted(best, reverse=True)[:count]]
 
 
-def _pursuit(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
-             normalised: np.ndarray, gram: np.ndarray, target: np.ndarray,
-             over: Callable[[], bool], work: list[int], build: Callable[..., Tree | None]
+def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
+             target: np.ndarray, over: Callable[[], bool], work: list[int]
              ) -> list[Combination]:
+    """The beam search over the first ``count`` forms of ``dictionary``."""
+    ids, values = dictionary.ids[:count], dictionary.values[:count]
+    normalised, build = dictionary.normalised[:count], dictionary.build
+    gram = dictionary.gram[:count, :count]
     centred = target - target.mean()
     energy = float(centred @ centred)
     if not energy > 0:

@@ -88,7 +88,7 @@ def _combined(run: Run, enumeration: Enumeration, view: View,
     # its work (forms scored against residuals) is checked against the budget as pending
     # evaluations, so that a count budget stays deterministic; only the fitted sums count as
     # evaluated expressions
-    found = combinations(enumeration, view.columns[rows], targets, share.over, seed=seed)
+    found = combinations(enumeration, view.columns[rows], targets, share, seed=seed)
     run.counter.value += sum(len(items) for items in found.values())
     ranked = sorted(((item.nmse, name, item.tree) for name, items in found.items()
                      for item in items), key=lambda entry: entry[0])
