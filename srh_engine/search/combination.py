@@ -14,7 +14,11 @@ squares, and the ``BEAM`` best are kept. The dictionary holds no sums (those
 are what the pursuit builds) and grows in stages (forms up to size 3, 5, 7),
 because lookalikes of two terms at once are larger than the terms; every target
 transform and the products go through a stage before any goes through the next, each
-in an equal share of the time left. A
+in an equal share of the time left, and each stage starts from the previous stage's
+supports as well. Before all of that, when the caller gives at least ``2 *
+DICTIONARY_ROWS`` rows, a backward elimination fits the target with all of the smallest
+monomials at once and drops terms one by one (a sum of five monomials defeats the
+forward search, whose first pick is a monomial resembling several terms). A
 support that fits exactly ends the search; the best support of every size is
 returned either way (for the front and as seeds). Everything is computed on
 ``DICTIONARY_ROWS`` rows; the caller checks an exact-looking sum on all rows.
@@ -57,6 +61,13 @@ lookalikes misses ``3*a - b/c + sqrt(a*c)`` whose terms are all among the smalle
 EXACT = 1e-20
 """A sum is exact at this normalised error (the truth reaches 1e-30; lookalikes 1e-14)."""
 NEGLIGIBLE = 1e-9
+BACKWARD_SIZE = 5
+BACKWARD_CANDIDATES = 4000
+"""Forms (all kinds, smallest first) whose monomials the backward elimination starts from."""
+BACKWARD_FORMS = 160
+"""Most monomials in the full fit (and at most a third of the rows)."""
+MONOMIAL_OPERATORS = ("*", "/", "sqrt", "square", "cube", "inv", "neg")
+"""Operators of the backward elimination's forms (monomials with fractional powers)."""
 SUMS = ("+", "-")
 """Root operators of the forms the sum dictionary leaves out and the product one keeps."""
 
@@ -104,17 +115,25 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
     """
     budget = over if isinstance(over, Budget) else None
     over = over.over if isinstance(over, Budget) else over
+    found: dict[str, list[Combination]] = {}
+    if columns.shape[0] >= 2 * DICTIONARY_ROWS and "identity" in targets and not over(0):
+        # rows to spare: eliminate terms first (on the target only: on every transform it
+        # cost the time of two exact fits on the dev suites)
+        found["identity"] = _backward(enumeration, columns, targets["identity"], seed)
+        if any(item.nmse <= EXACT for item in found["identity"]):
+            return found
+    columns = columns[:DICTIONARY_ROWS]
+    targets = {name: values[:DICTIONARY_ROWS] for name, values in targets.items()}
     raw_ids, raw = enumeration.values_on(columns, MAX_FORM_SIZE, DICTIONARY_SIZE,
                                          lambda: over(0))
     if over(0):
-        return {}
+        return found
     ids, values, normalised, sizes, roots = _dictionary(enumeration, raw_ids, raw, seed)
     # sums are what the pursuit builds: a form whose smallest lookalike (same direction) is a
     # sum, like log(sqrt(exp(a + c))), only crowds out the terms
     terms = ~np.isin(roots, SUMS)
     ids, values, normalised, sizes = ids[terms], values[terms], normalised[terms], sizes[terms]
     sums = _Dictionary(ids, values, normalised, sizes, _tree)
-    found: dict[str, list[Combination]] = {}
     work = [0]
 
     def spent() -> bool:
@@ -132,6 +151,7 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
     schedule = [(name, kind, largest) for largest in STAGES for name, kind in plan]
     dictionaries: dict[str, _Dictionary | None] = {"sums": sums}
     done: dict[tuple[str, str], int] = {}
+    carried: dict[tuple[str, str], dict[int, list[tuple[int, ...]]]] = {}
     for index, (name, kind, largest) in enumerate(schedule):
         if spent():
             return found
@@ -151,7 +171,8 @@ def combinations(enumeration: Enumeration, columns: np.ndarray, targets: dict[st
             return spent() if share is None else share.over(work[0])
 
         target = np.log(np.abs(targets[name])) if kind == "products" else targets[name]
-        items = _pursuit(enumeration, dictionary, count, target, step_over, work)
+        items = _pursuit(enumeration, dictionary, count, target, step_over, work,
+                         carried.setdefault((name, kind), {}))
         found[name] = found.get(name, []) + items
         if any(item.nmse <= EXACT for item in items):
             return found  # an exact fit: nothing else is needed
@@ -187,6 +208,52 @@ def _dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray, s
     distinct = _distinct(normalised, seed)
     sizes, roots = enumeration.describe(ids[distinct])
     return ids[distinct], values[distinct], normalised[distinct], sizes, roots
+
+
+def _backward(enumeration: Enumeration, columns: np.ndarray, target: np.ndarray, seed: int
+              ) -> list[Combination]:
+    """Backward elimination over the smallest monomials: the least-squares fit of all of
+    them (fewer than a third of the rows), then the term whose removal costs least is
+    dropped, and dropped again, down to ``MAX_TERMS``; the best fit of every size.
+
+    Forward selection starts from the form most like the whole target, which among
+    monomials is a lookalike of several terms (``sqrt(F*a*sqrt(g))`` for
+    ``L + r - w + sqrt(F)*(g/2 + a)``); a full fit holds the true terms, and on exact
+    data removing any other term costs nothing.
+    """
+    raw_ids, raw = enumeration.values_on(columns, BACKWARD_SIZE, BACKWARD_CANDIDATES)
+    monomial = enumeration.built_only_from(raw_ids, MONOMIAL_OPERATORS)
+    if not monomial.any():
+        return []
+    ids, values, normalised, _, _ = _dictionary(enumeration, raw_ids[monomial], raw[monomial],
+                                                seed)
+    count = min(ids.size, columns.shape[0] // 3, BACKWARD_FORMS)
+    ids, values, normalised = ids[:count], values[:count], normalised[:count]
+    centred = target - target.mean()
+    energy = float(centred @ centred)
+    if count < 2 or not energy > 0:
+        return []
+    support = list(range(count))
+    found = []
+    while len(support) > 1:
+        design = normalised[support].T
+        coefficients, *_ = np.linalg.lstsq(design, centred, rcond=None)
+        residual = centred - design @ coefficients
+        nmse = float(residual @ residual) / energy
+        if len(support) <= MAX_TERMS:
+            tree = _tree(enumeration, ids, values, tuple(support), target)
+            if tree is not None:
+                found.append(Combination(nmse, len(support), tree))
+            if nmse <= EXACT:
+                break
+        # the cost of dropping term j is coefficient_j**2 / (G^-1)_jj, G the Gram matrix
+        with np.errstate(all="ignore"):
+            inverse = np.linalg.pinv(design.T @ design)
+            cost = coefficients**2 / np.maximum(np.diag(inverse), 1e-300)
+        drop = max(1, (len(support) - MAX_TERMS) // 4)  # fast while far from the end
+        for position in sorted(np.argsort(cost, kind="stable")[:drop], reverse=True):
+            del support[int(position)]
+    return found
 
 
 def _product_dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
@@ -309,9 +376,15 @@ def _best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray,
 
 
 def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
-             target: np.ndarray, over: Callable[[], bool], work: list[int]
-             ) -> list[Combination]:
-    """The beam search over the first ``count`` forms of ``dictionary``."""
+             target: np.ndarray, over: Callable[[], bool], work: list[int],
+             carried: dict[int, list[tuple[int, ...]]] | None = None) -> list[Combination]:
+    """The beam search over the first ``count`` forms of ``dictionary``.
+
+    ``carried``: supports by size from the previous stage (forms are smallest first, so
+    their indices hold here), scored with each size's candidates: the previous stage's
+    ``L + r - w`` is kept while ``sqrt(F)*g`` arrives, rather than lost to lookalikes
+    that fit several terms at once. Replaced by this stage's beam, size by size.
+    """
     ids, values = dictionary.ids[:count], dictionary.values[:count]
     normalised, build = dictionary.normalised[:count], dictionary.build
     gram = dictionary.gram[:count, :count]
@@ -328,6 +401,8 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
         exhaustive = {1: _best_pairs, 2: _best_triples}.get(step)
         supports: set[tuple[int, ...]] = set(
             exhaustive(gram, normalised, centred, 3 * BEAM) if exhaustive else ())
+        if carried is not None:
+            supports.update(carried.get(step + 1, ()))
         for support, residual in states:
             scores = _reductions(normalised, support, residual)
             work[0] += forms
@@ -347,6 +422,8 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
             3 * BEAM if step == 1 and forms <= WIDE_BEAM_FORMS else \
             BEAM if forms <= WIDE_BEAM_FORMS else BEAM // 2
         states = [(support, residual) for _, support, residual in scored[:width]]
+        if carried is not None:
+            carried[step + 1] = [support for support, _ in states]
         nmse, support, _ = scored[0]
         tree = build(enumeration, ids, values, support, target)
         if tree is not None:

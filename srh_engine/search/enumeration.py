@@ -276,7 +276,7 @@ class Enumeration:
         """
         rows = columns.shape[0]
         total = sum(lv.values.shape[0] for s, lv in self.levels.items() if s <= max_size)
-        values = np.empty((min(total, self._next_id), rows))
+        values = np.empty((min(total, self._next_id, limit), rows))
         ids: list[np.ndarray] = []
         count = 0
         for level_size in sorted(self.levels):
@@ -337,6 +337,21 @@ class Enumeration:
         offsets = np.concatenate([[0], np.cumsum(ends - starts)[:-1]])
         level = np.searchsorted(starts, form_ids, side="right") - 1
         return offsets[level] + form_ids - starts[level]
+
+    def built_only_from(self, ids: np.ndarray, operators: Sequence[str]) -> np.ndarray:
+        """Whether each kept form uses no operator but ``operators`` (leaves are free)."""
+        allowed = np.array([name in operators for name in self._codes] + [True])  # -1: leaf
+        good = np.zeros(self._next_id, dtype=bool)
+        for _, level in sorted(self.levels.items(), key=lambda item: item[1].first_id):
+            codes, left, right = level.recipes.T
+            if codes.size == 0:
+                continue
+            ok = allowed[codes]
+            inner = codes >= 0
+            ok[inner] &= good[left[inner]] & np.where(right[inner] >= 0,
+                                                      good[np.maximum(right[inner], 0)], True)
+            good[level.first_id:level.first_id + codes.size] = ok
+        return good[np.asarray(ids, dtype=np.int64)]
 
     def forms_of_size(self, size: int) -> range:
         level = self.levels.get(size)

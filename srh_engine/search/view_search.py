@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .budget import Budget
-from .combination import DICTIONARY_ROWS, MAX_FORM_SIZE, combinations
+from .combination import MAX_FORM_SIZE, combinations
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
 from .operators import Tree, evaluate_tree, size
@@ -20,6 +20,9 @@ ENUMERATION_SHARE = 0.6
 COMBINATION_SHARE = 0.3
 """Of what the enumeration leaves: the sparse combinations of its forms."""
 SEEDS_PER_RUN = 60
+ELIMINATION_ROWS = 512
+"""Rows given to the combinations: the dictionary uses 128 of them, the backward
+elimination over monomials all of them (its full fit has up to a third as many terms)."""
 
 
 def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: int,
@@ -83,7 +86,8 @@ def _combined(run: Run, enumeration: Enumeration, view: View,
     if budget.over():
         return []
     share = budget.share(fraction)
-    rows = sample_rows(view.columns.shape[0], DICTIONARY_ROWS, rng)
+    rows = sample_rows(view.columns.shape[0], ELIMINATION_ROWS, rng)
+    rows = rng.permutation(rows)  # the first DICTIONARY_ROWS of them: the dictionary's rows
     targets = {name: values[rows] for name, values in candidates.items()}
     # its work (forms scored against residuals) is checked against the budget as pending
     # evaluations, so that a count budget stays deterministic; only the fitted sums count as

@@ -191,3 +191,43 @@ def test_snapped_power_factor_exponents_are_not_refitted():
     assert "a**0.5" in held.formula and held.mse > 1e-6, held.formula
     fitted = _power_wrapped("mul", y)
     assert fitted.mse < 1e-20 * float(np.mean(y**2)), fitted.formula
+
+
+def _monomial_sum():
+    columns = np.random.default_rng(0).uniform(1.0, 5.0, (700, 6))
+    L, r, w, F, g, a = columns.T
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(columns[:32], (L + r - w + np.sqrt(F) * (g / 2 + a))[None, :32],
+                              binary, unary)
+    for size in range(2, 6):
+        enumeration.grow(size, lambda _: False)
+    return enumeration, columns, L + r - w + np.sqrt(F) * (g / 2 + a)
+
+
+def test_a_sum_of_five_monomials_is_found_by_elimination():
+    """``L + r - w + sqrt(F)*(g/2 + a)``: forward selection starts from a lookalike of several
+    terms (``sqrt(F*a*sqrt(g))``); the fit of all small monomials, pruned term by term, keeps
+    the five. With only the dictionary's rows there is no elimination, and no exact sum."""
+    enumeration, columns, y = _monomial_sum()
+    names = ["L", "r", "w", "F", "g", "a"]
+    rows = np.arange(100, 612)
+    found = combinations(enumeration, columns[rows], {"identity": y[rows]}, lambda _: False)
+    best = min(found["identity"], key=lambda item: item.nmse)
+    text = tree_text(best.tree, names)
+    assert best.nmse < 1e-20 and "g*sqrt(F)" in text and "a*sqrt(F)" in text, text
+    few = rows[:128]
+    forward = combinations(enumeration, columns[few], {"identity": y[few]}, lambda _: False)
+    assert min(item.nmse for item in forward["identity"]) > 1e-12
+
+
+def test_forms_built_only_from_some_operators():
+    enumeration, _, _ = _monomial_sum()
+    ids = np.arange(enumeration.forms_of_size(3).start, enumeration.forms_of_size(4).stop)
+    allowed = enumeration.built_only_from(ids, ("*", "/", "sqrt"))
+    texts = [tree_text(enumeration.tree(int(i)), ["L", "r", "w", "F", "g", "a"]) for i in ids]
+    others = ("+", "-", "exp", "log", "sin", "cos", "**2")
+    kept = [t for t, ok in zip(texts, allowed, strict=True) if ok]
+    left = [t for t, ok in zip(texts, allowed, strict=True) if not ok]
+    assert kept and left
+    assert not any(op in t for t in kept for op in others), kept
+    assert all(any(op in t for op in others) for t in left), left
