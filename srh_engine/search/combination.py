@@ -377,13 +377,14 @@ def _best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray,
 
 def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
              target: np.ndarray, over: Callable[[], bool], work: list[int],
-             carried: dict[int, list[tuple[int, ...]]] | None = None) -> list[Combination]:
+             carried: dict[int, list[tuple[int, ...]]]) -> list[Combination]:
     """The beam search over the first ``count`` forms of ``dictionary``.
 
     ``carried``: supports by size from the previous stage (forms are smallest first, so
-    their indices hold here), scored with each size's candidates: the previous stage's
-    ``L + r - w`` is kept while ``sqrt(F)*g`` arrives, rather than lost to lookalikes
-    that fit several terms at once. Replaced by this stage's beam, size by size.
+    their indices hold here), scored with each size's candidates, so that a good support
+    of small terms competes with the larger stage's lookalikes; replaced by this stage's
+    beam, size by size. (It did not by itself find ``L + r - w + sqrt(F)*(g/2 + a)``: the
+    backward elimination does.)
     """
     ids, values = dictionary.ids[:count], dictionary.values[:count]
     normalised, build = dictionary.normalised[:count], dictionary.build
@@ -401,8 +402,7 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
         exhaustive = {1: _best_pairs, 2: _best_triples}.get(step)
         supports: set[tuple[int, ...]] = set(
             exhaustive(gram, normalised, centred, 3 * BEAM) if exhaustive else ())
-        if carried is not None:
-            supports.update(carried.get(step + 1, ()))
+        supports.update(carried.get(step + 1, ()))
         for support, residual in states:
             scores = _reductions(normalised, support, residual)
             work[0] += forms
@@ -422,8 +422,7 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
             3 * BEAM if step == 1 and forms <= WIDE_BEAM_FORMS else \
             BEAM if forms <= WIDE_BEAM_FORMS else BEAM // 2
         states = [(support, residual) for _, support, residual in scored[:width]]
-        if carried is not None:
-            carried[step + 1] = [support for support, _ in states]
+        carried[step + 1] = [support for support, _ in states]
         nmse, support, _ = scored[0]
         tree = build(enumeration, ids, values, support, target)
         if tree is not None:

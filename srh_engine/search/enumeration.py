@@ -45,8 +45,8 @@ CONSTANTS = (1.0, 2.0, math.pi)
 """Constant leaves. Linear scaling fits the outer constants of a form for free, but not the
 inner ones: ``sin(pi*x)``, ``cos(y/2)``, ``exp(-2*E/T)`` need a constant inside a function,
 and one that a fit started from the enumerated form reaches (``sin(x)`` does not turn into
-``sin(pi*x)``). These are the commonest structural constants; others are near enough to be
-fitted from them (``3*x`` is ``x + 2*x``, ``pi*x/2``)."""
+``sin(pi*x)``). These are the commonest structural constants; others are built from them
+(``3*x`` is ``x + 2*x``; ``pi*x/2``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,8 +65,9 @@ def candidate_expression(item: Found, run: Run, target: np.ndarray | None = None
     powers: dict[str, Expression] = {}
     for kind, expression in reversed(item.wraps):
         if kind == "power":  # held out of the fit below: a fit moved snapped exponents far
-            powers[f"_power{len(powers)}"] = _unscaled(expression)
-            body = Binary("*", Symbol(f"_power{len(powers) - 1}"), body)
+            name = f"_power{len(powers)}"
+            powers[name] = _unscaled(expression)
+            body = Binary("*", Symbol(name), body)
         elif kind == "mul":  # the body's own scale absorbs the factor's
             body = Binary("*", _unscaled(expression), body)
         else:
