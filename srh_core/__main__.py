@@ -1,7 +1,5 @@
 """``python -m srh_core`` runs the ``srh`` command line."""
 
-import sys
+from srh_core.cli.signals import console_main
 
-from srh_core.cli import main
-
-sys.exit(main())
+console_main()

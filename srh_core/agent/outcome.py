@@ -50,6 +50,8 @@ STOP_CANCELLED = "cancelled"
 STOP_FAILED = "failed"
 #: The run's spend reached ``max_cost`` or ``max_tokens`` (:func:`budget_stop`).
 STOP_BUDGET = "budget"
+#: The stop reason of a run ended by Ctrl-C or SIGTERM of the process that runs it.
+INTERRUPTED_BY_USER = "interrupted by the user"
 #: ``prepare_iteration`` reasons that end a branch as done, not the search: the interactive
 #: controls' "next branch" and "next restart" (every remaining branch of that restart).
 MOVE_ON_REASONS = frozenset({"next_c", "next_r"})
@@ -162,7 +164,7 @@ def run_outcome(branches: Sequence[BranchState], *, early_stop: bool,
         return RunOutcome("interrupted", budget_message(settings) if settings is not None
                           else "budget reached")
     if STOP_INTERRUPTED in reasons:
-        return RunOutcome("interrupted", "interrupted by the user")
+        return RunOutcome("interrupted", INTERRUPTED_BY_USER)
     if STOP_CANCELLED in reasons:
         return RunOutcome("interrupted", "cancelled")
     failures = sorted(reason for reason in reasons if is_failure(reason))

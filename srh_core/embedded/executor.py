@@ -7,7 +7,9 @@ the model can correct itself. :class:`ToolRunAbort` propagates.
 The process pool rebuilds the tools in each worker from their registry
 names and the run's context payload (sent once, at worker start), the same
 way a Celery tool worker does. A call that overruns its timeout gets an
-``ok=False`` result and the pool is replaced, which kills the runaway.
+``ok=False`` result and the pool is replaced, which kills the runaway. The
+workers end with the process that owns them, and :meth:`ProcessToolExecutor.close`
+is bounded: a call still running when the run ends is killed, never waited on.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from srh_core.errors import did_you_mean
+from srh_core.errors import ToolRunAbort, did_you_mean
 from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCall, ToolCallResult
+from srh_engine.processes import end_with_parent, stop_pool
 
 
 def unknown_tool_result(call: ToolCall, available: Sequence[str]) -> ToolCallResult:
@@ -84,8 +87,14 @@ def _timed_out(call: ToolCall, timeout: float) -> ToolCallResult:
 _WORKER_TOOLS: dict[str, BaseTool] = {}
 
 
-def _init_worker(modules: Sequence[str], names: Sequence[str],
+#: Seconds a closing pool's workers get to end before they are terminated (a run closes
+#: its executor when it ends or is interrupted: a call still running then is not waited on).
+CLOSE_SECONDS = 0.5
+
+
+def _init_worker(owner_pid: int, modules: Sequence[str], names: Sequence[str],
                  build_context: Callable[..., Any], payload: Any) -> None:
+    end_with_parent(owner_pid)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for module in modules:
         importlib.import_module(module)
@@ -119,12 +128,16 @@ class ProcessToolExecutor:
         self.names = list(tools)
         self.modules = sorted({type(tool).__module__ for tool in tools.values()})
         self.max_workers = max(1, max_workers)
-        self._init_args = (self.modules, self.names, build_context, payload)
+        self._init_args = (os.getpid(), self.modules, self.names, build_context, payload)
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
-    def _submit(self, call: ToolCall) -> Future:
+    def _submit(self, call: ToolCall) -> Future | None:
+        """The call's future on the pool; None once the executor is closed."""
         with self._lock:
+            if self._closed:
+                return None
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
                     max_workers=self.max_workers,
@@ -136,6 +149,8 @@ class ProcessToolExecutor:
             key: str | None = None) -> list[ToolCallResult]:
         deadline = None if timeout is None else time.monotonic() + timeout
         results = self._run_once(calls, deadline, timeout)
+        if self._closed:  # the run is stopping: this step is not recorded, it is redone
+            raise ToolRunAbort("The run is stopping; the step's tool calls were cut.")
         crashed = [index for index, result in enumerate(results)
                    if result.meta_data.get("error_type") == "BrokenPool"]
         if crashed:
@@ -149,22 +164,26 @@ class ProcessToolExecutor:
         if not calls:
             return []
         futures = {id(call): self._submit(call) for call in calls if call.name in self.names}
-        results = [self._collect(call, futures.get(id(call)), deadline, timeout)
-                   for call in calls]
+        results = [self._collect(call, id(call) in futures, futures.get(id(call)), deadline,
+                                 timeout) for call in calls]
         if any(r.meta_data.get("error_type") in ("TimeoutError", "BrokenPool") for r in results):
             self._kill_pool()
         return results
 
-    def _collect(self, call: ToolCall, future: Future | None, deadline: float | None,
-                 timeout: float | None) -> ToolCallResult:
-        if future is None:
+    def _collect(self, call: ToolCall, known: bool, future: Future | None,
+                 deadline: float | None, timeout: float | None) -> ToolCallResult:
+        if not known:
             return unknown_tool_result(call, self.names)
+        if future is None:
+            return _closed(call)
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             return future.result(timeout=remaining)
         except FutureTimeout:
             return _timed_out(call, timeout or 0.0)
         except BrokenProcessPool as error:
+            if self._closed:
+                return _closed(call)
             return ToolCallResult.failure(
                 f"Tool {call.name!r} crashed its worker process ({error}).",
                 tool=call.name, error_type="BrokenPool")
@@ -172,17 +191,24 @@ class ProcessToolExecutor:
     def _kill_pool(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
+        stop_pool(pool, timeout=0.0)
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """End the pool within about ``timeout`` seconds; later calls are not run.
+
+        Calls still running after ``timeout`` are killed (their callers get an
+        ``ok=False`` result saying the run was closing).
+        """
         with self._lock:
+            self._closed = True
             pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        stop_pool(pool, timeout)
+
+
+def _closed(call: ToolCall) -> ToolCallResult:
+    return ToolCallResult.failure(
+        f"Tool {call.name!r} was not run to its end: the run was stopping.",
+        tool=call.name, error_type="RunStopping")
 
 
 def _plain(call: ToolCall) -> ToolCall:

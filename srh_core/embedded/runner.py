@@ -33,6 +33,7 @@ import numpy as np
 
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import (
+    INTERRUPTED_BY_USER,
     STOP_EARLY,
     STOP_INTERRUPTED,
     RunOutcome,
@@ -55,6 +56,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("srh.agent")
 
 Checkpoint = Callable[[int, Sequence[BranchState]], None]
+
+#: After Ctrl-C, how long the steps in flight get to end before they are left out.
+INTERRUPT_SECONDS = 5.0
 
 
 def run_branch_step(agent: SRAgent, branch: BranchState) -> BranchState:
@@ -143,35 +147,49 @@ class LocalBranchRunner:
 
     def _run_threads(self, states: dict[int, BranchState]) -> None:
         running: dict[Future[BranchState], int] = {}
-        with ThreadPoolExecutor(self.threads, thread_name_prefix="srh-branch") as pool:
-            try:
-                while True:
-                    while len(running) < self.threads:
-                        branch = self._next(states, set(running.values()))
-                        if branch is None:
-                            break
-                        running[pool.submit(run_branch_step, self.agent, branch.copy())] = \
-                            branch.C
-                    if not running:
-                        return
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        del running[future]
-                        self._stepped(states, future.result())
-            except KeyboardInterrupt:
-                self._interrupt(states)
-                self._finish_running(states, running)
-                raise
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="srh-branch")
+        try:
+            while True:
+                while len(running) < self.threads:
+                    branch = self._next(states, set(running.values()))
+                    if branch is None:
+                        break
+                    running[pool.submit(run_branch_step, self.agent, branch.copy())] = branch.C
+                if not running:
+                    return
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    del running[future]
+                    self._stepped(states, future.result())
+        except KeyboardInterrupt:
+            self._interrupt(states)
+            self._finish_running(states, running)
+            raise
+        finally:
+            # Never wait here for a step still in flight after an interrupt: its thread
+            # ends with its tool call, and the branch is resumable from before that step.
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _finish_running(self, states: dict[int, BranchState],
                         running: Mapping[Future[BranchState], int]) -> None:
-        """After Ctrl-C: let the steps in flight end (a second Ctrl-C stops waiting)."""
-        for future in list(running):
+        """After Ctrl-C: record the steps in flight that end within INTERRUPT_SECONDS.
+
+        The executor is closed first, so tool calls in worker processes end at once;
+        a step that does not end in time (a tool running in its thread) is left out,
+        and its branch resumes from before it. A second Ctrl-C stops waiting.
+        """
+        self.agent.executor.close()
+        done, _ = wait(running, timeout=INTERRUPT_SECONDS)
+        for future in done:
             try:
                 after = future.result()
-                self._stepped(states, after if after.finished else after.stop(STOP_INTERRUPTED))
-            except Exception:  # the step failed: its branch stays where it was
-                logger.exception("A branch step failed while the run was being interrupted.")
+            except BaseException:  # noqa: BLE001 - cut by the interrupt: stays where it was
+                logger.info("A branch step was cut by the interrupt; it resumes from before it.")
+                continue
+            self._stepped(states, after if after.finished else after.stop(STOP_INTERRUPTED))
+        if len(done) < len(running):
+            logger.warning("%d branch step(s) still running were left out; they resume "
+                           "from their last recorded step.", len(running) - len(done))
 
     def _interrupt(self, states: dict[int, BranchState]) -> None:
         if isinstance(self.control, StopFlag):
@@ -326,17 +344,18 @@ def _guarded(agent: SRAgent, store: SearchRunState, restart: int,
                              "branches": [branch.to_dict() for branch in states]})
 
     try:
-        outcome = search_loop(agent, restart, branches, checkpoint, StopFlag(),
-                              agent.settings.branch_threads) or outcome
-    except KeyboardInterrupt:
-        outcome = RunOutcome("interrupted", "interrupted by the user")
-        logger.warning("Interrupted; the run can be resumed from its run directory.")
-    except Exception as error:  # the run boundary: record, report, end as failed
-        outcome = RunOutcome("failed", f"{type(error).__name__}: {error}")
-        logger.exception("The search failed; everything recorded so far is kept.")
+        try:
+            outcome = search_loop(agent, restart, branches, checkpoint, StopFlag(),
+                                  agent.settings.branch_threads) or outcome
+        except KeyboardInterrupt:
+            outcome = RunOutcome("interrupted", INTERRUPTED_BY_USER)
+            logger.warning("Interrupted; the run can be resumed from its run directory.")
+        except Exception as error:  # the run boundary: record, report, end as failed
+            outcome = RunOutcome("failed", f"{type(error).__name__}: {error}")
+            logger.exception("The search failed; everything recorded so far is kept.")
+        return finish_run(agent, store, outcome)  # the result first, then the cleanup
     finally:
         agent.executor.close()
-    return finish_run(agent, store, outcome)
 
 
 def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None,

@@ -10,6 +10,13 @@ later searches (a spawned interpreter costs about a second to import numpy
 and scipy); each island's result depends on its seed only, so the merged
 result is deterministic for a seed whenever the clock does not cut a phase.
 
+The pool ends with its process: its workers end within a second of the
+owner's death (:func:`srh_engine.processes.end_with_parent`), and the pool is
+stopped, bounded, when the owner exits. In a spawned process (a tool pool
+worker) that must happen in multiprocessing's own exit function, which joins
+every child before any ``atexit`` handler runs: a :class:`multiprocessing.util.Finalize`
+with an exit priority runs there first. :func:`shutdown` stops it at once.
+
 Islands are an addition, never a dependency: a pool that cannot start
 (a daemonic process, such as a Celery prefork child, may not have
 children; a script that searches at import time without a ``__main__``
@@ -21,14 +28,22 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import multiprocessing.util
 import os
 import threading
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from typing import Any
 
-__all__ = ["available_workers", "broken", "forget", "submit_islands"]
+from srh_engine.processes import end_with_parent, stop_pool
+
+__all__ = ["available_workers", "broken", "forget", "shutdown", "submit_islands"]
 
 MAX_WORKERS = 8
+#: Seconds the pool's workers get to finish before they are terminated: none (an island
+#: is a whole search whose result nobody reads once its pool is stopped).
+EXIT_SECONDS = 0.0
+#: Runs before multiprocessing joins a spawned process's children (priority >= 0).
+_EXIT_PRIORITY = 10
 
 _lock = threading.Lock()
 _pool: ProcessPoolExecutor | None = None
@@ -51,11 +66,12 @@ def _executor(size: int) -> ProcessPoolExecutor:
     with _lock:
         if _pool is None or _pool_size < size:
             if _pool is not None:
-                _pool.shutdown(wait=False, cancel_futures=True)
+                stop_pool(_pool, EXIT_SECONDS)
             context = multiprocessing.get_context("spawn")
             _pool = ProcessPoolExecutor(max_workers=size, mp_context=context,
-                                        initializer=_single_threaded)
+                                        initializer=_island_worker, initargs=(os.getpid(),))
             _pool_size = size
+            _register_exit()
         return _pool
 
 
@@ -67,11 +83,43 @@ def forget(pool: ProcessPoolExecutor | None) -> None:
     with _lock:
         if _pool is pool:
             _pool, _pool_size = None, 0
-    pool.shutdown(wait=False, cancel_futures=True)
+    stop_pool(pool, EXIT_SECONDS)
 
 
-def _single_threaded() -> None:
-    """Worker start: BLAS and OpenMP at one thread (the islands already fill the cores)."""
+def shutdown(timeout: float = EXIT_SECONDS) -> None:
+    """Stop this process's island pool (bounded); the next search starts a new one."""
+    global _pool, _pool_size
+    with _lock:
+        pool, _pool, _pool_size = _pool, None, 0
+    stop_pool(pool, timeout)
+
+
+_exit_registered = False
+
+
+def _register_exit() -> None:
+    """Stop the pool when this process exits (called with ``_lock`` held)."""
+    global _exit_registered
+    if _exit_registered:
+        return
+    multiprocessing.util.Finalize(None, shutdown, exitpriority=_EXIT_PRIORITY)
+    # In the main process, concurrent.futures joins its pools' manager threads at
+    # interpreter shutdown, before atexit, waiting for islands that are still searching
+    # (after Ctrl-C, say); hooks registered there later run first.
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(shutdown)
+    except RuntimeError:  # the interpreter is already shutting down
+        pass
+    atexit.register(shutdown)
+    _exit_registered = True
+
+
+def _island_worker(parent_pid: int) -> None:
+    """Worker start: end with the owner; BLAS and OpenMP at one thread (islands fill the
+    cores)."""
+    end_with_parent(parent_pid)
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"
 
@@ -103,10 +151,3 @@ def broken(pool: ProcessPoolExecutor | None) -> bool:
     """Whether ``pool`` lost a worker (its futures may never complete: forget it)."""
     return pool is not None and bool(getattr(pool, "_broken", False))
 
-
-@atexit.register
-def _shutdown() -> None:
-    with _lock:
-        pool = _pool
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
