@@ -67,5 +67,9 @@ class CelerySweepBackend:
         with _reachable():
             kick_run(self.client, self.send, run_id)
 
+    def interrupt(self) -> None:
+        """Nothing to stop here: the cells are cluster runs, they go on without this shell."""
+        return None
+
     def close(self) -> None:
         return None

@@ -4,23 +4,43 @@ With ``jobs > 1`` cells run in a pool of worker processes (spawned, so a
 cell never inherits the sweep's threads or locks), so a sweep uses every
 core of one machine with no services at all; with ``jobs = 1`` each cell
 runs in this process when it is submitted. A cell's run writes its run
-directory under ``runs_dir`` as any embedded run does.
+directory under ``runs_dir`` as any embedded run does; a cell submitted
+again under the same run id resumes that directory.
+
+The cell processes end with the sweep (:func:`srh_engine.processes.end_with_parent`)
+and ignore Ctrl-C, which the terminal sends to them too: the sweep decides.
+:meth:`EmbeddedSweepBackend.interrupt` sends them SIGTERM, which their run
+takes as Ctrl-C (it records, writes its result as interrupted, resumable),
+and waits for those results a bounded time. Nothing here can lose a task, so
+there is no stall to watch: :meth:`~EmbeddedSweepBackend.progress` says so.
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
-from concurrent.futures import Future, ProcessPoolExecutor
+import signal
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from srh_core.agent.outcome import INTERRUPTED_BY_USER
 from srh_core.embedded.run_dir import run_path
 from srh_core.sweep.runner import CellData
 from srh_core.sweep.spec import Cell
 from srh_core.types import SearchResult
+from srh_engine.processes import end_with_parent, pool_processes, stop_pool
+
+logger = logging.getLogger("srh.sweep")
 
 POLL_SECONDS = 0.05
+#: After an interrupt, how long the running cells get to write their results.
+INTERRUPT_SECONDS = 8.0
+#: How long closing waits for idle cell processes to end before they are terminated.
+CLOSE_SECONDS = 2.0
 
 
 def default_jobs() -> int:
@@ -31,13 +51,45 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+_in_cell = threading.Event()
+
+
+def _cell_process(owner_pid: int) -> None:
+    """Start of a cell process: ends with the sweep; SIGTERM interrupts the running cell."""
+    end_with_parent(owner_pid)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _on_sigterm(signum: int, _frame: object) -> None:
+    # Idle, the process ignores it (the pool's shutdown ends it): an interrupt raised in
+    # its wait for work would break the pool, and the pool would kill the busy cells.
+    if _in_cell.is_set():
+        _in_cell.clear()  # a second SIGTERM finds the cell already interrupted: ignored
+        raise KeyboardInterrupt
+
+
 def run_cell(settings: dict[str, Any], X: dict[str, Any], y: dict[str, Any],
              description: str) -> dict[str, Any]:
-    """One cell's run, in whichever process runs it; its ``SearchResult.to_dict()``."""
-    from srh_core.agent import SearchSettings, SRAgent
+    """One cell's run, in whichever process runs it; its ``SearchResult.to_dict()``.
 
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    return SRAgent(settings=SearchSettings.build(**settings)).run(X, y, description)
+    A run directory left by an interrupted attempt of the same run id is resumed.
+    """
+    from srh_core.agent import SearchSettings, SRAgent
+    from srh_core.embedded.runner import resume_search
+
+    _in_cell.set()
+    try:
+        save_path = settings.get("save_path")
+        if save_path and _resumable(Path(save_path)):
+            return resume_search(save_path).to_dict()
+        return SRAgent(settings=SearchSettings.build(**settings)).run(X, y, description)
+    finally:
+        _in_cell.clear()
+
+
+def _resumable(path: Path) -> bool:
+    return (path / "state.json").exists() and not (path / "result.json").exists()
 
 
 class EmbeddedSweepBackend:
@@ -53,6 +105,7 @@ class EmbeddedSweepBackend:
     def __init__(self, runs_dir: str | Path | None = None, jobs: int = 1) -> None:
         self.runs_dir = None if runs_dir is None else Path(runs_dir)
         self.jobs = max(1, int(jobs))
+        self.capacity = self.jobs
         self.results: dict[str, SearchResult] = {}
         self.futures: dict[str, Future[dict[str, Any]]] = {}
         self._pool: ProcessPoolExecutor | None = None
@@ -61,12 +114,17 @@ class EmbeddedSweepBackend:
         save_path = None if self.runs_dir is None else str(run_path(self.runs_dir, run_id))
         settings = data.settings.replace(run_id=run_id, save_path=save_path).model_dump()
         if self.jobs == 1:
-            result = run_cell(settings, data.X, data.y, data.description)
-            self.results[run_id] = SearchResult.from_dict(result)
+            result = SearchResult.from_dict(run_cell(settings, data.X, data.y,
+                                                     data.description))
+            self.results[run_id] = result
+            if result.status == "interrupted" and result.stop_reason == INTERRUPTED_BY_USER:
+                raise KeyboardInterrupt  # the run took the user's Ctrl-C: the sweep stops
             return
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.jobs,
-                                             mp_context=multiprocessing.get_context("spawn"))
+                                             mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_cell_process,
+                                             initargs=(os.getpid(),))
         self.futures[run_id] = self._pool.submit(run_cell, settings, data.X, data.y,
                                                  data.description)
 
@@ -75,24 +133,49 @@ class EmbeddedSweepBackend:
         if future is not None and future.done():
             del self.futures[run_id]
             error = future.exception()
-            self.results[run_id] = (SearchResult.from_dict(future.result()) if error is None
-                                    else _failed(run_id, error))
+            if isinstance(error, KeyboardInterrupt):  # interrupted before its run began
+                self.results[run_id] = _failed(run_id, error, status="interrupted")
+            else:
+                self.results[run_id] = (SearchResult.from_dict(future.result())
+                                        if error is None else _failed(run_id, error))
         return self.results.get(run_id)
 
-    def progress(self, run_id: str) -> int:
-        return 0
+    def progress(self, run_id: str) -> int | None:
+        """None: a cell here runs in a process that either works or ends (its future then
+        fails); its run's own time limit bounds it. Nothing to watch for a stall."""
+        return None
 
     def kick(self, run_id: str) -> None:
         return None
 
+    def interrupt(self) -> None:
+        """Interrupt the running cells; wait (bounded) for their interrupted results.
+
+        (With ``jobs = 1`` the cell ran in this process and took the interrupt itself.)
+        """
+        pending = {future for future in self.futures.values() if not future.done()}
+        for future in pending:
+            future.cancel()  # a cell not started yet never starts
+        for process in pool_processes(self._pool) if self._pool is not None else []:
+            try:
+                os.kill(process.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        started = time.monotonic()
+        wait(pending, timeout=INTERRUPT_SECONDS)
+        if any(not future.done() for future in pending):
+            waited = time.monotonic() - started
+            logger.warning("cells still running %.0fs after the interrupt are stopped", waited)
+
     def close(self) -> None:
         pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        stop_pool(pool, CLOSE_SECONDS)
 
 
-def _failed(run_id: str, error: BaseException) -> SearchResult:
+def _failed(run_id: str, error: BaseException, status: str = "failed") -> SearchResult:
     """The result of a cell whose process died (the run itself never raises)."""
-    return SearchResult(status="failed", progress="the cell's process ended",
+    reason = (INTERRUPTED_BY_USER if status == "interrupted"
+              else f"{type(error).__name__}: {error}")
+    return SearchResult(status=status, progress="the cell's process ended",
                         candidates=[], pareto_front=[], best_candidate=None, run_id=run_id,
-                        stop_reason=f"{type(error).__name__}: {error}")
+                        stop_reason=reason)

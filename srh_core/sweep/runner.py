@@ -5,7 +5,10 @@ every change), so a sweep can be stopped and resumed: finished cells are
 never re-run, cells in flight are looked up again by run id. A cell whose
 run failed, or whose run Redis no longer knows (lost), is retried up to
 ``retries`` times with a new run id; after that it is reported as failed
-with the reason. The table (``results.csv`` and ``results.json``) has one
+with the reason. Ctrl-C (or SIGTERM) stops launching cells, interrupts the
+running ones through the backend (embedded cells end as interrupted and
+resume on the next ``srh sweep``; cluster runs go on on the cluster) and
+writes the table of what is done. The table (``results.csv`` and ``results.json``) has one
 row per cell: status, best formula, metrics, solved flag when the ground
 truth is known, time, and the run's spend (tokens, cost, model and tool time).
 The sweep budget (``SweepSpec.max_cost`` / ``max_tokens``) caps each cell's
@@ -26,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from srh_core.agent.outcome import INTERRUPTED_BY_USER
 from srh_core.errors import SRHarnessError
 from srh_core.jsonio import atomic_write_json, read_json
 from srh_core.sweep.spec import Cell, SweepSpec, cells, problem_suite
@@ -64,16 +68,21 @@ class SweepBackend(Protocol):
 
     def poll(self, run_id: str) -> SearchResult | None: ...
 
-    def progress(self, run_id: str) -> int:
-        """A number that grows while the run makes progress (its node count)."""
+    def progress(self, run_id: str) -> int | None:
+        """A number that grows while the run makes progress (its node count), or None
+        when there is nothing to watch (not started yet, or it cannot stall)."""
         ...
 
     def kick(self, run_id: str) -> None:
         """Re-send the stalled run's next tasks."""
         ...
 
+    def interrupt(self) -> None:
+        """The user stopped the sweep: interrupt what runs here (bounded)."""
+        ...
+
     def close(self) -> None:
-        """Release what the backend holds (worker processes)."""
+        """Release what the backend holds (worker processes), bounded."""
         ...
 
 
@@ -127,8 +136,20 @@ class SweepRunner:
         self.save()
         try:
             return self._run()
+        except KeyboardInterrupt:
+            self._interrupted()
+            raise
         finally:
             self.backend.close()
+
+    def _interrupted(self) -> None:
+        """Ctrl-C: no new cell; the running ones interrupted, their results kept."""
+        self.progress(f"[sweep] {self.spec.name}: interrupted; stopping the running cells")
+        self.backend.interrupt()
+        for cell_id, entry in self.state.items():
+            if entry["status"] == "running":
+                self._poll(cell_id, entry)
+        self.write_table()
 
     def _run(self) -> list[dict[str, Any]]:
         backoff = POLL_SECONDS
@@ -156,9 +177,11 @@ class SweepRunner:
                 self._poll(cell_id, entry)
         in_flight = sum(e["status"] == "running" for e in self.state.values())
         left = self.budget_left()
+        capacity = getattr(self.backend, "capacity", None) or self.spec.max_parallel
+        slots = min(self.spec.max_parallel, capacity)
         for cell in cells(self.spec):
             entry = self.state[cell.cell_id]
-            if entry["status"] != "pending" or in_flight >= self.spec.max_parallel:
+            if entry["status"] != "pending" or in_flight >= slots:
                 continue
             if left is not None and any(value <= 0 for value in left.values()):
                 entry["status"], entry["error"] = "skipped", SKIPPED
@@ -215,6 +238,11 @@ class SweepRunner:
         entry["spent_cost"] = entry.get("spent_cost", 0.0) + float(totals.get("cost") or 0.0)
         if result.status == "failed":
             self._fail(entry, f"run failed: {result.stop_reason}")
+        elif result.status == "interrupted" and result.stop_reason == INTERRUPTED_BY_USER:
+            # Not an attempt that failed: the next srh sweep resumes the same run.
+            entry.update(status="pending", attempts=entry["attempts"] - 1,
+                         error="interrupted; the next srh sweep resumes it")
+            self.save()
         else:
             entry["status"] = "done"
             self.save()
@@ -222,6 +250,9 @@ class SweepRunner:
     def _watch(self, entry: dict[str, Any]) -> None:
         """Kick a run that made no progress for ``stall_seconds``; then give it up."""
         now, progress = time.time(), self.backend.progress(entry["run_id"])
+        if progress is None:  # not started, or nothing to watch: the clock starts later
+            entry.update(progress_at=now, kicks=0)
+            return
         if progress != entry.get("progress"):
             entry.update(progress=progress, progress_at=now, kicks=0)
             return
