@@ -1,0 +1,195 @@
+"""The command line as batch jobs run it: time limits, signals, kills.
+
+Each case runs ``srh`` in a subprocess, in its own session, on a noisy
+problem the offline proposer never fits exactly, so its search step
+(``expression_search``, islands in a tool worker's own pool) runs. Each asserts
+that the command returned within its limit plus a margin, wrote its result,
+printed parsable JSON, and left no process in its session.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.commands import (
+    NOISY_PROBLEM,
+    RETURN_MARGIN_SECONDS,
+    Command,
+    Finished,
+    environment,
+    wait_for_text,
+    wait_session_empty,
+)
+
+pytestmark = pytest.mark.slow
+
+LIMIT = 10  # seconds: the search step starts at step 2 with half of what is left
+SEARCH = "expression_search"
+
+
+def run_srh(tmp_path: Path, *args: str, timeout: float, env: dict | None = None) -> Finished:
+    command = Command(args, cwd=tmp_path, env=env)
+    finished = command.finish(timeout)
+    left = wait_session_empty(command.session, 5)
+    assert not left, f"srh {args[0]} left processes behind: {left}"
+    return finished
+
+
+def assert_written(run_dir: Path, finished: Finished, status: str) -> dict:
+    assert (run_dir / "result.json").exists(), finished.stderr[-2000:]
+    printed = finished.json()
+    recorded = json.loads((run_dir / "result.json").read_text())
+    assert printed["status"] == recorded["status"] == status, (printed["status"], status)
+    assert "Traceback" not in finished.stderr, finished.stderr[-3000:]
+    return printed
+
+
+@pytest.fixture(scope="module")
+def limited_run(tmp_path_factory) -> tuple[Path, Finished]:
+    """``srh run --time-limit`` once: the hang this file is about happened at its exit."""
+    tmp_path = tmp_path_factory.mktemp("limited")
+    finished = run_srh(tmp_path, "run", *NOISY_PROBLEM, "--time-limit", str(LIMIT), "--seed", "0",
+                       "--json", "--out", "run", timeout=LIMIT + RETURN_MARGIN_SECONDS)
+    return tmp_path / "run", finished
+
+
+def test_a_time_limited_run_returns_with_its_result(limited_run):
+    run_dir, finished = limited_run
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    printed = assert_written(run_dir, finished, "interrupted")
+    assert printed["stop_reason"] == f"time limit of {LIMIT}s reached"
+    assert SEARCH in (run_dir / "tool_calls.jsonl").read_text(), "the search step never ran"
+
+
+def test_resume_of_a_time_limited_run_returns(limited_run, tmp_path):
+    run_dir, _ = limited_run
+    finished = run_srh(tmp_path, "resume", str(run_dir), "--time-limit", "6", "--json",
+                       timeout=6 + RETURN_MARGIN_SECONDS)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert_written(run_dir, finished, "interrupted")
+
+
+def test_a_run_on_a_tool_pool_without_time_limit_returns(tmp_path):
+    env = environment(SRH_OFFLINE_SEARCH_SECONDS="2")
+    finished = run_srh(tmp_path, "run", *NOISY_PROBLEM, "-L", "3", "--max-workers", "2",
+                       "--json", "--out", "run", timeout=60, env=env)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert_written(tmp_path / "run", finished, "completed")
+    assert SEARCH in (tmp_path / "run" / "tool_calls.jsonl").read_text()
+
+
+@pytest.mark.parametrize(("signum", "group", "code"), [
+    pytest.param(signal.SIGINT, True, 130, id="ctrl-c-to-the-process-group"),
+    pytest.param(signal.SIGTERM, False, 143, id="sigterm"),
+])
+def test_a_signal_mid_search_ends_the_run_resumable(tmp_path, signum, group, code):
+    command = Command(["run", *NOISY_PROBLEM, "--time-limit", "120", "--json", "--out", "run"],
+                      cwd=tmp_path)
+    assert wait_for_text(tmp_path / "run" / "plans.jsonl", SEARCH, 60), "no search step"
+    time.sleep(1.5)  # well inside the search (its islands started)
+    command.signal(signum, group=group)
+    finished = command.finish(10 + 5)
+    assert not wait_session_empty(command.session, 5)
+    assert finished.returncode == code, finished.stderr[-2000:]
+    printed = assert_written(tmp_path / "run", finished, "interrupted")
+    assert printed["stop_reason"] == "interrupted by the user"
+    assert "KeyboardInterrupt" not in finished.stderr
+    state = json.loads((tmp_path / "run" / "state.json").read_text())
+    assert state["runtime"]["status"] == "interrupted"
+
+
+def test_sigkill_mid_search_leaves_no_process_for_long(tmp_path):
+    command = Command(["run", *NOISY_PROBLEM, "--time-limit", "120", "--out", "run"],
+                      cwd=tmp_path)
+    assert wait_for_text(tmp_path / "run" / "plans.jsonl", SEARCH, 60), "no search step"
+    time.sleep(1.5)
+    command.signal(signal.SIGKILL)
+    command.finish(5)
+    left = wait_session_empty(command.session, 15)
+    assert not left, f"children outlived a SIGKILLed srh run: {left}"
+
+
+SWEEP = """
+[sweep]
+name = "hygiene"
+problems = ["feynman-I.6.2a", "feynman-I.12.4"]
+seeds = [0]
+noise = 0.05
+samples = 400
+
+[settings]
+time_limit = {limit}
+"""
+
+
+def test_an_embedded_sweep_of_time_limited_cells_returns(tmp_path):
+    (tmp_path / "sweep.toml").write_text(SWEEP.format(limit=8))
+    finished = run_srh(tmp_path, "sweep", "sweep.toml", "--jobs", "2", "--out", "out",
+                       "--json", timeout=8 * 2 + RETURN_MARGIN_SECONDS + 10)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    rows = finished.json()["rows"]
+    assert [row["status"] for row in rows] == ["done", "done"], rows
+    assert all((tmp_path / "out" / "runs" / row["run_id"] / "result.json").exists()
+               for row in rows)
+
+
+def test_ctrl_c_of_an_embedded_sweep_stops_it_and_the_next_sweep_resumes(tmp_path):
+    (tmp_path / "sweep.toml").write_text(SWEEP.format(limit=120))
+    command = Command(["sweep", "sweep.toml", "--jobs", "2", "--out", "out"], cwd=tmp_path)
+    runs = tmp_path / "out" / "runs"
+    run_dirs = _run_dirs(runs, 2, 60)
+    assert all(wait_for_text(path / "plans.jsonl", SEARCH, 60) for path in run_dirs), \
+        "the cells never reached their search step"
+    command.signal(signal.SIGINT, group=True)
+    finished = command.finish(15)
+    assert finished.returncode == 130, finished.stderr[-2000:]
+    assert not wait_session_empty(command.session, 5)
+    cells = json.loads((tmp_path / "out" / "sweep.json").read_text())["cells"]
+    assert {entry["status"] for entry in cells.values()} == {"pending"}, cells
+    assert all(entry["attempts"] == 0 for entry in cells.values()), cells
+    interrupted = [json.loads((path / "result.json").read_text())["status"]
+                   for path in runs.iterdir()]
+    assert interrupted == ["interrupted", "interrupted"]
+
+
+def _run_dirs(runs: Path, count: int, seconds: float) -> list[Path]:
+    """The first ``count`` run directories under ``runs``, waiting up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = sorted(runs.glob("*")) if runs.exists() else []
+        if len(found) >= count:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {count} run directories in {runs} after {seconds}s")
+
+
+ESTIMATOR = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from srh_core.estimator import SRHarnessRegressor
+
+    if __name__ == "__main__":  # spawned workers import this script: the guard is required
+        rng = np.random.default_rng(0)
+        X = rng.uniform(1, 5, (400, 4))
+        y = np.sin(X[:, 0] * X[:, 1]) / (1 + X[:, 2] ** 2) + np.sqrt(X[:, 3])
+        y = y + rng.normal(0, 0.05 * np.sqrt(np.mean(y ** 2)), 400)
+        model = SRHarnessRegressor(time_limit={limit}).fit(X, y)
+        print(json.dumps({{"formula": str(model.formula_)}}))
+""")
+
+
+def test_the_estimator_with_a_time_limit_returns(tmp_path):
+    script = tmp_path / "fit.py"
+    script.write_text(ESTIMATOR.format(limit=LIMIT))
+    command = Command([str(script)], cwd=tmp_path, executable=[sys.executable])
+    finished = command.finish(LIMIT + RETURN_MARGIN_SECONDS)
+    assert not wait_session_empty(command.session, 5)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert finished.json()["formula"]

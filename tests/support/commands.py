@@ -1,0 +1,136 @@
+"""Running ``srh`` the way users do: a subprocess in its own session, with a time limit.
+
+:class:`Command` starts the console script in a new session (as a batch
+scheduler or a terminal job would), so every process it starts shares that
+session, and :func:`session_processes` finds whatever outlives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.support.leftovers import info, pids
+
+SRH = str(Path(sys.executable).with_name("srh"))
+#: A problem the offline proposer never fits exactly (noise): its search step always runs.
+NOISY_PROBLEM = ("--equation", "y = sin(x1*x2)/(1 + x3**2) + sqrt(x4)",
+                 "--noise-std-ratio", "0.05", "--samples", "400")
+#: Extra seconds a command may take beyond its time limit (start-up, writing, stopping).
+RETURN_MARGIN_SECONDS = 15.0
+
+
+def environment(**changes: str | None) -> dict[str, str]:
+    """This environment with ``changes`` (None removes a variable); the offline search
+    step on (the suite turns it off by default)."""
+    env = {**os.environ, "PYTHONWARNINGS": "default"}
+    env.pop("SRH_OFFLINE_SEARCH_SECONDS", None)
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+@dataclass
+class Finished:
+    returncode: int
+    seconds: float
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict[str, Any]:
+        return json.loads(self.stdout)
+
+
+class Command:
+    """One ``srh`` process in its own session."""
+
+    def __init__(self, args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
+                 executable: Sequence[str] | None = None) -> None:
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [*(executable or [SRH]), *args], cwd=cwd, env=dict(env or environment()),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True)
+
+    @property
+    def session(self) -> int:
+        return self.process.pid
+
+    def signal(self, signum: int, *, group: bool = False) -> None:
+        if group:
+            os.killpg(self.session, signum)
+        else:
+            self.process.send_signal(signum)
+
+    def finish(self, timeout: float) -> Finished:
+        """Wait up to ``timeout`` seconds; a command still running then is killed and
+        the test fails."""
+        try:
+            stdout, stderr = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_session(self.session)
+            stdout, stderr = self.process.communicate()
+            raise AssertionError(f"srh did not return within {timeout:.0f}s; stderr tail:\n"
+                                 f"{stderr.decode(errors='replace')[-2000:]}") from None
+        return Finished(self.process.returncode, time.monotonic() - self.started,
+                        stdout.decode(errors="replace"), stderr.decode(errors="replace"))
+
+
+def session_processes(session: int) -> list[str]:
+    """Command lines of the live processes of ``session`` (its leader's descendants that
+    stayed in it)."""
+    found = []
+    for pid in pids():
+        try:
+            sid = os.getsid(pid)
+        except OSError:
+            continue
+        process = info(pid)
+        if sid == session and process is not None and process.state not in ("Z", "X"):
+            found.append(f"{pid}: {process.command[:200]}")
+    return found
+
+
+def wait_session_empty(session: int, seconds: float) -> list[str]:
+    """What is left of ``session`` after waiting up to ``seconds`` for it to empty."""
+    deadline = time.monotonic() + seconds
+    while (left := session_processes(session)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def kill_session(session: int) -> None:
+    try:
+        os.killpg(session, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids():
+        try:
+            if os.getsid(pid) == session:
+                os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue
+
+
+def wait_for_text(path: Path, text: str, seconds: float) -> bool:
+    """Whether ``text`` appears in the file at ``path`` within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if text in path.read_text(errors="replace"):
+                return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
