@@ -1,7 +1,8 @@
 """``workspace_shell``: the restricted command line over the run's workspace.
 
-Runs :class:`~srh_core.workspace.WorkspaceShell`: pure Python, no shell and
-no process; every path goes through the workspace's resolution rules (no
+Runs :class:`~srh_core.workspace.WorkspaceShell`: pure Python, no shell (a
+grep pattern that may backtrack is matched by a child interpreter cut after
+a few seconds); every path goes through the workspace's resolution rules (no
 absolute paths, no ``..``, no symlink escapes, read-only mounts and locked
 paths stay unchanged). A command that fails is still an ``ok=True`` result
 whose ``exit_code`` and ``stderr`` say why. Unavailable when the context has

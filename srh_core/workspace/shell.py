@@ -1,6 +1,8 @@
 """``workspace_shell``: a restricted command line over a :class:`Workspace`.
 
-No shell and no subprocess is involved: the line is tokenised by
+No shell is involved (the only process ever started is grep's time-limited
+matcher for a pattern that may backtrack, see
+:mod:`~srh_core.workspace.grep_match`): the line is tokenised by
 :mod:`~srh_core.workspace.shell_parse` (pipelines only; ``;``, ``&&``,
 redirections, ``$(...)``, backticks and ``$VAR`` are refused before anything
 runs), unquoted glob words are expanded by :func:`expand_glob` inside the

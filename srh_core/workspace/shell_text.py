@@ -5,7 +5,8 @@ process. grep patterns are POSIX basic regexes by default (``\\|``, ``\\(``,
 ``\\+`` are the operators, as in GNU grep) and extended ones with ``-E``; both
 are translated to Python's ``re`` (classes like ``[[:digit:]]`` are not
 supported; ``\\d``, ``\\w`` work). Patterns with nested unbounded repetition such
-as ``(a+)+`` are refused because they can backtrack for minutes.
+as ``(a+)+`` are refused at once; any other pattern that backtracks for long is
+stopped at a time bound (see :mod:`~srh_core.workspace.grep_match`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from srh_core.errors import WorkspaceError
+from srh_core.workspace.grep_match import LineRegex
 from srh_core.workspace.shell_common import (
     CommandContext,
     CommandError,
@@ -34,8 +36,6 @@ MAX_LS_LINES = 20_000
 MAX_PATTERN_CHARS = 1000
 #: Characters whose escaped and plain forms swap meaning between basic regexes and Python.
 BRE_SWAPPED = frozenset("|(){}+?")
-#: Lines longer than this are matched on their first characters only (grep).
-MAX_MATCH_LINE_CHARS = 100_000
 
 
 def _inputs(context: CommandContext, operands: Sequence[str]) -> list[str | None]:
@@ -144,19 +144,18 @@ def basic_to_python(pattern: str) -> str:
     return "".join(translated)
 
 
-def _grep_matcher(options_flags: frozenset[str], pattern: str) -> Callable[[str], bool]:
-    flags = re.IGNORECASE if "i" in options_flags else 0
+def _grep_matcher(options_flags: frozenset[str],
+                  pattern: str) -> Callable[[list[str]], list[bool]]:
+    """Whether each line matches: a fixed string, or a regex cut at a time bound."""
+    ignore_case = "i" in options_flags
     if "F" in options_flags:
-        needle = pattern.lower() if flags else pattern
-        return lambda line: needle in (line.lower() if flags else line)
+        needle = pattern.lower() if ignore_case else pattern
+        return lambda lines: [needle in (line.lower() if ignore_case else line)
+                              for line in lines]
     if "E" not in options_flags:
         pattern = basic_to_python(pattern)
     _check_pattern(pattern)
-    try:
-        compiled = re.compile(pattern, flags)
-    except re.error as error:
-        raise CommandError(f"invalid regular expression {pattern!r}: {error}", 2) from error
-    return lambda line: compiled.search(line[:MAX_MATCH_LINE_CHARS]) is not None
+    return LineRegex(pattern, re.IGNORECASE if ignore_case else 0).matches
 
 
 def cmd_grep(context: CommandContext, args: Sequence[str], output: CommandOutput) -> None:
@@ -183,11 +182,13 @@ def cmd_grep(context: CommandContext, args: Sequence[str], output: CommandOutput
         output.exit_code = 1
 
 
-def _grep_lines(flags: frozenset[str], matches: Callable[[str], bool], lines: list[str],
-                prefix: str, operand: str | None, output: CommandOutput) -> bool:
+def _grep_lines(flags: frozenset[str], matches: Callable[[list[str]], list[bool]],
+                lines: list[str], prefix: str, operand: str | None,
+                output: CommandOutput) -> bool:
     invert = "v" in flags
-    hits = [(number, line) for number, line in enumerate(lines, 1)
-            if matches(line) != invert]
+    hits = [(number, line) for number, (line, hit) in enumerate(zip(lines, matches(lines),
+                                                                   strict=True), 1)
+            if hit != invert]
     if "l" in flags:
         if hits:
             output.stdout.append(f"{operand or '(standard input)'}\n")
