@@ -14,7 +14,13 @@ it, so a malformed tool fails when its module is imported.
 ``__call__`` is the only execution boundary: it validates the arguments,
 checks cancellation, times the call, formats the result for the model,
 bounds that text, and turns ordinary exceptions into ``ok=False`` results.
-:class:`ToolRunAbort` is control flow and propagates.
+:class:`ToolRunAbort` is control flow and propagates. Floating-point errors
+numpy meets during the call (overflow, invalid value, division by zero: the
+model's formulas and the user's data make them routinely) are counted into
+the result's ``meta_data["numeric_warnings"]`` and logged at debug level,
+never printed on the user's terminal (:data:`NUMERIC_ERRORS`). numpy keeps
+that error state per thread (a context variable since numpy 2), so calls on
+several threads each count their own.
 
 Tools are rebuilt on workers from their name and the run's context, so
 they must keep no state a call depends on besides ``context`` and the
@@ -25,11 +31,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
+
+import numpy as np
 
 from srh_core.errors import ToolArgumentError, ToolError, ToolRunAbort
 from srh_core.registry import Registry
@@ -37,8 +46,7 @@ from srh_core.tools.schema import infer_parameters, split_docstring, validate_ar
 from srh_core.types import ToolCallResult, ToolMetadata, json_value
 
 ToolClass = TypeVar("ToolClass", bound="type[BaseTool]")
-
-
+logger = logging.getLogger("srh.tools")
 
 def _load_builtin_tools() -> None:
     """Import every built-in tool module (each registers its tools)."""
@@ -50,6 +58,28 @@ TOOLS: Registry[type[BaseTool]] = Registry("tool", "Registered tools", error=Too
 RESULT_STR_LIMIT = 6_000
 MAX_FORMULA_LENGTH = 2_000
 _CODE_FENCE_CHARS = "`$ \n\t"
+#: What a tool call does with numpy's floating-point errors: "record" counts them in
+#: ``meta_data["numeric_warnings"]`` and the debug log; "warn" leaves numpy's default
+#: RuntimeWarnings (the test suite's choice, where its filters turn them into errors).
+NUMERIC_ERRORS: Literal["record", "warn"] = "record"
+
+
+class NumericErrors:
+    """numpy's floating-point errors in one tool call, by kind (numpy's ``errstate`` call)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, kind: str, flag: int) -> None:
+        name = kind.split()[0]  # "overflow", "invalid value", "divide by zero"
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def errstate(self) -> np.errstate:
+        """numpy's error state that sends the errors here (or numpy's default, see
+        NUMERIC_ERRORS); underflow stays ignored, as numpy's default has it."""
+        if NUMERIC_ERRORS == "warn":
+            return np.errstate()
+        return np.errstate(divide="call", over="call", invalid="call", call=self)
 
 
 class BaseTool(ABC):
@@ -164,20 +194,31 @@ class BaseTool(ABC):
         """Validate, run, time, format and bound one call. Never raises but ToolRunAbort."""
         started = time.perf_counter()
         meta: dict[str, Any] = {"tool": self.metadata.name}
+        numeric = NumericErrors()
         try:
             self.check_cancelled()
             arguments = validate_arguments(self.metadata.parameters or {}, params)
-            result = self.execute(**arguments)
-            text = self.format_result_dict(result)
+            with numeric.errstate():
+                result = self.execute(**arguments)
+                text = self.format_result_dict(result)
         except ToolRunAbort:
             raise
         except Exception as error:  # the tool boundary: the model reads the error
             meta["elapsed_s"] = time.perf_counter() - started
             meta["error_type"] = type(error).__name__
-            return ToolCallResult.failure(self._error_text(error), **meta)
+            return ToolCallResult.failure(self._error_text(error), **self._numeric(meta, numeric))
         meta["elapsed_s"] = time.perf_counter() - started
         return ToolCallResult(ok=True, result=result, result_str=self.truncate_result_str(text),
-                              meta_data=meta)
+                              meta_data=self._numeric(meta, numeric))
+
+    def _numeric(self, meta: dict[str, Any], numeric: NumericErrors) -> dict[str, Any]:
+        """``meta`` with the call's floating-point errors, which go to the debug log too."""
+        if numeric.counts:
+            logger.debug("Tool %r: numpy floating-point errors %s (on the data or the formula; "
+                         "counted in meta_data['numeric_warnings'])", self.metadata.name,
+                         numeric.counts)
+            meta["numeric_warnings"] = dict(numeric.counts)
+        return meta
 
     def _error_text(self, error: Exception) -> str:
         kind = "Invalid arguments" if isinstance(error, ToolArgumentError) else "Error"
