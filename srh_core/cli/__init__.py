@@ -8,7 +8,8 @@ and ``sweep``), so srh_core never imports them.
 
 Exit codes: 0 a finished run (completed, early stop, or the time budget
 ended it), 1 a failed run, 2 bad usage or configuration, 130 interrupted
-by Ctrl-C.
+by Ctrl-C, 141 the reader of the output went away (``srh problems | head -1``:
+the command ends quietly, without an error line).
 
 Error boundary: every user error (a bad flag, setting, TOML file, data file
 or manifest: the ``SRHarnessError`` family, argparse's usage errors, and
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import select
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -37,6 +40,9 @@ BACKENDS: dict[str, Backend] = {}
 SWEEP_BACKENDS: dict[str, Callable[[argparse.Namespace], Any]] = {}
 PLUGIN_GROUP = "srh.commands"
 USAGE_EXIT = 2
+#: Exit code when the reader of the output went away (``srh ... | head``): 128 + SIGPIPE,
+#: what a shell reports for a command the signal ended.
+OUTPUT_CLOSED_EXIT = 141
 logger = logging.getLogger("srh.cli")
 
 
@@ -137,6 +143,18 @@ def _report(error: BaseException, debug: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``srh``; returns the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            return _command(arguments)
+        finally:
+            sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
+    except BrokenPipeError as error:
+        if not _silence_closed_outputs():
+            return _report(error, "--debug" in arguments)
+        return OUTPUT_CLOSED_EXIT
+
+
+def _command(arguments: list[str]) -> int:
     debug = "--debug" in arguments
     try:
         args = build_parser().parse_args(arguments)
@@ -146,11 +164,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         check_arguments(args)
         return int(args.handler(args))
+    except BrokenPipeError:
+        raise  # main's: most likely the reader of the output went away
     except (SRHarnessError, OSError) as error:
         return _report(error, debug)
     except KeyboardInterrupt:
         print("srh: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_closed_outputs() -> bool:
+    """Point stdout and stderr at os.devnull where their reader is gone; whether one was.
+
+    Nothing more can reach that reader, and Python would report the data still
+    buffered when it flushes the stream at exit ("Exception ignored ...").
+    """
+    closed = False
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            descriptor = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # replaced, e.g. captured by a test
+            continue
+        if _reader_gone(descriptor):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, descriptor)
+            os.close(devnull)
+            closed = True
+    return closed
+
+
+def _reader_gone(descriptor: int) -> bool:
+    """Whether ``descriptor`` is a pipe or socket whose reading end was closed."""
+    if not hasattr(select, "poll"):  # Windows: a broken pipe here is the output's
+        return True
+    poll = select.poll()
+    poll.register(descriptor, 0)  # POLLERR and POLLHUP are always reported
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
 
 
 if __name__ == "__main__":  # pragma: no cover
