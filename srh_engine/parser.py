@@ -357,6 +357,12 @@ def _syntax_tree(prepared: PreparedSource) -> ast.Expression:
         raise ParseError(f"syntax: {error.msg}{where}; expected a formula such as "
                          "'a*x**2 + sin(b*x)'", source=prepared.source, position=position,
                          construct="syntax") from None
+    except UnicodeError as error:  # a safety net: prepare_source refuses lone surrogates
+        character = error.object[error.start:error.end] if isinstance(error.object, str) \
+            else "?"
+        raise ParseError(f"invalid character: formula contains an invalid character "
+                         f"{character!r} that Python's parser cannot read ({error.reason})",
+                         source=prepared.source, construct="invalid character") from None
     except (RecursionError, MemoryError, ValueError, OverflowError):
         raise ParseError(f"nesting depth: formula is too deeply nested for Python's parser "
                          f"(limits: depth {MAX_DEPTH}, {MAX_NODES} nodes)",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import threading
 import tokenize
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ MAX_SOURCE_LENGTH = 10_000
 MAX_PAREN_DEPTH = 100
 """Deepest accepted bracket nesting; checked on tokens before ``ast.parse``."""
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _OPENING = frozenset("([{")
 _CLOSING = frozenset(")]}")
 _REWRITES = {"^": "**", "=": "=="}
@@ -91,6 +93,17 @@ def _fail(message: str, source: str, construct: str,
     where = f" at line {position[0]}, column {position[1]}" if position else ""
     return ParseError(f"{construct}: {message}{where}", source=source, position=position,
                       construct=construct)
+
+
+def _check_characters(source: str) -> None:
+    """Refuse lone surrogates: text, but no Unicode character (``ast`` cannot encode them)."""
+    found = _SURROGATE.search(source)
+    if found is None:
+        return
+    before = source[:found.start()]
+    position = (before.count("\n") + 1, found.start() - (before.rfind("\n") + 1) + 1)
+    raise _fail(f"formula contains an invalid character {found.group()!r} (a lone surrogate, "
+                "not a Unicode character: remove it)", source, "invalid character", position)
 
 
 def _check_size(source: object) -> str:
@@ -164,10 +177,11 @@ def prepare_source(source: str) -> PreparedSource:
         The rewritten text with its position map.
 
     Raises:
-        ParseError: Not a string, empty, too long, brackets too deep or
-            unbalanced, or more than one top-level ``=``.
+        ParseError: Not a string, empty, too long, holding a lone surrogate,
+            brackets too deep or unbalanced, or more than one top-level ``=``.
     """
     _check_size(source)
+    _check_characters(source)
     text = source.lstrip()
     removed = source[: len(source) - len(text)]
     shift = (removed.count("\n"), len(removed) - (removed.rfind("\n") + 1))
