@@ -54,6 +54,26 @@ class ContextManifestError(DataError):
         self.errors = list(errors or [message])
 
 
+class InputTooLargeError(SRHarnessError, ValueError):
+    """A file the user gave (data, settings, a suite) is past the limit it is read with.
+
+    Attributes:
+        path: The file.
+        limit: The limit, in bytes (of the file, of one line, or of free memory).
+        size: The file's size when it was known before reading (a regular file);
+            None for a stream (a pipe, FIFO or device) refused once it passed the limit.
+        override: The environment variable that raises the limit, or None when it is fixed.
+    """
+
+    def __init__(self, message: str, *, path: str, limit: int, size: int | None = None,
+                 override: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.limit = limit
+        self.size = size
+        self.override = override
+
+
 class ToolError(SRHarnessError):
     """A tool was declared or registered incorrectly (a programmer error)."""
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from srh_core.api.endpoints import ENDPOINT_NAME_PATTERN
 from srh_core.errors import ConfigurationError, did_you_mean
+from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
 
 ToolParserName = Literal["openai", "json", "text", "xml"]
 #: Run ids name directories and Redis keys: no "." or ".." and no separators.
@@ -201,9 +202,14 @@ class SearchSettings(BaseModel):
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides: Any) -> SearchSettings:
-        """Load a TOML file (a ``[search]`` table, or top-level keys) plus overrides."""
+        """Load a TOML file (a ``[search]`` table, or top-level keys) plus overrides.
+
+        Raises:
+            ConfigurationError: The file cannot be read or parsed, or a setting is invalid.
+            InputTooLargeError: The file is larger than ``MAX_CONFIG_BYTES``.
+        """
         try:
-            document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+            document = tomllib.loads(read_limited_text(path, "settings file", MAX_CONFIG_BYTES))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
             raise ConfigurationError(f"Cannot read settings file {path}: {error}",
                                      setting="config") from error

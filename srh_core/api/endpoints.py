@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from srh_core.errors import ConfigurationError, did_you_mean
+from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
 
 ENDPOINTS_ENV = "SRH_ENDPOINTS"
 ENDPOINT_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,39}$"
@@ -100,8 +101,9 @@ class EndpointRegistry:
             ConfigurationError: Unreadable file, unknown fields, bad names or URLs.
         """
         try:
-            document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as error:
+            text = read_limited_text(path, "endpoints file", MAX_CONFIG_BYTES)
+            document = tomllib.loads(text)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
             raise ConfigurationError(f"Cannot read the endpoints file {path} "
                                      f"({ENDPOINTS_ENV}): {error}", setting=ENDPOINTS_ENV) from None
         table = document.get("endpoints", {})

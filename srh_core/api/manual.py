@@ -22,6 +22,8 @@ from srh_core.parsers import ToolLike, ToolParserName
 
 END_OF_RESPONSE = "."
 """A line holding only this ends one typed response."""
+MAX_TYPED_RESPONSE_CHARS = 4_000_000
+"""Longest typed response (a model's is at most ~1M tokens): stdin may never end."""
 
 
 @BaseAPI.register("manual")
@@ -83,10 +85,17 @@ class ManualAPI(BaseAPI):
     def _read_response(self, sample: int) -> str:
         stream = self.input_stream or sys.stdin
         lines: list[str] = []
-        for line in iter(stream.readline, ""):
+        left = MAX_TYPED_RESPONSE_CHARS
+        while line := stream.readline(left + 3):  # past the limit, with room for ".\r\n"
             text = line.rstrip("\r\n")
             if text.strip() == END_OF_RESPONSE:
                 return "\n".join(lines)
+            left -= len(line)
+            if left < 0:
+                raise ModelRequestError(
+                    f"Response {sample} goes on past {MAX_TYPED_RESPONSE_CHARS} characters "
+                    f"without a line holding a single {END_OF_RESPONSE!r}; is the input the "
+                    "right stream?", provider=self.provider, model=str(self.model))
             lines.append(text)
         if not lines:
             raise ModelRequestError(f"The input ended before response {sample} was typed.",

@@ -17,6 +17,8 @@ from typing import Any
 from srh_core.errors import ConfigurationError
 
 DESCRIPTION_WIDTH = 72
+#: Deepest nesting of --params (json.loads recurses once per level; tools need 2 or 3).
+MAX_PARAMS_DEPTH = 32
 
 
 def register(subparsers: Any) -> None:
@@ -102,6 +104,10 @@ def _tool_class(name: str) -> Any:
 
 
 def _params(text: str) -> dict[str, Any]:
+    from srh_core.json_limits import depth_problem
+
+    if problem := depth_problem(text, MAX_PARAMS_DEPTH, "--params"):
+        raise ConfigurationError(problem, setting="params")
     try:
         params = json.loads(text)
     except json.JSONDecodeError as error:

@@ -31,7 +31,8 @@ from srh_core.context.manifest_schema import (
 )
 from srh_core.context.manifest_store import read_manifest_json, write_json_atomic
 from srh_core.context.validation import DataLayout, check_context_data, check_name
-from srh_core.errors import ContextManifestError, DataError, did_you_mean
+from srh_core.errors import ContextManifestError, DataError, InputTooLargeError, did_you_mean
+from srh_core.input_limits import DATA_LIMIT_ENV, check_array_file, data_limit
 
 
 @dataclass
@@ -268,7 +269,11 @@ def _load_array(reading: _Reading, where: str, file: str) -> np.ndarray | None:
     if path is None:
         return None
     try:
+        check_array_file(path, data_limit(), DATA_LIMIT_ENV)
         value = np.load(path, allow_pickle=False)
+    except InputTooLargeError as exc:
+        reading.add(where, str(exc), "Load fewer rows, or raise the limit.")
+        return None
     except ValueError as exc:
         if "pickle" in str(exc):
             reading.add(where, f"{file} holds pickled or object data, which is never loaded.",

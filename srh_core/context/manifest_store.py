@@ -9,7 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from srh_core.errors import ContextManifestError
+from srh_core.errors import ContextManifestError, InputTooLargeError
+from srh_core.input_limits import read_limited_text
 from srh_core.json_limits import depth_problem
 
 WriteMode = Literal["atomic", "in_place"]
@@ -41,11 +42,9 @@ def read_manifest_json(path: Path) -> Any:
             not valid JSON.
     """
     try:
-        size = path.stat().st_size
-        if size > MAX_MANIFEST_BYTES:
-            raise ContextManifestError(f"{path.name} holds {size} bytes; at most "
-                                       f"{MAX_MANIFEST_BYTES} are read.")
-        text = path.read_text(encoding="utf-8")
+        text = read_limited_text(path, "manifest", MAX_MANIFEST_BYTES)
+    except InputTooLargeError as exc:
+        raise ContextManifestError(str(exc)) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ContextManifestError(f"Cannot read {path.name}: {exc}") from exc
     if problem := depth_problem(text, MAX_MANIFEST_DEPTH, path.name):

@@ -15,6 +15,14 @@ reader refuses (a missing-value token, a quoted cell, a ragged or bad row) is
 parsed again by the exact reader below, which knows the missing-value rules
 and names the line and column of a bad cell, so the result never depends on
 the reader. ``scripts/bench_csv.py`` measures the readers side by side.
+
+Bounds (:mod:`srh_core.input_limits`): a file larger than the data limit
+(``SRH_MAX_DATA_BYTES``, default 8 GiB), a line longer than ``MAX_LINE_BYTES``
+and a table that does not fit in the free memory are refused before they are
+read or allocated. A file that is not a regular file (a pipe such as
+``<(zcat data.csv.gz)``, a FIFO, a device) is first copied into a temporary
+file in chunks, so ``/dev/zero`` or an endless pipe ends at a limit instead of
+in memory.
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ import csv
 import io
 import itertools
 import os
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -31,6 +41,16 @@ from typing import BinaryIO, Literal
 import numpy as np
 
 from srh_core.errors import DataError
+from srh_core.input_limits import (
+    DATA_LIMIT_ENV,
+    MAX_LINE_BYTES,
+    check_memory,
+    check_regular_size,
+    copy_limited,
+    data_limit,
+    line_too_long,
+    too_large,
+)
 
 MISSING_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none"})
 #: Bytes of data rows parsed at a time.
@@ -55,16 +75,19 @@ class _Part:
 
 
 def load_tabular(
-    path: str | Path, *, delimiter: str = ",", engine: Engine = "auto"
+    path: str | Path, *, delimiter: str = ",", engine: Engine = "auto",
+    max_bytes: int | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Read a CSV file whose first row names the columns.
 
     Args:
-        path: The CSV file (UTF-8, an optional BOM is ignored).
+        path: The CSV file (UTF-8, an optional BOM is ignored), or a pipe or FIFO.
         delimiter: Field separator.
         engine: "auto" (pyarrow when installed and the file has at least
             ``ARROW_MIN_FILE_BYTES``, else numpy), or one reader for every part:
             "arrow", "numpy" or "exact" (the pure-Python reference).
+        max_bytes: The largest file read; None reads up to
+            :func:`~srh_core.input_limits.data_limit` (``SRH_MAX_DATA_BYTES``).
 
     Returns:
         ``(data, names)``: float64 columns keyed by name, and the names in file order.
@@ -73,17 +96,33 @@ def load_tabular(
         DataError: The file cannot be read, is empty, has no data rows, an empty
             or duplicate header name, a row with the wrong number of cells, or
             a non-numeric cell; messages give the line (1-based) and column.
+        InputTooLargeError: The file is larger than the limit, a line is longer
+            than ``MAX_LINE_BYTES``, or the table needs more than the free memory.
     """
     path = Path(path)
+    limit = data_limit() if max_bytes is None else max_bytes
     try:
-        with path.open("rb") as stream:
+        with _seekable(path, limit) as stream:
             parse = _part_parser(engine, os.fstat(stream.fileno()).st_size)
             names, start, first_line = _read_header(path, stream, delimiter)
-            parts = _split(stream, start, first_line)
+            parts = _split(path, stream, start, first_line, limit)
             table = _parse_parts(path, stream, parts, names, delimiter, parse)
     except OSError as exc:
         raise DataError(f"{path}: cannot read the CSV file: {exc}") from exc
     return {name: table[:, index] for index, name in enumerate(names)}, names
+
+
+@contextmanager
+def _seekable(path: Path, limit: int) -> Iterator[BinaryIO]:
+    """``path`` opened for reading, or for a stream (no size, no seek) a bounded copy."""
+    with path.open("rb") as source:
+        if check_regular_size(path, source, "CSV file", limit, DATA_LIMIT_ENV):
+            yield source
+            return
+        with tempfile.TemporaryFile(prefix="srh-csv-") as copy:
+            copy_limited(path, source, copy, "CSV file", limit, DATA_LIMIT_ENV, MAX_LINE_BYTES)
+            copy.seek(0)
+            yield copy
 
 
 def _part_parser(engine: Engine, size: int) -> PartParser | None:
@@ -103,9 +142,11 @@ def _part_parser(engine: Engine, size: int) -> PartParser | None:
 def _read_header(path: Path, stream: BinaryIO, delimiter: str) -> tuple[list[str], int, int]:
     """The header names, the offset of the first data row and its line number."""
     for line_number in itertools.count(1):
-        raw = stream.readline()
+        raw = stream.readline(MAX_LINE_BYTES + 1)
         if not raw:
             raise DataError(f"{path}: the file is empty; expected a header row and data rows.")
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            raise line_too_long(path, "CSV file", line_number, MAX_LINE_BYTES)
         text = _decode(path, raw, line_number).lstrip("\ufeff") if line_number == 1 \
             else _decode(path, raw, line_number)
         cells = _rows(path, text, delimiter, line_number)
@@ -121,12 +162,19 @@ def _decode(path: Path, raw: bytes, line: int) -> str:
         raise DataError(f"{path}, line {line}: cannot read the CSV file: {exc}") from exc
 
 
-def _split(stream: BinaryIO, start: int, first_line: int) -> list[_Part]:
-    """Cut the data rows into parts of about PART_BYTES at line ends, counting lines."""
+def _split(path: Path, stream: BinaryIO, start: int, first_line: int, max_bytes: int
+           ) -> list[_Part]:
+    """Cut the data rows into parts of about PART_BYTES at line ends, counting lines.
+
+    A file that grows past ``max_bytes`` while it is read, or a line longer than
+    MAX_LINE_BYTES (one part holds it whole), is refused.
+    """
     parts: list[_Part] = []
     part_start, part_lines, line, block_start, last = start, 0, first_line, start, b"\n"
     stream.seek(start)
     while block := stream.read(READ_BYTES):
+        if block_start + len(block) > max_bytes:
+            raise too_large(path, "CSV file", max_bytes, block_start + len(block), DATA_LIMIT_ENV)
         offset = 0
         while (limit := part_start + PART_BYTES - block_start) <= len(block):
             cut = block.rfind(b"\n", offset, max(limit, offset))
@@ -140,6 +188,8 @@ def _split(stream: BinaryIO, start: int, first_line: int) -> list[_Part]:
             part_start, part_lines, offset = block_start + cut + 1, 0, cut + 1
         part_lines += block.count(b"\n", offset)
         block_start, last = block_start + len(block), block[-1:]
+        if block_start - part_start > PART_BYTES + MAX_LINE_BYTES:
+            raise line_too_long(path, "CSV file", line + part_lines, MAX_LINE_BYTES)
     if block_start > part_start:
         parts.append(_Part(part_start, block_start, line, part_lines + (last != b"\n")))
     return parts
@@ -147,7 +197,9 @@ def _split(stream: BinaryIO, start: int, first_line: int) -> list[_Part]:
 
 def _parse_parts(path: Path, stream: BinaryIO, parts: list[_Part], names: list[str],
                  delimiter: str, parse: PartParser | None) -> np.ndarray:
-    table = np.empty((sum(part.lines for part in parts), len(names)), order="F")
+    rows = sum(part.lines for part in parts)
+    check_memory(path, rows * len(names) * 8, f"{rows} rows x {len(names)} columns of float64")
+    table = np.empty((rows, len(names)), order="F")
     row = 0
     for part in parts:
         stream.seek(part.start)

@@ -36,8 +36,12 @@ from typing import Any
 import numpy as np
 
 from srh_core.errors import ConfigurationError, did_you_mean
+from srh_core.input_limits import MAX_JSON_BYTES, read_limited_text
+from srh_core.json_limits import depth_problem
 
 SOLVED_TOLERANCE = 1e-6
+#: Deepest nesting of arrays and objects in a suite file (the format needs 4).
+MAX_SUITE_DEPTH = 32
 TINY = 1e-300
 DEFAULT_SAMPLES = 2_000
 JUDGE_SAMPLES = 1_000
@@ -216,6 +220,8 @@ def _builtin(name: str) -> Suite:
 
 
 def _parse_suite(text: str, origin: str) -> Suite:
+    if problem := depth_problem(text, MAX_SUITE_DEPTH, f"Suite file {origin}"):
+        raise ConfigurationError(problem, setting="suite")
     try:
         document = json.loads(text)
         problems = tuple(problem_from_dict(entry) for entry in document["problems"])
@@ -230,6 +236,11 @@ def load_suite(path: str | Path | None = None) -> Suite:
     A path that does not exist but whose name is a built-in suite's
     (``strogatz``, ``network``, ``feynman``) loads that suite, so sweep files
     may say ``suite = "strogatz"``.
+
+    Raises:
+        ConfigurationError: The file cannot be read, nests deeper than
+            ``MAX_SUITE_DEPTH`` or is not a valid suite.
+        InputTooLargeError: The file is larger than ``MAX_JSON_BYTES``.
     """
     if path is None:
         return _builtin("feynman")
@@ -237,7 +248,7 @@ def load_suite(path: str | Path | None = None) -> Suite:
                                        and Path(path).name in BUILTIN_SUITES):
         return _builtin(Path(path).name)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
+        text = read_limited_text(path, "suite file", MAX_JSON_BYTES)
+    except (OSError, UnicodeDecodeError) as error:
         raise ConfigurationError(f"Cannot read suite file {path}: {error}") from error
     return _parse_suite(text, str(path))

@@ -45,3 +45,14 @@ def test_manual_from_factory_with_json_mode():
     api = BaseAPI.create("manual", tool_list=SAMPLE_TOOLS, tool_parser_name="json",
                          input_stream=typed, output_stream=io.StringIO())
     assert api("x").tool_calls[0][0].params == {"formula": "x0"}
+
+
+def test_a_typed_response_that_never_ends_is_refused(monkeypatch: pytest.MonkeyPatch):
+    from srh_core.api import manual
+
+    monkeypatch.setattr(manual, "MAX_TYPED_RESPONSE_CHARS", 100)
+    typed = io.StringIO("x" * 60 + "\n" + "y" * 60)  # /dev/zero as stdin: no end, no newline
+    with pytest.raises(ModelRequestError, match="Response 1 goes on past 100 characters"):
+        ManualAPI(input_stream=typed, output_stream=io.StringIO())("x").result()
+    exact = io.StringIO("x" * 98 + "\n.\n")
+    assert ManualAPI(input_stream=exact, output_stream=io.StringIO())("x").contents == ["x" * 98]

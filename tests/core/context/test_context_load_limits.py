@@ -67,3 +67,37 @@ def test_a_huge_axis_is_refused_before_anything_is_allocated(tmp_path: Path) -> 
                            "axes": {"s": {"size": 10**15}}})
     with pytest.raises(ContextManifestError, match="less than or equal to 100000000"):
         load_context_data(_store(tmp_path, manifest))
+
+
+def test_an_array_past_the_data_limit_is_refused_with_the_variable_to_raise(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SRH_MAX_DATA_BYTES", "100")
+    manifest = json.dumps({"target": "y", "variables": {"y": {"file": "y.npy"}}})
+    with pytest.raises(ContextManifestError, match=r"variables\.y\.file: The array file .*y\.npy "
+                                                   r"is larger than 100 bytes.*SRH_MAX_DATA_BYTES"):
+        load_context_data(_store(tmp_path, manifest))
+
+
+def test_an_array_header_declaring_a_huge_shape_is_refused_before_np_load(tmp_path: Path) -> None:
+    import io
+
+    from numpy.lib import format as npy
+
+    buffer = io.BytesIO()
+    npy.write_array_header_1_0(buffer, {"descr": "<f8", "fortran_order": False,
+                                        "shape": (10**12,)})
+    manifest = json.dumps({"target": "y", "variables": {"y": {"file": "y.npy"}}})
+    store = _store(tmp_path, manifest)
+    (store / "y.npy").write_bytes(buffer.getvalue() + np.arange(4.0).tobytes())
+    with pytest.raises(ContextManifestError, match="The array file .* holds 7.28 TiB"):
+        load_context_data(store)
+
+
+def test_a_manifest_past_its_limit_is_refused(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from srh_core.context import manifest_store
+
+    monkeypatch.setattr(manifest_store, "MAX_MANIFEST_BYTES", 10)
+    with pytest.raises(ContextManifestError, match="The manifest .*manifest.json is larger than "
+                                                   "10 bytes"):
+        load_context_data(_store(tmp_path, json.dumps({"target": "y", "variables": {}})))

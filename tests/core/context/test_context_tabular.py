@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from srh_core.context import AgentContext, load_tabular
-from srh_core.errors import DataError
+from srh_core.errors import DataError, InputTooLargeError
 
 
 def write(tmp_path: Path, text: str, name: str = "data.csv") -> Path:
@@ -131,3 +133,78 @@ def test_columns_share_one_float_block(tmp_path: Path) -> None:
     data, _ = load_tabular(write(tmp_path, "x,y\n1,2\n3,4\n"))
     assert data["x"].base is data["y"].base is not None
     assert all(column.flags.c_contiguous for column in data.values())
+
+
+# ------------------------------------------------------------------ bounds (issue 22)
+
+
+def test_a_file_past_the_data_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = write(tmp_path, "x,y\n" + "1,2\n" * 100)
+    assert load_tabular(path, max_bytes=404)[0]["y"].size == 100
+    with pytest.raises(InputTooLargeError, match="larger than 403 bytes.*holds 404 bytes; set "
+                                                 "SRH_MAX_DATA_BYTES to raise the limit"):
+        load_tabular(path, max_bytes=403)
+
+
+def test_the_data_limit_defaults_to_the_environment(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SRH_MAX_DATA_BYTES", "10")
+    with pytest.raises(InputTooLargeError, match="larger than 10 bytes"):
+        load_tabular(write(tmp_path, "x,y\n1,2\n3,4\n"))
+
+
+def test_dev_zero_ends_at_the_first_line_limit() -> None:
+    with pytest.raises(InputTooLargeError, match="/dev/zero, line 1: the line goes on past "
+                                                 "16 MiB without a line end"):
+        load_tabular("/dev/zero")
+
+
+def test_a_pipe_of_csv_text_loads_like_the_file(tmp_path: Path) -> None:
+    reader, writer = os.pipe()
+    with os.fdopen(writer, "wb") as stream:  # fits in the pipe's buffer: no writer thread
+        stream.write(b"x,y\n1,2\n3,4\n")
+    try:
+        data, names = load_tabular(f"/dev/fd/{reader}")
+    finally:
+        os.close(reader)
+    assert names == ["x", "y"] and data["y"].tolist() == [2.0, 4.0]
+
+
+def test_an_endless_fifo_stops_at_the_data_limit(tmp_path: Path) -> None:
+    path = tmp_path / "endless.csv"
+    os.mkfifo(path)
+
+    def write_forever() -> None:
+        with path.open("wb") as stream:
+            try:
+                while True:
+                    stream.write(b"1,2\n" * 16384)
+            except BrokenPipeError:
+                pass
+
+    writer = threading.Thread(target=write_forever, daemon=True)
+    writer.start()
+    with pytest.raises(InputTooLargeError, match="is a stream .* went on past that"):
+        load_tabular(path, max_bytes=4 * 1024 * 1024)
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+
+
+def test_a_data_line_longer_than_the_line_limit(tmp_path: Path, small_parts: None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from srh_core.context import tabular
+
+    monkeypatch.setattr(tabular, "MAX_LINE_BYTES", 100)
+    path = write(tmp_path, "x,y\n1,2\n3," + "4" * 500 + "\n5,6\n")
+    with pytest.raises(InputTooLargeError, match="line 3: the line goes on past 100 bytes"):
+        load_tabular(path)
+
+
+def test_a_table_larger_than_free_memory_is_refused_before_allocation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from srh_core import input_limits
+
+    monkeypatch.setattr(input_limits, "available_memory", lambda: 47)
+    with pytest.raises(InputTooLargeError, match=r"needs 48 bytes of memory \(3 rows x 2 "
+                                                 r"columns of float64\) but only 47 bytes"):
+        load_tabular(write(tmp_path, "x,y\n1,2\n3,4\n5,6\n"))
