@@ -280,11 +280,13 @@ def handle_result(args: argparse.Namespace) -> int:
 
 
 def handle_cancel(args: argparse.Namespace) -> int:
+    from srh_workers.flow.tasks import sender
     from srh_workers.submit import cancel_run
 
-    client, _ = _connections()
-    cancel_run(_checked(client), args.run_id)
-    print(f"Run {args.run_id} will stop at its branches' next steps.", file=sys.stderr)
+    client, app = _connections()
+    released = cancel_run(_checked(client), args.run_id, sender(app))
+    parked = f"; its {len(released)} parked step(s) were sent to end now" if released else ""
+    print(f"Run {args.run_id} will stop at its branches' next steps{parked}.", file=sys.stderr)
     return 0
 
 

@@ -191,15 +191,36 @@ def list_runs(client: Redis, limit: int = 20) -> list[str]:
     return [_text(run_id) for run_id in client.zrevrange(RUNS_INDEX, 0, limit - 1)]
 
 
-def cancel_run(client: Redis, run_id: str) -> None:
+def cancel_run(client: Redis, run_id: str, send: Send | None = None) -> list[Action]:
     """Ask a run to stop at its branches' next steps (it ends "interrupted", "cancelled").
+
+    A paused interactive run holds its branches parked in Redis, with no task to
+    reach a next step: with ``send``, those steps are re-sent now and end their
+    branches at once, so the run gets its result without a resume or a kick.
+
+    Args:
+        client: Redis of the run store.
+        run_id: The run.
+        send: Enqueues one action (:func:`srh_workers.flow.tasks.sender`); without
+            it a parked run ends only when its steps are sent (``srh kick``).
+
+    Returns:
+        The parked steps re-sent.
 
     Raises:
         SearchStateError: The run is unknown.
     """
     from srh_core.agent.outcome import STOP_CANCELLED
+    from srh_workers.control.runtime import release_stopped
 
-    _store(client, run_id)[1].request_stop(STOP_CANCELLED)
+    store = _store(client, run_id)[1]
+    store.request_stop(STOP_CANCELLED)
+    if send is None:
+        return []
+    actions = release_stopped(store)
+    for action in actions:
+        send(action)
+    return actions
 
 
 def wait_for_result(client: Redis, run_id: str, *, timeout: float | None = None,

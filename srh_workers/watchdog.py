@@ -23,7 +23,8 @@ interval) and the winner checks the runs:
   and waiting for the stall threshold would add it to the outage (or more: a
   redelivered task of one branch is progress that hides another's loss);
 - a run that has a result or no spec any more leaves the zset; a paused
-  interactive run (state ``paused``) is left alone, its steps are parked on purpose.
+  interactive run (state ``paused``) is left alone, its steps are parked on
+  purpose, unless it was asked to stop (then its steps must run to end it).
 
 Why a kick is safe: every task is idempotent (see :mod:`srh_workers.flow.steps`),
 and the stall threshold is at least the longest time a task may hold its
@@ -181,8 +182,10 @@ class Watchdog:
 
 
 def _paused(store: RedisRunStore) -> bool:
+    """Paused on purpose: a stopped run is not, its parked steps must run to end it."""
     state = store.control_state()
-    return state is not None and (state.get("manager") or {}).get("state") == "paused"
+    return state is not None and (state.get("manager") or {}).get("state") == "paused" \
+        and store.stop_reason() is None
 
 
 __all__ = ["Kick", "Watchdog"]

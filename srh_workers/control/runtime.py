@@ -14,6 +14,10 @@ function here is a no-op that costs nothing. For an interactive run:
   next_r, see :mod:`srh_workers.control.channel`, or a boundary that finds
   input queued) takes the parked steps in the same transaction and re-sends
   each once (:func:`parked_actions`);
+- a stop (``srh cancel``, a failed branch) reaches a paused run at once:
+  :func:`release_stopped` takes the parked steps and the caller re-sends
+  them; each sees the stop flag and ends its branch instead of parking again,
+  and a step that parks while the stop is sent takes them itself;
 - :func:`agent_options` gives the agent its Redis controls and pause options;
 - :func:`finish_controls` ends the controls when the run has its result.
 """
@@ -26,12 +30,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from srh_workers.control.agent import RedisAgentControls
-from srh_workers.control.state import finished, is_running, parked
+from srh_workers.control.state import finished, is_running, parked, stopping
 from srh_workers.flow.names import Action, step_action, whole_run_action
 
 if TYPE_CHECKING:
     from srh_core.types import SearchResult
     from srh_workers.flow.runtime import RunRuntime
+    from srh_workers.store import RedisRunStore
 
 RUN_MEMBER = "run"
 _CONTROLS: weakref.WeakKeyDictionary[Any, RedisAgentControls] = weakref.WeakKeyDictionary()
@@ -86,20 +91,43 @@ def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action
 
     Returns:
         Whether the step is parked (the task returns), and the parked steps a
-        release at this boundary (input queued) lets go.
+        release at this boundary (input queued) or a stop lets go.
     """
     if not is_interactive(rt) or is_running(rt.store.control_state()):
         return False, []
     update = rt.store.update_control(parked(step_member(R, C, L), R))
-    return bool(update.outcome), parked_actions(rt.run_id, update.released)
+    released = parked_actions(rt.run_id, update.released)
+    if update.outcome:
+        released += _released_by_stop(rt)
+    return bool(update.outcome), released
 
 
-def park_run(rt: RunRuntime, owner: str) -> bool:
-    """Before the whole-run task opens a step: park the run (and give up its lock)?"""
+def park_run(rt: RunRuntime, owner: str) -> tuple[bool, list[Action]]:
+    """Before the whole-run task opens a step: park the run (and give up its lock)?
+
+    Returns:
+        Whether the run is parked (the chunk ends), and what a stop lets go.
+    """
     if not is_interactive(rt) or is_running(rt.store.control_state()):
-        return False
+        return False, []
     update = rt.store.update_control(parked(RUN_MEMBER, None, unlock=True), lock_owner=owner)
-    return bool(update.outcome)
+    if not update.outcome:
+        return False, []
+    return True, _released_by_stop(rt)
+
+
+def release_stopped(store: RedisRunStore) -> list[Action]:
+    """The run was asked to stop: take its parked steps, to be re-sent (they end at once).
+
+    Whoever takes a parked step re-sends it, once; nothing for a run without controls.
+    """
+    return parked_actions(store.run_id, store.update_control(stopping()).released)
+
+
+def _released_by_stop(rt: RunRuntime) -> list[Action]:
+    # A stop that came while this step parked may have taken the held set before the step
+    # joined it: read the flag after parking, so one of the two re-sends the step.
+    return release_stopped(rt.store) if rt.store.stop_reason() is not None else []
 
 
 def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
@@ -109,4 +137,4 @@ def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
 
 
 __all__ = ["RUN_MEMBER", "agent_options", "finish_controls", "is_interactive", "park_run",
-           "park_step", "parked_actions", "run_controls", "step_member"]
+           "park_step", "parked_actions", "release_stopped", "run_controls", "step_member"]

@@ -13,8 +13,10 @@ collects the events the manager published and returns the
 
 A release (a paused run going on: resume, a message, next_c, next_r) takes
 the parked steps in the same transaction, so the caller re-sends each
-exactly once. The force-pause flag is set by an accepted force-pause and
-cleared by the release: while it is set, tools and model requests of the
+exactly once; so does a stop (:func:`stopping`): a cancelled run's parked
+steps must run to end their branches, or the run would wait for a resume.
+The force-pause flag is set by an accepted force-pause and cleared by the
+release: while it is set, tools and model requests of the
 run are cut (see :class:`~srh_workers.control.agent.RedisCancelSignal`).
 """
 
@@ -190,6 +192,17 @@ def finished(status: str, reason: str | None) -> Any:
         loaded.manager.publish_event(kind, {"status": status, "reason": reason})
         loaded.released_since("running")
         return loaded.change(release=True)
+    return decide
+
+
+def stopping() -> Any:
+    """``decide``: the run was asked to stop (``srh cancel``, a failed branch): its parked
+    steps go on, to end (a step sees the stop flag before it would park again).
+
+    The state is left as it is: the task that writes the result ends the controls.
+    """
+    def decide(stored: Stored, taken: Stored) -> ControlChange | None:
+        return None if stored is None else ControlChange(release=True)
     return decide
 
 

@@ -64,6 +64,12 @@ def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
 
     finish_controls(rt, result)
 
+
+def release_stopped(rt: RunRuntime) -> list[Action]:
+    from srh_workers.control.runtime import is_interactive, release_stopped
+
+    return release_stopped(rt.store) if is_interactive(rt) else []
+
 logger = logging.getLogger("srh.workers")
 
 
@@ -115,7 +121,7 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
             return end_branch(rt, branch)
         parked, released = park_step(rt, R, C, L)  # interactive: a paused run parks the step
         if parked:
-            return []
+            return released  # what a stop sent while it parked lets go (this step included)
         agent = rt.agent()
         with rt.bounded_requests(agent):
             plan = agent.open_step(branch)
@@ -194,12 +200,13 @@ def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
     """
     rt.store.request_stop(reason)
     reason = rt.store.stop_reason() or reason  # a cancel (or a failure) that came first wins
+    released = release_stopped(rt)  # a paused run's parked siblings end now, not at a resume
     branch = rt.store.load_branch(R, C)
     if branch.finished:
-        return []
+        return released
     branch.stop(reason)
     rt.store.save_branches([branch])
-    return end_branch(rt, branch)
+    return released + end_branch(rt, branch)
 
 
 def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:

@@ -43,6 +43,7 @@ class ChunkControl:
         self.owner = owner
         self.budget = budget
         self.parked = False
+        self.released: list[Action] = []  # parked continuations a stop let go
         first = budget()
         self.margin = None if first is None else max(MIN_CHUNK_MARGIN_SECONDS,
                                                      CHUNK_MARGIN_FRACTION * first)
@@ -56,9 +57,11 @@ class ChunkControl:
             return True
         if not self.rt.store.hold_lock(self.owner, LOCK_SECONDS):
             return True
+        if self.stop_reason() is not None:  # a stopped run ends its branches, never parks
+            return False
         from srh_workers.control.runtime import park_run
 
-        self.parked = park_run(self.rt, self.owner)  # interactive: a paused run parks here
+        self.parked, self.released = park_run(self.rt, self.owner)  # a paused run parks here
         return self.parked
 
 
@@ -97,8 +100,8 @@ def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
             return []
     finally:
         store.release_lock(owner)
-    if control.parked:  # a release of the pause sends the continuation
-        return []
+    if control.parked:  # a release of the pause (or a stop) sends the continuation
+        return control.released
     logger.info("run %s: chunk of %.1f s done; continuing in a new task", rt.run_id,
                 time.monotonic() - started)
     return [whole_run_action(rt.run_id)]

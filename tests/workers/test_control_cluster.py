@@ -9,6 +9,7 @@ redis-server and one worker per queue serve the module's tests.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections import Counter
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.integration
 FORMULAS = ("x1*x2", "x1 + x2", "x2**2", "x1*x2 + x1")
 HINT = "Hint: y grows with the square of x2."
 DEADLINE = 60.0
+CANCEL_SECONDS = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +140,17 @@ class Steered:
                 if e["kind"] == "command_received"]
 
 
+def cluster_cli(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``srh``'s main, talking to ``cluster`` (its commands read the environment)."""
+    from srh_core.cli import main
+
+    monkeypatch.setenv("SRH_REDIS_URL", cluster.url)
+    monkeypatch.setenv("SRH_BROKER_URL", cluster.url)
+    monkeypatch.setenv("SRH_TASK_MODULES", "none")
+    monkeypatch.setattr("srh_workers.app._app", None)
+    return main
+
+
 def hints(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"]
             if m["role"] == "user" and MESSAGE_PREFIX in str(m["content"])]
@@ -200,12 +213,7 @@ def test_a_whole_run_task_ends_its_chunk_when_paused_and_a_message_sends_it_agai
     assert not steered.client.exists(RunKeys(run.run_id).lock)   # the chunk let the run go
     run.assert_nothing_in_flight(status)
 
-    from srh_core.cli import main
-
-    monkeypatch.setenv("SRH_REDIS_URL", steered.url)
-    monkeypatch.setenv("SRH_BROKER_URL", steered.url)
-    monkeypatch.setenv("SRH_TASK_MODULES", "none")
-    monkeypatch.setattr("srh_workers.app._app", None)
+    main = cluster_cli(steered, monkeypatch)
     before = len(run.bodies())
     assert main(["message", run.run_id, HINT]) == 0      # the CLI, by run id
     run.wait_for_requests(before + 1)
@@ -268,3 +276,33 @@ def test_force_pause_cancels_a_model_request_in_flight_on_a_worker(steered, mode
     first = run.store.node_record(run.store.node_id(1, 1, 1, 1))
     assert first["detail"]["message"]["content"] == ""             # kept, as cancelled
     assert run.store.load_plan(1, 1, 2).prompt[-1]["content"] == FORCE_PAUSE_NOTICE
+
+
+@pytest.mark.parametrize("granularity", ["step", "run"])
+def test_srh_cancel_ends_a_paused_run_at_once(steered, model, monkeypatch, capsys, granularity):
+    model.respond_with(evaluating_reply(FORMULAS, delay=0.3))
+    run = Steered(steered, model, f"steer-cancel-{granularity}", max_restart_loop=2,
+                  global_width=2, max_refinement_depth=3, local_sample_size=1,
+                  granularity=granularity)
+    run.wait_for_requests(1)
+    run.send("pause")
+    run.wait_parked()                        # nothing of the run holds a worker now
+    main = cluster_cli(steered, monkeypatch)
+    cancelled = time.monotonic()
+    assert main(["cancel", run.run_id]) == 0
+    result = steered.result(run.run_id, timeout=CANCEL_SECONDS)     # no kick, no resume
+    with capsys.disabled():
+        print(f"cancel of a paused run ({granularity}): result "
+              f"{time.monotonic() - cancelled:.1f} s after srh cancel")
+    assert (result.status, result.stop_reason) == ("interrupted", "cancelled")
+    assert "parked step(s) were sent to end now" in capsys.readouterr().err
+    path = steered.directory / "runs" / run.run_id / "result.json"
+    wait_until(path.exists, CANCEL_SECONDS, "the run directory's result")
+    assert json.loads(path.read_text())["stop_reason"] == "cancelled"
+    assert main(["status", run.run_id, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "interrupted"
+    assert main(["result", run.run_id, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "interrupted"
+    status = run.control.read_status()
+    assert status["interaction_state"] == "idle" and status["held"] == []
+    assert run.received() == ["pause"]

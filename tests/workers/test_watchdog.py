@@ -140,6 +140,19 @@ def test_finished_gone_and_paused_runs_are_not_kicked(client: redis.Redis) -> No
     assert client.zscore(ACTIVE_RUNS, paused) is not None  # still watched once released
 
 
+def test_a_paused_run_asked_to_stop_is_kicked(client: redis.Redis) -> None:
+    run_id, _ = submitted(client)
+    store = RedisRunStore.open(client, run_id)
+    client.set(store.keys.control, json.dumps({"manager": {"state": "paused"}}))
+    store.request_stop("cancelled")         # its parked steps must run to end the run
+    client.zadd(ACTIVE_RUNS, {run_id: 0})
+    sent: list[Action] = []
+    dog = watchdog(client, sent)
+    dog.check_runs(now=time.time())
+    kicks = dog.check_runs(now=time.time() + STALL + 1)
+    assert run_id in {k.run_id for k in kicks} and [a for a in sent if a.args[0] == run_id]
+
+
 def test_one_worker_checks_per_interval(client: redis.Redis) -> None:
     client.delete(WATCHDOG_LOCK)
     first, second = watchdog(client, []), Watchdog(client, lambda a: None, STALL, 1.0, "other")
