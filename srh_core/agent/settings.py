@@ -6,9 +6,11 @@ types and ranges and the model is frozen, so a run's settings cannot drift.
 Types are strict: nothing is coerced (``max_refinement_depth = true`` and
 ``time_limit = "10"`` are errors, not 1 and 10.0); an int is accepted where
 a float is expected, and any sequence of strings for the list settings.
-Settings load from TOML (a ``[search]`` table or a flat file) and are written
-into the run directory as ``settings.json``. Every error names the setting
-and its allowed values, in one line.
+Settings load from TOML (a ``[search]`` table or a flat file, nothing else:
+a key or table outside ``[search]``, or an unknown table, is an error naming
+it and where it belongs) and are written into the run directory as
+``settings.json``. Every error names the setting and its allowed values, in
+one line.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ ToolParserName = Literal["openai", "json", "text", "xml"]
 #: Run ids name directories and Redis keys: no "." or ".." and no separators.
 RUN_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
 MAX_SEED = 2**32 - 1
+#: The table of a settings file that holds the settings (a file without it holds them flat).
+SEARCH_TABLE = "search"
+#: Tables of a sweep file (``srh sweep FILE``), named in the hint when one is given as --config.
+SWEEP_FILE_TABLES = frozenset({"sweep", "settings", "variants", "datasets"})
 
 
 class SearchSettings(BaseModel):
@@ -205,7 +211,9 @@ class SearchSettings(BaseModel):
         """Load a TOML file (a ``[search]`` table, or top-level keys) plus overrides.
 
         Raises:
-            ConfigurationError: The file cannot be read or parsed, or a setting is invalid.
+            ConfigurationError: The file cannot be read or parsed; a key or table
+                is outside ``[search]`` or unknown (the message names it and where
+                it belongs); a setting is invalid.
             InputTooLargeError: The file is larger than ``MAX_CONFIG_BYTES``.
         """
         try:
@@ -213,22 +221,72 @@ class SearchSettings(BaseModel):
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
             raise ConfigurationError(f"Cannot read settings file {path}: {error}",
                                      setting="config") from error
-        table = document.get("search", document)
-        if not isinstance(table, Mapping):
-            raise ConfigurationError(
-                f"The 'search' entry of {path} must be a table of settings ([search] with "
-                f"key = value lines). Got {table!r} instead.", setting="search")
+        table = settings_table(document, path)
         given = {k: v for k, v in overrides.items() if v is not None}
         try:
             return cls.build(**{**table, **given})
         except ConfigurationError as error:
             if error.setting in table and error.setting not in given:
-                raise ConfigurationError(f"{path}: {error}", setting=error.setting) from None
+                where = f"{path}, [search]" if table is not document else str(path)
+                raise ConfigurationError(f"{where}: {error}", setting=error.setting) from None
             raise
 
     def replace(self, **changes: Any) -> SearchSettings:
         """A validated copy with ``changes`` applied."""
         return type(self).build(**{**self.model_dump(), **changes})
+
+
+def settings_table(document: Mapping[str, Any], path: str | Path) -> Mapping[str, Any]:
+    """The settings of a settings file: its ``[search]`` table, or else its top-level keys.
+
+    A file with a ``[search]`` table holds nothing else; a file without one
+    holds settings only (a setting's own table, such as ``[prices]``, included).
+    Unknown settings inside the table are :meth:`SearchSettings.build`'s to report.
+
+    Raises:
+        ConfigurationError: ``search`` is not a table, or a key or table is outside
+            ``[search]`` or is not a setting; the message names it and where it belongs.
+    """
+    if SEARCH_TABLE not in document:
+        for key, value in document.items():
+            if isinstance(value, Mapping) and key not in SearchSettings.model_fields:
+                raise _unknown_table(key, value, path)
+        return document
+    table = document[SEARCH_TABLE]
+    if not isinstance(table, Mapping):
+        raise ConfigurationError(
+            f"The 'search' entry of {path} must be a table of settings ([search] with "
+            f"key = value lines). Got {table!r} instead.", setting=SEARCH_TABLE)
+    for key, value in document.items():
+        if key != SEARCH_TABLE:
+            raise _outside_search(key, value, path)
+    return table
+
+
+def _outside_search(key: str, value: Any, path: str | Path) -> ConfigurationError:
+    """The error for ``key`` found at the top level of a file that has a ``[search]`` table."""
+    if key in SearchSettings.model_fields and isinstance(value, Mapping):
+        message = (f"{path}: the [{key}] table is outside the [search] table; settings "
+                   f"belong in [search]: write it as [search.{key}].")
+    elif key in SearchSettings.model_fields:
+        message = (f"{path}: the setting {key!r} is at the top level, outside the [search] "
+                   "table, where settings belong; move it below the [search] line.")
+    elif isinstance(value, Mapping):
+        return _unknown_table(key, value, path)
+    else:
+        message = (f"{path}: unknown key {key!r} at the top level, outside the [search] "
+                   f"table; a file with a [search] table holds nothing else."
+                   f"{did_you_mean(key, SearchSettings.model_fields)}")
+    return ConfigurationError(message, setting=key)
+
+
+def _unknown_table(key: str, value: Mapping[str, Any], path: str | Path) -> ConfigurationError:
+    keys = ", ".join(repr(name) for name in list(value)[:3]) or "no keys"
+    message = (f"{path}: unknown table [{key}] (holding {keys}); settings belong in the "
+               f"[search] table.{did_you_mean(key, (SEARCH_TABLE, 'prices'))}")
+    if key in SWEEP_FILE_TABLES:
+        message += f" [{key}] is a table of sweep files: run one with `srh sweep FILE`."
+    return ConfigurationError(message, setting=key)
 
 
 def _configuration_error(error: ValidationError) -> ConfigurationError:

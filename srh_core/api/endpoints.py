@@ -107,9 +107,12 @@ class EndpointRegistry:
             raise ConfigurationError(f"Cannot read the endpoints file {path} "
                                      f"({ENDPOINTS_ENV}): {error}", setting=ENDPOINTS_ENV) from None
         table = document.get("endpoints", {})
-        if not isinstance(table, dict) or set(document) - {"endpoints"}:
+        other = sorted(set(document) - {"endpoints"})
+        if not isinstance(table, dict) or other:
+            found = (f" Got the top-level key {other[0]!r}.{did_you_mean(other[0], ['endpoints'])}"
+                     if other else "")
             raise ConfigurationError(f"The endpoints file {path} must hold only "
-                                     "[endpoints.<name>] tables.", setting=ENDPOINTS_ENV)
+                                     f"[endpoints.<name>] tables.{found}", setting=ENDPOINTS_ENV)
         return cls({name: _endpoint(name, body, path) for name, body in table.items()})
 
     @classmethod

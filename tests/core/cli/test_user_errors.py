@@ -92,6 +92,15 @@ CASES = {
                              "'max_refinement_depth'?"),
     "toml_choice": (_toml('[search]\ntool_parser = "yaml"\n'),
                     "The 'tool_parser' setting must be one of 'openai', 'json', 'text', 'xml'."),
+    "toml_key_outside_search": (_toml("max_refinement_depth = 2\n[search]\nseed = 1\n"),
+                                "the setting 'max_refinement_depth' is at the top level, outside "
+                                "the [search] table"),
+    "toml_key_in_unknown_table": (_toml("[search]\nseed = 1\n[budget]\nmax_cost = 1.0\n"),
+                                  "unknown table [budget] (holding 'max_cost'); settings belong "
+                                  "in the [search] table."),
+    "toml_misspelt_table": (_toml("[serch]\nmax_refinement_depth = 2\n"),
+                            "unknown table [serch] (holding 'max_refinement_depth'); settings "
+                            "belong in the [search] table. Did you mean 'search'?"),
     "two_rows": (lambda tmp: [*_csv(["x,y", "1,2", "2,4"])(tmp), "--target", "y"],
                  "The data has 2 row(s): too few for a validation split of 0.2"),
     "one_row": (lambda tmp: [*_csv(["x,y", "1,2"])(tmp), "--target", "y"],
