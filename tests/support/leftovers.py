@@ -6,6 +6,10 @@ server or worker started by a module- or session-scoped fixture before the
 test, and its own children, are not the test's), or carries the test's token
 in its environment (so a process that escaped into its own session and was
 re-parented to init is still found). Zombies have ended and do not count.
+
+A longer-lived fixture that starts a process during a test (a module's
+cluster reviving a worker the test killed) owns it: it calls :func:`adopt`,
+and that process and its children are not the test's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,14 @@ from dataclasses import dataclass
 TOKEN_VARIABLE = "SRH_TEST_PROCESS_TOKEN"
 #: Processes the interpreter owns for its whole life (not any test's).
 INTERPRETER_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+_adopted: set[int] = set()
+
+
+def adopt(pid: int) -> None:
+    """``pid`` (and its children) belongs to a fixture that outlives the test."""
+    _adopted.add(pid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +73,22 @@ def leftovers(root: int, before: set[int], token: str) -> list[ProcessInfo]:
     new = {pid: found for pid in pids() - before if (found := info(pid)) is not None}
     ours: list[ProcessInfo] = []
     for process in new.values():
-        if process.state in ("Z", "X") or _interpreter_helper(process):
+        if process.state in ("Z", "X") or _interpreter_helper(process) or _is_adopted(process):
             continue
         if _new_descendant(process, new, root) or has_token(process.pid, token):
             ours.append(process)
     return ours
+
+
+def _is_adopted(process: ProcessInfo) -> bool:
+    current: ProcessInfo | None = process
+    for _ in range(64):
+        if current is None or current.pid <= 1:
+            return False
+        if current.pid in _adopted:
+            return True
+        current = info(current.ppid)
+    return False
 
 
 def _interpreter_helper(process: ProcessInfo) -> bool:

@@ -24,6 +24,7 @@ import redis
 from srh_core.agent import SearchSettings
 from srh_workers.store import ACTIVE_RUNS, RedisRunStore
 from srh_workers.submit import cancel_run, run_status, submit_run
+from tests.support import leftovers
 from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.workers.cluster import Cluster
 from tests.workers.conftest import RedisOptions, RedisServer, _redis_binary
@@ -53,12 +54,16 @@ class RecoveryCluster(Cluster):
     tools: WorkerProcess
 
     def revive(self) -> None:
+        """Restart what a test killed; the module's fixture owns the new processes."""
         if not self.server.running:
             self.server.start()
+            leftovers.adopt(self.server.process.pid)
         if not getattr(self, "branches", None) or not self.branches.alive:
             self.branches = self.start("branches", concurrency=2, wait=False)
+            leftovers.adopt(self.branches.process.pid)
         if not getattr(self, "tools", None) or not self.tools.alive:
             self.tools = self.start("tools", concurrency=1, wait=False)
+            leftovers.adopt(self.tools.process.pid)
         self.ready(self.branches, "branches")
         self.ready(self.tools, "tools")
 
@@ -147,6 +152,7 @@ def test_a_redis_restart_is_survived_by_workers_and_follower(cluster: RecoveryCl
         cluster.server.stop(hard=True)  # SIGKILL; the AOF (fsync always) is reloaded
         time.sleep(OUTAGE_SECONDS)  # longer than the clients' own reconnect retries
         cluster.server.start()
+        leftovers.adopt(cluster.server.process.pid)  # the module's server, restarted
         restarted = time.monotonic()
         out, err = follower.communicate(timeout=RESULT_TIMEOUT)
     finally:
