@@ -23,6 +23,8 @@ What it refuses:
   xattr, sqlite3.connect, shutil.rmtree) on paths outside the allowed roots;
   writes outside the writable roots, into read-only roots or to locked
   workspace paths; symlinks, hard links, fifos, device nodes and chown;
+  ``chmod`` to a mode with the setuid or setgid bit (a root-owned setuid file
+  left in the workspace would run as root for whoever starts it);
   relative paths containing ``..`` (they could be resolved against a
   directory file descriptor the hook cannot see).
 
@@ -48,6 +50,7 @@ import stat
 import sys
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+PRIVILEGE_MODE_BITS = stat.S_ISUID | stat.S_ISGID
 MAX_SYMLINK_HOPS = 40
 NO_DIR_FD = (None, -1, -100)
 
@@ -258,7 +261,8 @@ def _check_event(event: str, args: tuple, policy: tuple, _reads=READ_PATH_EVENTS
 def _dispatch(event: str, args: tuple, policy: tuple, _check_event=_check_event,
               _check_read=_check_read, _check_write=_check_write, _check_remove=_check_remove,
               _write_flags=WRITE_FLAGS, _denied=DENIED_EVENTS, _prefixes=DENIED_PREFIXES,
-              _arg=_argument, _isinstance=isinstance, _any=any, _deny=_deny) -> None:
+              _arg=_argument, _isinstance=isinstance, _any=any, _deny=_deny,
+              _privileged=PRIVILEGE_MODE_BITS, _oct=oct) -> None:
     # Arguments are read through _arg: code may raise these events itself
     # with sys.audit() and any arguments, which must not crash the hook.
     if event == "open":
@@ -268,6 +272,9 @@ def _dispatch(event: str, args: tuple, policy: tuple, _check_event=_check_event,
     elif event == "os.rename":
         _check_remove(_arg(args, 0), _arg(args, 2), policy)
         _check_write(_arg(args, 1), _arg(args, 3), policy)
+    elif event == "os.chmod" and _isinstance(_arg(args, 1), int) and \
+            _arg(args, 1) & _privileged:
+        _deny(f"setting the setuid or setgid bit (chmod to mode {_oct(_arg(args, 1))})")
     elif event in ("os.kill", "os.killpg"):
         if _arg(args, 0) not in (0, policy[8]):
             _deny("sending a signal to another process")

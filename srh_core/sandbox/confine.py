@@ -16,7 +16,11 @@ raises: a mechanism the kernel lacks is skipped and reported, not fatal.
 - :func:`apply_seccomp`: seccomp-bpf (x86_64 only) returning EPERM for process
   creation (fork, vfork, execve, clone without CLONE_THREAD), ``socket``,
   signals to other processes, ptrace, mounts, namespaces, module loading,
-  io_uring (which bypasses seccomp) and similar host-level operations.
+  io_uring (which bypasses seccomp) and similar host-level operations, and
+  for any mode with the setuid or setgid bit: chmod and its variants, and
+  open/openat/creat creating a file (the child may run as root, and such a
+  file left in the workspace would run as root for whoever starts it);
+  openat2, whose mode seccomp cannot read, gets ENOSYS (callers fall back).
 """
 
 from __future__ import annotations
@@ -72,8 +76,17 @@ SECCOMP_DATA_NR, SECCOMP_DATA_ARCH, SECCOMP_DATA_ARG0 = 0, 4, 16
 CLONE_THREAD = 0x00010000
 ENOSYS = 38
 EPERM = 1
+#: Mode bits no file made or changed in the sandbox may carry (S_ISUID | S_ISGID).
+PRIVILEGE_MODE_BITS = stat.S_ISUID | stat.S_ISGID
+#: Open flags under which the mode argument is used: O_CREAT and O_TMPFILE's own bit.
+CREATING_OPEN_FLAGS = os.O_CREAT | 0o20000000
 
 X86_64_CLONE, X86_64_CLONE3, X86_64_KILL, X86_64_TGKILL = 56, 435, 62, 234
+X86_64_OPENAT2 = 437
+#: syscall -> index of its mode argument (chmod fchmod fchmodat fchmodat2 creat).
+X86_64_MODE_SYSCALLS = {90: 1, 91: 1, 268: 2, 452: 2, 85: 1}
+#: syscall -> (index of its flags argument, index of its mode argument) (open openat).
+X86_64_OPEN_SYSCALLS = {2: (1, 2), 257: (2, 3)}
 #: Syscalls refused with EPERM: process creation and replacement, sockets,
 #: other processes, privileged host operations, and io_uring.
 X86_64_DENIED_SYSCALLS = (
@@ -209,6 +222,38 @@ def _allow_if_arg0(syscall: int, values: tuple[int, ...]) -> list[bytes]:
     return [_bpf(BPF_JEQ_K, 0, len(body), syscall), *body]
 
 
+def _arg(index: int) -> int:
+    """Offset of the low 32 bits of syscall argument ``index`` (little endian)."""
+    return SECCOMP_DATA_ARG0 + 8 * index
+
+
+def _refuse_privileged_mode(syscall: int, mode_index: int,
+                            flags_index: int | None = None) -> list[bytes]:
+    """EPERM for ``syscall`` when its mode has setuid/setgid bits (and, for an open,
+    when its flags create a file); any other call of it is allowed."""
+    body = []
+    if flags_index is not None:
+        # No creating flag: skip the mode check (3 instructions) to the ALLOW.
+        body += [_bpf(BPF_LD_W_ABS, 0, 0, _arg(flags_index)),
+                 _bpf(BPF_JSET_K, 0, 3, CREATING_OPEN_FLAGS)]
+    body += [_bpf(BPF_LD_W_ABS, 0, 0, _arg(mode_index)),
+             _bpf(BPF_JSET_K, 0, 1, PRIVILEGE_MODE_BITS),
+             _bpf(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM),
+             _bpf(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    return [_bpf(BPF_JEQ_K, 0, len(body), syscall), *body]
+
+
+def _mode_rules() -> list[bytes]:
+    """The setuid/setgid rules; a rule for another syscall leaves its number loaded."""
+    rules = [_bpf(BPF_JEQ_K, 0, 1, X86_64_OPENAT2), _bpf(BPF_RET_K, 0, 0,
+                                                          SECCOMP_RET_ERRNO | ENOSYS)]
+    for syscall, mode_index in X86_64_MODE_SYSCALLS.items():
+        rules += _refuse_privileged_mode(syscall, mode_index)
+    for syscall, (flags_index, mode_index) in X86_64_OPEN_SYSCALLS.items():
+        rules += _refuse_privileged_mode(syscall, mode_index, flags_index)
+    return rules
+
+
 def seccomp_program(own_pid: int) -> bytes:
     """Build the x86_64 filter; see the module docstring for what it refuses."""
     deny = _bpf(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM)
@@ -231,6 +276,7 @@ def seccomp_program(own_pid: int) -> bytes:
         *_allow_if_arg0(X86_64_KILL, (own_pid, 0)),
         *_allow_if_arg0(X86_64_TGKILL, (own_pid,)),
         _bpf(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
+        *_mode_rules(),
     ]
     for number in X86_64_DENIED_SYSCALLS:
         program += [_bpf(BPF_JEQ_K, 0, 1, number), deny]

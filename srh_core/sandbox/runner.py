@@ -31,6 +31,7 @@ from srh_core.json_limits import depth_problem
 from srh_core.sandbox import limits as lim
 from srh_core.sandbox import tasks
 from srh_core.sandbox.disk import DiskBudget
+from srh_core.sandbox.file_modes import clear_privilege_bits
 from srh_core.sandbox.launcher import detect_launcher
 from srh_core.sandbox.policy import (
     DEVICE_FILES,
@@ -304,17 +305,18 @@ def _end_leftovers(config: dict, pid: int, paths: SandboxPaths) -> None:
     """Kill what the program left (its pipes stay open while anything holds them).
 
     The process group is killed already; this reaches tasks that left it.
-    Under a dedicated uid, files the run left in the workspace are given back.
+    Under a dedicated uid, files the run left in the workspace are given back;
+    then no file of the workspace keeps a setuid or setgid bit.
     """
     if config.get("cgroup"):
         tasks.kill_cgroup(config["cgroup"])
     base = config.get("dedicated_uid_base")
-    if base is None:
-        return
-    uid = base + pid
-    tasks.kill_uid(uid)
+    if base is not None:
+        tasks.kill_uid(base + pid)
+        if paths.workspace is not None:
+            tasks.reclaim_files(paths.workspace, base + pid)
     if paths.workspace is not None:
-        tasks.reclaim_files(paths.workspace, uid)
+        clear_privilege_bits(paths.workspace)
 
 
 def _checked_inputs(code: str, stdin: str) -> bytes:
