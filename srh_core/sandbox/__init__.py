@@ -81,7 +81,10 @@ What a determined attacker could still do:
   ``sys._getframe`` and tamper with it;
 - everywhere: read everything under the interpreter prefixes and
   site-packages (and, via C code, system libraries); ``stat`` any path
-  (Landlock does not cover metadata), chmod/utime files it can write;
+  (Landlock does not cover metadata), chmod/utime files it can write
+  (never to a setuid or setgid mode: the audit hook and seccomp refuse it,
+  and :mod:`~srh_core.sandbox.file_modes` clears such bits in the workspace
+  once the run has ended);
   write up to the disk budget plus what it writes in one 20 ms poll of the
   supervisor into the workspace (the tmpfs run directory is exact); use up
   to the CPU and memory limits (the tmpfs is memory too); race the audit
