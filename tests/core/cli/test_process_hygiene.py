@@ -193,3 +193,15 @@ def test_the_estimator_with_a_time_limit_returns(tmp_path):
     assert not wait_session_empty(command.session, 5)
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert finished.json()["formula"]
+
+
+def test_a_second_ctrl_c_ends_the_command_at_once(tmp_path):
+    command = Command(["run", *NOISY_PROBLEM, "--time-limit", "120", "--out", "run"],
+                      cwd=tmp_path)
+    assert wait_for_text(tmp_path / "run" / "plans.jsonl", SEARCH, 60), "no search step"
+    command.signal(signal.SIGINT)
+    time.sleep(0.05)
+    command.signal(signal.SIGINT)
+    finished = command.finish(5)
+    assert finished.returncode == 130, finished.stderr[-2000:]
+    assert not wait_session_empty(command.session, 5)
