@@ -22,7 +22,6 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -132,6 +131,9 @@ class EmbeddedSweepBackend:
         future = self.futures.get(run_id)
         if future is not None and future.done():
             del self.futures[run_id]
+            if future.cancelled():  # interrupted before it started
+                self.results[run_id] = _failed(run_id, KeyboardInterrupt(), "interrupted")
+                return self.results[run_id]
             error = future.exception()
             if isinstance(error, KeyboardInterrupt):  # interrupted before its run began
                 self.results[run_id] = _failed(run_id, error, status="interrupted")
@@ -161,11 +163,13 @@ class EmbeddedSweepBackend:
                 os.kill(process.pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
                 pass
-        started = time.monotonic()
         wait(pending, timeout=INTERRUPT_SECONDS)
-        if any(not future.done() for future in pending):
-            waited = time.monotonic() - started
-            logger.warning("cells still running %.0fs after the interrupt are stopped", waited)
+        for run_id, future in list(self.futures.items()):
+            if not future.done():  # stopped with the pool; its run directory resumes
+                logger.warning("cell %s did not end %.0fs after the interrupt; it is stopped",
+                               run_id, INTERRUPT_SECONDS)
+                del self.futures[run_id]
+                self.results[run_id] = _failed(run_id, KeyboardInterrupt(), "interrupted")
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

@@ -147,9 +147,21 @@ class SweepRunner:
         self.progress(f"[sweep] {self.spec.name}: interrupted; stopping the running cells")
         self.backend.interrupt()
         for cell_id, entry in self.state.items():
-            if entry["status"] == "running":
+            if entry["status"] != "running":
+                continue
+            try:
                 self._poll(cell_id, entry)
+            except Exception as error:  # noqa: BLE001 - interrupted before the backend had it
+                logger.info("cell %s was not submitted (%s); it is pending again", cell_id,
+                            error)
+                self._resume_later(entry)
         self.write_table()
+
+    def _resume_later(self, entry: dict[str, Any]) -> None:
+        """Not an attempt that failed: the next srh sweep submits the same run again."""
+        entry.update(status="pending", attempts=entry["attempts"] - 1,
+                     error="interrupted; the next srh sweep resumes it")
+        self.save()
 
     def _run(self) -> list[dict[str, Any]]:
         backoff = POLL_SECONDS
@@ -239,10 +251,7 @@ class SweepRunner:
         if result.status == "failed":
             self._fail(entry, f"run failed: {result.stop_reason}")
         elif result.status == "interrupted" and result.stop_reason == INTERRUPTED_BY_USER:
-            # Not an attempt that failed: the next srh sweep resumes the same run.
-            entry.update(status="pending", attempts=entry["attempts"] - 1,
-                         error="interrupted; the next srh sweep resumes it")
-            self.save()
+            self._resume_later(entry)
         else:
             entry["status"] = "done"
             self.save()

@@ -51,7 +51,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
-from srh_core.errors import ConfigurationError
+from srh_core.errors import ConfigurationError, did_you_mean
+from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
 
 #: Sweep, variant and dataset names: the run id pattern (no "." or "..", no separators).
 NAME_PATTERN = RUN_ID_PATTERN
@@ -115,6 +116,22 @@ class Cell:
         return f"{sweep}-{digest}-a{attempt}"
 
 
+#: The top-level tables of a sweep file.
+SWEEP_TABLES = ("sweep", "settings", "variants", "datasets")
+
+
+def _check_tables(path: Path, document: dict[str, Any]) -> None:
+    """A key outside the sweep file's tables is an error naming it (it was ignored)."""
+    for key in document:
+        if key not in SWEEP_TABLES:
+            kind = "table" if isinstance(document[key], dict | list) else "key"
+            raise ConfigurationError(
+                f"Sweep file {path}: unknown top-level {kind} {key!r}; a sweep file holds "
+                f"the tables {', '.join(f'[{name}]' for name in SWEEP_TABLES)} (sweep keys "
+                f"such as 'problems' go in [sweep], search settings in [settings])."
+                f"{did_you_mean(key, SWEEP_TABLES)}", setting=key)
+
+
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate a sweep file; every problem is reported at once.
 
@@ -124,9 +141,10 @@ def load_sweep(path: str | Path) -> SweepSpec:
     """
     path = Path(path)
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
+        document = tomllib.loads(read_limited_text(path, "sweep file", MAX_CONFIG_BYTES))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigurationError(f"Cannot read sweep file {path}: {error}") from error
+    _check_tables(path, document)
     body = document.get("sweep", {})
     if not isinstance(body, dict):
         raise ConfigurationError(f"Sweep file {path}: the 'sweep' entry must be a table "

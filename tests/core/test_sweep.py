@@ -66,8 +66,12 @@ def test_cells_are_problems_x_seeds_x_variants(tmp_path):
      (SWEEP.replace("local_sample_size = 2", "local_sample_size = 0"), "local_sample_size"),
      (SWEEP.replace("retries = 1", "retries = -1"), "retries"),
      (SWEEP.replace("seeds = [0, 1]", "seeds = [0, 1]\ncolour = 3"), "colour"),
-     ("[sweep\nname=", "Cannot read sweep file")],
-    ids=["unknown-problem", "bad-setting", "bad-retries", "unknown-key", "bad-toml"])
+     ("[sweep\nname=", "Cannot read sweep file"),
+     (SWEEP.replace("[settings]", "[setings]"),
+      "unknown top-level table 'setings'.*Did you mean 'settings'"),
+     ("retries = 1\n" + SWEEP, "unknown top-level key 'retries'")],
+    ids=["unknown-problem", "bad-setting", "bad-retries", "unknown-key", "bad-toml",
+         "misspelt-table", "key-above-the-tables"])
 def test_malformed_sweep_files_are_reported(tmp_path, text, message):
     with pytest.raises(ConfigurationError, match=message):
         load_sweep(write(tmp_path, text))
@@ -134,3 +138,86 @@ def test_a_sweep_budget_caps_the_runs_skips_the_rest_and_a_higher_one_runs_them(
     richer = spec.model_copy(update={"max_tokens": 2000})
     rows = SweepRunner(richer, tmp_path / "out", again, progress=lambda line: None).run()
     assert len(again.submitted) == 1 and rows[3]["status"] == "done" and rows[3]["tokens"] == 240
+
+
+class ScriptedBackend:
+    """A backend whose runs finish after ``polls`` looks, ``capacity`` at a time."""
+
+    poll_seconds = 0.0
+
+    def __init__(self, capacity: int, polls: int = 3, status: str = "completed",
+                 reason: str | None = None, interrupt_on: int | None = None) -> None:
+        self.capacity, self.polls, self.status, self.reason = capacity, polls, status, reason
+        self.interrupt_on = interrupt_on
+        self.looks: dict[str, int] = {}
+        self.most_in_flight = 0
+        self.interrupted = self.closed = False
+
+    def submit(self, run_id, cell, data):
+        if self.interrupt_on is not None and len(self.looks) == self.interrupt_on:
+            raise KeyboardInterrupt
+        self.looks[run_id] = 0
+        running = sum(looks < self.polls for looks in self.looks.values())
+        self.most_in_flight = max(self.most_in_flight, running)
+
+    def poll(self, run_id):
+        from srh_core.types import SearchResult
+
+        self.looks[run_id] += 1
+        if self.looks[run_id] < self.polls:
+            return None
+        return SearchResult(status=self.status, progress="", candidates=[], pareto_front=[],
+                            best_candidate=None, run_id=run_id, stop_reason=self.reason)
+
+    def progress(self, run_id):
+        return None  # nothing to watch: never stalled, however long it runs
+
+    def kick(self, run_id):
+        raise AssertionError("a run with nothing to watch was kicked")
+
+    def interrupt(self):
+        self.interrupted = True
+
+    def close(self):
+        self.closed = True
+
+
+def test_cells_never_wait_in_a_queue_and_unwatched_runs_never_stall(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP.replace("retries = 1",
+                                                    "retries = 0\nstall_seconds = 0.001")))
+    backend = ScriptedBackend(capacity=2, polls=20)
+    rows = SweepRunner(spec, tmp_path / "out", backend, progress=lambda line: None).run()
+    assert [row["status"] for row in rows] == ["done"] * 8
+    assert backend.most_in_flight == 2 and backend.closed
+
+
+def test_ctrl_c_stops_launching_interrupts_the_backend_and_keeps_finished_cells(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP))
+    backend = ScriptedBackend(capacity=1, polls=1, interrupt_on=2)
+    with pytest.raises(KeyboardInterrupt):
+        SweepRunner(spec, tmp_path / "out", backend, progress=lambda line: None).run()
+    assert backend.interrupted and backend.closed and len(backend.looks) == 2
+    state = json.loads((tmp_path / "out" / "sweep.json").read_text())["cells"]
+    assert sorted(entry["status"] for entry in state.values()) == ["done"] * 2 + ["pending"] * 6
+    assert (tmp_path / "out" / "results.csv").exists()
+
+
+def test_a_cell_interrupted_by_the_user_is_pending_again_under_the_same_run_id(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP))
+    backend = ScriptedBackend(capacity=8, polls=1, status="interrupted",
+                              reason="interrupted by the user", interrupt_on=8)
+    with pytest.raises(KeyboardInterrupt):
+        SweepRunner(spec, tmp_path / "out", backend, progress=lambda line: None).run()
+    state = json.loads((tmp_path / "out" / "sweep.json").read_text())["cells"]
+    assert {entry["status"] for entry in state.values()} == {"pending"}
+    assert {entry["attempts"] for entry in state.values()} == {0}
+    again = ScriptedBackend(capacity=8, polls=1)
+    SweepRunner(spec, tmp_path / "out", again, progress=lambda line: None).run()
+    assert sorted(again.looks) == sorted(backend.looks)  # the same run ids: resumed
+
+
+def test_a_sweep_file_that_never_ends_is_refused(tmp_path):
+    from srh_core.errors import InputTooLargeError
+
+    with pytest.raises(InputTooLargeError, match="sweep file /dev/zero is larger than 4 MiB"):
+        load_sweep("/dev/zero")
