@@ -8,6 +8,9 @@ file path.
 
 Order matters and is the point of this file:
 
+0. die with the parent: SIGKILL when the thread that started it ends
+   (``PR_SET_PDEATHSIG``; that thread waits for this process, so it is the
+   run's tool process dying), and at once if it is already gone;
 1. join the run's pids cgroup, before any other task exists;
 2. ``sys.path`` gets the interpreter's site-packages (no ``.pth`` processing);
 3. in ``json`` mode, stdin is read and parsed into ``payload`` (and kept
@@ -242,9 +245,22 @@ def _print_user_traceback(error: BaseException) -> None:
     sys.stderr.write("".join(report.format()))
 
 
+def _die_with_parent(parent_pid: int | None) -> None:
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError, ImportError):
+        pass
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(BOOTSTRAP_FAILURE_EXIT)
+
+
 def main(argv: list[str]) -> int:
     """Confine this process as ``argv[1]`` (JSON) says, then run the program."""
     config = json.loads(argv[1])
+    _die_with_parent(config.get("parent_pid"))
     status_fd = int(config["status_fd"])
     try:
         containment = _load_sibling("containment")

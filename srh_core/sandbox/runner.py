@@ -229,7 +229,7 @@ class SandboxRunner:
         launcher = detect_launcher() if self.use_namespaces else None
         isolation = launcher.isolation if launcher else ()
         return {
-            "status_fd": fds[0], "outcome_fd": fds[1], "mode": mode,
+            "status_fd": fds[0], "outcome_fd": fds[1], "mode": mode, "parent_pid": os.getpid(),
             "program": str(paths.program), "result_path": str(paths.result),
             "max_result_bytes": lim.MAX_RESULT_BYTES, "max_result_depth": lim.MAX_RESULT_DEPTH,
             **self._task_cap(cgroup), "scratch": self._scratch(paths, isolation),
