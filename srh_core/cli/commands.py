@@ -220,7 +220,9 @@ def print_result(result: SearchResult, settings: SearchSettings, as_json: bool) 
 def exit_code(result: SearchResult) -> int:
     if result.status == "failed":
         return 1
-    if result.status == "interrupted" and result.stop_reason == "interrupted by the user":
+    from srh_core.agent.outcome import INTERRUPTED_BY_USER
+
+    if result.status == "interrupted" and result.stop_reason == INTERRUPTED_BY_USER:
         return 130
     return 0
 
