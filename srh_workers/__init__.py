@@ -16,6 +16,8 @@ Layout:
   and the Celery tasks;
 - :mod:`srh_workers.app`, :mod:`srh_workers.config`, :mod:`srh_workers.reliability`:
   the Celery app, its settings (``SRH_*``) and the delivery cap and retries;
+- :mod:`srh_workers.shutdown`: a stopping worker's bound (tasks still running
+  after ``SRH_SHUTDOWN_GRACE`` are handed back to the broker);
 - :mod:`srh_workers.submit`, :mod:`srh_workers.sweep`: submitting and reading runs,
   the sweep backend;
 - :mod:`srh_workers.observability`: structured logs and Prometheus metrics;

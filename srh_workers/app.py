@@ -18,6 +18,8 @@ prefetch 1, soft and hard time limits per task kind, the visibility timeout
 in all three places Celery reads it (``broker_transport_options``,
 ``result_backend_transport_options``, ``visibility_timeout``) and checked
 against every task's hard limit when the worker starts, JSON only, events on.
+A stopping worker waits ``SRH_SHUTDOWN_GRACE`` seconds for its running tasks,
+then hands them back and exits (:mod:`srh_workers.shutdown`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from srh_core.errors import ConfigurationError
 from srh_workers.config import QUEUES, TASK_KINDS, TOOLS_QUEUE, WorkerSettings
 from srh_workers.observability import logs, metrics
 from srh_workers.reliability import SRHTask
+from srh_workers.shutdown import ShutdownBound
 
 APP_NAME = "srh"
 PING_TASKS = ("srh.branch.ping", "srh.tool.ping")
@@ -278,6 +281,7 @@ def _connect_signals(celery_app: Celery) -> None:
     uid = f"srh-{id(celery_app)}"
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
     watchdogs: list[Any] = []
+    bound = ShutdownBound(settings.shutdown_grace)
 
     def on_worker_ready(sender: Any = None, **_: Any) -> None:
         # after the pool started: the prefork children are forked without the thread
@@ -296,6 +300,7 @@ def _connect_signals(celery_app: Celery) -> None:
 
     def on_worker_init(sender: Any = None, **_: Any) -> None:
         if getattr(sender, "app", None) is celery_app:
+            bound.attach(sender)
             _on_worker_init(celery_app, sender)
 
     def on_setup_logger(logger: logging.Logger | None = None, **_: Any) -> None:
@@ -307,6 +312,8 @@ def _connect_signals(celery_app: Celery) -> None:
     signals.worker_ready.connect(on_worker_ready, weak=False, dispatch_uid=f"{uid}-ready")
     signals.worker_shutdown.connect(on_worker_shutdown, weak=False,
                                     dispatch_uid=f"{uid}-shutdown")
+    signals.worker_shutting_down.connect(bound.begin, weak=False,
+                                         dispatch_uid=f"{uid}-shutdown-bound")
     signals.after_setup_logger.connect(on_setup_logger, weak=False, dispatch_uid=f"{uid}-log")
     signals.after_setup_task_logger.connect(on_setup_logger, weak=False,
                                             dispatch_uid=f"{uid}-tasklog")

@@ -81,6 +81,7 @@ SETTINGS_ENV: Mapping[str, str] = {
     "task_modules": "SRH_TASK_MODULES",
     "stall_seconds": "SRH_STALL_SECONDS",
     "watchdog_interval": "SRH_WATCHDOG_INTERVAL",
+    "shutdown_grace": "SRH_SHUTDOWN_GRACE",
 }
 
 
@@ -176,6 +177,9 @@ class WorkerSettings:
         watchdog_interval: Seconds between two checks for stalled runs (one worker
             of the cluster checks per interval, under a Redis lock); None means
             :data:`DEFAULT_WATCHDOG_INTERVAL`, or half the stall threshold if that is shorter.
+        shutdown_grace: Seconds a stopping worker (SIGTERM, Ctrl-C) waits for its running
+            tasks before it hands them back to the broker and exits
+            (:mod:`srh_workers.shutdown`); 0 hands them back at once.
     """
 
     broker_url: str = DEFAULT_REDIS_URL
@@ -200,6 +204,7 @@ class WorkerSettings:
     task_modules: tuple[str, ...] = DEFAULT_TASK_MODULES
     stall_seconds: float | None = None
     watchdog_interval: float | None = None
+    shutdown_grace: float = 5.0
 
     def __post_init__(self) -> None:
         kind = broker_kind(self.broker_url)
@@ -241,6 +246,7 @@ class WorkerSettings:
                      "branch_hard_limit"):
             _positive_number(name, getattr(self, name))
         _positive_number("retry_backoff_max", self.retry_backoff_max, allow_zero=True)
+        _positive_number("shutdown_grace", self.shutdown_grace, allow_zero=True)
         if self.stall_seconds is not None:
             _positive_number("stall_seconds", self.stall_seconds, allow_zero=True)
         if self.watchdog_interval is not None:
@@ -378,7 +384,7 @@ _INTS = frozenset({"visibility_timeout", "max_deliveries", "max_retries", "resto
                    "metrics_port"})
 _FLOATS = frozenset({"tool_soft_limit", "tool_hard_limit", "branch_soft_limit",
                      "branch_hard_limit", "retry_backoff_max", "stall_seconds",
-                     "watchdog_interval"})
+                     "watchdog_interval", "shutdown_grace"})
 
 
 def _parse(name: str, raw: str) -> object:

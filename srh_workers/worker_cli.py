@@ -11,9 +11,15 @@
 
 One kind: the process *becomes* the Celery worker (``exec``), so systemd,
 Docker and Kubernetes signal it directly. Both kinds (the default): two worker
-processes are started in their own session and supervised; SIGTERM/SIGINT
-are forwarded once to each, and when one exits the other is stopped and its
-exit code returned, so the service manager restarts the pair.
+processes are started in their own session and supervised; the first
+SIGTERM/SIGINT is forwarded to each, a second one as SIGQUIT (Celery's cold
+shutdown), and when one exits the other is stopped and the first one's exit
+code returned, so the service manager restarts the pair. Either way a
+stopping worker waits ``SRH_SHUTDOWN_GRACE`` seconds (5) for its running
+tasks, then hands them back to the broker and exits
+(:mod:`srh_workers.shutdown`): ``srh worker`` ends within about 10 s of
+SIGTERM or Ctrl-C, at once after a second Ctrl-C, and nothing it started
+outlives it.
 
 Every worker gets ``--prefetch-multiplier 1``, task events (``-E``, for
 Flower) and a node name per kind (``tools@host``, ``branches@host``);
@@ -47,6 +53,7 @@ from srh_workers.config import (
     TOOLS_QUEUE,
     WorkerSettings,
 )
+from srh_workers.shutdown import HARD_EXIT_SECONDS
 
 APP_PATH = "srh_workers.app"
 DEFAULT_BRANCH_THREADS = 8
@@ -54,7 +61,10 @@ DEFAULT_METRICS_PORT = 9808
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 SINGLE_THREADED_BLAS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                         "MKL_NUM_THREADS": "1"}
-STOP_GRACE_SECONDS = 120.0
+#: How long the supervisor waits for a stopping worker: its shutdown grace, its hard exit
+#: (:data:`srh_workers.shutdown.HARD_EXIT_SECONDS`) and a margin; then it kills it.
+STOP_MARGIN_SECONDS = 2.0
+STOP_GRACE_SECONDS = WorkerSettings().shutdown_grace + HARD_EXIT_SECONDS + STOP_MARGIN_SECONDS
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -180,28 +190,39 @@ def exit_code(returncode: int) -> int:
 
 def supervise(commands: Sequence[WorkerCommand], *,
               grace_seconds: float = STOP_GRACE_SECONDS) -> int:
-    """Run the workers until one exits; stop the others; return the first one's exit code."""
+    """Run the workers until one exits; stop the others; return the first one's exit code.
+
+    The first SIGTERM/SIGINT is forwarded to each worker as it came (each then
+    bounds its own shutdown, :mod:`srh_workers.shutdown`); a second one is
+    forwarded as SIGQUIT, Celery's cold shutdown: the workers hand their
+    tasks back and exit at once. A worker still alive ``grace_seconds`` after
+    the others were stopped is killed with its process group.
+    """
     children = [subprocess.Popen(
         command.argv, env={**os.environ, **command.env}, start_new_session=True,
         preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         for command in commands]
+    received: list[int] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        sent = signum if len(received) == 1 else signal.SIGQUIT
         for child in children:
             if child.poll() is None:
-                child.send_signal(signum)
+                child.send_signal(sent)
 
     previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
     try:
         first = _wait_for_first(children)
         for child in children:
-            if child.poll() is None:
+            if child.poll() is None and not received:
                 child.terminate()
         for child in children:
             try:
                 child.wait(timeout=grace_seconds)
             except subprocess.TimeoutExpired:
-                child.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
         return exit_code(first)
     finally:
@@ -233,7 +254,8 @@ def run_worker(args: argparse.Namespace) -> int:
     if len(commands) == 1:
         command = commands[0]
         os.execvpe(command.argv[0], list(command.argv), {**os.environ, **command.env})
-    return supervise(commands)
+    return supervise(commands, grace_seconds=settings.shutdown_grace + HARD_EXIT_SECONDS
+                     + STOP_MARGIN_SECONDS)
 
 
 def add_worker_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

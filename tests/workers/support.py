@@ -30,6 +30,26 @@ def wait_until(predicate: Callable[[], object], deadline: float, what: str) -> o
     pytest.fail(f"timed out after {deadline:.0f} s waiting for {what}")
 
 
+def session_processes(session: int) -> dict[int, str]:
+    """Live processes of a session (pid -> command line), wherever they were re-parented.
+
+    A worker started by :meth:`WorkerProcess.start` leads its own session, so
+    whatever it starts (pool children, search islands, their helpers) is in it.
+    """
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = (Path("/proc") / entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+            command = (Path("/proc") / entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == session and fields[0] not in (b"Z", b"X"):
+            found[int(entry)] = command.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
 def worker_env(redis_url: str, **extra: str) -> dict[str, str]:
     """The environment of a worker subprocess: no inherited SRH_* variable, a private Redis."""
     env = {key: value for key, value in os.environ.items()

@@ -69,7 +69,7 @@ def test_every_variable_is_read() -> None:
         "SRH_METRICS_PORT": "9100", "SRH_METRICS_ADDR": "0.0.0.0", "SRH_LOG_FORMAT": "text",
         "SRH_RUNS_DIR": "/var/lib/srh",
         "SRH_TASK_MODULES": "a.tasks, b.tasks", "SRH_STALL_SECONDS": "260",
-        "SRH_WATCHDOG_INTERVAL": "7.5"}
+        "SRH_WATCHDOG_INTERVAL": "7.5", "SRH_SHUTDOWN_GRACE": "0"}
     assert set(environ) == set(SETTINGS_ENV.values())
     settings = WorkerSettings.from_env(environ)
     assert (settings.broker_url, settings.result_backend, settings.redis_url) == (
@@ -82,6 +82,7 @@ def test_every_variable_is_read() -> None:
     assert settings.runs_dir == Path("/var/lib/srh")
     assert settings.task_modules == ("a.tasks", "b.tasks")
     assert (settings.stall_seconds, settings.watchdog_interval) == (260, 7.5)
+    assert settings.shutdown_grace == 0
     assert WorkerSettings.from_env(settings.to_env()) == settings
 
 
@@ -113,8 +114,9 @@ def test_a_broker_other_than_redis_needs_the_store_url() -> None:
     ("SRH_LOG_FORMAT", "xml", "one of ('json', 'text')"),
     ("SRH_BROKER_URL", "reddis://x:6379/0", "Did you mean 'redis'?"),
     ("SRH_REDIS_URL", "amqp://x//", "a redis:// or rediss:// URL"),
+    ("SRH_SHUTDOWN_GRACE", "-1", ">= 0"),
 ], ids=["vis-text", "vis-zero", "negative-limit", "nan-limit", "deliveries", "port", "log-format",
-        "broker-typo", "store-not-redis"])
+        "broker-typo", "store-not-redis", "negative-grace"])
 def test_bad_values_raise_errors_that_name_the_variable(variable: str, value: str,
                                                         expected: str) -> None:
     with pytest.raises(ConfigurationError, match=variable) as caught:
