@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SRH = str(Path(sys.executable).with_name("srh"))
+SRH = [str(Path(sys.executable).with_name("srh"))]
 NOISY = ["--equation", "y = sin(x1*x2)/(1 + x3**2) + sqrt(x4)", "--noise-std-ratio", "0.05",
          "--samples", "400"]
 MARGIN = 15.0
@@ -151,13 +151,13 @@ def matrix(limit: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="srh-hygiene-") as tmp:
         base = Path(tmp)
         run = base / "run"
-        rows.append(run_case(f"run --time-limit {limit}", [SRH, "run", *NOISY, "--time-limit",
+        rows.append(run_case(f"run --time-limit {limit}", [*SRH, "run", *NOISY, "--time-limit",
                              str(limit), "--json", "--out", str(run)], base, limit,
                              result=run / "result.json"))
-        rows.append(run_case("resume --time-limit 6", [SRH, "resume", str(run), "--time-limit",
+        rows.append(run_case("resume --time-limit 6", [*SRH, "resume", str(run), "--time-limit",
                              "6", "--json"], base, 6, result=run / "result.json"))
         pool = base / "pool"
-        rows.append(run_case("run --max-workers 2 -L 3", [SRH, "run", *NOISY, "-L", "3",
+        rows.append(run_case("run --max-workers 2 -L 3", [*SRH, "run", *NOISY, "-L", "3",
                              "--max-workers", "2", "--json", "--out", str(pool)], base, 60,
                              result=pool / "result.json"))
         for label, signum, group in (("SIGINT (process group)", signal.SIGINT, True),
@@ -166,19 +166,19 @@ def matrix(limit: int) -> list[dict[str, Any]]:
             target = base / f"signal-{signum}"
             rows.append(run_case(
                 f"run, {label} mid-search",
-                [SRH, "run", *NOISY, "--time-limit", "120", "--json", "--out", str(target)],
+                [*SRH, "run", *NOISY, "--time-limit", "120", "--json", "--out", str(target)],
                 base, 10, result=None if signum == signal.SIGKILL else target / "result.json",
                 before_signal=lambda t=target: wait_for(t / "plans.jsonl",
                                                         "expression_search", 60),
                 signum=signum, group=group))
         (base / "sweep.toml").write_text(SWEEP.replace("LIMIT", "8"))
         rows.append(run_case("sweep --jobs 2, time_limit 8 cells",
-                             [SRH, "sweep", "sweep.toml", "--jobs", "2", "--out", "sweep",
+                             [*SRH, "sweep", "sweep.toml", "--jobs", "2", "--out", "sweep",
                               "--json"], base, 26, result=base / "sweep" / "results.json"))
         (base / "sweep2.toml").write_text(SWEEP.replace("LIMIT", "120"))
         rows.append(run_case(
             "sweep --jobs 2, SIGINT (process group)",
-            [SRH, "sweep", "sweep2.toml", "--jobs", "2", "--out", "sweep2"], base, 10,
+            [*SRH, "sweep", "sweep2.toml", "--jobs", "2", "--out", "sweep2"], base, 10,
             result=base / "sweep2" / "results.json",
             before_signal=lambda: wait_for(base / "sweep2" / "sweep.json", '"running"', 60),
             signum=signal.SIGINT, group=True))
@@ -198,7 +198,7 @@ def suite(count: int, limit: int, seed: int) -> list[dict[str, Any]]:
         problems = json.loads((base / "suite.json").read_text())["problems"]
         for problem in problems:
             out = base / problem["name"]
-            row = run_case(problem["name"], [SRH, "run", "--suite", "suite.json", "--problem",
+            row = run_case(problem["name"], [*SRH, "run", "--suite", "suite.json", "--problem",
                                              problem["name"], "--time-limit", str(limit),
                                              "--seed", "0", "--json", "--out", str(out)],
                            base, limit, result=out / "result.json")
@@ -242,7 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2026, help="seed of the generated suite")
     parser.add_argument("--only", default="matrix,suite")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--srh", default=None,
+                        help="the srh command to measure, e.g. 'python -m srh_core' with "
+                             "PYTHONPATH set to another checkout (default: this venv's srh)")
     args = parser.parse_args(argv)
+    if args.srh:
+        SRH[:] = args.srh.split()
     parts = set(args.only.split(","))
     report: dict[str, Any] = {"settings": vars(args)}
     if "matrix" in parts:
