@@ -22,6 +22,7 @@ import pytest
 import redis
 
 from srh_core.agent import SearchSettings
+from srh_core.errors import SearchStateError
 from srh_workers.store import ACTIVE_RUNS, RedisRunStore
 from srh_workers.submit import cancel_run, run_status, submit_run
 from tests.support import leftovers
@@ -44,6 +45,7 @@ RECOVERY_ENV = {
 }
 RESULT_TIMEOUT = 60
 OUTAGE_SECONDS = 3
+REPORT_LOG_LINES = 40
 
 
 class RecoveryCluster(Cluster):
@@ -66,6 +68,32 @@ class RecoveryCluster(Cluster):
             leftovers.adopt(self.tools.process.pid)
         self.ready(self.branches, "branches")
         self.ready(self.tools, "tools")
+
+    def result(self, run_id: str, timeout: float = RESULT_TIMEOUT) -> Any:
+        """The run's result; a run that has none in time fails with the cluster's state."""
+        try:
+            return super().result(run_id, timeout)
+        except SearchStateError as error:
+            pytest.fail(f"{error}\n{self.state_report(run_id)}", pytrace=False)
+
+    def state_report(self, run_id: str) -> str:
+        """What a stalled run needs to be explained: workers, queues, the run, the logs."""
+        client = self.client
+        lines = [f"workers alive: branches={self.branches.alive} tools={self.tools.alive}",
+                 f"queues: branches={client.llen('branches')} tools={client.llen('tools')} "
+                 f"unacked={client.hlen('unacked')} unacked_mutex={client.get('unacked_mutex')!r}",
+                 f"watched since: {client.zscore(ACTIVE_RUNS, run_id)!r} (now {time.time():.1f})"]
+        try:
+            status = run_status(client, run_id)
+            lines.append(f"run: {status['status']} nodes={status['nodes']} "
+                         f"branches={status['branches']}")
+        except Exception as error:  # the report must not hide the failure it explains
+            lines.append(f"run status unreadable: {error!r}")
+        for worker in (self.branches, self.tools):
+            tail = [line[:300] for line in worker.log_text().splitlines()
+                    if line.startswith("20")][-REPORT_LOG_LINES:]
+            lines += [f"--- {worker.log.name} (last {len(tail)} lines)", *tail]
+        return "\n".join(lines)
 
 
 @pytest.fixture(scope="module")
