@@ -29,6 +29,7 @@ from typing import Any
 from srh_core.jsonio import atomic_write_json, dumps
 from srh_core.runtime.channel import ControlCommand
 from srh_core.runtime.errors import ControlChannelError, InteractionError
+from srh_engine.processes import pid_running
 
 logger = logging.getLogger("srh.runtime")
 
@@ -50,13 +51,8 @@ def run_is_live(state: Mapping[str, Any] | None) -> bool:
 def _process_alive(pid: Any) -> bool:
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_running(pid)  # a zombie is not alive: its run is over
+
 
 class RunDirectoryChannel:
     """Commands, events and control state of one run, as files of its run directory.
