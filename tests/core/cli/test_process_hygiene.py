@@ -30,7 +30,7 @@ from tests.support.commands import (
 
 pytestmark = pytest.mark.slow
 
-LIMIT = 10  # seconds: the search step starts at step 2 with half of what is left
+LIMIT = 8  # seconds: the search step starts at step 2 with half of what is left
 SEARCH = "expression_search"
 
 
@@ -42,11 +42,13 @@ def run_srh(tmp_path: Path, *args: str, timeout: float, env: dict | None = None)
     return finished
 
 
-def assert_written(run_dir: Path, finished: Finished, status: str) -> dict:
+def assert_written(run_dir: Path, finished: Finished, *statuses: str) -> dict:
     assert (run_dir / "result.json").exists(), finished.stderr[-2000:]
     printed = finished.json()
     recorded = json.loads((run_dir / "result.json").read_text())
-    assert printed["status"] == recorded["status"] == status, (printed["status"], status)
+    assert printed["status"] == recorded["status"], (printed["status"], recorded["status"])
+    assert printed["status"] in statuses, (printed["status"], printed.get("stop_reason"),
+                                           finished.stderr[-1500:])
     assert "Traceback" not in finished.stderr, finished.stderr[-3000:]
     return printed
 
@@ -73,12 +75,13 @@ def test_resume_of_a_time_limited_run_returns(limited_run, tmp_path):
     finished = run_srh(tmp_path, "resume", str(run_dir), "--time-limit", "6", "--json",
                        timeout=6 + RETURN_MARGIN_SECONDS)
     assert finished.returncode == 0, finished.stderr[-2000:]
-    assert_written(run_dir, finished, "interrupted")
+    # the steps after the search are quick: the resumed run may use its whole budget
+    assert_written(run_dir, finished, "interrupted", "completed")
 
 
 def test_a_run_on_a_tool_pool_without_time_limit_returns(tmp_path):
     env = environment(SRH_OFFLINE_SEARCH_SECONDS="2")
-    finished = run_srh(tmp_path, "run", *NOISY_PROBLEM, "-L", "3", "--max-workers", "2",
+    finished = run_srh(tmp_path, "run", *NOISY_PROBLEM, "-L", "2", "--max-workers", "2",
                        "--json", "--out", "run", timeout=60, env=env)
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert_written(tmp_path / "run", finished, "completed")
@@ -130,9 +133,9 @@ time_limit = {limit}
 
 
 def test_an_embedded_sweep_of_time_limited_cells_returns(tmp_path):
-    (tmp_path / "sweep.toml").write_text(SWEEP.format(limit=8))
+    (tmp_path / "sweep.toml").write_text(SWEEP.format(limit=6))
     finished = run_srh(tmp_path, "sweep", "sweep.toml", "--jobs", "2", "--out", "out",
-                       "--json", timeout=8 * 2 + RETURN_MARGIN_SECONDS + 10)
+                       "--json", timeout=6 * 2 + RETURN_MARGIN_SECONDS + 10)
     assert finished.returncode == 0, finished.stderr[-2000:]
     rows = finished.json()["rows"]
     assert [row["status"] for row in rows] == ["done", "done"], rows
@@ -187,9 +190,9 @@ ESTIMATOR = textwrap.dedent("""
 
 def test_the_estimator_with_a_time_limit_returns(tmp_path):
     script = tmp_path / "fit.py"
-    script.write_text(ESTIMATOR.format(limit=LIMIT))
+    script.write_text(ESTIMATOR.format(limit=6))
     command = Command([str(script)], cwd=tmp_path, executable=[sys.executable])
-    finished = command.finish(LIMIT + RETURN_MARGIN_SECONDS)
+    finished = command.finish(6 + RETURN_MARGIN_SECONDS)
     assert not wait_session_empty(command.session, 5)
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert finished.json()["formula"]
