@@ -15,10 +15,10 @@ Every process the project starts has an owner, and ends when the owner does:
   thread that ends with its restart, say). The child also ignores SIGINT:
   a terminal sends Ctrl-C to the whole process group, and it is the owner
   that decides what an interrupt means (the child would print a traceback);
-- :func:`kill_with_parent` is ``PR_SET_PDEATHSIG`` with SIGKILL, for a child
-  whose starting thread waits for it (a sandboxed program): there it is
-  exact and needs no thread in the child, so it holds even while the child
-  is stuck in C code that never releases the GIL;
+- where the starting thread waits for its child (a sandboxed program,
+  srh_core/sandbox/bootstrap.py), ``PR_SET_PDEATHSIG`` with SIGKILL is exact
+  and needs no thread in the child, so it holds even while the child is stuck
+  in C code that never releases the GIL;
 - the owner stops a pool with :func:`stop_pool`: a bounded shutdown (the
   pool's own, then terminate, then kill), never a join that can wait forever.
 """
@@ -26,7 +26,6 @@ Every process the project starts has an owner, and ends when the owner does:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import multiprocessing.util
 import os
@@ -38,8 +37,8 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 __all__ = ["PARENT_CHECK_SECONDS", "STOP_SECONDS", "end_with_parent", "interrupt_on",
-           "kill_with_parent", "stop_signals_received",
-           "pid_running", "pool_processes", "stop_pool", "stop_processes"]
+           "pid_running", "pool_processes", "stop_pool", "stop_processes",
+           "stop_signals_received"]
 
 #: How often a child checks that its parent is alive.
 PARENT_CHECK_SECONDS = 0.25
@@ -50,7 +49,6 @@ KILL_SECONDS = 2.0
 #: Exit status of a child that ended because its parent had died.
 ORPHAN_EXIT = 70
 
-_PR_SET_PDEATHSIG = 1
 logger = logging.getLogger("srh.processes")
 
 
@@ -114,25 +112,6 @@ def _interrupt(signum: int, _frame: object) -> None:
         os.write(2, b"stopped at once (second signal)\n")
         os._exit(128 + signum)
     raise KeyboardInterrupt
-
-
-def kill_with_parent(parent_pid: int) -> bool:
-    """SIGKILL this process when the thread that started it ends (Linux only).
-
-    Only for a child whose starting thread waits for it. Ends this process at
-    once if ``parent_pid`` is no longer its parent (it died before the call).
-
-    Returns:
-        Whether the kernel took the request.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        taken = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        taken = False
-    if os.getppid() != parent_pid:
-        os._exit(ORPHAN_EXIT)
-    return taken
 
 
 def pool_processes(pool: ProcessPoolExecutor) -> list[Any]:
