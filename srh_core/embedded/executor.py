@@ -196,8 +196,9 @@ class ProcessToolExecutor:
     def close(self, timeout: float = CLOSE_SECONDS) -> None:
         """End the pool within about ``timeout`` seconds; later calls are not run.
 
-        Calls still running after ``timeout`` are killed (their callers get an
-        ``ok=False`` result saying the run was closing).
+        Calls still running after ``timeout`` are killed, and :meth:`run` raises
+        :class:`ToolRunAbort` for their batch (the step is cut, not recorded: a
+        resumed run does it again).
         """
         with self._lock:
             self._closed = True

@@ -45,7 +45,7 @@ from srh_core.agent.outcome import (
 from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
 from srh_core.embedded.run_dir import RunDirectory, resumed_inputs, run_inputs
-from srh_core.errors import ConfigurationError, SearchStateError
+from srh_core.errors import ConfigurationError, SearchStateError, ToolRunAbort
 from srh_core.state import SearchRunState
 from srh_core.types import SearchResult
 
@@ -183,8 +183,11 @@ class LocalBranchRunner:
         for future in done:
             try:
                 after = future.result()
-            except BaseException:  # noqa: BLE001 - cut by the interrupt: stays where it was
+            except ToolRunAbort:  # cut by the interrupt: the branch stays where it was
                 logger.info("A branch step was cut by the interrupt; it resumes from before it.")
+                continue
+            except Exception:  # the step failed: its branch stays where it was
+                logger.exception("A branch step failed while the run was being interrupted.")
                 continue
             self._stepped(states, after if after.finished else after.stop(STOP_INTERRUPTED))
         if len(done) < len(running):
