@@ -1,6 +1,11 @@
-"""srh_core tests: numpy's floating-point errors in tool calls stay warnings here."""
+"""srh_core tests: numpy's errors in tool calls stay warnings here; an endless FIFO."""
 
 from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,3 +21,24 @@ def numeric_errors_warn(monkeypatch: pytest.MonkeyPatch) -> None:
     checks the default.
     """
     monkeypatch.setattr("srh_core.tools.base.NUMERIC_ERRORS", "warn")
+
+
+@pytest.fixture
+def endless_fifo(tmp_path: Path) -> Iterator[Path]:
+    """A FIFO a thread writes to until its reader closes it."""
+    path = tmp_path / "endless"
+    os.mkfifo(path)
+
+    def write() -> None:
+        with path.open("wb") as stream:
+            try:
+                while True:
+                    stream.write(b"1,2\n" * 16384)
+            except BrokenPipeError:
+                pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    yield path
+    writer.join(timeout=10)
+    assert not writer.is_alive()

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -54,27 +51,6 @@ def test_dev_zero_is_read_only_up_to_the_limit() -> None:
     with pytest.raises(InputTooLargeError, match="is a stream .* went on past that") as info:
         read_limited("/dev/zero", "suite file", 4 * MIB)
     assert info.value.size is None
-
-
-@pytest.fixture
-def endless_fifo(tmp_path: Path) -> Iterator[Path]:
-    """A FIFO a thread writes to until its reader closes it."""
-    path = tmp_path / "endless"
-    os.mkfifo(path)
-
-    def write() -> None:
-        with path.open("wb") as stream:
-            try:
-                while True:
-                    stream.write(b"1,2\n" * 16384)
-            except BrokenPipeError:
-                pass
-
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
-    yield path
-    writer.join(timeout=10)
-    assert not writer.is_alive()
 
 
 def test_an_endless_fifo_stops_at_the_limit(endless_fifo: Path) -> None:
