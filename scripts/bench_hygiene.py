@@ -35,73 +35,27 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.commands import (  # noqa: E402 - after the path
+    ESTIMATOR_SCRIPT,
+    NOISY_PROBLEM,
+    RETURN_MARGIN_SECONDS,
+    SWEEP_FILE,
+    kill_session,
+    session_processes,
+    wait_for_text,
+)
+
 SRH = [str(Path(sys.executable).with_name("srh"))]
-NOISY = ["--equation", "y = sin(x1*x2)/(1 + x3**2) + sqrt(x4)", "--noise-std-ratio", "0.05",
-         "--samples", "400"]
-MARGIN = 15.0
-ESTIMATOR = """
-import json
-import numpy as np
-from srh_core.estimator import SRHarnessRegressor
-
-if __name__ == "__main__":
-    rng = np.random.default_rng(0)
-    X = rng.uniform(1, 5, (400, 4))
-    y = np.sin(X[:, 0] * X[:, 1]) / (1 + X[:, 2] ** 2) + np.sqrt(X[:, 3])
-    y = y + rng.normal(0, 0.05 * np.sqrt(np.mean(y ** 2)), 400)
-    print(json.dumps({"formula": str(SRHarnessRegressor(time_limit=LIMIT).fit(X, y).formula_)}))
-"""
-SWEEP = """
-[sweep]
-name = "hygiene"
-problems = ["feynman-I.6.2a", "feynman-I.12.4"]
-seeds = [0]
-noise = 0.05
-samples = 400
-
-[settings]
-time_limit = LIMIT
-"""
+NOISY = list(NOISY_PROBLEM)
+MARGIN = RETURN_MARGIN_SECONDS
 
 
 def environment() -> dict[str, str]:
     env = dict(os.environ)
-    env.pop("SRH_OFFLINE_SEARCH_SECONDS", None)
+    env.pop("SRH_OFFLINE_SEARCH_SECONDS", None)  # the offline search step on
     return env
-
-
-def session_left(session: int) -> list[str]:
-    left = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.getsid(int(name)) != session:
-                continue
-            stat = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()
-            if stat[0] in (b"Z", b"X"):
-                continue
-            left.append(Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ")
-                        .decode(errors="replace")[:160])
-        except OSError:
-            continue
-    return left
-
-
-def kill_session(session: int) -> None:
-    try:
-        os.killpg(session, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def wait_for(path: Path, text: str, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if path.exists() and text in path.read_text(errors="replace"):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def run_case(name: str, argv: Sequence[str], cwd: Path, limit: float, *,
@@ -127,7 +81,7 @@ def run_case(name: str, argv: Sequence[str], cwd: Path, limit: float, *,
         out, _ = process.communicate()
     seconds = time.monotonic() - started
     deadline = time.monotonic() + 15
-    while (left := session_left(process.pid)) and time.monotonic() < deadline:
+    while (left := session_processes(process.pid)) and time.monotonic() < deadline:
         time.sleep(0.2)
     kill_session(process.pid)
     return {"case": name, "returned": returned, "seconds": round(seconds, 1),
@@ -169,21 +123,21 @@ def matrix(limit: int) -> list[dict[str, Any]]:
                 f"run, {label} mid-search",
                 [*SRH, "run", *NOISY, "--time-limit", "120", "--json", "--out", str(target)],
                 base, 10, result=None if signum == signal.SIGKILL else target / "result.json",
-                before_signal=lambda t=target: wait_for(t / "plans.jsonl",
+                before_signal=lambda t=target: wait_for_text(t / "plans.jsonl",
                                                         "expression_search", 60),
                 signum=signum, group=group))
-        (base / "sweep.toml").write_text(SWEEP.replace("LIMIT", "8"))
+        (base / "sweep.toml").write_text(SWEEP_FILE.format(limit=8))
         rows.append(run_case("sweep --jobs 2, time_limit 8 cells",
                              [*SRH, "sweep", "sweep.toml", "--jobs", "2", "--out", "sweep",
                               "--json"], base, 26, result=base / "sweep" / "results.json"))
-        (base / "sweep2.toml").write_text(SWEEP.replace("LIMIT", "120"))
+        (base / "sweep2.toml").write_text(SWEEP_FILE.format(limit=120))
         rows.append(run_case(
             "sweep --jobs 2, SIGINT (process group)",
             [*SRH, "sweep", "sweep2.toml", "--jobs", "2", "--out", "sweep2"], base, 10,
             result=base / "sweep2" / "results.json",
-            before_signal=lambda: wait_for(base / "sweep2" / "sweep.json", '"running"', 60),
+            before_signal=lambda: wait_for_text(base / "sweep2" / "sweep.json", '"running"', 60),
             signum=signal.SIGINT, group=True))
-        (base / "fit.py").write_text(ESTIMATOR.replace("LIMIT", str(limit)))
+        (base / "fit.py").write_text(ESTIMATOR_SCRIPT.format(limit=limit))
         rows.append(run_case(f"estimator time_limit={limit}", [sys.executable, "fit.py"], base,
                              limit))
     return rows

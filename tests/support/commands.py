@@ -26,6 +26,32 @@ NOISY_PROBLEM = ("--equation", "y = sin(x1*x2)/(1 + x3**2) + sqrt(x4)",
                  "--noise-std-ratio", "0.05", "--samples", "400")
 #: Extra seconds a command may take beyond its time limit (start-up, writing, stopping).
 RETURN_MARGIN_SECONDS = 15.0
+#: A sweep file of two noisy cells; ``.format(limit=seconds)`` sets their time limit.
+SWEEP_FILE = """
+[sweep]
+name = "hygiene"
+problems = ["feynman-I.6.2a", "feynman-I.12.4"]
+seeds = [0]
+noise = 0.05
+samples = 400
+
+[settings]
+time_limit = {limit}
+"""
+#: A script fitting the estimator on the noisy problem; ``.format(limit=seconds)``.
+ESTIMATOR_SCRIPT = """
+import json
+import numpy as np
+from srh_core.estimator import SRHarnessRegressor
+
+if __name__ == "__main__":  # spawned workers import this script: the guard is required
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 5, (400, 4))
+    y = np.sin(X[:, 0] * X[:, 1]) / (1 + X[:, 2] ** 2) + np.sqrt(X[:, 3])
+    y = y + rng.normal(0, 0.05 * np.sqrt(np.mean(y ** 2)), 400)
+    model = SRHarnessRegressor(time_limit={limit}).fit(X, y)
+    print(json.dumps({{"formula": str(model.formula_)}}))
+"""
 
 
 def environment(**changes: str | None) -> dict[str, str]:

@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.commands import (
+    ESTIMATOR_SCRIPT,
     NOISY_PROBLEM,
     RETURN_MARGIN_SECONDS,
+    SWEEP_FILE,
     Command,
     Finished,
     environment,
@@ -119,21 +120,8 @@ def test_sigkill_mid_search_leaves_no_process_for_long(tmp_path):
     assert not left, f"children outlived a SIGKILLed srh run: {left}"
 
 
-SWEEP = """
-[sweep]
-name = "hygiene"
-problems = ["feynman-I.6.2a", "feynman-I.12.4"]
-seeds = [0]
-noise = 0.05
-samples = 400
-
-[settings]
-time_limit = {limit}
-"""
-
-
 def test_an_embedded_sweep_of_time_limited_cells_returns(tmp_path):
-    (tmp_path / "sweep.toml").write_text(SWEEP.format(limit=6))
+    (tmp_path / "sweep.toml").write_text(SWEEP_FILE.format(limit=6))
     finished = run_srh(tmp_path, "sweep", "sweep.toml", "--jobs", "2", "--out", "out",
                        "--json", timeout=6 * 2 + RETURN_MARGIN_SECONDS + 10)
     assert finished.returncode == 0, finished.stderr[-2000:]
@@ -144,7 +132,7 @@ def test_an_embedded_sweep_of_time_limited_cells_returns(tmp_path):
 
 
 def test_ctrl_c_of_an_embedded_sweep_stops_it_and_the_next_sweep_resumes(tmp_path):
-    (tmp_path / "sweep.toml").write_text(SWEEP.format(limit=120))
+    (tmp_path / "sweep.toml").write_text(SWEEP_FILE.format(limit=120))
     command = Command(["sweep", "sweep.toml", "--jobs", "2", "--out", "out"], cwd=tmp_path)
     runs = tmp_path / "out" / "runs"
     run_dirs = _run_dirs(runs, 2, 60)
@@ -173,24 +161,9 @@ def _run_dirs(runs: Path, count: int, seconds: float) -> list[Path]:
     raise AssertionError(f"fewer than {count} run directories in {runs} after {seconds}s")
 
 
-ESTIMATOR = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    from srh_core.estimator import SRHarnessRegressor
-
-    if __name__ == "__main__":  # spawned workers import this script: the guard is required
-        rng = np.random.default_rng(0)
-        X = rng.uniform(1, 5, (400, 4))
-        y = np.sin(X[:, 0] * X[:, 1]) / (1 + X[:, 2] ** 2) + np.sqrt(X[:, 3])
-        y = y + rng.normal(0, 0.05 * np.sqrt(np.mean(y ** 2)), 400)
-        model = SRHarnessRegressor(time_limit={limit}).fit(X, y)
-        print(json.dumps({{"formula": str(model.formula_)}}))
-""")
-
-
 def test_the_estimator_with_a_time_limit_returns(tmp_path):
     script = tmp_path / "fit.py"
-    script.write_text(ESTIMATOR.format(limit=6))
+    script.write_text(ESTIMATOR_SCRIPT.format(limit=6))
     command = Command([str(script)], cwd=tmp_path, executable=[sys.executable])
     finished = command.finish(6 + RETURN_MARGIN_SECONDS)
     assert not wait_session_empty(command.session, 5)
