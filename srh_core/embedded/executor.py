@@ -164,15 +164,15 @@ class ProcessToolExecutor:
         if not calls:
             return []
         futures = {id(call): self._submit(call) for call in calls if call.name in self.names}
-        results = [self._collect(call, id(call) in futures, futures.get(id(call)), deadline,
-                                 timeout) for call in calls]
+        results = [self._collect(call, futures.get(id(call)), deadline, timeout)
+                   for call in calls]
         if any(r.meta_data.get("error_type") in ("TimeoutError", "BrokenPool") for r in results):
             self._kill_pool()
         return results
 
-    def _collect(self, call: ToolCall, known: bool, future: Future | None,
-                 deadline: float | None, timeout: float | None) -> ToolCallResult:
-        if not known:
+    def _collect(self, call: ToolCall, future: Future | None, deadline: float | None,
+                 timeout: float | None) -> ToolCallResult:
+        if call.name not in self.names:
             return unknown_tool_result(call, self.names)
         if future is None:
             return _closed(call)
