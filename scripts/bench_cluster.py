@@ -183,7 +183,7 @@ def bench_sweep(cluster: Cluster, seeds: list[int]) -> dict[str, Any]:
     from srh_core.sweep import EmbeddedSweepBackend, SweepRunner, load_sweep
     from srh_workers.flow.tasks import sender
     from srh_workers.reliability import redis_client
-    from srh_workers.sweep import CelerySweepBackend
+    from srh_workers.sweeps import CelerySweepBackend
 
     spec = load_sweep(sweep_file(cluster.dir, seeds))
     quiet = {"progress": lambda line: None}

@@ -18,7 +18,7 @@ Layout:
   the Celery app, its settings (``SRH_*``) and the delivery cap and retries;
 - :mod:`srh_workers.shutdown`: a stopping worker's bound (tasks still running
   after ``SRH_SHUTDOWN_GRACE`` are handed back to the broker);
-- :mod:`srh_workers.submit`, :mod:`srh_workers.sweep`: submitting and reading runs,
+- :mod:`srh_workers.submit`, :mod:`srh_workers.sweeps`: submitting and reading runs,
   the sweep backend;
 - :mod:`srh_workers.observability`: structured logs and Prometheus metrics;
 - :mod:`srh_workers.cli`, :mod:`srh_workers.worker_cli`: ``srh worker``, ``status``,
@@ -48,7 +48,7 @@ _EXPORTS = {
     "cancel_run": "srh_workers.submit",
     "kick_run": "srh_workers.submit",
     "list_runs": "srh_workers.submit",
-    "CelerySweepBackend": "srh_workers.sweep",
+    "CelerySweepBackend": "srh_workers.sweeps",
     "PoisonTaskError": "srh_workers.errors",
     "TransientTaskError": "srh_workers.errors",
 }

@@ -277,6 +277,23 @@ def start_watchdog(celery_app: Celery, owner: str) -> Any:
     return watchdog
 
 
+def start_sweep_coordinator(celery_app: Celery, owner: str) -> Any:
+    """Start this worker's sweep coordinator thread (None when ``SRH_SWEEP_INTERVAL`` is 0)."""
+    from srh_workers.reliability import redis_client
+    from srh_workers.sweeps.coordinator import SweepCoordinator
+
+    settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
+    if not settings.sweep_interval:
+        return None
+
+    def send(action: Any) -> None:
+        celery_app.send_task(action.task, args=list(action.args))
+
+    return SweepCoordinator(redis_client(str(settings.redis_url)), send, owner,
+                            interval=settings.sweep_interval,
+                            lease_seconds=settings.sweep_lease).start()
+
+
 def _connect_signals(celery_app: Celery) -> None:
     uid = f"srh-{id(celery_app)}"
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
@@ -288,6 +305,7 @@ def _connect_signals(celery_app: Celery) -> None:
         if getattr(sender, "app", None) is celery_app:
             owner = f"{getattr(sender, 'hostname', '') or 'worker'}:{os.getpid()}"
             watchdogs.append(start_watchdog(celery_app, owner))
+            watchdogs.append(start_sweep_coordinator(celery_app, owner))
 
     def on_worker_shutdown(**_: Any) -> None:
         for watchdog in watchdogs:

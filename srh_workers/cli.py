@@ -56,6 +56,9 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     from srh_workers.control.cli import cluster_target
 
     SWEEP_BACKENDS["celery"] = celery_sweep_backend
+    from srh_workers.sweeps.cli import register as register_sweeps
+
+    register_sweeps()
     if cluster_target not in CONTROL_TARGETS:
         CONTROL_TARGETS.append(cluster_target)
 
@@ -63,7 +66,7 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
 def celery_sweep_backend(args: argparse.Namespace) -> Any:
     """``srh sweep --backend celery``: cells as distributed runs."""
     from srh_workers.flow.tasks import sender
-    from srh_workers.sweep import CelerySweepBackend
+    from srh_workers.sweeps import CelerySweepBackend
 
     client, app = _connections()
     return CelerySweepBackend(_checked(client), sender(app))

@@ -82,6 +82,8 @@ SETTINGS_ENV: Mapping[str, str] = {
     "stall_seconds": "SRH_STALL_SECONDS",
     "watchdog_interval": "SRH_WATCHDOG_INTERVAL",
     "shutdown_grace": "SRH_SHUTDOWN_GRACE",
+    "sweep_interval": "SRH_SWEEP_INTERVAL",
+    "sweep_lease": "SRH_SWEEP_LEASE",
 }
 
 
@@ -180,6 +182,11 @@ class WorkerSettings:
         shutdown_grace: Seconds a stopping worker (SIGTERM, Ctrl-C) waits for its running
             tasks before it hands them back to the broker and exits
             (:mod:`srh_workers.shutdown`); 0 hands them back at once.
+        sweep_interval: Seconds between two looks of a worker's sweep coordinator at
+            the sweeps it holds (:mod:`srh_workers.sweeps.coordinator`); 0 turns this
+            worker's coordinator off.
+        sweep_lease: Seconds a sweep's coordinator lease lives without renewal: when
+            its holder dies, another worker takes the sweep over after at most this.
     """
 
     broker_url: str = DEFAULT_REDIS_URL
@@ -205,6 +212,8 @@ class WorkerSettings:
     stall_seconds: float | None = None
     watchdog_interval: float | None = None
     shutdown_grace: float = 5.0
+    sweep_interval: float = 1.0
+    sweep_lease: float = 15.0
 
     def __post_init__(self) -> None:
         kind = broker_kind(self.broker_url)
@@ -247,6 +256,11 @@ class WorkerSettings:
             _positive_number(name, getattr(self, name))
         _positive_number("retry_backoff_max", self.retry_backoff_max, allow_zero=True)
         _positive_number("shutdown_grace", self.shutdown_grace, allow_zero=True)
+        _positive_number("sweep_interval", self.sweep_interval, allow_zero=True)
+        _positive_number("sweep_lease", self.sweep_lease)
+        if self.sweep_interval and self.sweep_lease < 3 * self.sweep_interval:
+            raise _problem("sweep_lease", "at least 3 x SRH_SWEEP_INTERVAL (a live "
+                           "coordinator must renew its lease in time)", self.sweep_lease)
         if self.stall_seconds is not None:
             _positive_number("stall_seconds", self.stall_seconds, allow_zero=True)
         if self.watchdog_interval is not None:
@@ -384,7 +398,8 @@ _INTS = frozenset({"visibility_timeout", "max_deliveries", "max_retries", "resto
                    "metrics_port"})
 _FLOATS = frozenset({"tool_soft_limit", "tool_hard_limit", "branch_soft_limit",
                      "branch_hard_limit", "retry_backoff_max", "stall_seconds",
-                     "watchdog_interval", "shutdown_grace"})
+                     "watchdog_interval", "shutdown_grace", "sweep_interval",
+                     "sweep_lease"})
 
 
 def _parse(name: str, raw: str) -> object:

@@ -38,6 +38,15 @@ Backend = Callable[[argparse.Namespace], int]
 BACKENDS: dict[str, Backend] = {}
 #: Sweep backends by name: a factory from the parsed arguments to a SweepBackend.
 SWEEP_BACKENDS: dict[str, Callable[[argparse.Namespace], Any]] = {}
+#: Sweep backends that coordinate the sweep elsewhere (the cluster): ``(args, spec, out)``
+#: submits and follows it, returning the exit code.
+SWEEP_FOLLOWERS: dict[str, Callable[..., int]] = {}
+#: Adders of ``srh sweep`` actions (``submit``, ``status``, ...): called with the actions'
+#: subparsers. Plugins append to it when they register.
+SWEEP_ACTIONS: list[Callable[[Any], None]] = []
+#: Finders of sweeps by name beyond local directories: ``name -> (name, status, rows)``
+#: or None.
+SWEEP_SOURCES: list[Callable[[str], Any]] = []
 PLUGIN_GROUP = "srh.commands"
 USAGE_EXIT = 2
 #: Exit code when the reader of the output went away (``srh ... | head``): 128 + SIGPIPE,
@@ -75,7 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.register(subparsers)
     for plugin in _plugins():
         plugin(subparsers, BACKENDS)
-    for command in subparsers.choices.values():
+    sweep_actions = _subcommands(subparsers.choices["sweep"])
+    for adder in SWEEP_ACTIONS:
+        adder(sweep_actions)
+    for command in [*subparsers.choices.values(), *sweep_actions.choices.values()]:
         if not any("--debug" in action.option_strings for action in command._actions):
             command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                                  help="show tracebacks of errors")
@@ -154,10 +166,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return OUTPUT_CLOSED_EXIT
 
 
+def sweep_shorthand(parser: argparse.ArgumentParser, arguments: list[str]) -> list[str]:
+    """``srh sweep FILE ...`` means ``srh sweep run FILE ...``."""
+    words = [i for i, word in enumerate(arguments) if not word.startswith("-")]
+    if not words or arguments[words[0]] != "sweep" or len(arguments) <= words[0] + 1:
+        return arguments
+    after = words[0] + 1
+    actions = _subcommands(_subcommands(parser).choices["sweep"]).choices
+    if arguments[after].startswith("-") or arguments[after] in actions:
+        return arguments
+    return [*arguments[:after], "run", *arguments[after:]]
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> Any:
+    """A parser's subparsers action (its ``choices`` are the subcommands)."""
+    return next(action for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction))
+
+
 def _command(arguments: list[str]) -> int:
     debug = "--debug" in arguments
     try:
-        args = build_parser().parse_args(arguments)
+        parser = build_parser()
+        args = parser.parse_args(sweep_shorthand(parser, arguments))
         debug = bool(getattr(args, "debug", False)) or debug
         configure_logging(args.verbose, debug)
         from srh_core.cli.checks import check_arguments

@@ -64,24 +64,50 @@ def register(subparsers: Any) -> None:
 
 
 def add_sweep_command(subparsers: Any) -> None:
+    """``srh sweep run|report``; plugins add actions through ``srh_core.cli.SWEEP_ACTIONS``."""
     from srh_core.sweep import default_jobs
 
     sweep = subparsers.add_parser(
         "sweep", help="run problems x seeds x settings as many runs, one results table",
-        description="Run every cell of a sweep file; a stopped sweep resumes where it was.")
-    sweep.add_argument("suite_file", help="sweep TOML file (see srh_core.sweep.spec)")
-    sweep.add_argument("--out", default=None, help="output directory (default sweeps/NAME)")
-    sweep.add_argument("--backend", default="embedded",
-                       help="embedded (default: this machine) or celery (the cluster)")
-    sweep.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
-                       help="embedded: cells running at once, each in its own process "
-                            "(default: the cores available, here %(default)s)")
-    sweep.add_argument("--max-cost", type=float, metavar="USD",
-                       help="spend budget of the whole sweep (overrides the file's)")
-    sweep.add_argument("--max-tokens", type=int, metavar="N",
-                       help="token budget of the whole sweep (overrides the file's)")
-    sweep.add_argument("--json", action="store_true", help="print the results table as JSON")
-    sweep.set_defaults(handler=handle_sweep)
+        description="Sweeps: problems x seeds x variants, one run per cell. `srh sweep FILE` "
+                    "is `srh sweep run FILE`; on the cluster, `srh sweep submit FILE` returns "
+                    "at once and the workers coordinate the sweep.")
+    actions = sweep.add_subparsers(dest="sweep_action", metavar="ACTION", required=True)
+    run = actions.add_parser(
+        "run", help="run every cell of a sweep file and follow it (a stopped sweep resumes)",
+        description="Run every cell of a sweep file; a stopped sweep resumes where it was, "
+                    "and a sweep run again runs only the cells missing, failed or cancelled.")
+    run.add_argument("suite_file", help="sweep TOML file (see srh_core.sweep.spec)")
+    run.add_argument("--out", default=None, help="output directory (default sweeps/NAME)")
+    run.add_argument("--backend", default="embedded",
+                     help="embedded (default: this machine) or celery (the cluster: submit, "
+                          "then follow)")
+    run.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+                     help="embedded: cells running at once, each in its own process "
+                          "(default: the cores available, here %(default)s)")
+    add_sweep_budget_arguments(run)
+    run.add_argument("--json", action="store_true", help="print the results table as JSON")
+    run.set_defaults(handler=handle_sweep)
+    report = actions.add_parser(
+        "report", help="solve rates with confidence intervals per variant, and comparisons",
+        description="The report of a sweep: NAME (a sweep on the cluster, or sweeps/NAME) or "
+                    "the sweep's output directory.")
+    report.add_argument("name", help="sweep name or output directory")
+    report.add_argument("--json", action="store_true", help="the report as JSON")
+    report.add_argument("--format", choices=("md", "csv"), default=None,
+                        help="a Markdown table or CSV instead of the text summary")
+    report.add_argument("--plot", metavar="PNG", default=None,
+                        help="also draw the solve rates with their CIs into this PNG file")
+    report.add_argument("--resamples", type=int, default=2000, metavar="N",
+                        help="bootstrap resamples of the confidence intervals (>= 1000)")
+    report.set_defaults(handler=handle_sweep_report)
+
+
+def add_sweep_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-cost", type=float, metavar="USD",
+                        help="spend budget of the whole sweep (overrides the file's)")
+    parser.add_argument("--max-tokens", type=int, metavar="N",
+                        help="token budget of the whole sweep (overrides the file's)")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -272,21 +298,30 @@ def handle_problems(args: argparse.Namespace) -> int:
     return 0
 
 
-def handle_sweep(args: argparse.Namespace) -> int:
-    from srh_core.cli import SWEEP_BACKENDS
-    from srh_core.sweep import EmbeddedSweepBackend, SweepRunner, load_sweep
+def load_sweep_from_args(args: argparse.Namespace) -> Any:
+    """The sweep file, with the budgets of the command line (``--max-cost``, ``--max-tokens``)."""
+    from srh_core.sweep import load_sweep
 
-    if args.jobs < 1:
-        raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
     spec = load_sweep(args.suite_file)
     budgets = {name: getattr(args, name) for name in ("max_cost", "max_tokens")
-               if getattr(args, name) is not None}
+               if getattr(args, name, None) is not None}
     for name, value in budgets.items():
         if value < 0:
             raise ConfigurationError(f"--{name.replace('_', '-')} must be >= 0; got {value}.",
                                      setting=name)
-    spec = spec.model_copy(update=budgets)
+    return spec.model_copy(update=budgets)
+
+
+def handle_sweep(args: argparse.Namespace) -> int:
+    from srh_core.cli import SWEEP_BACKENDS, SWEEP_FOLLOWERS
+    from srh_core.sweep import EmbeddedSweepBackend, SweepRunner
+
+    if args.jobs < 1:
+        raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
+    spec = load_sweep_from_args(args)
     out = Path(args.out or Path("sweeps") / spec.name)
+    if args.backend in SWEEP_FOLLOWERS:  # coordinated elsewhere: submit, then follow
+        return int(SWEEP_FOLLOWERS[args.backend](args, spec, out))
     if args.backend == "embedded":
         backend: Any = EmbeddedSweepBackend(out / "runs", jobs=args.jobs)
     elif args.backend in SWEEP_BACKENDS:
@@ -295,17 +330,66 @@ def handle_sweep(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"Unknown sweep backend {args.backend!r}; available: "
                                  f"{', '.join(['embedded', *sorted(SWEEP_BACKENDS)])}.",
                                  setting="backend")
-    rows = SweepRunner(spec, out, backend).run()
-    failed = [row for row in rows if row["status"] != "done"]
-    if args.json:
-        print(json.dumps({"sweep": spec.name, "rows": rows}, default=str))
+    runner = SweepRunner(spec, out, backend)
+    rows = runner.run()
+    return print_sweep_rows(spec.name, rows, out, args.json)
+
+
+def print_sweep_rows(name: str, rows: list[dict[str, Any]], out: Path, as_json: bool) -> int:
+    """The end of a followed sweep: its table (JSON) or where it is and what must be re-run."""
+    unfinished = [row for row in rows if row["status"] != "done"]
+    if as_json:
+        print(json.dumps({"sweep": name, "rows": rows}, default=str))
     else:
-        print(f"Sweep {spec.name}: {len(rows) - len(failed)}/{len(rows)} cells done; "
-              f"table in {out / 'results.csv'}")
-        for row in failed:
-            print(f"  must be re-run: {row['cell']} ({row['error']})")
-        spent = [row for row in rows if row.get("cost") is not None]
-        if spent:
-            print(f"Spend: {sum(int(r['tokens'] or 0) for r in spent):,} tokens, "
-                  f"${sum(float(r['cost'] or 0) for r in spent):.4f}")
-    return 0 if not failed else 1
+        print(f"Sweep {name}: {len(rows) - len(unfinished)}/{len(rows)} cells done; "
+              f"table in {out / 'results.csv'}; report: srh sweep report {out}")
+        for row in unfinished:
+            print(f"  must be re-run: {row['label']} ({row['status']}: {row['error']})")
+    return 0 if not unfinished else 1
+
+
+def sweep_source(name: str) -> tuple[str, str, list[dict[str, Any]]]:
+    """(sweep name, status, rows) of a sweep directory, or of a sweep a plugin knows."""
+    from srh_core.cli import SWEEP_SOURCES
+    from srh_core.sweep.runner import FileSweepState, sweep_status, table_row
+
+    for folder in (Path(name), Path("sweeps") / name):
+        state = FileSweepState(folder, folder.name)
+        if state.path.is_file():
+            entries = state.load()
+            label = str(read_json_file(state.path).get("sweep") or folder.name)
+            return label, sweep_status(entries, None), [table_row(cell_id, entry)
+                                                        for cell_id, entry in entries.items()]
+    for source in SWEEP_SOURCES:
+        found = source(name)
+        if found is not None:
+            return found
+    raise ConfigurationError(f"No sweep {name!r}: not a sweep directory (with sweep.json), not "
+                             f"sweeps/{name}, and no cluster sweep of that name.")
+
+
+def read_json_file(path: Path) -> dict[str, Any]:
+    from srh_core.jsonio import read_json
+
+    return dict(read_json(path))
+
+
+def handle_sweep_report(args: argparse.Namespace) -> int:
+    from srh_core.sweep.report import build_report, format_csv, format_markdown, plot_report
+
+    if args.resamples < 1000:
+        raise ConfigurationError(f"--resamples must be at least 1000; got {args.resamples}.",
+                                 setting="resamples")
+    name, status, rows = sweep_source(args.name)
+    report = build_report(name, status, rows, resamples=args.resamples)
+    if args.plot:
+        plot_report(report, Path(args.plot))
+    if args.json:
+        print(json.dumps(report, default=str))
+    elif args.format == "csv":
+        print(format_csv(report), end="")
+    else:
+        print(format_markdown(report))
+    return 0
+
+

@@ -14,6 +14,15 @@ truth is known, time, and the run's spend (tokens, cost, model and tool time).
 The sweep budget (``SweepSpec.max_cost`` / ``max_tokens``) caps each cell's
 run at what is left and skips the cells that would start after it is spent
 (``skipped``; the next ``srh sweep`` with a higher budget runs them).
+
+Where the state lives is a :class:`SweepState`: ``OUT/sweep.json`` for a
+sweep run in this shell (:class:`FileSweepState`), or Redis for a sweep
+coordinated on the cluster (``srh_workers.sweeps``), whose controls (pause,
+stop, cancel) the runner obeys at every :meth:`SweepRunner.tick`. Cell states:
+``pending``, ``running``, ``done``, ``failed``, ``skipped`` (the budget was
+spent) and ``cancelled`` (its run was cancelled: never counted as done). A
+new submission (:meth:`SweepRunner.reopen`) makes the failed, skipped and
+cancelled cells pending again, with a fresh allowance of retries.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from srh_core.agent.outcome import INTERRUPTED_BY_USER
+from srh_core.agent.outcome import INTERRUPTED_BY_USER, STOP_CANCELLED
 from srh_core.errors import SRHarnessError
 from srh_core.jsonio import atomic_write_json, read_json
 from srh_core.sweep.spec import Cell, SweepSpec, cells, problem_suite
@@ -37,18 +46,32 @@ from srh_core.types import SearchResult
 
 logger = logging.getLogger("srh.sweep")
 
-FINAL = ("done", "failed", "skipped")
+FINAL = ("done", "failed", "skipped", "cancelled")
+#: Cell states, in the order they are shown.
+CELL_STATES = ("pending", "running", "done", "failed", "skipped", "cancelled")
+#: What a sweep's controls ask: no new cell (pause), no new cell and end once the running
+#: ones finished (stop), every running cell cancelled (cancel); None: run.
+CONTROLS = ("pause", "stop", "cancel")
+#: A sweep's status, computed from its cells and its control (``failed`` is set by the
+#: coordinator when it cannot go on).
+SWEEP_STATUSES = ("running", "paused", "stopped", "completed", "cancelled", "failed")
+REOPENED = ("failed", "skipped", "cancelled")
 POLL_SECONDS = 1.0
 BACKOFF_MAX = 10.0
-CSV_COLUMNS = ("cell", "problem", "seed", "variant", "status", "run_status", "solved", "r2_fresh",
+CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "status", "run_status", "solved", "r2_fresh",
                "best_formula", "complexity", "train_mse", "validation_mse", "seconds", "tokens",
-               "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error")
+               "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error",
+               "settings_hash")
 SPEND_COLUMNS = ("tokens", "cost", "model_seconds", "tool_seconds")
 SKIPPED = "not run: the sweep's budget is spent"
 
 
 class RunLost(SRHarnessError):
     """The backend no longer knows a run (e.g. Redis lost its keys)."""
+
+
+class RunExists(SRHarnessError):
+    """The run id was already submitted (by another coordinator of the same sweep)."""
 
 
 class BackendUnavailable(SRHarnessError):
@@ -95,45 +118,171 @@ class CellData:
     problem: Any = None
 
 
-class SweepRunner:
-    """Drives the cells of a sweep on a backend until every cell is final."""
+class SweepState(Protocol):
+    """Where a sweep's cells are kept between ticks (and between processes)."""
 
-    def __init__(self, spec: SweepSpec, out_dir: str | Path, backend: SweepBackend, *,
-                 progress: Callable[[str], None] | None = None) -> None:
-        self.spec = spec
+    def load(self) -> dict[str, dict[str, Any]]:
+        """Every known cell's entry, by cell id (empty for a new sweep)."""
+        ...
+
+    def save(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        """Persist the entries (a store may write only those that changed)."""
+        ...
+
+    def control(self) -> str | None:
+        """What the sweep's controls ask now (one of :data:`CONTROLS`), or None."""
+        ...
+
+
+class FileSweepState:
+    """``OUT/sweep.json``, rewritten atomically after every change (a sweep in this shell)."""
+
+    def __init__(self, out_dir: str | Path, name: str) -> None:
         self.out = Path(out_dir)
+        self.name = name
+
+    @property
+    def path(self) -> Path:
+        return self.out / "sweep.json"
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        return dict(read_json(self.path)["cells"]) if self.path.exists() else {}
+
+    def save(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.path, {"sweep": self.name, "cells": dict(entries)})
+
+    def control(self) -> str | None:
+        return None
+
+
+def new_entry(cell: Cell) -> dict[str, Any]:
+    return {"problem": cell.problem, "seed": cell.seed, "variant": cell.variant,
+            "dataset": cell.dataset, "label": cell.label, "settings_hash": cell.settings_hash,
+            "status": "pending", "attempts": 0, "tries": 0}
+
+
+def sweep_status(entries: Mapping[str, Mapping[str, Any]], control: str | None) -> str:
+    """The sweep's status from its cells and its control (see :data:`SWEEP_STATUSES`)."""
+    running = any(entry["status"] == "running" for entry in entries.values())
+    if control == "cancel":
+        return "cancelled"
+    if all(entry["status"] in FINAL for entry in entries.values()):
+        return "completed"
+    if control == "stop" and not running:
+        return "stopped"
+    if control == "pause":
+        return "paused"
+    return "running"
+
+
+def is_over(status: str, entries: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Nothing more will happen without a new submission (or a resume, for ``paused``)."""
+    running = any(entry["status"] == "running" for entry in entries.values())
+    return status in ("completed", "stopped", "failed") or (status == "cancelled"
+                                                           and not running)
+
+
+def counts_by_state(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    totals = {state: 0 for state in CELL_STATES}
+    for entry in entries.values():
+        totals[entry["status"]] = totals.get(entry["status"], 0) + 1
+    return totals
+
+
+def eta_seconds(entries: Mapping[str, Mapping[str, Any]], parallel: int,
+                now: float | None = None) -> float | None:
+    """Time left, from the finished cells' median time and the cells still to run.
+
+    None until a cell finished. With ``parallel`` cells at a time, the cells left
+    take ``ceil(left / parallel)`` rounds of the median cell; the running ones are
+    credited with the time they already ran.
+    """
+    now = time.time() if now is None else now
+    times = sorted(float(entry["seconds"]) for entry in entries.values()
+                   if entry["status"] in ("done", "failed") and entry.get("seconds") is not None)
+    if not times:
+        return None
+    median = times[len(times) // 2] if len(times) % 2 else sum(
+        times[len(times) // 2 - 1:len(times) // 2 + 1]) / 2
+    pending = sum(entry["status"] == "pending" for entry in entries.values())
+    running = [entry for entry in entries.values() if entry["status"] == "running"]
+    slots = max(1, parallel)
+    rest = max((max(0.0, median - (now - float(entry.get("submitted_at") or now)))
+                for entry in running), default=0.0)
+    return rest + -(-pending // slots) * median
+
+
+def summary_of(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Cells by state, solved, the solve rate over judged finished cells, spend."""
+    judged = [entry for entry in entries.values()
+              if entry["status"] in ("done", "failed") and not entry.get("dataset")]
+    solved = sum(entry.get("solved") is True for entry in judged)
+    return {"cells": len(entries), "by_state": counts_by_state(entries), "solved": solved,
+            "judged": len(judged), "solve_rate": solved / len(judged) if judged else None,
+            "tokens": sum(int(entry.get("spent_tokens") or 0) for entry in entries.values()),
+            "cost": sum(float(entry.get("spent_cost") or 0.0) for entry in entries.values())}
+
+
+class SweepRunner:
+    """Drives the cells of a sweep on a backend until every cell is final.
+
+    Args:
+        spec: The sweep.
+        out_dir: Where ``sweep.json`` and the results table go (a sweep in this shell);
+            None with a ``state`` of its own (a sweep coordinated on the cluster).
+        backend: Where the cells run.
+        progress: Shows progress (:class:`~srh_core.sweep.progress.SweepProgress`), or a
+            callable given one line per change of state; default: stderr.
+        state: Where the cells' entries live (default ``OUT/sweep.json``).
+    """
+
+    def __init__(self, spec: SweepSpec, out_dir: str | Path | None, backend: SweepBackend, *,
+                 progress: Any = None, state: SweepState | None = None) -> None:
+        from srh_core.sweep.progress import SweepProgress
+
+        self.spec = spec
+        self.out = None if out_dir is None else Path(out_dir)
         self.backend = backend
-        self.progress = progress or (lambda line: print(line, file=sys.stderr))
+        if state is None:
+            if self.out is None:
+                raise ValueError("SweepRunner needs an out_dir or a state")
+            state = FileSweepState(self.out, spec.name)
+        self.store = state
+        if isinstance(progress, SweepProgress):
+            self.progress = progress
+        else:
+            self.progress = SweepProgress(spec.name, len(cells(spec)),
+                                          line=progress, stream=sys.stderr)
+        self.cells = cells(spec)
         self.state = self._load_state()
 
     # ------------------------------------------------------------- state
     def _load_state(self) -> dict[str, dict[str, Any]]:
-        path = self.out / "sweep.json"
-        known = read_json(path)["cells"] if path.exists() else {}
-        state = {cell.cell_id: known.get(cell.cell_id) or {
-            "problem": cell.problem, "seed": cell.seed, "variant": cell.variant,
-            "dataset": cell.dataset, "status": "pending", "attempts": 0}
-            for cell in cells(self.spec)}
-        for entry in state.values():  # a skipped cell gets its chance under the new budget
-            if entry["status"] == "skipped":
-                entry["status"], entry["error"] = "pending", None
-        return state
+        known = self.store.load()
+        return {cell.cell_id: known.get(cell.cell_id) or new_entry(cell) for cell in self.cells}
+
+    def reopen(self) -> None:
+        """A new submission: failed, skipped and cancelled cells are pending again."""
+        for entry in self.state.values():
+            entry["tries"] = 0 if entry["status"] != "running" else entry.get("tries", 0)
+            if entry["status"] in REOPENED:
+                entry.update(status="pending", error=None, cancel_sent=False)
+        self.save()
 
     def save(self) -> None:
-        atomic_write_json(self.out / "sweep.json", {"sweep": self.spec.name,
-                                                     "cells": self.state})
+        self.store.save(self.state)
 
     def counts(self) -> dict[str, int]:
-        totals: dict[str, int] = {}
-        for entry in self.state.values():
-            totals[entry["status"]] = totals.get(entry["status"], 0) + 1
-        return totals
+        return {state: n for state, n in counts_by_state(self.state).items() if n}
+
+    def status(self) -> str:
+        return sweep_status(self.state, self.store.control())
 
     # --------------------------------------------------------------- loop
     def run(self) -> list[dict[str, Any]]:
         """Run until every cell is done or failed; return the table rows."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.save()
+        self.reopen()
         try:
             return self._run()
         except KeyboardInterrupt:
@@ -144,7 +293,7 @@ class SweepRunner:
 
     def _interrupted(self) -> None:
         """Ctrl-C: no new cell; the running ones interrupted, their results kept."""
-        self.progress(f"[sweep] {self.spec.name}: interrupted; stopping the running cells")
+        self.progress.note("interrupted; stopping the running cells")
         self.backend.interrupt()
         for cell_id, entry in self.state.items():
             if entry["status"] != "running":
@@ -160,38 +309,49 @@ class SweepRunner:
     def _resume_later(self, entry: dict[str, Any]) -> None:
         """Not an attempt that failed: the next srh sweep submits the same run again."""
         entry.update(status="pending", attempts=entry["attempts"] - 1,
+                     tries=max(0, entry.get("tries", 1) - 1),
                      error="interrupted; the next srh sweep resumes it")
         self.save()
 
     def _run(self) -> list[dict[str, Any]]:
         backoff = POLL_SECONDS
-        while not all(e["status"] in FINAL for e in self.state.values()):
+        while True:
             try:
-                self._tick()
+                status = self.tick()
                 backoff = POLL_SECONDS
             except BackendUnavailable as error:
-                self.progress(f"[sweep] backend unavailable ({error}); retrying in "
-                              f"{backoff:.0f}s")
+                self.progress.note(f"backend unavailable ({error}); retrying in "
+                                   f"{backoff:.0f}s")
                 time.sleep(backoff)
                 backoff = min(BACKOFF_MAX, backoff * 2)
                 continue
-            self.progress(f"[sweep] {self.spec.name}: {self._counts_text()}")
-            if not all(e["status"] in FINAL for e in self.state.values()):
-                time.sleep(self.backend.poll_seconds)
-        return self.write_table()
+            self.progress.update(self.state, status, self.spec.max_parallel)
+            if is_over(status, self.state):
+                break
+            time.sleep(self.backend.poll_seconds)
+        rows = self.write_table()
+        self.progress.finish(self.state, status)
+        return rows
 
-    def _counts_text(self) -> str:
-        return ", ".join(f"{n} {status}" for status, n in sorted(self.counts().items()))
+    def tick(self) -> str:
+        """One look: poll the running cells, start what the controls and slots allow.
 
-    def _tick(self) -> None:
+        Returns:
+            The sweep's status after the look (see :func:`sweep_status`).
+        """
+        control = self.store.control()
         for cell_id, entry in self.state.items():
             if entry["status"] == "running":
+                if control == "cancel" and not entry.get("cancel_sent"):
+                    self._cancel(entry)
                 self._poll(cell_id, entry)
+        if control in CONTROLS:
+            return sweep_status(self.state, control)
         in_flight = sum(e["status"] == "running" for e in self.state.values())
         left = self.budget_left()
         capacity = getattr(self.backend, "capacity", None) or self.spec.max_parallel
         slots = min(self.spec.max_parallel, capacity)
-        for cell in cells(self.spec):
+        for cell in self.cells:
             entry = self.state[cell.cell_id]
             if entry["status"] != "pending" or in_flight >= slots:
                 continue
@@ -201,6 +361,14 @@ class SweepRunner:
                 continue
             self._submit(cell, entry, left)
             in_flight += entry["status"] == "running"
+        return sweep_status(self.state, control)
+
+    def _cancel(self, entry: dict[str, Any]) -> None:
+        cancel = getattr(self.backend, "cancel", None)
+        if cancel is not None:
+            cancel(entry["run_id"])
+        entry["cancel_sent"] = True
+        self.save()
 
     # ------------------------------------------------------------ budget
     def spent(self) -> dict[str, float]:
@@ -221,16 +389,21 @@ class SweepRunner:
     def _submit(self, cell: Cell, entry: dict[str, Any],
                 left: Mapping[str, float] | None = None) -> None:
         entry["attempts"] += 1
+        entry["tries"] = entry.get("tries", 0) + 1
         entry["run_id"] = cell.run_id(self.spec.name, entry["attempts"])
         entry["submitted_at"] = time.time()
         entry["status"] = "running"
+        entry.pop("cancel_sent", None)
         self.save()
         try:
             self.backend.submit(entry["run_id"], cell, capped(cell_data(self.spec, cell), left))
         except BackendUnavailable:
             entry["status"], entry["attempts"] = "pending", entry["attempts"] - 1
+            entry["tries"] -= 1
             self.save()
             raise
+        except RunExists:  # another coordinator submitted this very run id: it runs once
+            logger.info("run %s was already submitted; following it", entry["run_id"])
         except Exception as error:  # a bad cell must not stop the sweep
             self._fail(entry, f"submit failed: {type(error).__name__}: {error}")
 
@@ -243,7 +416,8 @@ class SweepRunner:
         if result is None:
             self._watch(entry)
             return
-        entry["seconds"] = time.time() - entry["submitted_at"]
+        entry["finished_at"] = time.time()
+        entry["seconds"] = entry["finished_at"] - entry["submitted_at"]
         entry.update(summarize(result, self.spec, entry))
         totals = result.totals or {}  # every attempt's spend counts against the sweep budget
         entry["spent_tokens"] = entry.get("spent_tokens", 0) + int(totals.get("tokens") or 0)
@@ -252,9 +426,16 @@ class SweepRunner:
             self._fail(entry, f"run failed: {result.stop_reason}")
         elif result.status == "interrupted" and result.stop_reason == INTERRUPTED_BY_USER:
             self._resume_later(entry)
+        elif result.status == "interrupted" and result.stop_reason == STOP_CANCELLED:
+            entry["status"], entry["error"] = "cancelled", "cancelled"
+            self.save()
         else:
             entry["status"] = "done"
+            entry["error"] = None
             self.save()
+        finished = getattr(self.backend, "finished", None)
+        if finished is not None:
+            finished(entry, self.spec)
 
     def _watch(self, entry: dict[str, Any]) -> None:
         """Kick a run that made no progress for ``stall_seconds``; then give it up."""
@@ -278,21 +459,32 @@ class SweepRunner:
 
     def _fail(self, entry: dict[str, Any], reason: str) -> None:
         entry["error"] = reason
-        entry["status"] = "pending" if entry["attempts"] <= self.spec.retries else "failed"
+        entry["status"] = "pending" if entry.get("tries", 1) <= self.spec.retries else "failed"
         logger.warning("cell %s|%s|%s: %s (%s)", entry["problem"], entry["seed"],
                        entry["variant"], reason,
                        "retrying" if entry["status"] == "pending" else "giving up")
         self.save()
 
     # -------------------------------------------------------------- table
+    def rows(self) -> list[dict[str, Any]]:
+        return [table_row(cell_id, entry) for cell_id, entry in self.state.items()]
+
     def write_table(self) -> list[dict[str, Any]]:
-        rows = [table_row(cell_id, entry) for cell_id, entry in self.state.items()]
-        atomic_write_json(self.out / "results.json", {"sweep": self.spec.name, "rows": rows})
-        with (self.out / "results.csv").open("w", newline="", encoding="utf-8") as stream:
-            writer = csv.DictWriter(stream, fieldnames=CSV_COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
+        rows = self.rows()
+        if self.out is not None:
+            write_table(self.out, self.spec.name, rows)
         return rows
+
+
+def write_table(out: str | Path, name: str, rows: list[dict[str, Any]]) -> None:
+    """``results.json`` and ``results.csv`` of a sweep, one row per cell."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "results.json", {"sweep": name, "rows": rows})
+    with (out / "results.csv").open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def capped(data: CellData, left: Mapping[str, float] | None) -> CellData:
@@ -353,6 +545,7 @@ def summarize(result: SearchResult, spec: SweepSpec, entry: Mapping[str, Any]
 def table_row(cell_id: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     row = {column: entry.get(column) for column in CSV_COLUMNS}
     row["cell"] = cell_id
+    row["label"] = entry.get("label") or cell_id
     return row
 
 

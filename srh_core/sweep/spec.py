@@ -42,6 +42,7 @@ above 1 the sweep can end above its budget by what those cells spent.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -100,20 +101,39 @@ class SweepSpec(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One run of a sweep: a problem (or dataset), a seed and a variant."""
+    """One run of a sweep: a problem (or dataset), a seed, a variant and its settings.
+
+    A cell is named by ``(problem, seed, variant, settings_hash)``: resubmitting a
+    sweep runs only the cells that are missing or failed, and a changed setting
+    (or sample count, or noise) makes a new cell instead of reusing the old result.
+    """
 
     problem: str
     seed: int
     variant: str
     dataset: bool = False
+    settings_hash: str = ""
+
+    @property
+    def label(self) -> str:
+        """What a person reads: ``problem|seed=S|variant``."""
+        return f"{self.problem}|seed={self.seed}|{self.variant}"
 
     @property
     def cell_id(self) -> str:
-        return f"{self.problem}|seed={self.seed}|{self.variant}"
+        """The cell's key in the sweep's state: the label and the settings hash."""
+        return f"{self.label}|{self.settings_hash}" if self.settings_hash else self.label
 
     def run_id(self, sweep: str, attempt: int) -> str:
         digest = hashlib.sha1(self.cell_id.encode()).hexdigest()[:10]
         return f"{sweep}-{digest}-a{attempt}"
+
+
+def settings_hash(spec: SweepSpec, variant: Variant) -> str:
+    """A short hash of what decides a cell's run besides its problem and seed."""
+    settings = spec.search_settings(variant).model_dump(mode="json", exclude={"run_id", "seed"})
+    document = {"settings": settings, "samples": spec.samples, "noise": spec.noise}
+    return hashlib.sha1(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
 #: The top-level tables of a sweep file.
@@ -205,5 +225,6 @@ def cells(spec: SweepSpec) -> list[Cell]:
     """Every cell, in a stable order (problem, seed, variant)."""
     sources = [(name, False) for name in problem_names(spec)]
     sources += [(dataset.name, True) for dataset in spec.datasets]
-    return [Cell(name, seed, variant.name, dataset) for name, dataset in sources
-            for seed in spec.seeds for variant in spec.variants]
+    hashes = {variant.name: settings_hash(spec, variant) for variant in spec.variants}
+    return [Cell(name, seed, variant.name, dataset, hashes[variant.name])
+            for name, dataset in sources for seed in spec.seeds for variant in spec.variants]

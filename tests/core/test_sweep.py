@@ -56,8 +56,23 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_cells_are_problems_x_seeds_x_variants(tmp_path):
     spec = load_sweep(write(tmp_path, SWEEP))
     ids = [cell.cell_id for cell in cells(spec)]
-    assert len(ids) == 8 and ids[0] == "feynman-I.14.4|seed=0|k1"
+    assert len(ids) == 8 and len(set(ids)) == 8
+    assert cells(spec)[0].label == "feynman-I.14.4|seed=0|k1"
+    assert ids[0].startswith("feynman-I.14.4|seed=0|k1|")
     assert cells(spec)[0].run_id("small", 1) != cells(spec)[1].run_id("small", 1)
+
+
+def test_a_cell_is_named_by_its_settings_so_a_changed_setting_is_a_new_cell(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP))
+    same = load_sweep(write(tmp_path, SWEEP))
+    changed = load_sweep(write(tmp_path, SWEEP.replace("local_sample_size = 2",
+                                                       "local_sample_size = 3")))
+    noisier = load_sweep(write(tmp_path, SWEEP.replace("retries = 1", "retries = 1\nnoise = 0.01")))
+    ids = [cell.cell_id for cell in cells(spec)]
+    assert ids == [cell.cell_id for cell in cells(same)]
+    moved = [a != b for a, b in zip(ids, [cell.cell_id for cell in cells(changed)], strict=True)]
+    assert moved == [cell.variant == "k2" for cell in cells(spec)]  # only k2's cells changed
+    assert not set(ids) & {cell.cell_id for cell in cells(noisier)}
 
 
 @pytest.mark.parametrize(

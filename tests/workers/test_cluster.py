@@ -27,7 +27,7 @@ from srh_core.sweep import SweepRunner, load_sweep
 from srh_workers.flow.tasks import sender
 from srh_workers.store import RedisRunStore
 from srh_workers.submit import run_status
-from srh_workers.sweep import CelerySweepBackend
+from srh_workers.sweeps import CelerySweepBackend
 from tests.workers.cluster import RECOVERY_TARGET_SECONDS, VISIBILITY, Cluster
 from tests.workers.cluster_plugins import REQUESTS_KEY
 from tests.workers.support import ROOT, wait_until

@@ -17,6 +17,7 @@ import redis
 
 from srh_core.errors import SearchStateError
 from srh_core.sweep import BackendUnavailable, Cell, CellData, RunLost
+from srh_core.sweep.runner import RunExists
 from srh_core.types import SearchResult
 
 POLL_SECONDS = 0.2
@@ -40,9 +41,12 @@ class CelerySweepBackend:
         self.send = send
 
     def submit(self, run_id: str, cell: Cell, data: CellData) -> None:
+        from srh_workers.store import RedisRunStore
         from srh_workers.submit import submit_run
 
         with _reachable():
+            if RedisRunStore(self.client, run_id, register=False).spec_json() is not None:
+                raise RunExists(f"run {run_id} was already submitted")
             submit_run(self.client, self.send, data.settings.replace(run_id=run_id), data.X,
                        data.y, data.description)
 
@@ -66,6 +70,16 @@ class CelerySweepBackend:
 
         with _reachable():
             kick_run(self.client, self.send, run_id)
+
+    def cancel(self, run_id: str) -> None:
+        """Cancel one cell's run (it ends at its branches' next steps)."""
+        from srh_workers.submit import cancel_run
+
+        with _reachable():
+            try:
+                cancel_run(self.client, run_id, self.send)
+            except SearchStateError:  # not published yet: its poll reports it lost
+                return
 
     def interrupt(self) -> None:
         """Nothing to stop here: the cells are cluster runs, they go on without this shell."""

@@ -1,0 +1,170 @@
+"""Sweeps as cluster jobs: coordinated by the workers, taken over, paused, stopped, cancelled.
+
+Real Redis (private), real worker processes, the ``srh`` command line in
+subprocesses with time limits. The model is ``test-cancellable`` (each request
+waits ``wait-S`` seconds) so cells last long enough to be controlled.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srh_core.sweep import load_sweep
+from srh_workers.store import RUNS_INDEX, RedisRunStore
+from srh_workers.submit import cancel_run
+from srh_workers.sweeps import control
+from srh_workers.sweeps.store import SweepRecord
+from tests.workers.cluster import Cluster
+from tests.workers.support import ROOT, wait_until
+
+SWEEP_ENV = {"SRH_SWEEP_INTERVAL": "0.2", "SRH_SWEEP_LEASE": "2"}
+COMMAND_SECONDS = 60
+
+
+def write_sweep(path: Path, name: str, *, problems: list[str], seeds: list[int],
+                max_parallel: int, wait: float, depth: int) -> Path:
+    path.write_text(
+        f'[sweep]\nname = "{name}"\nproblems = {json.dumps(problems)}\nseeds = {seeds}\n'
+        f'samples = 200\nretries = 1\nmax_parallel = {max_parallel}\nstall_seconds = 60\n\n'
+        f'[settings]\nllm_provider = "test-cancellable"\nllm_model = "wait-{wait}"\n'
+        f'tool_parser = "text"\nmax_refinement_depth = {depth}\nlocal_sample_size = 1\n'
+        'global_width = 1\nearly_stop = false\n', encoding="utf-8")
+    return path
+
+
+def srh(cluster: Cluster, *args: str, timeout: float = COMMAND_SECONDS) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "srh_core", *args], env=cluster.env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def view(cluster: Cluster, name: str) -> dict[str, Any]:
+    return control.sweep_status_view(cluster.client, name)
+
+
+def runs_of(cluster: Cluster, name: str) -> list[str]:
+    return sorted(r.decode() for r in cluster.client.zrange(RUNS_INDEX, 0, -1)
+                  if r.decode().startswith(f"{name}-"))
+
+
+@pytest.fixture
+def sweep_cluster(cluster: Cluster) -> Cluster:
+    cluster.env.update(SWEEP_ENV)
+    return cluster
+
+
+def test_a_submitted_sweep_runs_without_its_shell_and_survives_its_coordinators_death(
+        sweep_cluster: Cluster, tmp_path: Path) -> None:
+    cluster = sweep_cluster
+    first = cluster.start("branches", concurrency=4)
+    second = cluster.start("branches", concurrency=4)
+    cluster.start("tools", concurrency=2)
+    path = write_sweep(tmp_path / "sweep.toml", "orphans", seeds=[0, 1], max_parallel=2,
+                       problems=["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13"],
+                       wait=0.2, depth=3)
+    started = time.monotonic()
+    submitted = srh(cluster, "sweep", "submit", str(path))
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.strip() == "orphans"
+    assert time.monotonic() - started < 20  # it returns at once (the command's start-up)
+
+    wait_until(lambda: view(cluster, "orphans")["cells"]["done"] >= 1, 90, "a finished cell")
+    holder = SweepRecord(cluster.client, "orphans").lease_holder()
+    assert holder is not None
+    victim = first if holder.endswith(f":{first.process.pid}") else second
+    assert holder.endswith(f":{victim.process.pid}"), holder
+    victim.stop(signal.SIGKILL)
+
+    wait_until(lambda: view(cluster, "orphans")["over"], 150, "the sweep to end")
+    final = view(cluster, "orphans")
+    assert final["status"] == "completed" and final["cells"]["done"] == 6, final
+    new_holder = SweepRecord(cluster.client, "orphans").meta()["owner"]
+    assert new_holder != holder  # the other worker's coordinator took the sweep over
+    rows = control.sweep_rows(cluster.client, "orphans")
+    assert all(row["attempts"] == 1 for row in rows), rows
+    runs = runs_of(cluster, "orphans")
+    assert sorted(row["run_id"] for row in rows) == runs  # one run per cell, none twice
+    for run_id in runs:  # every node of a run is recorded once
+        store = RedisRunStore(cluster.client, run_id, register=False)
+        ids = [record["node_id"] for record in store.records()]
+        assert ids and len(ids) == len(set(ids))
+
+    status = srh(cluster, "sweep", "status", "orphans", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["status"] == "completed"
+    again = srh(cluster, "sweep", "submit", str(path))  # idempotent: nothing is missing
+    assert again.returncode == 0, again.stderr
+    wait_until(lambda: view(cluster, "orphans")["over"], 30, "the resubmission to be applied")
+    assert runs_of(cluster, "orphans") == runs
+    listing = srh(cluster, "sweep", "list", "--json")
+    assert [row["sweep"] for row in json.loads(listing.stdout)["sweeps"]] == ["orphans"]
+
+
+def test_pause_resume_stop_and_cancel(sweep_cluster: Cluster, tmp_path: Path) -> None:
+    cluster = sweep_cluster
+    cluster.start("branches", concurrency=2)
+    cluster.start("tools", concurrency=1)
+    spec = load_sweep(write_sweep(tmp_path / "sweep.toml", "knobs", max_parallel=1,
+                                  problems=["feynman-I.12.4", "feynman-I.14.4"], seeds=[0, 1],
+                                  wait=0.3, depth=4))
+    client = cluster.client
+    control.submit_sweep(client, spec)
+
+    def states() -> dict[str, int]:
+        return view(cluster, "knobs")["cells"]
+
+    # pause: the running cell finishes, no new one starts
+    wait_until(lambda: states()["running"] == 1, 60, "a running cell")
+    assert control.pause_sweep(client, "knobs")["status"] == "paused"
+    wait_until(lambda: states()["done"] == 1 and states()["running"] == 0, 60,
+               "the running cell to finish")
+    time.sleep(1.0)  # several coordinator looks: still nothing starts
+    assert states()["pending"] == 3 and view(cluster, "knobs")["status"] == "paused"
+
+    # resume, then stop: the running cell finishes, then "stopped" with cells pending
+    control.resume_sweep(client, "knobs")
+    wait_until(lambda: states()["running"] == 1, 30, "a cell to start after resume")
+    control.stop_sweep(client, "knobs")
+    wait_until(lambda: view(cluster, "knobs")["status"] == "stopped", 60, "stopped")
+    assert states()["done"] == 2 and states()["pending"] == 2
+
+    # cancel: the running cell's run cancelled within 30 s, no model request after it
+    control.resume_sweep(client, "knobs")
+    wait_until(lambda: states()["running"] == 1, 30, "a cell to start after resume")
+    running = next(r for r in control.sweep_rows(client, "knobs") if r["status"] == "running")
+    wait_until(lambda: RedisRunStore(client, running["run_id"],
+                                     register=False).model_requests() >= 1, 30, "a request")
+    cancelled_at = time.monotonic()
+    assert control.cancel_sweep(client, "knobs")["status"] == "cancelled"
+    wait_until(lambda: view(cluster, "knobs")["over"], 30, "the cancel to end the sweep")
+    assert time.monotonic() - cancelled_at < 30
+    assert states()["cancelled"] == 1 and states()["done"] == 2 and states()["pending"] == 1
+    store = RedisRunStore(client, running["run_id"], register=False)
+    requests = store.model_requests()
+    time.sleep(1.5)
+    assert store.model_requests() == requests
+
+    # a later submission runs the cancelled and pending cells; a cell cancelled by
+    # `srh cancel RUN_ID` is counted as cancelled, never as done
+    control.submit_sweep(client, spec)
+    wait_until(lambda: states()["running"] == 1, 30, "a cell to start after resubmit")
+    single = next(r for r in control.sweep_rows(client, "knobs") if r["status"] == "running")
+    assert single["attempts"] == 2 or single["cell"] != running["cell"]
+    cancel_run(client, single["run_id"])
+    wait_until(lambda: view(cluster, "knobs")["over"], 90, "the resubmission to finish")
+    final = view(cluster, "knobs")
+    assert final["status"] == "completed", final
+    assert final["cells"]["cancelled"] == 1 and final["cells"]["done"] == 3, final
+
+
+def test_controls_of_an_unknown_sweep_say_so(sweep_cluster: Cluster) -> None:
+    result = srh(sweep_cluster, "sweep", "pause", "nosuch")
+    assert result.returncode == 2
+    assert "No sweep named 'nosuch'" in result.stderr
