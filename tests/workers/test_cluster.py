@@ -183,7 +183,7 @@ def test_a_sweep_of_20_cells_on_two_tool_workers(cluster: Cluster, tmp_path: Pat
                        progress=lambda line: None).run()
     assert len(rows) == 20 and all(row["status"] == "done" for row in rows), rows
     table = (tmp_path / "out" / "results.csv").read_text().splitlines()
-    assert len(table) == 21 and table[0].startswith("cell,problem,seed")
+    assert len(table) == 21 and table[0].startswith("cell,label,problem,seed")
     assert all(row["best_formula"] and row["solved"] is not None for row in rows)
 
 
