@@ -248,9 +248,11 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
                            "per core in every child (start it with `srh worker`)", loose)
     if settings.metrics_port is not None:
         try:
-            server, _ = metrics.start_worker_metrics(settings.metrics_port,
-                                                     settings.broker_url, QUEUES,
-                                                     addr=settings.metrics_addr)
+            from srh_workers.observability.sweep_metrics import SweepCollector
+
+            server, _ = metrics.start_worker_metrics(
+                settings.metrics_port, settings.broker_url, QUEUES, addr=settings.metrics_addr,
+                collectors=[SweepCollector(str(settings.redis_url))])
         except ImportError:
             logger.error("SRH_METRICS_PORT is set but prometheus-client is not installed "
                          "(pip install 'srh[metrics]'); running without metrics")

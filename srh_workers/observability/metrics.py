@@ -217,7 +217,8 @@ def prepare_multiprocess_dir(environ: dict[str, str] | os._Environ[str] = os.env
 
 
 def start_worker_metrics(port: int, broker_url: str, queues: Sequence[str], *,
-                         addr: str = "127.0.0.1") -> tuple[Any, threading.Thread]:
+                         addr: str = "127.0.0.1", collectors: Sequence[Any] = ()
+                         ) -> tuple[Any, threading.Thread]:
     """Enable task metrics in this worker and its future children; serve them with the queues."""
     from prometheus_client import CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector
@@ -228,6 +229,8 @@ def start_worker_metrics(port: int, broker_url: str, queues: Sequence[str], *,
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(directory))
     registry.register(QueueDepthCollector(broker_url, queues))  # type: ignore[arg-type]
+    for collector in collectors:  # e.g. the sweeps' gauges (observability.sweep_metrics)
+        registry.register(collector)
     return start_metrics_server(port, registry, addr=addr)
 
 

@@ -236,3 +236,38 @@ def test_a_sweep_file_that_never_ends_is_refused(tmp_path):
 
     with pytest.raises(InputTooLargeError, match="sweep file /dev/zero is larger than 4 MiB"):
         load_sweep("/dev/zero")
+
+
+def test_progress_in_a_log_is_one_line_per_change_and_a_terminal_gets_a_live_line():
+    import io
+
+    from srh_core.sweep.progress import SweepProgress
+
+    entries = {f"c{n}": {"status": "pending"} for n in range(4)}
+    lines: list[str] = []
+    now = [100.0]
+    log = SweepProgress("demo", 4, line=lines.append, clock=lambda: now[0], started=100.0)
+    for _ in range(50):  # polls with no change write nothing
+        log.update(entries, "running", 2)
+    entries["c0"] = {"status": "done", "solved": True, "seconds": 10.0}
+    now[0] = 110.0
+    for _ in range(50):
+        log.update(entries, "running", 2)
+    log.finish(entries, "running")
+    assert len(lines) == 3, lines
+    assert "1/4 cells finished, 1 solved" in lines[1] and "elapsed 10s" in lines[1]
+    assert "ETA 20s" in lines[1]  # 3 pending, 2 at a time, 10 s each
+    assert "solve rate 1/1 = 100.0%" in lines[2]
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    live = SweepProgress("demo", 4, stream=screen, clock=lambda: now[0], started=100.0)
+    live.update(entries, "running", 2)
+    live.update(entries, "running", 2)
+    live.finish(entries, "completed")
+    text = screen.getvalue()
+    assert text.count("\r\x1b[K") == 2 and text.endswith("\n")
+    assert text.splitlines()[-1].startswith("Sweep demo completed: 4 cells")

@@ -168,3 +168,31 @@ def test_controls_of_an_unknown_sweep_say_so(sweep_cluster: Cluster) -> None:
     result = srh(sweep_cluster, "sweep", "pause", "nosuch")
     assert result.returncode == 2
     assert "No sweep named 'nosuch'" in result.stderr
+
+
+def test_the_sweep_gauges_count_an_active_sweeps_cells(redis_server: str, tmp_path: Path
+                                                      ) -> None:
+    import redis
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from srh_workers.observability.sweep_metrics import SweepCollector
+
+    client = redis.Redis.from_url(redis_server)
+    client.flushdb()
+    spec = load_sweep(write_sweep(tmp_path / "sweep.toml", "gauged", max_parallel=1,
+                                  problems=["feynman-I.12.4"], seeds=[0, 1, 2], wait=0, depth=1))
+    record = SweepRecord(client, "gauged")
+    record.publish(spec.model_dump_json(), {}, time.time())
+    for n, (status, solved) in enumerate((("done", True), ("done", False), ("running", None))):
+        client.hset(record.cells_key, f"cell{n}", json.dumps({"status": status,
+                                                              "solved": solved}))
+    registry = CollectorRegistry()
+    registry.register(SweepCollector(redis_server))
+    text = generate_latest(registry).decode()
+    assert "srh_sweeps_in_flight 1.0" in text
+    assert 'srh_sweep_cells{state="done",sweep="gauged"} 2.0' in text
+    assert 'srh_sweep_cells{state="running",sweep="gauged"} 1.0' in text
+    assert 'srh_sweep_cells_solved{sweep="gauged"} 1.0' in text
+    down = CollectorRegistry()
+    down.register(SweepCollector("redis://127.0.0.1:1/0"))
+    assert "srh_sweeps_up 0.0" in generate_latest(down).decode()
