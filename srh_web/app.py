@@ -14,6 +14,9 @@ API (all GET unless said):
     POST /api/runs/{key}/control       {"action": ..., "message": ...} -> 202 (a cluster
                                        run applies it at once: a refusal is a 400)
     /api/sweeps, /api/sweeps/{key}?status=&solved=&q=, /api/sweeps/{key}/results.csv
+    /api/sweeps/{key}/report           solve rates with CIs per variant, comparisons
+    POST /api/sweeps/{key}/control     {"action": "pause"|"resume"|"stop"|"cancel"} -> 202
+                                       (cluster sweeps; 409 when it does not apply)
     /api/cluster                       workers, queues and depths, runs in flight
 """
 
@@ -90,6 +93,8 @@ def _routes(catalog: Catalog) -> list[Any]:
         Route("/api/runs/{key}/control", api.control, methods=["POST"]),
         Route("/api/sweeps", api.sweeps), Route("/api/sweeps/{key}", api.sweep),
         Route("/api/sweeps/{key}/results.csv", api.sweep_csv),
+        Route("/api/sweeps/{key}/report", api.sweep_report),
+        Route("/api/sweeps/{key}/control", api.sweep_control, methods=["POST"]),
         Route("/api/cluster", api.cluster),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
@@ -161,6 +166,37 @@ class _Api:
         filename = f"{sweep.name}-results.csv".replace('"', "")
         return Response(sweep.csv_text(dict(request.query_params)), media_type="text/csv",
                         headers={"content-disposition": f'attachment; filename="{filename}"'})
+
+    def sweep_report(self, request: Request) -> Response:
+        from srh_core.sweep.report import build_report
+
+        sweep = self.catalog.sweep(request.path_params["key"])
+        status, rows = sweep.report_rows()
+        return SafeJSON(build_report(sweep.name, status, rows))
+
+    async def sweep_control(self, request: Request) -> Response:
+        from srh_core.errors import ConfigurationError
+
+        sweep = await run_in_threadpool(self.catalog.sweep, request.path_params["key"])
+        if not hasattr(sweep, "control"):
+            return SafeJSON({"error": "This sweep runs in a shell (a sweep directory): stop it "
+                             "there with Ctrl-C; only cluster sweeps take controls."},
+                            status_code=409)
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return SafeJSON({"error": "The command is too large."}, status_code=413)
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            return SafeJSON({"error": "The body must be JSON."}, status_code=400)
+        action = data.get("action") if isinstance(data, dict) else None
+        try:
+            view = await run_in_threadpool(sweep.control, str(action))
+        except ValueError as error:
+            return SafeJSON({"error": str(error)}, status_code=400)
+        except ConfigurationError as error:
+            return SafeJSON({"error": str(error)}, status_code=409)
+        return SafeJSON(view, status_code=202)
 
     def cluster(self, request: Request) -> Response:
         if self.catalog.cluster is None:

@@ -18,7 +18,7 @@ from typing import Any
 from srh_core.runtime import ControlChannel
 from srh_web.errors import RunNotFoundError
 from srh_web.run_reader import RunReader, iter_run_directories
-from srh_web.sweep_reader import SweepReader, is_sweep_directory
+from srh_web.sweep_reader import ClusterSweep, SweepReader, is_sweep_directory
 
 SCAN_SECONDS = 2.0
 SWEEP_DEPTH = 2
@@ -163,14 +163,32 @@ class Catalog:
 
     # --------------------------------------------------------------- sweeps
     def sweeps(self) -> list[dict[str, Any]]:
+        """Sweep directories, then the cluster's sweeps (keyed ``NAME~cluster`` on a clash)."""
         self._scan()
-        return [{**sweep.listing(), "key": key} for key, sweep in self._sweeps.items()]
+        listed = [{**sweep.listing(), "key": key} for key, sweep in self._sweeps.items()]
+        if self.cluster is not None:
+            try:
+                for name in self.cluster.sweep_names():
+                    key = name if name not in self._sweeps else f"{name}~cluster"
+                    listed.append({**ClusterSweep(self.cluster, name).listing(), "key": key})
+            except Exception as error:  # Redis down: the directories still list
+                listed.append({"key": None, "name": None, "source": "redis",
+                               "status": "unavailable", "error": str(error)})
+        return listed
 
-    def sweep(self, key: str) -> SweepReader:
+    def sweep(self, key: str) -> SweepReader | ClusterSweep:
+        """The sweep listed under ``key``: a directory, else a cluster sweep.
+
+        Raises:
+            RunNotFoundError: Neither has it.
+        """
         self._scan()
-        if key not in self._sweeps:
-            raise RunNotFoundError(key, kind="sweep")
-        return self._sweeps[key]
+        if key in self._sweeps:
+            return self._sweeps[key]
+        name = key.removesuffix("~cluster")
+        if self.cluster is not None and self.cluster.has_sweep(name):
+            return ClusterSweep(self.cluster, name)
+        raise RunNotFoundError(key, kind="sweep")
 
 
 def _sweep_directories(root: Path, depth: int) -> list[Path]:

@@ -157,6 +157,25 @@ class ClusterSource:
 
         return RedisControlChannel(self.client, run_id).read_status()
 
+    # --------------------------------------------------------------- sweeps
+    @_reads_redis
+    def sweep_names(self) -> list[str]:
+        from srh_workers.sweeps.store import list_sweeps
+
+        return list_sweeps(self.client)
+
+    @_reads_redis
+    def has_sweep(self, name: str) -> bool:
+        from srh_workers.sweeps.store import SweepRecord
+
+        return SweepRecord(self.client, name).exists()
+
+    def send(self, action: Any) -> None:
+        """Enqueue one action through this Redis as the broker."""
+        from srh_workers.flow.tasks import send_action
+
+        send_action(self._celery(), action)
+
     # -------------------------------------------------------------- cluster
     @_reads_redis
     def overview(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ SWEEP_MARKER = "sweep.json"
 COLUMNS = ("cell", "problem", "seed", "variant", "status", "run_status", "solved", "r2_fresh",
            "best_formula", "complexity", "train_mse", "validation_mse", "seconds", "cost",
            "attempts", "run_id", "error")
-STATUSES = ("pending", "running", "done", "failed")
+STATUSES = ("pending", "running", "done", "failed", "skipped", "cancelled")
 
 
 def is_sweep_directory(path: Path) -> bool:
@@ -76,9 +76,21 @@ class SweepReader:
                 "counts": counts, "total": len(rows), "rows": kept,
                 "solved": sum(row["solved"] is True for row in rows)}
 
+    source = "directory"
+
     def listing(self) -> dict[str, Any]:
         table = self.table({})
-        return {key: table[key] for key in ("name", "sweep", "counts", "total", "solved")}
+        return {**{key: table[key] for key in ("name", "sweep", "counts", "total", "solved")},
+                "source": self.source}
+
+    def report_rows(self) -> tuple[str, list[dict[str, Any]]]:
+        """(status, rows) for the sweep report (srh_core.sweep.report)."""
+        from srh_core.sweep.runner import sweep_status
+
+        cells = self._state().get("cells") or {}
+        return sweep_status(cells, None), [
+            {**entry, "cell": cell_id, "label": entry.get("label") or cell_id}
+            for cell_id, entry in cells.items()]
 
     def csv_text(self, filters: Mapping[str, str]) -> str:
         stream = io.StringIO()
@@ -100,3 +112,83 @@ def matches(row: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
     haystack = " ".join(str(row.get(k) or "") for k in ("problem", "variant", "best_formula",
                                                         "cell"))
     return not text or text in haystack.lower()
+
+
+class ClusterSweep:
+    """A sweep coordinated on the cluster, read from Redis, with its controls.
+
+    Its table has the shape of a sweep directory's (:class:`SweepReader`), plus the
+    status view (``status``, ``eta_seconds``, ``coordinator``, ...) and which
+    controls apply now.
+    """
+
+    source = "redis"
+    CONTROLS = {"running": ("pause", "stop", "cancel"), "paused": ("resume", "stop", "cancel"),
+                "stopped": ("resume", "cancel"), "cancelled": (), "completed": (),
+                "failed": ()}
+
+    def __init__(self, cluster: Any, name: str) -> None:
+        self.cluster = cluster
+        self.name = name
+
+    def status(self) -> dict[str, Any]:
+        from srh_workers.sweeps.control import sweep_status_view
+
+        view = sweep_status_view(self.cluster.client, self.name)
+        return {**view, "controls": list(self.CONTROLS.get(view["status"], ()))}
+
+    def rows(self) -> list[dict[str, Any]]:
+        from srh_workers.sweeps.control import sweep_rows
+
+        now = time.time()
+        rows = []
+        for row in sweep_rows(self.cluster.client, self.name):
+            if row.get("seconds") is None and row.get("status") == "running" \
+                    and row.get("submitted_at"):
+                row["seconds"] = now - float(row["submitted_at"])
+            rows.append({**row, "cell": row.get("label") or row["cell"], "key": row["cell"]})
+        return rows
+
+    def report_rows(self) -> tuple[str, list[dict[str, Any]]]:
+        """(status, rows) for the sweep report (srh_core.sweep.report)."""
+        from srh_workers.sweeps.control import sweep_rows
+
+        return self.status()["status"], sweep_rows(self.cluster.client, self.name)
+
+    def table(self, filters: Mapping[str, str]) -> dict[str, Any]:
+        rows = self.rows()
+        view = self.status()
+        kept = [row for row in rows if matches(row, filters)]
+        return {"name": self.name, "sweep": self.name, "source": self.source,
+                "counts": view["cells"], "total": len(rows), "rows": kept,
+                "solved": view["solved"], "status": view}
+
+    def listing(self) -> dict[str, Any]:
+        view = self.status()
+        return {"name": self.name, "sweep": self.name, "source": self.source,
+                "counts": view["cells"], "total": view["total"], "solved": view["solved"],
+                "status": view["status"]}
+
+    def csv_text(self, filters: Mapping[str, str]) -> str:
+        stream = io.StringIO()
+        writer = csv.DictWriter(stream, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(self.table(filters)["rows"])
+        return stream.getvalue()
+
+    def control(self, action: str) -> dict[str, Any]:
+        """Apply ``action`` (pause, resume, stop, cancel); the new status view.
+
+        Raises:
+            ValueError: Not one of the four actions.
+            ConfigurationError: The action does not apply to the sweep's status.
+        """
+        from srh_workers.sweeps import control
+
+        if action not in ("pause", "resume", "stop", "cancel"):
+            raise ValueError(f"Unknown sweep action {action!r}: pause, resume, stop or cancel.")
+        if action == "cancel":
+            control.cancel_sweep(self.cluster.client, self.name, self.cluster.send)
+        else:
+            getattr(control, f"{action}_sweep")(self.cluster.client, self.name)
+        return self.status()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import redis
 
 from srh_core.agent.candidates import sample_candidates
 from srh_core.agent.settings import SearchSettings
@@ -158,3 +159,57 @@ def test_srh_web_steers_an_interactive_redis_run_and_streams_its_events(redis_se
         assert states == ["running", "pausing", "paused", "running"]
         seqs = [data["seq"] for name, data in events if name == "timeline"]
         assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_cluster_sweep_is_listed_shown_reported_and_controlled(redis_server, tmp_path):  # noqa: F811
+    import json as json_module
+    import time
+
+    from srh_core.sweep import cells, load_sweep
+    from srh_web.cluster import ClusterSource
+    from srh_workers.sweeps.store import SweepRecord
+
+    client = redis.Redis.from_url(redis_server)
+    client.flushdb()
+    path = tmp_path / "sweep.toml"
+    path.write_text('[sweep]\nname = "remote"\nproblems = ["feynman-I.12.4", "feynman-I.14.4"]\n'
+                    'seeds = [0, 1]\nsamples = 100\n', encoding="utf-8")
+    spec = load_sweep(path)
+    record = SweepRecord(client, "remote")
+    record.publish(spec.model_dump_json(), {}, time.time())
+    client.hset(record.meta_key, "applied", 1)  # as a coordinator that took the submission
+    for n, cell in enumerate(cells(spec)):
+        status = ("done", "done", "running", "pending")[n]
+        client.hset(record.cells_key, cell.cell_id, json_module.dumps({
+            "problem": cell.problem, "seed": cell.seed, "variant": cell.variant,
+            "label": cell.label, "status": status, "attempts": int(status != "pending"),
+            "solved": (True, False, None, None)[n], "r2_fresh": (1.0, 0.5, None, None)[n],
+            "seconds": (3.0, 5.0, None, None)[n], "run_id": f"remote-{n}-a1",
+            "submitted_at": time.time()}))
+    with LiveServer([tmp_path], cluster=ClusterSource(redis_server)) as server:
+        web = Client(server.url)
+        listed = web.json("/api/sweeps")["sweeps"]
+        assert [(s["key"], s["source"], s["status"]) for s in listed] == [
+            ("remote", "redis", "running")]
+        table = web.json("/api/sweeps/remote")
+        assert table["total"] == 4 and table["counts"]["done"] == 2 and table["solved"] == 1
+        assert table["status"]["controls"] == ["pause", "stop", "cancel"]
+        assert table["rows"][0]["cell"] == "feynman-I.12.4|seed=0|default"
+        report = web.json("/api/sweeps/remote/report")
+        assert report["variants"][0]["solved"] == 1
+        status, _, body = web.post("/api/sweeps/remote/control", {"action": "pause"})
+        assert status == 202 and json_module.loads(body)["status"] == "paused"
+        assert record.control() == "pause"
+        assert json_module.loads(web.get("/api/sweeps/remote")[2])["status"]["controls"] == [
+            "resume", "stop", "cancel"]
+        status, _, body = web.post("/api/sweeps/remote/control", {"action": "resume"})
+        assert status == 202 and record.control() is None
+        status, _, body = web.post("/api/sweeps/remote/control", {"action": "explode"})
+        assert status == 400 and b"Unknown sweep action" in body
+        status, _, body = web.post("/api/sweeps/remote/control", {"action": "cancel"})
+        assert status == 202 and record.control() == "cancel"
+        status, _, body = web.post("/api/sweeps/remote/control", {"action": "pause"})
+        assert status == 409 and b"cancelled" in body
+        assert web.get("/api/sweeps/nosuch")[0] == 404
+        status, _, _ = web.post("/api/sweeps/remote/control", {"action": "pause"}, csrf=False)
+        assert status == 403
