@@ -192,10 +192,10 @@ class _Api:
         action = data.get("action") if isinstance(data, dict) else None
         try:
             view = await run_in_threadpool(sweep.control, str(action))
+        except ConfigurationError as error:  # (a ValueError too: first)
+            return SafeJSON({"error": str(error)}, status_code=409)
         except ValueError as error:
             return SafeJSON({"error": str(error)}, status_code=400)
-        except ConfigurationError as error:
-            return SafeJSON({"error": str(error)}, status_code=409)
         return SafeJSON(view, status_code=202)
 
     def cluster(self, request: Request) -> Response:
