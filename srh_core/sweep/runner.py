@@ -363,6 +363,9 @@ class SweepRunner:
             in_flight += entry["status"] == "running"
         return sweep_status(self.state, control)
 
+    def _cell(self, cell_id: str) -> Cell:
+        return next(cell for cell in self.cells if cell.cell_id == cell_id)
+
     def _cancel(self, entry: dict[str, Any]) -> None:
         cancel = getattr(self.backend, "cancel", None)
         if cancel is not None:
@@ -393,8 +396,13 @@ class SweepRunner:
         entry["run_id"] = cell.run_id(self.spec.name, entry["attempts"])
         entry["submitted_at"] = time.time()
         entry["status"] = "running"
+        entry["submitted"] = False  # until the backend has it: see _poll's RunLost
         entry.pop("cancel_sent", None)
         self.save()
+        self._send(cell, entry, left)
+
+    def _send(self, cell: Cell, entry: dict[str, Any],
+              left: Mapping[str, float] | None = None) -> None:
         try:
             self.backend.submit(entry["run_id"], cell, capped(cell_data(self.spec, cell), left))
         except BackendUnavailable:
@@ -406,11 +414,20 @@ class SweepRunner:
             logger.info("run %s was already submitted; following it", entry["run_id"])
         except Exception as error:  # a bad cell must not stop the sweep
             self._fail(entry, f"submit failed: {type(error).__name__}: {error}")
+            return
+        entry["submitted"] = True
+        self.save()
 
     def _poll(self, cell_id: str, entry: dict[str, Any]) -> None:
         try:
             result = self.backend.poll(entry["run_id"])
         except RunLost as lost:
+            if entry.get("submitted") is False:
+                # its coordinator died between saving the cell and submitting the run:
+                # submit that same run now (the same attempt; RunExists if it did arrive)
+                logger.info("run %s was never submitted; submitting it", entry["run_id"])
+                self._send(self._cell(cell_id), entry, self.budget_left())
+                return
             self._fail(entry, f"run lost: {lost}")
             return
         if result is None:
@@ -422,6 +439,9 @@ class SweepRunner:
         totals = result.totals or {}  # every attempt's spend counts against the sweep budget
         entry["spent_tokens"] = entry.get("spent_tokens", 0) + int(totals.get("tokens") or 0)
         entry["spent_cost"] = entry.get("spent_cost", 0.0) + float(totals.get("cost") or 0.0)
+        finished = getattr(self.backend, "finished", None)
+        if finished is not None:  # before the cell is saved final: a successor redoes it
+            finished(entry, self.spec)
         if result.status == "failed":
             self._fail(entry, f"run failed: {result.stop_reason}")
         elif result.status == "interrupted" and result.stop_reason == INTERRUPTED_BY_USER:
@@ -433,9 +453,6 @@ class SweepRunner:
             entry["status"] = "done"
             entry["error"] = None
             self.save()
-        finished = getattr(self.backend, "finished", None)
-        if finished is not None:
-            finished(entry, self.spec)
 
     def _watch(self, entry: dict[str, Any]) -> None:
         """Kick a run that made no progress for ``stall_seconds``; then give it up."""

@@ -271,3 +271,32 @@ def test_progress_in_a_log_is_one_line_per_change_and_a_terminal_gets_a_live_lin
     text = screen.getvalue()
     assert text.count("\r\x1b[K") == 2 and text.endswith("\n")
     assert text.splitlines()[-1].startswith("Sweep demo completed: 4 cells")
+
+
+class Killed(BaseException):
+    """The coordinator's process dying (nothing after it runs)."""
+
+
+def test_a_cell_saved_but_never_submitted_is_submitted_by_the_successor_as_the_same_attempt(
+        tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP.replace("retries = 1", "retries = 0")))
+
+    class Dying(ScriptedBackend):
+        def submit(self, run_id, cell, data):
+            raise Killed
+
+    with pytest.raises(Killed):
+        SweepRunner(spec, tmp_path / "out", Dying(capacity=1),
+                    progress=lambda line: None).run()
+
+    class Successor(ScriptedBackend):
+        def poll(self, run_id):
+            if run_id not in self.looks:
+                raise RunLost(f"no run {run_id}")
+            return super().poll(run_id)
+
+    successor = Successor(capacity=8, polls=1)
+    rows = SweepRunner(spec, tmp_path / "out", successor, progress=lambda line: None).run()
+    assert [row["status"] for row in rows] == ["done"] * 8
+    assert [row["attempts"] for row in rows] == [1] * 8  # the cut submission was not a try
+    assert cells(spec)[0].run_id("small", 1) in successor.looks
