@@ -291,9 +291,15 @@ def start_sweep_coordinator(celery_app: Celery, owner: str) -> Any:
     def send(action: Any) -> None:
         celery_app.send_task(action.task, args=list(action.args))
 
-    return SweepCoordinator(redis_client(str(settings.redis_url)), send, owner,
+    client = redis_client(str(settings.redis_url))
+    on_finished = None
+    if settings.artifacts is not None:
+        from srh_workers.artifacts import judge_into_artifacts
+
+        on_finished = judge_into_artifacts(settings.artifacts, client)
+    return SweepCoordinator(client, send, owner,
                             interval=settings.sweep_interval,
-                            lease_seconds=settings.sweep_lease).start()
+                            lease_seconds=settings.sweep_lease, on_finished=on_finished).start()
 
 
 def _connect_signals(celery_app: Celery) -> None:

@@ -59,6 +59,9 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     from srh_workers.sweeps.cli import register as register_sweeps
 
     register_sweeps()
+    from srh_workers.artifacts import add_export_command
+
+    add_export_command(subparsers)
     if cluster_target not in CONTROL_TARGETS:
         CONTROL_TARGETS.append(cluster_target)
 
@@ -238,7 +241,22 @@ def cluster_overview(app: Any) -> dict[str, Any]:
     except Exception as error:  # status must still print what it can
         depths = {"error": str(error)}
     replies = app.control.inspect(timeout=1.0).ping() or {}
-    return {"queues": depths, "workers": sorted(replies)}
+    return {"queues": depths, "workers": sorted(replies),
+            "drained": sorted(set(drained_workers(settings)) & set(replies))}
+
+
+def drained_workers(settings: Any) -> list[str]:
+    """Node names ``srh worker drain`` drained (whether or not they still run)."""
+    from redis.exceptions import RedisError
+
+    from srh_workers.reliability import redis_client
+    from srh_workers.store.keys import DRAINED_WORKERS
+
+    try:
+        return [key.decode() if isinstance(key, bytes) else key
+                for key in redis_client(str(settings.redis_url)).hkeys(DRAINED_WORKERS)]
+    except RedisError:
+        return []
 
 
 def _status_text(report: dict[str, Any]) -> str:
@@ -255,7 +273,9 @@ def _status_text(report: dict[str, Any]) -> str:
         lines += [f"  branch R{b['R']}-C{b['C']}: step {b['L']}, {b['status']}"
                   for b in report["branches"]]
         return "\n".join(lines)
-    lines = [f"Workers: {', '.join(report['workers']) or 'none answering'}",
+    drained = set(report.get("drained") or ())
+    workers = [f"{name} (drained)" if name in drained else name for name in report["workers"]]
+    lines = [f"Workers: {', '.join(workers) or 'none answering'}",
              f"Queues: {report['queues']}", "Recent runs:"]
     lines += [f"  {r['run_id']}: {r['status']} {r.get('nodes', '')}/{r.get('max_nodes', '')} "
               f"{r.get('best_formula') or ''}" for r in report["runs"]]

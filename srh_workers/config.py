@@ -84,6 +84,7 @@ SETTINGS_ENV: Mapping[str, str] = {
     "shutdown_grace": "SRH_SHUTDOWN_GRACE",
     "sweep_interval": "SRH_SWEEP_INTERVAL",
     "sweep_lease": "SRH_SWEEP_LEASE",
+    "artifacts": "SRH_ARTIFACTS",
 }
 
 
@@ -187,6 +188,10 @@ class WorkerSettings:
             worker's coordinator off.
         sweep_lease: Seconds a sweep's coordinator lease lives without renewal: when
             its holder dies, another worker takes the sweep over after at most this.
+        artifacts: The operator's artifact root (a volume every worker mounts): when
+            set, the worker that finishes a run writes its run directory to
+            ``artifacts/runs/<run_id>`` (instead of ``runs_dir``) and then compacts the
+            run's Redis keys (:meth:`RedisRunStore.compact`); None: no artifacts.
     """
 
     broker_url: str = DEFAULT_REDIS_URL
@@ -214,6 +219,7 @@ class WorkerSettings:
     shutdown_grace: float = 5.0
     sweep_interval: float = 1.0
     sweep_lease: float = 15.0
+    artifacts: Path | None = None
 
     def __post_init__(self) -> None:
         kind = broker_kind(self.broker_url)
@@ -240,6 +246,8 @@ class WorkerSettings:
         if self.log_format not in get_args(LogFormat):
             raise _problem("log_format", f"one of {get_args(LogFormat)}", self.log_format)
         object.__setattr__(self, "runs_dir", Path(self.runs_dir))
+        if self.artifacts is not None:
+            object.__setattr__(self, "artifacts", Path(self.artifacts))
         object.__setattr__(self, "task_modules", tuple(self.task_modules))
 
     @staticmethod
@@ -381,6 +389,11 @@ class WorkerSettings:
                 values[spec.name] = _parse(spec.name, raw)
         return cls(**values)  # type: ignore[arg-type]
 
+    @property
+    def run_directories(self) -> Path:
+        """Where this worker writes finished runs: the artifact root's ``runs``, else runs_dir."""
+        return self.artifacts / "runs" if self.artifacts is not None else self.runs_dir
+
     def to_env(self) -> dict[str, str]:
         """The settings as ``SRH_*`` variables (what a child process needs to rebuild them)."""
         env = {}
@@ -417,7 +430,7 @@ def _parse(name: str, raw: str) -> object:
         if raw.lower() == "none":
             return ()
         return tuple(part.strip() for part in raw.split(",") if part.strip())
-    if name == "runs_dir":
+    if name in ("runs_dir", "artifacts"):
         return Path(raw)
     return raw
 

@@ -91,6 +91,9 @@ class RunRuntime:
         self.client = client
         self.spec = spec
         self.runs_dir = runs_dir
+        #: runs_dir is the operator's artifact root: compact the run once its directory is
+        #: written (srh_workers.artifacts).
+        self.artifacts = False
         self.settings = spec.search_settings()
         self.store = RedisRunStore(client, spec.run_id, self.settings.ranking_metric,
                                    self.settings.larger_is_better, register=False)
@@ -200,7 +203,7 @@ class RunRuntime:
         if self._access is None:
             from srh_workers.endpoints import worker_access
 
-            self._access = worker_access(self.spec)
+            self._access = worker_access(self.spec, self.client)
         return self._access
 
     def agent_options(self) -> dict[str, Any]:

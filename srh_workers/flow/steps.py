@@ -25,6 +25,7 @@ Flow of one run with ``granularity = "step"``::
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from pathlib import Path
 
@@ -79,6 +80,8 @@ def start_restart(rt: RunRuntime, R: int) -> list[Action]:
         return []
     branches = rt.store.load_branches(R, rt.width)
     if any(branch is None for branch in branches):
+        if R == 1 and all(branch is None for branch in branches):
+            log_run_started(rt)
         rt.store.save_branches(rt.agent().start_restart(R), only_new=True)
         branches = rt.store.load_branches(R, rt.width)
     states = [branch for branch in branches if branch is not None]
@@ -219,8 +222,10 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     path = checked_run_dir(rt)
     if existing is not None:
         # the result is stored before the run directory is written: finish the directory
-        if path is not None and not RunDirectory(path).has_result():
-            write_run_directory(rt, existing, path)
+        if path is not None and not RunDirectory(path).has_result() \
+                and not rt.store.is_compacted() and write_run_directory(rt, existing, path) \
+                and rt.artifacts:
+            rt.store.compact(exported_to=str(path))
         finish_controls(rt, existing)
         return existing
     last = rt.store.latest_restart()
@@ -230,9 +235,25 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
                           time_limit=settings.time_limit, failure=failure, settings=settings)
     result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
     finish_controls(rt, result)
-    if path is not None:
-        write_run_directory(rt, result, path)
+    log_run_finished(rt, result)
+    if path is not None and write_run_directory(rt, result, path) and rt.artifacts:
+        rt.store.compact(exported_to=str(path))
     return result
+
+
+def log_run_started(rt: RunRuntime) -> None:
+    """One ``event=run_started`` line per run (its first restart's first task)."""
+    logger.info("run %s started", rt.run_id, extra={
+        "event": "run_started", "run_id": rt.run_id,
+        "queued_seconds": round(time.time() - rt.spec.submitted_at, 3)})
+
+
+def log_run_finished(rt: RunRuntime, result: SearchResult) -> None:
+    """One ``event=run_finished`` line per run (when its result is made)."""
+    logger.info("run %s finished: %s", rt.run_id, result.status, extra={
+        "event": "run_finished", "run_id": rt.run_id, "status": result.status,
+        "stop_reason": result.stop_reason,
+        "seconds": round(time.time() - rt.spec.submitted_at, 3)})
 
 
 def checked_run_dir(rt: RunRuntime) -> Path | None:
@@ -259,25 +280,34 @@ def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
     return result
 
 
-def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
-    """Best effort: the run directory, the same files an embedded run leaves.
+def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> bool:
+    """Best effort: the run directory, the same files an embedded run leaves; True if written.
 
     It is written on the disk of the worker that finalizes the run, inside
-    its ``SRH_RUNS_DIR`` (a run's ``save_path`` is taken relative to it): point
-    ``SRH_RUNS_DIR`` at shared storage to collect runs in one place.
+    its ``SRH_RUNS_DIR`` (a run's ``save_path`` is taken relative to it), or
+    under the operator's artifact root (``SRH_ARTIFACTS``, shared storage). A
+    failure is logged and loses nothing: the result is in Redis already, and
+    ``srh export`` writes the directory later.
     """
     try:
-        spec = rt.spec
-        problem, arrays = run_inputs(rt.context, spec.description, spec.run_id)
-        last = rt.store.latest_restart()
-        branches = rt.store.load_branches(last, rt.width) if last else []
-        snapshot = rt.store.save_snapshot({
-            "restart": last, "status": result.status, "backend": "celery",
-            "branches": [b.to_dict() for b in branches if b is not None]})
-        logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.plans()}
-        RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)
+        write_run_files(rt, result, path)
     except OSError as error:
-        logger.warning("Run %s: could not write the run directory: %s", rt.run_id, error)
+        logger.error("Run %s: could not write the run directory %s: %s", rt.run_id, path, error)
+        return False
+    return True
+
+
+def write_run_files(rt: RunRuntime, result: SearchResult, path: Path) -> None:
+    """The run directory's files (raises OSError)."""
+    spec = rt.spec
+    problem, arrays = run_inputs(rt.context, spec.description, spec.run_id)
+    last = rt.store.latest_restart()
+    branches = rt.store.load_branches(last, rt.width) if last else []
+    snapshot = rt.store.save_snapshot({
+        "restart": last, "status": result.status, "backend": "celery",
+        "branches": [b.to_dict() for b in branches if b is not None]})
+    logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.plans()}
+    RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)
 
 
 def repair_actions(rt: RunRuntime) -> list[Action]:

@@ -54,7 +54,10 @@ def sender(app: Celery) -> Any:
 
 def _runtime(task: SRHTask, run_id: str) -> RunRuntime:
     settings = app_settings(task.app)
-    return runtime_for(redis_client(str(settings.redis_url)), run_id, settings.runs_dir)
+    runtime = runtime_for(redis_client(str(settings.redis_url)), run_id,
+                          settings.run_directories)
+    runtime.artifacts = settings.artifacts is not None
+    return runtime
 
 
 def _send_all(task: SRHTask, actions: Sequence[Action]) -> dict[str, Any]:

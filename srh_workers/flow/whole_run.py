@@ -22,7 +22,7 @@ from srh_core.agent.branch import BranchState
 from srh_core.embedded.runner import search_loop
 from srh_workers.flow.names import Action, whole_run_action
 from srh_workers.flow.runtime import RunRuntime
-from srh_workers.flow.steps import finalize_run
+from srh_workers.flow.steps import finalize_run, log_run_started
 
 logger = logging.getLogger("srh.workers")
 
@@ -84,6 +84,8 @@ def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
     if not store.hold_lock(owner, LOCK_SECONDS):
         return []
     agent = rt.agent()
+    if not store.latest_restart():
+        log_run_started(rt)
     restart = max(1, store.latest_restart())
     loaded = store.load_branches(restart, rt.width) if store.latest_restart() else []
     branches = [b for b in loaded if b is not None] or None

@@ -754,6 +754,48 @@ class RedisRunStore(ControlRecords):
         pipe.hdel(ACTIVE_PROGRESS, self.run_id)
         pipe.execute()
 
+    #: What a finished run keeps after :meth:`compact`: what ``srh status``, ``srh result``
+    #: and a sweep report read (spec, meta, result, spend, requests, stop, node summaries,
+    #: candidates, branches); the rest (node details with the messages, the data, the
+    #: tool log, plans, per-step results and claims, the control streams) is in its run
+    #: directory.
+    COMPACTED_STATIC = ("node_detail", "node_order", "context", "toollog", "control:commands",
+                        "control:events")
+    COMPACTED_PREFIXES = ("plan:", "results:", "done:", "advanced:", "level:", "delivery:")
+
+    def compact(self, exported_to: str | None = None) -> int:
+        """Shrink a finished run's keys to what status, result and reports read.
+
+        Call it only once its run directory is written (``exported_to`` says where; it is
+        recorded in the meta hash). Returns how many keys were deleted.
+
+        Raises:
+            SearchStateError: The run has no result yet (its keys are still in use).
+        """
+        if self.client.get(self.keys.result) is None:
+            raise SearchStateError(f"Run {self.run_id} has no result yet; only a finished "
+                                   "run can be compacted.")
+        registered = [reply_text(key) for key in self.client.smembers(self.keys.registry)]
+        marker = self.keys.key("")
+        doomed = [self.keys.key(name) for name in self.COMPACTED_STATIC] + [
+            key for key in registered if key.removeprefix(marker).startswith(
+                self.COMPACTED_PREFIXES)]
+        forgotten = [key for key in doomed if key in set(registered)]
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(*doomed)
+        if forgotten:
+            pipe.srem(self.keys.registry, *forgotten)
+        pipe.hset(self.keys.meta, mapping={"compacted": "1",
+                                           "exported_to": exported_to or ""})
+        return int(pipe.execute()[0])
+
+    def is_compacted(self) -> bool:
+        return self.client.hget(self.keys.meta, "compacted") is not None
+
+    def exported_to(self) -> str | None:
+        value = self.client.hget(self.keys.meta, "exported_to")
+        return reply_text(value) or None if value is not None else None
+
     def delete_run(self) -> int:
         """Delete every key of the run; return how many existed."""
         return int(self.client.delete(*self.run_keys()))

@@ -69,7 +69,8 @@ def test_every_variable_is_read() -> None:
         "SRH_METRICS_PORT": "9100", "SRH_METRICS_ADDR": "0.0.0.0", "SRH_LOG_FORMAT": "text",
         "SRH_RUNS_DIR": "/var/lib/srh",
         "SRH_TASK_MODULES": "a.tasks, b.tasks", "SRH_STALL_SECONDS": "260",
-        "SRH_WATCHDOG_INTERVAL": "7.5", "SRH_SHUTDOWN_GRACE": "0"}
+        "SRH_WATCHDOG_INTERVAL": "7.5", "SRH_SHUTDOWN_GRACE": "0",
+        "SRH_SWEEP_INTERVAL": "2", "SRH_SWEEP_LEASE": "9", "SRH_ARTIFACTS": "/srv/artifacts"}
     assert set(environ) == set(SETTINGS_ENV.values())
     settings = WorkerSettings.from_env(environ)
     assert (settings.broker_url, settings.result_backend, settings.redis_url) == (
@@ -83,6 +84,9 @@ def test_every_variable_is_read() -> None:
     assert settings.task_modules == ("a.tasks", "b.tasks")
     assert (settings.stall_seconds, settings.watchdog_interval) == (260, 7.5)
     assert settings.shutdown_grace == 0
+    assert (settings.sweep_interval, settings.sweep_lease) == (2, 9)
+    assert settings.artifacts == Path("/srv/artifacts")
+    assert settings.run_directories == Path("/srv/artifacts/runs")
     assert WorkerSettings.from_env(settings.to_env()) == settings
 
 
@@ -295,9 +299,10 @@ def test_srh_worker_runs_both_queues_and_stops_on_sigterm(redis_server_factory, 
                for name, result in answers.items()}
     print(f"srh worker (two kinds) answered both pings {time.monotonic() - began:.2f} s "
           f"after start")
-    assert replies["srh.tool.ping"]["hostname"].startswith("tools@")
+    pid = supervisor.process.pid  # default node names carry it: unique per host
+    assert replies["srh.tool.ping"]["hostname"].startswith(f"tools-{pid}@")
     assert replies["srh.tool.ping"]["queue"] == "tools"
-    assert replies["srh.branch.ping"]["hostname"].startswith("branches@")
+    assert replies["srh.branch.ping"]["hostname"].startswith(f"branches-{pid}@")
     assert replies["srh.branch.ping"]["queue"] == "branches"
     assert replies["srh.tool.ping"]["pid"] != replies["srh.branch.ping"]["pid"]
     supervisor.process.send_signal(signal.SIGTERM)
@@ -355,10 +360,10 @@ def test_worker_commands_choose_the_pool_per_queue() -> None:
 
 
 @pytest.mark.parametrize(("queues", "hostname", "expected"), [
-    (["tools"], None, ["tools@%h"]),
+    (["tools"], None, [f"tools-{os.getpid()}@%h"]),
     (["tools"], "w1@node", ["w1@node"]),
     (["tools", "branches"], "w1@node", ["tools-w1@node", "branches-w1@node"]),
-    (["branches", "tools"], None, ["branches@%h", "tools@%h"]),
+    (["branches", "tools"], None, [f"branches-{os.getpid()}@%h", f"tools-{os.getpid()}@%h"]),
 ], ids=["default", "given", "two-kinds-unique", "order-kept"])
 def test_node_names_are_unique_per_kind(queues: list[str], hostname: str | None,
                                         expected: list[str]) -> None:
