@@ -33,9 +33,19 @@ def published_endpoints(client: Redis) -> EndpointRegistry:
     return EndpointRegistry() if raw is None else EndpointRegistry.from_public(json.loads(raw))
 
 
-def worker_access(spec: RunSpec) -> ModelAccess:
-    """What a run may reach from this worker: the operator's endpoints, the run's own key."""
-    return ModelAccess(EndpointRegistry.from_env(), operator=False, run_key=spec.api_key)
+def worker_access(spec: RunSpec, client: Redis | None = None) -> ModelAccess:
+    """What a run may reach from this worker: the operator's endpoints, the run's own key.
+
+    With ``client``, every request passes the cluster's quota of the endpoint it
+    reaches, and is counted in the worker's model metrics (:mod:`srh_workers.quota`).
+    """
+    gate_for = None
+    if client is not None:
+        from srh_workers.quota import gate_factory
+
+        gate_for = gate_factory(client)
+    return ModelAccess(EndpointRegistry.from_env(), operator=False, run_key=spec.api_key,
+                       gate_for=gate_for)
 
 
 def submit_access(client: Redis, api_key: str | None) -> ModelAccess:

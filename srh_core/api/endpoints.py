@@ -10,6 +10,9 @@ path in ``SRH_ENDPOINTS``)::
     base_url = "https://api.openai.com/v1"
     api_key_env = "OPENAI_API_KEY"            # default: the provider's key variable
     model = "gpt-5-mini"                      # optional default model
+    rpm = 500                                 # optional: requests per minute, cluster-wide
+    tpm = 200000                              # optional: tokens per minute, cluster-wide
+    max_in_flight = 32                        # optional: requests in flight, cluster-wide
 
 and a run picks one by name (``endpoint = "gpt"``). The rules, applied to
 every model adapter a run builds (:meth:`ModelAccess.api_options`):
@@ -31,7 +34,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +45,10 @@ from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
 ENDPOINTS_ENV = "SRH_ENDPOINTS"
 ENDPOINT_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,39}$"
 _NAME = re.compile(ENDPOINT_NAME_PATTERN)
-_FIELDS = frozenset({"provider", "base_url", "api_key_env", "model"})
+_TEXT_FIELDS = frozenset({"provider", "base_url", "api_key_env", "model"})
+#: Per-endpoint limits, shared by every worker of a cluster (srh_workers.quota).
+LIMIT_FIELDS = ("rpm", "tpm", "max_in_flight")
+_FIELDS = _TEXT_FIELDS | frozenset(LIMIT_FIELDS)
 
 
 class EndpointAccessError(ConfigurationError):
@@ -67,6 +73,9 @@ class Endpoint:
         base_url: OpenAI-compatible base URL.
         api_key_env: Worker environment variable holding its key (None: the provider's).
         model: Default model, when the run names none.
+        rpm: Requests per minute for the whole cluster (None: unlimited).
+        tpm: Tokens (in + out) per minute for the whole cluster (None: unlimited).
+        max_in_flight: Requests in flight at once for the whole cluster (None: unlimited).
     """
 
     name: str
@@ -74,6 +83,14 @@ class Endpoint:
     base_url: str
     api_key_env: str | None = None
     model: str | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    max_in_flight: int | None = None
+
+    @property
+    def limited(self) -> bool:
+        """Whether any cluster-wide limit applies (else requests cost no quota round trip)."""
+        return any(getattr(self, name) is not None for name in LIMIT_FIELDS)
 
     def public(self) -> dict[str, str | None]:
         """What a submitter may see: everything but the key's variable."""
@@ -154,15 +171,28 @@ def _endpoint(name: str, body: Any, path: str | Path) -> Endpoint:
         raise ConfigurationError(f"Endpoint name {name!r} ({path}) must match "
                                  f"{ENDPOINT_NAME_PATTERN}.", setting=ENDPOINTS_ENV)
     if not isinstance(body, dict) or set(body) - _FIELDS or not {"provider", "base_url"} <= set(
-            body) or not all(isinstance(value, str) for value in body.values()):
+            body) or not all(isinstance(body[key], str) for key in _TEXT_FIELDS & set(body)):
         raise ConfigurationError(
             f"{where} must have the string fields provider and base_url (and optionally "
-            f"api_key_env, model). Got {body!r} instead.", setting=ENDPOINTS_ENV)
+            f"api_key_env, model, and the limits {', '.join(LIMIT_FIELDS)}). Got {body!r} "
+            "instead.", setting=ENDPOINTS_ENV)
     if not body["base_url"].startswith(("http://", "https://")):
         raise ConfigurationError(f"{where}: base_url must be an http(s) URL. Got "
                                  f"{body['base_url']!r} instead.", setting=ENDPOINTS_ENV)
+    limits = {key: _limit(where, key, body[key]) for key in LIMIT_FIELDS if key in body}
     return Endpoint(name, body["provider"], body["base_url"], body.get("api_key_env"),
-                    body.get("model"))
+                    body.get("model"), **limits)
+
+
+def _limit(where: str, key: str, value: Any) -> float | int:
+    integer = key == "max_in_flight"
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0 or (
+            value == float("inf")):
+        kind = "a positive integer" if integer else "a positive number"
+        raise ConfigurationError(f"{where}: {key} must be {kind}. Got {value!r} instead.",
+                                 setting=key)
+    return int(value) if integer else float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,11 +204,16 @@ class ModelAccess:
         operator: True when the run's author is the operator (one process): a
             base URL of the run is then used with the local key.
         run_key: The key the run brought (travels with the run), or None.
+        gate_for: Builds the :class:`~srh_core.api.gate.RequestGate` of the adapters
+            this access builds, from the operator's endpoint they reach (None when
+            they reach none); None: adapters send directly (the embedded runtime).
     """
 
     registry: EndpointRegistry = field(default_factory=EndpointRegistry)
     operator: bool = False
     run_key: str | None = field(default=None, repr=False)
+    gate_for: Callable[[Endpoint | None], Any] | None = field(default=None, repr=False,
+                                                               compare=False)
 
     @classmethod
     def local(cls) -> ModelAccess:
@@ -212,6 +247,11 @@ class ModelAccess:
                     "which is not set on this worker.", setting=chosen.api_key_env)
             options["api_key"] = key
         return options
+
+    def endpoint_for(self, settings: Any, provider: str) -> Endpoint | None:
+        """The operator's endpoint an adapter of ``provider`` reaches in this run, if any."""
+        chosen = self._choose(settings, provider)
+        return chosen if isinstance(chosen, Endpoint) else None
 
     def check_run(self, settings: Any) -> None:
         """Refuse a run now (at submit) when a worker would refuse it (keys are not read).
@@ -274,6 +314,8 @@ def build_api(settings: Any, provider: str, model: str | None, access: ModelAcce
     provider = access.provider_for(settings, provider)
     if issubclass(PROVIDERS.get(provider), OpenAIAPI):
         kwargs.update(access.api_options(settings, provider))
+        if access.gate_for is not None:
+            kwargs["gate"] = access.gate_for(access.endpoint_for(settings, provider))
         if model is None and settings.endpoint:
             model = access.registry.get(settings.endpoint).model
     elif settings.base_url:
@@ -281,5 +323,5 @@ def build_api(settings: Any, provider: str, model: str | None, access: ModelAcce
     return BaseAPI.create(provider, model=model, **kwargs)
 
 
-__all__ = ["ENDPOINTS_ENV", "build_api", "Endpoint", "EndpointAccessError", "EndpointRegistry",
+__all__ = ["ENDPOINTS_ENV", "LIMIT_FIELDS", "build_api", "Endpoint", "EndpointAccessError", "EndpointRegistry",
            "ModelAccess", "normalize_url"]

@@ -29,6 +29,7 @@ from srh_core.api.base import BaseAPI, Messages
 from srh_core.api.call_result import SampleDelta
 from srh_core.api.cancel import CancelToken
 from srh_core.api.chat_wire import ChatStreamAssembler, chat_request, decode_chat_completion
+from srh_core.api.gate import RequestGate, gated, reserved_tokens
 from srh_core.api.options import RequestOptions
 from srh_core.api.providers import OPENAI, ProviderPreset
 from srh_core.api.response import CallSummary, ModelPrice, ModelResponse, Usage
@@ -99,6 +100,8 @@ class OpenAIAPI(BaseAPI):
             the endpoint was chosen by someone other than this process's operator.
         sleep: Retry sleep (tests inject a fake); default sleeps interruptibly.
         rng: Jitter source (seed it for reproducible delays).
+        gate: Asked before every HTTP attempt and told its outcome (a cluster's shared
+            quota and metrics, :mod:`srh_core.api.gate`); None sends directly.
     """
 
     preset: ClassVar[ProviderPreset] = OPENAI
@@ -128,12 +131,13 @@ class OpenAIAPI(BaseAPI):
         isolated: bool = False,
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
+        gate: RequestGate | None = None,
     ) -> None:
         super().__init__(model, tool_list, tool_parser_name, environment)
         self.base_url, self.api_key, self.api_style = base_url, api_key, api_style
         self.emulate_n, self.timeout, self.max_parallel = emulate_n, timeout, max_parallel
         self.price, self.sleep, self.rng = price, sleep, rng or random.Random()
-        self.isolated = isolated
+        self.isolated, self.gate = isolated, gate
         self.defaults = RequestOptions(max_tokens=max_tokens, temperature=temperature,
                                        top_p=top_p, stream=stream)
         self.retry_policy = RetryPolicy(max_retries, retry_base_delay, retry_max_delay,
@@ -234,8 +238,13 @@ class OpenAIAPI(BaseAPI):
 
         context = RetryContext(config.provider, config.model, config.base_url, self.sleep,
                                self.rng)
+        def attempt() -> RawReply:
+            return gated(self.gate, lambda: self._send_once(config, request, tracked_emit, token),
+                         reserved=reserved_tokens(request), timeout=self.timeout, token=token,
+                         price=config.price, usage_of=lambda reply: reply.usage)
+
         reply = run_with_retries(
-            lambda: self._send_once(config, request, tracked_emit, token),
+            attempt,
             self.retry_policy, context, token, may_retry=lambda: not streamed.is_set())
         if reply.error:
             raise ModelRequestError(

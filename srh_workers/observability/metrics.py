@@ -226,6 +226,9 @@ def start_worker_metrics(port: int, broker_url: str, queues: Sequence[str], *,
     global _worker_metrics
     directory = prepare_multiprocess_dir()
     _worker_metrics = TaskMetrics(registry=None)
+    from srh_workers.quota import enable_model_metrics
+
+    enable_model_metrics(registry=None)  # the model requests of this worker's threads
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(directory))
     registry.register(QueueDepthCollector(broker_url, queues))  # type: ignore[arg-type]

@@ -3,7 +3,9 @@
 - ``srh_sweeps_in_flight``: sweeps a coordinator looks after (the active set);
 - ``srh_sweep_cells{sweep, state}``: cells of each active sweep by state
   (pending, running, done, failed, skipped, cancelled);
-- ``srh_sweep_cells_solved{sweep}``: its cells whose run found the exact formula.
+- ``srh_sweep_cells_solved{sweep}``: its cells whose run found the exact formula;
+- ``srh_runs_in_flight``: runs submitted and without a result yet (the cluster's
+  active set, sweep cells or not).
 
 Only active sweeps are listed (a finished sweep's figures are in its report),
 so the series stay few. A scrape that cannot reach Redis reports
@@ -39,6 +41,7 @@ class SweepCollector:
         from redis.exceptions import RedisError
 
         from srh_core.sweep.runner import CELL_STATES
+        from srh_workers.store.keys import ACTIVE_RUNS
         from srh_workers.sweeps.store import SweepRecord, active_sweeps
 
         up = GaugeMetricFamily("srh_sweeps_up", "1 when the last scrape read the sweeps.")
@@ -48,8 +51,10 @@ class SweepCollector:
         solved = GaugeMetricFamily("srh_sweep_cells_solved",
                                    "Cells of an active sweep whose run found the exact formula.",
                                    labels=["sweep"])
+        runs = GaugeMetricFamily("srh_runs_in_flight", "Runs submitted and without a result.")
         try:
             client = self._redis()
+            runs.add_metric([], client.zcard(ACTIVE_RUNS))
             names = active_sweeps(client)
             flight.add_metric([], len(names))
             for name in names[:MAX_SWEEPS_PER_SCRAPE]:
@@ -67,7 +72,7 @@ class SweepCollector:
         except (RedisError, ValueError):
             up.add_metric([], 0)
             return [up]
-        return [up, flight, cells, solved]
+        return [up, runs, flight, cells, solved]
 
 
 __all__ = ["SweepCollector"]

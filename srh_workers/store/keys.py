@@ -114,6 +114,16 @@ WATCHDOG_LOCK = "srh:watchdog:lock"
 ENDPOINTS_KEY = "srh:endpoints"
 """String: JSON list of the operator's model endpoints (public part), set by workers at start."""
 
+DRAINED_WORKERS = "srh:workers:drained"
+"""Hash: node name -> JSON {queues, at} of a worker drained by ``srh worker drain``."""
+
+
+def quota_key(endpoint: str, part: str) -> str:
+    """A model endpoint's cluster-wide quota key (srh_workers.quota): ``part`` is
+    ``cooldown`` (string: epoch ms until which nobody sends), ``in_flight`` (zset: holder
+    -> lease expiry ms), ``rpm`` or ``tpm`` (string: the GCRA's theoretical arrival ms)."""
+    return f"srh:quota:{{{endpoint}}}:{part}"
+
 
 def _coordinate(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
