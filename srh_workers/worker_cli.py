@@ -36,11 +36,13 @@ import argparse
 import contextlib
 import ctypes
 import importlib.util
+import json
 import os
 import shlex
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
@@ -122,9 +124,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: Seconds a drain waits for the worker's replies.
+DRAIN_TIMEOUT = 3.0
+
+
 def _node_name(kind: str, hostname: str | None, several: bool) -> str:
+    """The worker's node name: unique per host by default (two ``srh worker`` processes on
+    one host never clash: the name carries this process's id, which ``exec`` keeps)."""
     if hostname is None:
-        return f"{kind}@%h"
+        return f"{kind}-{os.getpid()}@%h"
     if not several:
         return hostname
     name, at, host = hostname.partition("@")
@@ -242,6 +250,11 @@ def _wait_for_first(children: Sequence[subprocess.Popen[bytes]]) -> int:
 
 def run_worker(args: argparse.Namespace) -> int:
     """Handler of ``srh worker``: exec one worker, or supervise one per queue kind."""
+    if args.action == "drain":
+        return run_drain(args)
+    if args.node is not None:
+        raise ConfigurationError(f"srh worker takes no node name ({args.node!r}) unless it "
+                                 "drains one: srh worker drain NODE.", setting="node")
     settings = WorkerSettings.from_env().check()
     commands = worker_commands(args.queues, settings, concurrency=args.concurrency,
                                loglevel=args.loglevel, hostname=args.hostname,
@@ -258,12 +271,57 @@ def run_worker(args: argparse.Namespace) -> int:
                      + STOP_MARGIN_SECONDS)
 
 
+def run_drain(args: argparse.Namespace) -> int:
+    """``srh worker drain NODE [--undo]``: stop (or restart) a worker's consuming."""
+    from srh_workers.app import get_app
+    from srh_workers.reliability import redis_client
+    from srh_workers.store.keys import DRAINED_WORKERS
+
+    if not args.node:
+        raise ConfigurationError("srh worker drain needs the node name of a worker (srh status "
+                                 "lists them).", setting="node")
+    settings = WorkerSettings.from_env()
+    app = get_app()
+    client = redis_client(str(settings.redis_url))
+    node = args.node
+    answered = app.control.inspect(destination=[node], timeout=DRAIN_TIMEOUT).active_queues()
+    if not answered or node not in answered:
+        raise ConfigurationError(f"No worker {node!r} answers; srh status lists the workers "
+                                 "that do.", setting="node")
+    if args.undo:
+        raw = client.hget(DRAINED_WORKERS, node)
+        queues = json.loads(raw)["queues"] if raw else list(QUEUES)
+        for queue in queues:
+            app.control.add_consumer(queue, destination=[node], reply=True,
+                                     timeout=DRAIN_TIMEOUT)
+        client.hdel(DRAINED_WORKERS, node)
+        print(f"{node} consumes {', '.join(queues)} again.")
+        return 0
+    queues = sorted({queue["name"] for queue in answered[node]} & set(QUEUES)) or (
+        json.loads(client.hget(DRAINED_WORKERS, node) or "{}").get("queues") or [])
+    for queue in queues:
+        app.control.cancel_consumer(queue, destination=[node], reply=True,
+                                    timeout=DRAIN_TIMEOUT)
+    client.hset(DRAINED_WORKERS, node, json.dumps({"queues": queues, "at": time.time()}))
+    print(f"{node} drained: it takes no new task from {', '.join(queues) or 'its queues'}; "
+          "its running tasks finish. Stop it once srh status shows it idle "
+          f"(srh worker drain {node} --undo to take it back).")
+    return 0
+
+
 def add_worker_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``srh worker`` on the ``srh`` CLI's subparsers."""
     parser = subparsers.add_parser(
         "worker", help="start Celery workers (tools: prefork, branches: threads)",
         description="Start Celery workers with the right pool per queue: tools on prefork "
                     "with OMP_NUM_THREADS=1, branches on threads.")
+    parser.add_argument("action", nargs="?", choices=("drain",), default=None,
+                        help="drain NODE: the worker takes no new task, its running tasks "
+                             "finish (then stop it); with --undo it takes tasks again")
+    parser.add_argument("node", nargs="?", default=None, metavar="NODE",
+                        help="the worker's node name, as srh status lists it")
+    parser.add_argument("--undo", action="store_true",
+                        help="with drain: the drained worker consumes its queues again")
     parser.add_argument("--queues", type=parse_queues, default=(TOOLS_QUEUE, BRANCHES_QUEUE),
                         help="comma-separated queues: tools, branches (default: both, as two "
                              "supervised worker processes)")
@@ -273,7 +331,7 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> argparse.Argum
     parser.add_argument("--loglevel", default="INFO", type=str.upper, choices=LOG_LEVELS,
                         help="Celery log level (default: INFO)")
     parser.add_argument("--hostname", default=None,
-                        help="Celery node name (default: <queue>@%%h)")
+                        help="Celery node name (default: <queue>-<pid>@%%h, unique per host)")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="serve Prometheus metrics on this port (the second worker "
                              "uses the next one)")

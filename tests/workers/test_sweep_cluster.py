@@ -7,6 +7,7 @@ waits ``wait-S`` seconds) so cells last long enough to be controlled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -63,9 +64,11 @@ def sweep_cluster(cluster: Cluster) -> Cluster:
 def test_a_submitted_sweep_runs_without_its_shell_and_survives_its_coordinators_death(
         sweep_cluster: Cluster, tmp_path: Path) -> None:
     cluster = sweep_cluster
+    artifacts = tmp_path / "artifacts"
+    cluster.env["SRH_ARTIFACTS"] = str(artifacts)
     first = cluster.start("branches", concurrency=4)
     second = cluster.start("branches", concurrency=4)
-    cluster.start("tools", concurrency=2)
+    cluster.start("tools", concurrency=2, SRH_SWEEP_INTERVAL="0")  # coordinates no sweep
     path = write_sweep(tmp_path / "sweep.toml", "orphans", seeds=[0, 1], max_parallel=2,
                        problems=["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13"],
                        wait=0.2, depth=3)
@@ -91,10 +94,24 @@ def test_a_submitted_sweep_runs_without_its_shell_and_survives_its_coordinators_
     assert all(row["attempts"] == 1 for row in rows), rows
     runs = runs_of(cluster, "orphans")
     assert sorted(row["run_id"] for row in rows) == runs  # one run per cell, none twice
+    for run_id in runs:  # written by the worker that finished it, just after its result
+        wait_until(lambda run_id=run_id: (artifacts / "runs" / run_id / "result.json").is_file(),
+                   30, f"{run_id}'s run directory")
     for run_id in runs:  # every node of a run is recorded once
-        store = RedisRunStore(cluster.client, run_id, register=False)
-        ids = [record["node_id"] for record in store.records()]
+        lines = (artifacts / "runs" / run_id / "nodes.jsonl").read_text().splitlines()
+        ids = [json.loads(line)["node_id"] for line in lines]
         assert ids and len(ids) == len(set(ids))
+
+    for row in rows:  # every cell's evidence under the artifact root, whoever finished it
+        run_dir = artifacts / "runs" / row["run_id"]
+        assert (run_dir / "result.json").is_file() and (run_dir / "nodes.jsonl").is_file()
+        judgement = json.loads((run_dir / "judgement.json").read_text())
+        assert judgement["solved"] == row["solved"] and judgement["sweep"] == "orphans"
+        store = RedisRunStore(cluster.client, row["run_id"], register=False)
+        assert store.is_compacted() and store.stored_result() is not None
+        assert not cluster.client.exists(store.keys.context)
+    shown = srh(cluster, "show", str(artifacts / "runs" / rows[0]["run_id"]), "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["run_id"] == rows[0]["run_id"]
 
     status = srh(cluster, "sweep", "status", "orphans", "--json")
     assert status.returncode == 0, status.stderr
@@ -186,9 +203,11 @@ def test_the_sweep_gauges_count_an_active_sweeps_cells(redis_server: str, tmp_pa
     for n, (status, solved) in enumerate((("done", True), ("done", False), ("running", None))):
         client.hset(record.cells_key, f"cell{n}", json.dumps({"status": status,
                                                               "solved": solved}))
+    client.zadd("srh:active", {"run-a": 1.0, "run-b": 2.0})
     registry = CollectorRegistry()
     registry.register(SweepCollector(redis_server))
     text = generate_latest(registry).decode()
+    assert "srh_runs_in_flight 2.0" in text
     assert "srh_sweeps_in_flight 1.0" in text
     assert 'srh_sweep_cells{state="done",sweep="gauged"} 2.0' in text
     assert 'srh_sweep_cells{state="running",sweep="gauged"} 1.0' in text
@@ -196,3 +215,92 @@ def test_the_sweep_gauges_count_an_active_sweeps_cells(redis_server: str, tmp_pa
     down = CollectorRegistry()
     down.register(SweepCollector("redis://127.0.0.1:1/0"))
     assert "srh_sweeps_up 0.0" in generate_latest(down).decode()
+
+
+def test_srh_export_writes_a_run_directory_and_compacts_it(cluster: Cluster, tmp_path: Path
+                                                          ) -> None:
+    import numpy as np
+
+    from srh_core.agent import SearchSettings
+
+    cluster.start("tools", concurrency=1)
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(1, 5, (2, 100))
+    run_id = cluster.submit(SearchSettings.build(run_id="exported", max_refinement_depth=2),
+                            {"x1": x1, "x2": x2}, {"y": x1 * x2})
+    cluster.result(run_id)
+    store = RedisRunStore(cluster.client, run_id, register=False)
+    before = sum(int(cluster.client.memory_usage(key) or 0) for key in store.run_keys())
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    refused = srh(cluster, "export", run_id, str(tmp_path / "full"))
+    assert refused.returncode == 2 and "not an empty directory" in refused.stderr
+    done = srh(cluster, "export", run_id, str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "result.json").is_file()
+    after = sum(int(cluster.client.memory_usage(key) or 0) for key in store.run_keys())
+    assert store.is_compacted() and after < before
+    for command in (("status", run_id, "--json"), ("result", run_id, "--json")):
+        answered = srh(cluster, *command)
+        assert answered.returncode == 0, answered.stderr
+    assert json.loads(srh(cluster, "result", run_id, "--json").stdout)["run_id"] == run_id
+    again = srh(cluster, "export", run_id, str(tmp_path / "again"))
+    assert again.returncode != 0 and "exported already" in again.stderr
+    shown = srh(cluster, "show", str(tmp_path / "out"), "--json")
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_an_unwritable_artifact_root_loses_no_result(cluster: Cluster, tmp_path: Path) -> None:
+    import numpy as np
+
+    from srh_core.agent import SearchSettings
+
+    root = tmp_path / "readonly"
+    root.mkdir()
+    (root / "runs").write_text("not a directory")  # the run directory cannot be made
+    cluster.start("tools", concurrency=1, SRH_ARTIFACTS=str(root))
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(1, 5, (2, 100))
+    run_id = cluster.submit(SearchSettings.build(run_id="kept", max_refinement_depth=1),
+                            {"x1": x1, "x2": x2}, {"y": x1 * x2})
+    assert cluster.result(run_id).status in ("completed", "early_stopped")
+    store = RedisRunStore(cluster.client, run_id, register=False)
+    assert not store.is_compacted() and cluster.client.exists(store.keys.context)
+    exported = srh(cluster, "export", run_id, str(tmp_path / "later"))
+    assert exported.returncode == 0, exported.stderr
+
+
+def test_a_drained_worker_takes_no_new_task_and_status_says_so(cluster: Cluster) -> None:
+    import socket
+
+    import numpy as np
+
+    from srh_core.agent import SearchSettings
+
+    worker = cluster.start("tools", concurrency=1, SRH_LOG_FORMAT="json")
+    node = f"tools-{worker.log.stem}@{socket.gethostname()}"
+    unknown = srh(cluster, "worker", "drain", "nobody@nowhere")
+    assert unknown.returncode == 2 and "No worker 'nobody@nowhere' answers" in unknown.stderr
+    drained = srh(cluster, "worker", "drain", node)
+    assert drained.returncode == 0, drained.stderr
+    assert "drained" in drained.stdout
+    status = srh(cluster, "status")
+    assert f"{node} (drained)" in status.stdout, status.stdout
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(1, 5, (2, 100))
+    run_id = cluster.submit(SearchSettings.build(run_id="after-drain", max_refinement_depth=1),
+                            {"x1": x1, "x2": x2}, {"y": x1 * x2})
+    time.sleep(3)  # a consuming worker starts an offline run's task at once
+    assert RedisRunStore(cluster.client, run_id, register=False).stored_result() is None
+    assert cluster.client.llen("tools") >= 1  # the task waits in its queue
+    undone = srh(cluster, "worker", "drain", node, "--undo")
+    assert undone.returncode == 0, undone.stderr
+    assert cluster.result(run_id, timeout=60).status in ("completed", "early_stopped")
+    assert "(drained)" not in srh(cluster, "status").stdout
+    events = []  # a log collector counts runs from these lines
+    for line in worker.log_text().splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and record.get("run_id") == run_id:
+                events.append(record.get("event"))
+    assert events.count("run_started") == 1 and events.count("run_finished") == 1, events
