@@ -133,7 +133,7 @@ def test_env_example_is_valid_and_complete() -> None:
 
 
 @pytest.mark.parametrize("name", ["docker-compose.yml", "kubernetes/configmap.yaml",
-                                  "kubernetes/secret.example.yaml"])
+                                  "kubernetes-extras/secret.example.yaml"])
 def test_yaml_settings_are_valid(name: str) -> None:
     environ = dict(ENV_LINE.findall((DEPLOY / name).read_text()))
     assert environ, f"no SRH_* settings found in {name}"
@@ -267,7 +267,7 @@ def test_every_yaml_file_parses(yaml_module) -> None:  # type: ignore[no-untyped
     for path in YAML_FILES:
         documents = [doc for doc in yaml_module.safe_load_all(path.read_text()) if doc]
         assert documents, path
-        if path.parent.name == "kubernetes":
+        if "kubernetes" in str(path.relative_to(DEPLOY)):
             for doc in documents:
                 assert {"apiVersion", "kind", "metadata"} <= set(doc), path
                 assert "namespace" not in doc["metadata"], f"{path} must be namespace-less"
@@ -282,11 +282,16 @@ def test_compose_services(yaml_module) -> None:  # type: ignore[no-untyped-def]
     assert (DEPLOY / services["tools"]["build"]["context"] / "deploy" / "Dockerfile").exists()
 
 
-def test_kubernetes_workers_and_scaling(yaml_module) -> None:  # type: ignore[no-untyped-def]
+def kubernetes_documents(yaml_module, directory: Path) -> dict[tuple[str, str], dict]:  # type: ignore[no-untyped-def]
     documents = {}
-    for path in (DEPLOY / "kubernetes").glob("*.yaml"):
+    for path in sorted(directory.glob("**/*.yaml")):
         for doc in yaml_module.safe_load_all(path.read_text()):
             documents[(doc["kind"], doc["metadata"]["name"])] = doc
+    return documents
+
+
+def test_kubernetes_workers_and_scaling(yaml_module) -> None:  # type: ignore[no-untyped-def]
+    documents = kubernetes_documents(yaml_module, DEPLOY / "kubernetes")
     tools = documents[("Deployment", "srh-worker-tools")]
     assert ("Deployment", "srh-worker-branches") in documents
     spec = tools["spec"]["template"]["spec"]
@@ -294,12 +299,28 @@ def test_kubernetes_workers_and_scaling(yaml_module) -> None:  # type: ignore[no
     container = spec["containers"][0]
     concurrency = container["command"][container["command"].index("--concurrency") + 1]
     assert container["resources"]["requests"]["cpu"] == concurrency
-    scaled = documents[("ScaledObject", "srh-worker-tools")]
+    mounts = {mount["mountPath"] for mount in container["volumeMounts"]}
+    artifacts = documents[("ConfigMap", "srh-config")]["data"]["SRH_ARTIFACTS"]
+    assert f"{artifacts}/runs" in mounts  # the artifact root's runs are the shared volume
+    extras = kubernetes_documents(yaml_module, DEPLOY / "kubernetes-extras")
+    scaled = extras[("ScaledObject", "srh-worker-tools")]
     assert scaled["spec"]["scaleTargetRef"]["name"] == "srh-worker-tools"
     trigger = scaled["spec"]["triggers"][0]
     assert trigger["type"] == "redis" and trigger["metadata"]["listName"] == "tools"
-    hpa = documents[("HorizontalPodAutoscaler", "srh-worker-tools")]
+    hpa = extras[("HorizontalPodAutoscaler", "srh-worker-tools")]
     assert hpa["spec"]["scaleTargetRef"]["name"] == "srh-worker-tools"
+
+
+def test_applying_the_kubernetes_directory_is_safe(yaml_module) -> None:  # type: ignore[no-untyped-def]
+    """``kubectl apply -f deploy/kubernetes/`` (the documented command) must not overwrite the
+    real Secret with the example, nor combine the two autoscalers of one Deployment."""
+    kinds = {kind for kind, _ in kubernetes_documents(yaml_module, DEPLOY / "kubernetes")}
+    assert not kinds & {"Secret", "ScaledObject", "HorizontalPodAutoscaler"}, kinds
+    assert not list((DEPLOY / "kubernetes").glob("*/"))  # nothing nested that -R would add
+    extras = DEPLOY / "kubernetes-extras"
+    for directory in (extras / "autoscaling-hpa", extras / "autoscaling-keda"):
+        found = kubernetes_documents(yaml_module, directory)
+        assert len(found) == 1, directory  # one autoscaler per directory: apply one of them
 
 
 def test_readme_documents_every_setting() -> None:
