@@ -18,8 +18,11 @@ The peak in flight is computed from the server's arrival times: every request is
 answered after exactly the scripted delay, so the requests in flight at an
 arrival are those that arrived within the delay before it.
 
+    With ``--artifacts`` the workers write each finished run's directory under
+    ``SRH_ARTIFACTS`` and compact its Redis keys: compare the memory per cell.
+
 Usage: python scripts/bench_sweeps.py [--cells 200] [--only s,c] [--quick]
-       [--max-in-flight 32] [--json out.json]
+       [--max-in-flight 32] [--processes 1,2] [--artifacts] [--json out.json]
 """
 
 from __future__ import annotations
@@ -86,7 +89,8 @@ def wait_over(client: Any, name: str, timeout: float) -> dict[str, Any]:
     raise RuntimeError(f"sweep {name} not over after {timeout:g}s: {view}")
 
 
-def bench_scale(cells: int, processes: int, threads: int, cap: int | None) -> dict[str, Any]:
+def bench_scale(cells: int, processes: int, threads: int, cap: int | None,
+                artifacts: bool = False) -> dict[str, Any]:
     from srh_core.sweep import cells as sweep_cells
     from srh_core.sweep import load_sweep
     from srh_workers.reliability import redis_client
@@ -106,6 +110,8 @@ def bench_scale(cells: int, processes: int, threads: int, cap: int | None) -> di
             cluster.env.update(SRH_ENDPOINTS=str(endpoints), SRH_SWEEP_INTERVAL="0.2",
                                SRH_SWEEP_LEASE="5", SRH_BRANCH_SOFT_LIMIT="60",
                                SRH_BRANCH_HARD_LIMIT="70")
+            if artifacts:  # finished runs written to disk, their Redis keys compacted
+                cluster.env["SRH_ARTIFACTS"] = str(cluster.dir / "artifacts")
             os.environ.update(SRH_ENDPOINTS=str(endpoints), OPENAI_API_KEY="sk-bench")
             for _ in range(processes):
                 cluster.start("branches", threads // processes)
@@ -125,7 +131,8 @@ def bench_scale(cells: int, processes: int, threads: int, cap: int | None) -> di
     limit = cap or threads
     ideal = len(arrivals) * REQUEST_SECONDS / limit
     return {"cells": len(sweep_cells(spec)), "processes": processes, "threads": threads,
-            "in_flight_cap": limit, "quota": cap is not None, "status": view["status"],
+            "in_flight_cap": limit, "quota": cap is not None, "artifacts": artifacts,
+            "status": view["status"],
             "done": view["cells"]["done"], "requests": len(arrivals), "wall_s": wall,
             "ideal_s": ideal, "wall_over_ideal": wall / ideal if ideal else None,
             "peak_in_flight": peak_in_flight(arrivals, REQUEST_SECONDS),
@@ -169,6 +176,9 @@ def main() -> int:
     parser.add_argument("--cells", type=int, default=200)
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--max-in-flight", type=int, default=None)
+    parser.add_argument("--processes", default="1,2", help="branch worker processes per row")
+    parser.add_argument("--artifacts", action="store_true",
+                        help="workers write run directories to SRH_ARTIFACTS (and compact)")
     parser.add_argument("--only", default="s,c")
     parser.add_argument("--quick", action="store_true", help="40 cells; 6 overhead cells")
     parser.add_argument("--json", help="write the figures to this file")
@@ -177,14 +187,16 @@ def main() -> int:
     cells = 40 if args.quick else args.cells
     report: dict[str, Any] = {}
     if "s" in parts:
-        report["scale"] = [bench_scale(cells, processes, args.threads, args.max_in_flight)
-                           for processes in (1, 2)]
+        report["scale"] = [bench_scale(cells, int(processes), args.threads,
+                                       args.max_in_flight, args.artifacts)
+                           for processes in args.processes.split(",")]
     if "c" in parts:
         report["overhead"] = bench_overhead([0] if args.quick else [0, 1])
     for row in report.get("scale", []):
         print(f"(s) {row['cells']} cells, {row['processes']} process(es) x "
               f"{row['threads'] // row['processes']} threads, cap {row['in_flight_cap']}"
-              f"{' (quota)' if row['quota'] else ''}: {row['status']} {row['done']} done; "
+              f"{' (quota)' if row['quota'] else ''}"
+              f"{', artifacts' if row['artifacts'] else ''}: {row['status']} {row['done']} done; "
               f"{row['requests']} requests; wall {row['wall_s']:.1f} s vs ideal "
               f"{row['ideal_s']:.1f} s = {row['wall_over_ideal']:.2f}x; peak in flight "
               f"{row['peak_in_flight']}; first request {row['submit_to_first_request_s']:.2f} s "

@@ -121,7 +121,9 @@ end
 if slots > 0 then
   local lease = now + tonumber(ARGV[2])
   redis.call('ZADD', KEYS[2], lease, ARGV[1])
-  redis.call('PEXPIREAT', KEYS[2], lease)
+  if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then  -- the set outlives its last lease
+    redis.call('PEXPIREAT', KEYS[2], lease)
+  end
 end
 return {0, 'ok'}
 """

@@ -323,5 +323,5 @@ def build_api(settings: Any, provider: str, model: str | None, access: ModelAcce
     return BaseAPI.create(provider, model=model, **kwargs)
 
 
-__all__ = ["ENDPOINTS_ENV", "LIMIT_FIELDS", "build_api", "Endpoint", "EndpointAccessError", "EndpointRegistry",
-           "ModelAccess", "normalize_url"]
+__all__ = ["ENDPOINTS_ENV", "LIMIT_FIELDS", "build_api", "Endpoint", "EndpointAccessError",
+           "EndpointRegistry", "ModelAccess", "normalize_url"]

@@ -31,7 +31,7 @@ import csv
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -58,8 +58,8 @@ SWEEP_STATUSES = ("running", "paused", "stopped", "completed", "cancelled", "fai
 REOPENED = ("failed", "skipped", "cancelled")
 POLL_SECONDS = 1.0
 BACKOFF_MAX = 10.0
-CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "status", "run_status", "solved", "r2_fresh",
-               "best_formula", "complexity", "train_mse", "validation_mse", "seconds", "tokens",
+CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "status", "run_status", "solved",
+               "r2_fresh", "best_formula", "complexity", "train_mse", "validation_mse", "seconds", "tokens",
                "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error",
                "settings_hash")
 SPEND_COLUMNS = ("tokens", "cost", "model_seconds", "tool_seconds")

@@ -1,4 +1,4 @@
-"""``srh sweep submit|status|list|pause|resume|stop|cancel``, and ``srh sweep FILE --backend celery``.
+"""``srh sweep submit|status|list|pause|resume|stop|cancel``; ``srh sweep FILE --backend celery``.
 
 Connection settings come from the usual ``SRH_*`` environment (``SRH_REDIS_URL``,
 ``SRH_BROKER_URL``). ``submit`` returns at once and prints the sweep's name;

@@ -330,3 +330,23 @@ def test_readme_documents_every_setting() -> None:
     for phrase in ("noeviction", "appendonly", "consumer_timeout", "visibility_timeout",
                    "task_acks_late", "task_reject_on_worker_lost", "worker_prefetch_multiplier"):
         assert phrase in text
+
+
+def test_kubernetes_manifests_match_the_api_schemas(yaml_module) -> None:  # type: ignore[no-untyped-def]
+    """Every manifest against the Kubernetes OpenAPI schemas (kubernetes-validate, strict:
+    an unknown or misspelled field fails); KEDA's ScaledObject is a CRD without a bundled
+    schema, checked by test_kubernetes_workers_and_scaling."""
+    import kubernetes_validate  # in the dev extra: CI always runs this check
+    version = "1.30.0"
+    checked = 0
+    for path in sorted(DEPLOY.glob("kubernetes*/**/*.yaml")):
+        for doc in yaml_module.safe_load_all(path.read_text()):
+            if doc["kind"] == "ScaledObject":
+                continue
+            kubernetes_validate.validate(doc, version, strict=True)
+            checked += 1
+    assert checked >= 8
+    tools = yaml_module.safe_load((DEPLOY / "kubernetes" / "worker-tools.yaml").read_text())
+    tools["spec"]["template"]["spec"]["containers"][0]["comand"] = ["srh"]  # a typo fails
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(tools, version, strict=True)

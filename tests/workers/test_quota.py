@@ -187,7 +187,7 @@ def test_a_cancelled_run_sends_nothing_while_it_waits(redis_server: str,
         api = adapter(server, worker_gate(redis_server, Limits(rpm=600)))
         threading.Timer(0.2, api.cancel).start()
         with pytest.raises(ModelRequestCancelledError):
-            api("hello").contents
+            _ = api("hello").contents
         assert server.requests == []
     assert time.monotonic() - started < 2
 
@@ -246,3 +246,26 @@ def test_the_grafana_dashboard_queries_only_metrics_the_workers_export(
                for name in re.findall(r"\bsrh_[a-z_]+", target["expr"])}
     assert len(queried) >= 12
     assert queried <= exported, sorted(queried - exported)
+
+
+def test_a_workers_adapters_pass_the_quota_of_the_endpoint_they_reach(
+        client: redis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from srh_core.agent import SearchSettings
+    from srh_core.api.endpoints import ModelAccess, build_api
+    from srh_workers.quota import gate_factory
+
+    path = tmp_path / "endpoints.toml"
+    path.write_text('[endpoints.gpt]\nprovider = "openai"\nbase_url = "http://127.0.0.1:1/v1"\n'
+                    'model = "m"\nmax_in_flight = 3\n')
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-operator")
+    access = ModelAccess(EndpointRegistry.from_file(path), gate_for=gate_factory(client))
+    api = build_api(SearchSettings.build(llm_provider="openai", endpoint="gpt"), "openai",
+                    None, access)
+    again = build_api(SearchSettings.build(llm_provider="openai", endpoint="gpt"), "openai",
+                      None, access)
+    assert api.gate is again.gate and api.gate.name == "gpt"
+    assert api.gate.limits == Limits(max_in_flight=3) and api.gate.limited
+    own = build_api(SearchSettings.build(llm_provider="openai", base_url="http://10.0.0.1/v1"),
+                    "openai", None, ModelAccess(EndpointRegistry(), run_key="sk-run",
+                                                gate_for=gate_factory(client)))
+    assert own.gate.name == "run" and not own.gate.limited  # a run's own key: its own quota

@@ -58,8 +58,11 @@ def assert_written(run_dir: Path, finished: Finished, *statuses: str) -> dict:
 def limited_run(tmp_path_factory) -> tuple[Path, Finished]:
     """``srh run --time-limit`` once: the hang this file is about happened at its exit."""
     tmp_path = tmp_path_factory.mktemp("limited")
+    # -L 1000: a budget no machine finishes in LIMIT seconds (about 15 responses fit), so the
+    # limit, never the budget, ends the run (with the default depth it sometimes completed)
     finished = run_srh(tmp_path, "run", *NOISY_PROBLEM, "--time-limit", str(LIMIT), "--seed", "0",
-                       "--json", "--out", "run", timeout=LIMIT + RETURN_MARGIN_SECONDS)
+                       "-L", "1000", "--json", "--out", "run",
+                       timeout=LIMIT + RETURN_MARGIN_SECONDS)
     return tmp_path / "run", finished
 
 
