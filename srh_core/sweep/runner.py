@@ -59,8 +59,8 @@ REOPENED = ("failed", "skipped", "cancelled")
 POLL_SECONDS = 1.0
 BACKOFF_MAX = 10.0
 CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "status", "run_status", "solved",
-               "r2_fresh", "best_formula", "complexity", "train_mse", "validation_mse", "seconds", "tokens",
-               "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error",
+               "r2_fresh", "best_formula", "complexity", "train_mse", "validation_mse", "seconds",
+               "tokens", "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error",
                "settings_hash")
 SPEND_COLUMNS = ("tokens", "cost", "model_seconds", "tool_seconds")
 SKIPPED = "not run: the sweep's budget is spent"
