@@ -277,6 +277,7 @@ def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
     result = rt.store.result(outcome.status, "refused before its first step",
                              stop_reason=outcome.reason)
     finish_controls(rt, result)
+    log_run_finished(rt, result)
     return result
 
 
