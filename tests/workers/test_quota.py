@@ -269,3 +269,40 @@ def test_a_workers_adapters_pass_the_quota_of_the_endpoint_they_reach(
                     "openai", None, ModelAccess(EndpointRegistry(), run_key="sk-run",
                                                 gate_for=gate_factory(client)))
     assert own.gate.name == "run" and not own.gate.limited  # a run's own key: its own quota
+
+
+def test_two_worker_processes_keep_one_in_flight_cap(cluster, tmp_path: Path) -> None:
+    """Real branch workers in two processes, 4 threads each, one run of 4 branches: the
+    model server never sees more than the endpoint's max_in_flight, and does see it."""
+    import numpy as np
+
+    from srh_core.agent import SearchSettings
+    from tests.support.openai_payloads import evaluating_reply
+
+    hold = 0.5
+    with FakeOpenAIServer() as server:
+        server.respond_with(evaluating_reply(("x1*x2", "x1 + x2", "x1**2"), delay=hold))
+        endpoints = tmp_path / "endpoints.toml"
+        endpoints.write_text(f'[endpoints.capped]\nprovider = "openai"\nbase_url = '
+                             f'"{server.base_url}"\napi_key_env = "CAPPED_KEY"\nmodel = "m"\n'
+                             'max_in_flight = 2\n', encoding="utf-8")
+        env = {"SRH_ENDPOINTS": str(endpoints), "CAPPED_KEY": "sk-operator"}
+        workers = [cluster.start("branches", concurrency=4, wait=False, **env),
+                   cluster.start("branches", concurrency=4, wait=False, **env),
+                   cluster.start("tools", concurrency=2, wait=False, **env)]
+        for worker in workers:
+            cluster.ready(worker)
+        x1, x2 = np.random.default_rng(0).uniform(1, 5, (2, 60))
+        settings = SearchSettings.build(
+            run_id="capped", llm_provider="openai", endpoint="capped", tool_parser="openai",
+            tools=["evaluate_formula"], global_width=4, max_refinement_depth=2,
+            local_sample_size=1, early_stop=False, granularity="step")
+        run_id = cluster.submit(settings, {"x1": x1, "x2": x2}, {"y": x1 * x2})
+        result = cluster.result(run_id, timeout=90)
+        arrivals = [request.received_at for request in server.requests]
+    assert result.status == "completed", result.stop_reason
+    assert len(arrivals) == 8  # 4 branches x 2 steps, none lost, none repeated
+    window = hold - 0.03
+    peak = max(sum(a - window < b <= a for b in arrivals) for a in arrivals)
+    assert peak == 2, sorted(arrivals)  # 8 threads could send 4 at once; the quota allows 2
+    assert quota_state(cluster.client, "capped")["in_flight"] == 0
