@@ -20,7 +20,9 @@ it atomically when
 - fewer than ``max_in_flight`` leases are held: a lease is a zset member with
   an expiry (the request's timeout plus :data:`LEASE_MARGIN_SECONDS`), released
   when the request ends, so a worker killed mid-request frees its slot when its
-  lease expires;
+  lease expires; a release also pushes a "bell" (a list of at most
+  ``max_in_flight`` items) on which waiting requests block (``BLPOP``), so a
+  freed slot is taken at once and nobody polls;
 - ``rpm`` and ``tpm`` allow it: a GCRA (generic cell rate algorithm: one
   "theoretical arrival time" per limit, no buckets to refill) lets through a
   burst of :data:`BURST_SECONDS` worth of the rate and then the steady rate.
@@ -75,8 +77,9 @@ DEFAULT_COOLDOWN_SECONDS = 2.0
 MAX_COOLDOWN_SECONDS = 120.0
 #: Longest a request waits for the quota, 429 cooldowns included, before it fails.
 MAX_QUOTA_WAIT_SECONDS = 900.0
-#: Longest single sleep between two admission checks (a freed slot is seen this soon).
-POLL_SECONDS = 0.05
+#: Longest a request waiting for an in-flight slot blocks on the release bell before it
+#: asks again (a slot freed by an expired lease rings no bell; cancel is seen this soon).
+BELL_SECONDS = 0.5
 #: Label of requests to a run's own base URL.
 RUN_ENDPOINT_LABEL = "run"
 WAIT_REASONS = ("cooldown", "in_flight", "rpm", "tpm")
@@ -128,12 +131,19 @@ end
 return {0, 'ok'}
 """
 
-# KEYS: cooldown, in_flight, tpm
-# ARGV: holder, token correction (tokens, may be negative), tpm, cooldown_ms
+# KEYS: cooldown, in_flight, tpm, bell
+# ARGV: holder, token correction (tokens, may be negative), tpm, cooldown_ms, max_in_flight
 _RELEASE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREM', KEYS[2], ARGV[1])
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 1 then
+  local slots = tonumber(ARGV[5])
+  if slots > 0 then  -- wake one waiter (BLPOP); at most one bell per slot is kept
+    redis.call('LPUSH', KEYS[4], '1')
+    redis.call('LTRIM', KEYS[4], 0, slots - 1)
+    redis.call('PEXPIRE', KEYS[4], 60000)
+  end
+end
 local correction, tpm = tonumber(ARGV[2]), tonumber(ARGV[3])
 if correction ~= 0 and tpm > 0 then
   local tat = tonumber(redis.call('GET', KEYS[3]) or '0') + correction * 60000 / tpm
@@ -258,6 +268,7 @@ class EndpointGate:
         self.max_wait = max_wait
         self.patience = max_wait if limits.any and client is not None else 0.0
         self._keys = [quota_key(name, part) for part in ("cooldown", "in_flight", "rpm", "tpm")]
+        self._bell = quota_key(name, "bell")
         self._admit = client.register_script(_ADMIT) if client is not None else None
         self._release = client.register_script(_RELEASE) if client is not None else None
         self._holder_prefix = f"{socket.gethostname()}:{os.getpid()}:"
@@ -296,10 +307,11 @@ class EndpointGate:
                     f"cluster's quota (last: {reason}) and was given up; raise the endpoint's "
                     "limits or run fewer branches.", retryable=True)
             pause = min(int(wait_ms) / 1000.0, self.max_wait - elapsed)
-            if reason == "in_flight":
-                pause = min(pause, POLL_SECONDS)
             slept = time.monotonic()
-            token.wait(pause)
+            if reason == "in_flight":  # a release rings the bell: no polling while we wait
+                self.client.blpop([self._bell], timeout=max(0.01, min(pause, BELL_SECONDS)))
+            else:
+                token.wait(pause)
             waited[reason] = waited.get(reason, 0.0) + time.monotonic() - slept
 
     def release(self, lease: _Lease, outcome: RequestOutcome) -> None:
@@ -318,8 +330,9 @@ class EndpointGate:
                 outcome.retry_after
             cooldown_ms = int(1000 * min(max(seconds, 0.0), MAX_COOLDOWN_SECONDS))
         try:
-            self._release(keys=self._keys[:2] + [self._keys[3]], args=[
-                lease.holder or "", correction, self.limits.tpm or 0, cooldown_ms])
+            self._release(keys=[self._keys[0], self._keys[1], self._keys[3], self._bell], args=[
+                lease.holder or "", correction, self.limits.tpm or 0, cooldown_ms,
+                self.limits.max_in_flight or 0])
         except RedisError:  # the lease expires by itself; the request already ended
             pass
 

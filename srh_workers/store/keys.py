@@ -121,7 +121,8 @@ DRAINED_WORKERS = "srh:workers:drained"
 def quota_key(endpoint: str, part: str) -> str:
     """A model endpoint's cluster-wide quota key (srh_workers.quota): ``part`` is
     ``cooldown`` (string: epoch ms until which nobody sends), ``in_flight`` (zset: holder
-    -> lease expiry ms), ``rpm`` or ``tpm`` (string: the GCRA's theoretical arrival ms)."""
+    -> lease expiry ms), ``bell`` (list: one item per slot released, for the waiters'
+    BLPOP), ``rpm`` or ``tpm`` (string: the GCRA's theoretical arrival ms)."""
     return f"srh:quota:{{{endpoint}}}:{part}"
 
 
