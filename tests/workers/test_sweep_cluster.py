@@ -28,7 +28,12 @@ from srh_workers.sweeps.store import SweepRecord
 from tests.workers.cluster import Cluster
 from tests.workers.support import ROOT, wait_until
 
-SWEEP_ENV = {"SRH_SWEEP_INTERVAL": "0.2", "SRH_SWEEP_LEASE": "2"}
+SWEEP_ENV = {"SRH_SWEEP_INTERVAL": "0.2", "SRH_SWEEP_LEASE": "2",
+             # the cells' tasks last well under a second: a killed worker's are re-delivered
+             # after 7 s instead of the cluster tests' 12 (hold 4 + backoff 2 + a 1 s margin)
+             "SRH_TOOL_SOFT_LIMIT": "3", "SRH_TOOL_HARD_LIMIT": "4",
+             "SRH_BRANCH_SOFT_LIMIT": "3", "SRH_BRANCH_HARD_LIMIT": "4",
+             "SRH_VISIBILITY_TIMEOUT": "7"}
 COMMAND_SECONDS = 60
 
 
