@@ -121,14 +121,14 @@ def test_a_killed_tools_worker_loses_nothing(cluster: Cluster) -> None:
 
 def test_a_killed_branch_worker_resumes_without_resampling(cluster: Cluster) -> None:
     settings = slow_settings("killbranch", max_refinement_depth=3, local_sample_size=2)
-    branches = cluster.start("branches", concurrency=1, SRH_TEST_MODEL_DELAY="3")
+    branches = cluster.start("branches", concurrency=1, SRH_TEST_MODEL_DELAY="1.5")
     cluster.start("tools", concurrency=2)
     run_id = cluster.submit(settings, *power_law_data())
     requests = lambda: {int(k): int(v) for k, v in cluster.client.hgetall(REQUESTS_KEY).items()}  # noqa: E731
     wait_until(lambda: len(requests()) >= 2, 60, "the second step's model request")
     finished_before = {seed for seed in requests()} - {max(requests(), key=lambda s: s)}
     os.killpg(branches.process.pid, signal.SIGKILL)
-    cluster.start("branches", concurrency=1, SRH_TEST_MODEL_DELAY="3")
+    cluster.start("branches", concurrency=1, SRH_TEST_MODEL_DELAY="1.5")
     assert cluster.result(run_id).status == "completed"
     assert_complete(cluster.client, run_id, settings)
     counts = requests()
