@@ -259,7 +259,6 @@ class EndpointGate:
         name: The endpoint's name (:data:`RUN_ENDPOINT_LABEL` for a run's own URL).
         limits: Its limits; without any, nothing is asked of Redis (metrics only).
         max_wait: Longest a request waits for the quota, 429 cooldowns included.
-        sleep: How to wait ``seconds`` on a cancel token (tests may shorten it).
     """
 
     def __init__(self, client: Redis | None, name: str, limits: Limits, *,
