@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from srh_workers import quota
 from srh_workers.quota import EndpointGate, Limits, ModelMetrics, quota_state
 from srh_workers.store.keys import quota_key
 from tests.support.openai_payloads import chat_completion, usage
-from tests.support.openai_server import FakeOpenAIServer, Reply
+from tests.support.openai_server import FakeOpenAIServer, Reply, unused_port
 
 
 @pytest.fixture
@@ -287,9 +288,12 @@ def test_two_worker_processes_keep_one_in_flight_cap(cluster, tmp_path: Path) ->
                              f'"{server.base_url}"\napi_key_env = "CAPPED_KEY"\nmodel = "m"\n'
                              'max_in_flight = 2\n', encoding="utf-8")
         env = {"SRH_ENDPOINTS": str(endpoints), "CAPPED_KEY": "sk-operator"}
-        workers = [cluster.start("branches", concurrency=4, wait=False, **env),
-                   cluster.start("branches", concurrency=4, wait=False, **env),
-                   cluster.start("tools", concurrency=2, wait=False, **env)]
+        ports = [unused_port(), unused_port()]
+        workers = [cluster.start("branches", concurrency=4, wait=False, **env,
+                                 SRH_METRICS_PORT=str(port),
+                                 PROMETHEUS_MULTIPROC_DIR=str(tmp_path / f"metrics{port}"))
+                   for port in ports]
+        workers.append(cluster.start("tools", concurrency=2, wait=False, **env))
         for worker in workers:
             cluster.ready(worker)
         x1, x2 = np.random.default_rng(0).uniform(1, 5, (2, 60))
@@ -306,3 +310,10 @@ def test_two_worker_processes_keep_one_in_flight_cap(cluster, tmp_path: Path) ->
     peak = max(sum(a - window < b <= a for b in arrivals) for a in arrivals)
     assert peak == 2, sorted(arrivals)  # 8 threads could send 4 at once; the quota allows 2
     assert quota_state(cluster.client, "capped")["in_flight"] == 0
+    counted = 0.0  # every request on the workers' own metrics endpoints, by status
+    for port in ports:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+        for line in text.decode().splitlines():
+            if line.startswith('srh_model_requests_total{endpoint="capped",status="200"}'):
+                counted += float(line.split()[-1])
+    assert counted == 8
