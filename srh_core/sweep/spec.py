@@ -130,8 +130,14 @@ class Cell:
 
 
 def settings_hash(spec: SweepSpec, variant: Variant) -> str:
-    """A short hash of what decides a cell's run besides its problem and seed."""
-    settings = spec.search_settings(variant).model_dump(mode="json", exclude={"run_id", "seed"})
+    """A short hash of what decides a cell's run besides its problem and seed.
+
+    Only the settings that differ from their defaults count, so a setting added in a
+    later version (at its default) leaves every existing cell's identity unchanged; a
+    setting given explicitly at its default value is the same cell as one left out.
+    """
+    settings = spec.search_settings(variant).model_dump(mode="json", exclude={"run_id", "seed"},
+                                                        exclude_defaults=True)
     document = {"settings": settings, "samples": spec.samples, "noise": spec.noise}
     return hashlib.sha1(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:8]
 

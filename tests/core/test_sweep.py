@@ -75,6 +75,20 @@ def test_a_cell_is_named_by_its_settings_so_a_changed_setting_is_a_new_cell(tmp_
     assert not set(ids) & {cell.cell_id for cell in cells(noisier)}
 
 
+def test_a_setting_at_its_default_is_the_same_cell_as_one_left_out(tmp_path):
+    from srh_core.agent import SearchSettings
+
+    default = SearchSettings().global_width
+    spec = load_sweep(write(tmp_path, SWEEP))
+    explicit = load_sweep(write(tmp_path, SWEEP.replace(
+        "max_refinement_depth = 1", f"max_refinement_depth = 1\nglobal_width = {default}")))
+    wider = load_sweep(write(tmp_path, SWEEP.replace(
+        "max_refinement_depth = 1", f"max_refinement_depth = 1\nglobal_width = {default + 1}")))
+    ids = [cell.cell_id for cell in cells(spec)]
+    assert ids == [cell.cell_id for cell in cells(explicit)]  # (and a new setting's default)
+    assert not set(ids) & {cell.cell_id for cell in cells(wider)}
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [(SWEEP.replace('"feynman-I.25.13"', '"feynman-I.25.31"'), "Unknown problem"),
