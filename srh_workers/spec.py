@@ -35,6 +35,8 @@ class RunSpec(BaseModel):
         api_key: The run's own model key (``srh run --own-key``), or None. It is
             stored with the spec in Redis (see deploy/README.md, "Model credentials")
             and is the only key a worker sends to a base URL the run chose.
+        skills_bundle: The files of the run's ``skills_dir`` (srh_core.skills.bundle), or
+            None; a worker unpacks them and points the run's ``skills_dir`` there.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -47,9 +49,19 @@ class RunSpec(BaseModel):
     submitted_at: float = Field(default_factory=time.time)
     deadline: float | None = None
     api_key: str | None = Field(default=None, repr=False)
+    skills_bundle: dict[str, str] | None = Field(default=None, repr=False)
 
     def search_settings(self) -> SearchSettings:
-        return SearchSettings.build(**self.settings)
+        """The run's settings here: its shipped skills unpacked into this machine's temp dir."""
+        settings = SearchSettings.build(**self.settings)
+        if self.skills_bundle is not None:
+            import tempfile
+
+            from srh_core.skills.bundle import unpack_skills
+
+            folder = unpack_skills(self.skills_bundle, tempfile.gettempdir())
+            settings = settings.replace(skills_dir=str(folder))
+        return settings
 
 
 def load_spec(store: RedisRunStore) -> RunSpec:

@@ -84,7 +84,14 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         raise ConfigurationError(f"Run id {settings.run_id!r} is already used by a submitted "
                                  "run; choose another.", setting="run_id")
     now = time.time()
-    spec = RunSpec(run_id=settings.run_id, settings=settings.model_dump(),
+    skills = None
+    if settings.skills_dir is not None:  # the workers have not got the folder: ship it
+        from srh_core.skills import run_skill_manager
+        from srh_core.skills.bundle import pack_skills
+
+        run_skill_manager(settings.skills_dir, settings.skills)  # refuse bad names now
+        skills = pack_skills(settings.skills_dir)
+    spec = RunSpec(run_id=settings.run_id, settings=settings.model_dump(), skills_bundle=skills,
                    description=description, target=target, features=list(X),
                    agent_class=class_path, submitted_at=now,
                    deadline=None if settings.time_limit is None else now + settings.time_limit,

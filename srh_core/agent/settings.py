@@ -50,6 +50,8 @@ class SearchSettings(BaseModel):
         tools: Tool names to enable; None enables the default catalogue.
         ban_tools: Tool names never enabled, even when ``tools`` lists them.
         skills: Skill names the model may read; None enables all.
+        skills_dir: Folder of custom skills (one sub-folder per skill, with its SKILL.md)
+            offered beside the built-in ones; on a cluster its files travel with the run.
         verbose: Debug logging.
         tool_parser: How tool calls are exchanged with the model.
         save_path: Run directory; None keeps the run in memory.
@@ -129,6 +131,7 @@ class SearchSettings(BaseModel):
     tools: list[str] | None = Field(default=None, strict=False)
     ban_tools: list[str] = Field(default_factory=list, strict=False)
     skills: list[str] | None = Field(default=None, strict=False)
+    skills_dir: str | None = None
     verbose: bool = False
     tool_parser: ToolParserName = "openai"
     save_path: str | None = None

@@ -111,6 +111,11 @@ class SRAgent:
         if settings is not None and settings_values:
             settings = settings.replace(**settings_values)
         self.settings = settings or SearchSettings.build(**settings_values)
+        if skill_manager is None and (self.settings.skills is not None
+                                      or self.settings.skills_dir is not None):
+            from srh_core.skills import run_skill_manager
+
+            skill_manager = run_skill_manager(self.settings.skills_dir, self.settings.skills)
         self.skill_manager = skill_manager
         self.api = api
         self.model_access = model_access  # None: ModelAccess.local() (this process's operator)

@@ -31,6 +31,7 @@ SETTING_OF_FLAG = {
     "split_ood_variable": "split_ood_variable", "split_random_state": "split_random_state",
     "branch_threads": "branch_threads", "granularity": "granularity", "selection": "selection",
     "max_cost": "max_cost", "max_tokens": "max_tokens", "endpoint": "endpoint",
+    "skills": "skills", "skills_dir": "skills_dir",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
 
@@ -103,6 +104,11 @@ def _tool_options(parser: argparse.ArgumentParser) -> None:
     tools.add_argument("--max-workers", type=int, help="tool worker processes (0: serial)")
     tools.add_argument("--workspace", metavar="DIR",
                        help="directory the workspace tools work in")
+    tools.add_argument("--skills", type=name_list, metavar="NAMES",
+                       help="skills read_skill offers, e.g. discover-symbolic-laws (default: all)")
+    tools.add_argument("--skills-dir", metavar="DIR",
+                       help="folder of custom skills (a sub-folder with a SKILL.md each), "
+                            "offered beside the built-in ones; shipped with a cluster run")
 
 
 def _budget_options(parser: argparse.ArgumentParser) -> None:

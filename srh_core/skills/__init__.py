@@ -16,6 +16,7 @@ from srh_core.skills.manager import (
     SkillManager,
     SkillProblem,
     default_skill_manager,
+    run_skill_manager,
 )
 
 __all__ = [
@@ -28,5 +29,6 @@ __all__ = [
     "SkillNotFoundError",
     "SkillProblem",
     "default_skill_manager",
+    "run_skill_manager",
     "split_front_matter",
 ]

@@ -282,3 +282,29 @@ def read_text_file(path: Path, shown: str) -> str:
 def default_skill_manager() -> SkillManager:
     """A manager over the built-in skills only."""
     return SkillManager()
+
+
+def run_skill_manager(skills_dir: str | Path | None,
+                      enabled: Iterable[str] | None) -> SkillManager:
+    """The manager a run's settings ask for (``skills_dir``, ``skills``), checked now.
+
+    Raises:
+        ConfigurationError: ``skills_dir`` is not a directory, or ``enabled`` names a
+            skill that neither the built-in nor the custom folder holds.
+    """
+    from srh_core.errors import ConfigurationError
+
+    if skills_dir is not None and not Path(skills_dir).is_dir():
+        raise ConfigurationError(f"skills_dir {str(skills_dir)!r} is not a directory (a folder "
+                                 "with one sub-folder per skill, each with a SKILL.md).",
+                                 setting="skills_dir")
+    manager = SkillManager(custom_dir=skills_dir, enabled=enabled)
+    if enabled is not None:
+        known = SkillManager(custom_dir=skills_dir).discover()[0]
+        unknown = [name for name in manager.enabled or () if name not in known]
+        if unknown:
+            raise ConfigurationError(
+                f"skills names {unknown[0]!r}, which is not a skill here."
+                f"{did_you_mean(unknown[0], known)} Skills: {', '.join(sorted(known))}.",
+                setting="skills")
+    return manager

@@ -55,7 +55,8 @@ def pack_inputs(spec: SweepSpec) -> tuple[SweepSpec, dict[str, bytes]]:
         if total > MAX_INPUT_BYTES:
             raise InputTooLargeError(f"Sweep {spec.name}: its files weigh {total:,} bytes, over "
                                      f"the {MAX_INPUT_BYTES // 1024**2} MiB a sweep may ship to "
-                                     "the cluster; put the data on a shared volume instead.")
+                                     "the cluster; put the data on a shared volume instead.",
+                                     path=str(path), limit=MAX_INPUT_BYTES, size=total)
         return name
 
     base = Path(spec.base_dir)

@@ -310,3 +310,17 @@ def test_a_drained_worker_takes_no_new_task_and_status_says_so(cluster: Cluster)
             if isinstance(record, dict) and record.get("run_id") == run_id:
                 events.append(record.get("event"))
     assert events.count("run_started") == 1 and events.count("run_finished") == 1, events
+
+
+def test_a_sweep_whose_files_are_too_large_to_ship_is_refused_by_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from srh_core.errors import InputTooLargeError
+
+    (tmp_path / "data.csv").write_text("x1,y\n" + "1,2\n" * 100)
+    path = tmp_path / "sweep.toml"
+    path.write_text('[sweep]\nname = "heavy"\nseeds = [0]\n\n[[datasets]]\nname = "d"\n'
+                    'path = "data.csv"\ntarget = "y"\n', encoding="utf-8")
+    monkeypatch.setattr(control, "MAX_INPUT_BYTES", 100)
+    with pytest.raises(InputTooLargeError, match="heavy: its files weigh") as raised:
+        control.pack_inputs(load_sweep(path))
+    assert raised.value.limit == 100 and raised.value.size > 100
