@@ -520,6 +520,9 @@ def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
     """The data, description and settings of one cell."""
     variant = next(v for v in spec.variants if v.name == cell.variant)
     settings = spec.search_settings(variant).replace(seed=cell.seed)
+    if settings.skills_dir is not None and not Path(settings.skills_dir).is_absolute():
+        # like a dataset's path: relative to the sweep file (on a cluster, to its inputs)
+        settings = settings.replace(skills_dir=str(Path(spec.base_dir) / settings.skills_dir))
     if cell.dataset:
         return _dataset_data(spec, cell, settings)
     problem = problem_suite(spec).get(cell.problem)

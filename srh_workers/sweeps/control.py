@@ -60,6 +60,30 @@ def pack_inputs(spec: SweepSpec) -> tuple[SweepSpec, dict[str, bytes]]:
         return name
 
     base = Path(spec.base_dir)
+    folders: dict[str, str] = {}  # a skills_dir -> its name among the inputs
+
+    def take_folder(given: Any) -> Any:
+        if not isinstance(given, str):
+            return given
+        if given not in folders:
+            folders[given] = name = f"skills/{len(folders)}"
+            root = base / given
+            if not root.is_dir():
+                raise ConfigurationError(f"Sweep {spec.name}: skills_dir {given!r} is not a "
+                                         f"directory (relative to {base}).",
+                                         setting="skills_dir")
+            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                parts = path.relative_to(root).parts
+                if not any(part.startswith(".") or part == "__pycache__" for part in parts):
+                    take(path, f"{name}/{'/'.join(parts)}")
+        return folders[given]
+
+    if "skills_dir" in spec.settings:
+        changes["settings"] = {**spec.settings,
+                               "skills_dir": take_folder(spec.settings["skills_dir"])}
+    changes["variants"] = [
+        variant.model_copy(update={"skills_dir": take_folder(variant.overrides()["skills_dir"])})
+        if "skills_dir" in variant.overrides() else variant for variant in spec.variants]
     if spec.suite and (base / spec.suite).is_file():
         changes["suite"] = take(base / spec.suite, "suite" + (base / spec.suite).suffix)
     changes["datasets"] = [

@@ -324,3 +324,25 @@ def test_a_sweep_whose_files_are_too_large_to_ship_is_refused_by_name(
     with pytest.raises(InputTooLargeError, match="heavy: its files weigh") as raised:
         control.pack_inputs(load_sweep(path))
     assert raised.value.limit == 100 and raised.value.size > 100
+
+
+def test_a_sweeps_skills_dirs_travel_with_its_inputs(tmp_path: Path) -> None:
+    from srh_core.sweep.runner import cell_data
+    from srh_core.sweep.spec import cells as sweep_cells
+
+    for name in ("common", "extra"):
+        folder = tmp_path / name / f"{name}-skill"
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}-skill\ndescription: d\n---\nbody\n")
+    path = tmp_path / "sweep.toml"
+    path.write_text('[sweep]\nname = "skilled"\nproblems = ["feynman-I.12.4"]\nseeds = [0]\n\n'
+                    '[settings]\nskills_dir = "common"\n\n[[variants]]\nname = "a"\n\n'
+                    '[[variants]]\nname = "b"\nskills_dir = "extra"\n', encoding="utf-8")
+    packed, inputs = control.pack_inputs(load_sweep(path))
+    assert sorted(inputs) == ["skills/0/common-skill/SKILL.md", "skills/1/extra-skill/SKILL.md"]
+    here = control.materialize(packed, inputs, tmp_path / "worker")
+    found = {}
+    for cell in sweep_cells(here):
+        folder = Path(cell_data(here, cell).settings.skills_dir)
+        found[cell.variant] = sorted(p.name for p in folder.iterdir())
+    assert found == {"a": ["common-skill"], "b": ["extra-skill"]}
