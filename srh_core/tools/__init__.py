@@ -12,8 +12,8 @@ Built-in tools by registered name: ``evaluate_formula`` (EvaluateTool),
 ``expression_search`` (ExpressionSearchTool),
 ``statistics_analysis``, ``relationship_analysis``, ``evaluate_code``,
 ``code_executor``, ``workspace_code_executor``, ``workspace_shell``,
-``read_skill``, ``web_fetch``, ``web_search`` and ``read_pdf`` (PDFReadTool; the three
-not enabled by default).
+``read_skill``, ``predict_property`` (PropertyPredictorTool), ``web_fetch``,
+``web_search`` and ``read_pdf`` (PDFReadTool; the last four not enabled by default).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ _LAZY = {
     "StatisticsTool": "srh_core.tools.analysis.statistics",
     "WorkspaceShellTool": "srh_core.tools.workspace_shell",
     "PDFReadTool": "srh_core.tools.pdf",
+    "PropertyPredictorTool": "srh_core.tools.analysis.properties",
     "WebFetchTool": "srh_core.tools.web",
     "WebSearchTool": "srh_core.tools.web",
 }

@@ -24,6 +24,7 @@ import srh_core.tools.sindy  # noqa: F401
 
 # --- analysis, code, workspace and skill tools -----------------------------
 # isort: split
+import srh_core.tools.analysis.properties  # noqa: F401
 import srh_core.tools.analysis.relationship  # noqa: F401
 import srh_core.tools.analysis.statistics  # noqa: F401
 import srh_core.tools.code  # noqa: F401
