@@ -64,7 +64,8 @@ IMPLEMENTED = {
         EICTool EvaluateCodeTool EvaluateTool HarmonicInteractionFitTool PolynomialFitTool
         PowerLawFitTool PySRTool RationalFitTool ReadSkill RelationshipAnalysisTool SINDyTool
         StatisticsTool SubmitFormulaTool ToolCallResult ToolMetadata ToolRunAbort
-        WorkspaceCodeExecutorTool WorkspaceShellTool"""),
+        WorkspaceCodeExecutorTool WorkspaceShellTool PDFReadTool PropertyPredictorTool
+        WebFetchTool WebSearchTool"""),
     "sr_harness_engine": ("srh_engine", """Binary Expression FitResult Function
         GroupedParameter Number Parameter Symbol Variable abs arccos arcsin arctan cos cosh
         bind_parameters cot count_parameters csc evaluate exp fit fold_constants function
