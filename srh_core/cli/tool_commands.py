@@ -41,6 +41,11 @@ def register(subparsers: Any) -> None:
     call.add_argument("--validation-fraction", type=float, default=0.0,
                       help="share of samples held out (default 0: no validation split)")
     call.add_argument("--workspace", metavar="DIR", help="workspace of the workspace tools")
+    call.add_argument("--skills-dir", metavar="DIR",
+                      help="folder of custom skills read_skill offers beside the built-in ones")
+    call.add_argument("--skills", type=lambda text: [p.strip() for p in text.split(",")
+                                                     if p.strip()],
+                      metavar="NAMES", help="skills read_skill offers (default: all)")
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
     call.set_defaults(handler=handle_call)
 
@@ -85,7 +90,12 @@ def handle_call(args: argparse.Namespace) -> int:
     params = _params(args.params)
     context = _context(Path(args.data), args.target, {
         "validation_fraction": args.validation_fraction, "workspace": args.workspace})
-    result = tool_class(context=context)(**params)
+    values = {}
+    if args.skills_dir is not None or args.skills is not None:
+        from srh_core.skills import run_skill_manager
+
+        values["skill_manager"] = run_skill_manager(args.skills_dir, args.skills)
+    result = tool_class(context=context, **values)(**params)
     if args.json:
         sys.stdout.write(json.dumps(result.to_dict(), allow_nan=False) + "\n")
     else:

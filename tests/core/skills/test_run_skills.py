@@ -87,3 +87,14 @@ def test_srh_run_takes_skills_options_and_refuses_a_missing_folder(tmp_path: Pat
     assert done.returncode == 2, done.stderr
     assert "skills_dir" in done.stderr and "is not a directory" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_srh_tool_call_reads_the_given_skills(tmp_path: Path) -> None:
+    folder = skills_folder(tmp_path)
+    (tmp_path / "d.csv").write_text("x,y\n1,2\n2,4\n")
+    done = subprocess.run([sys.executable, "-m", "srh_core", "tool", "call", "read_skill",
+                           "--data", "d.csv", "--target", "y", "--skills-dir", str(folder),
+                           "--skills", "pendulum-laws"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == ["- pendulum-laws (custom): Pendulum periods."]
