@@ -65,6 +65,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         tools: Tool names to enable; None enables the default catalogue.
         ban_tools: Tool names never enabled; None bans none.
         skills: Skill names the model may read; None enables all.
+        skills_dir: Folder of custom skills offered beside the built-in ones.
         tool_parser: How tool calls are exchanged ("openai", "json", "text", "xml").
         local_sample_size: K, model responses per step.
         max_refinement_depth: L, steps per branch.
@@ -121,7 +122,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         base_url: str | None = None, endpoint: str | None = None,
         tools: Sequence[str] | None = None,
         ban_tools: Sequence[str] | None = None, skills: Sequence[str] | None = None,
-        tool_parser: str = "openai", local_sample_size: int = 1, max_refinement_depth: int = 20,
+        skills_dir: str | None = None, tool_parser: str = "openai", local_sample_size: int = 1, max_refinement_depth: int = 20,
         global_width: int = 1, max_restart_loop: int = 1, restart_top_k: int = 1,
         llm_max_tokens: int = 4096, llm_temperature: float = 1.0, max_workers: int = 0,
         validation_fraction: float = 0.2, split_by: str = "random",
@@ -144,6 +145,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.tools = tools
         self.ban_tools = ban_tools
         self.skills = skills
+        self.skills_dir = skills_dir
         self.tool_parser = tool_parser
         self.local_sample_size = local_sample_size
         self.max_refinement_depth = max_refinement_depth
