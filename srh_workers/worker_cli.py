@@ -125,7 +125,7 @@ def _positive_int(text: str) -> int:
 
 
 #: Seconds a drain waits for the worker's replies.
-DRAIN_TIMEOUT = 3.0
+DRAIN_TIMEOUT = 2.0
 
 
 def _node_name(kind: str, hostname: str | None, several: bool) -> str:
@@ -284,7 +284,9 @@ def run_drain(args: argparse.Namespace) -> int:
     app = get_app()
     client = redis_client(str(settings.redis_url))
     node = args.node
-    answered = app.control.inspect(destination=[node], timeout=DRAIN_TIMEOUT).active_queues()
+    # limit=1: the one node's reply ends the wait (only an unknown node waits the timeout)
+    answered = app.control.inspect(destination=[node], timeout=DRAIN_TIMEOUT,
+                                   limit=1).active_queues()
     if not answered or node not in answered:
         raise ConfigurationError(f"No worker {node!r} answers; srh status lists the workers "
                                  "that do.", setting="node")
@@ -293,7 +295,7 @@ def run_drain(args: argparse.Namespace) -> int:
         queues = json.loads(raw)["queues"] if raw else list(QUEUES)
         for queue in queues:
             app.control.add_consumer(queue, destination=[node], reply=True,
-                                     timeout=DRAIN_TIMEOUT)
+                                     timeout=DRAIN_TIMEOUT, limit=1)
         client.hdel(DRAINED_WORKERS, node)
         print(f"{node} consumes {', '.join(queues)} again.")
         return 0
@@ -301,7 +303,7 @@ def run_drain(args: argparse.Namespace) -> int:
         json.loads(client.hget(DRAINED_WORKERS, node) or "{}").get("queues") or [])
     for queue in queues:
         app.control.cancel_consumer(queue, destination=[node], reply=True,
-                                    timeout=DRAIN_TIMEOUT)
+                                    timeout=DRAIN_TIMEOUT, limit=1)
     client.hset(DRAINED_WORKERS, node, json.dumps({"queues": queues, "at": time.time()}))
     print(f"{node} drained: it takes no new task from {', '.join(queues) or 'its queues'}; "
           "its running tasks finish. Stop it once srh status shows it idle "
