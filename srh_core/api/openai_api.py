@@ -238,9 +238,12 @@ class OpenAIAPI(BaseAPI):
 
         context = RetryContext(config.provider, config.model, config.base_url, self.sleep,
                                self.rng)
+        # the prompt's size is estimated once per request, and only for a gate to reserve
+        reserved = reserved_tokens(request) if self.gate is not None else 0
+
         def attempt() -> RawReply:
             return gated(self.gate, lambda: self._send_once(config, request, tracked_emit, token),
-                         reserved=reserved_tokens(request), timeout=self.timeout, token=token,
+                         reserved=reserved, timeout=self.timeout, token=token,
                          price=config.price, usage_of=lambda reply: reply.usage)
 
         reply = run_with_retries(

@@ -780,7 +780,8 @@ class RedisRunStore(ControlRecords):
         doomed = [self.keys.key(name) for name in self.COMPACTED_STATIC] + [
             key for key in registered if key.removeprefix(marker).startswith(
                 self.COMPACTED_PREFIXES)]
-        forgotten = [key for key in doomed if key in set(registered)]
+        known = set(registered)
+        forgotten = [key for key in doomed if key in known]
         pipe = self.client.pipeline(transaction=True)
         pipe.delete(*doomed)
         if forgotten:
