@@ -87,11 +87,6 @@ class Endpoint:
     tpm: float | None = None
     max_in_flight: int | None = None
 
-    @property
-    def limited(self) -> bool:
-        """Whether any cluster-wide limit applies (else requests cost no quota round trip)."""
-        return any(getattr(self, name) is not None for name in LIMIT_FIELDS)
-
     def public(self) -> dict[str, str | None]:
         """What a submitter may see: everything but the key's variable."""
         return {"name": self.name, "provider": self.provider, "base_url": self.base_url,

@@ -26,6 +26,18 @@ UNPACKED_DIR = "srh-skills"
 _SKIPPED = ("__pycache__",)
 
 
+def skill_files(root: Path) -> list[tuple[str, Path]]:
+    """``(relative name, path)`` of every file a skills folder ships, in name order
+    (hidden entries and ``__pycache__`` left out)."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if any(part.startswith(".") or part in _SKIPPED for part in parts) or not path.is_file():
+            continue
+        found.append(("/".join(parts), path))
+    return found
+
+
 def pack_skills(directory: str | Path) -> dict[str, str]:
     """The files of a skills folder as a bundle.
 
@@ -39,11 +51,7 @@ def pack_skills(directory: str | Path) -> dict[str, str]:
                                  setting="skills_dir")
     bundle: dict[str, str] = {}
     total = 0
-    for path in sorted(root.rglob("*")):
-        parts = path.relative_to(root).parts
-        hidden = any(part.startswith(".") or part in _SKIPPED for part in parts)
-        if hidden or not path.is_file():
-            continue
+    for name, path in skill_files(root):
         try:
             data = path.read_bytes()
         except OSError as error:
@@ -55,7 +63,7 @@ def pack_skills(directory: str | Path) -> dict[str, str]:
                 f"skills_dir {str(directory)!r} holds more than {MAX_BUNDLE_FILES} files or "
                 f"{MAX_BUNDLE_BYTES // 1024**2} MiB, the most a run ships to its workers.",
                 path=str(directory), limit=MAX_BUNDLE_BYTES)
-        bundle["/".join(parts)] = base64.b64encode(data).decode("ascii")
+        bundle[name] = base64.b64encode(data).decode("ascii")
     return bundle
 
 
@@ -99,4 +107,4 @@ def unpack_skills(bundle: Mapping[str, str], root: str | Path) -> Path:
 
 
 __all__ = ["MAX_BUNDLE_BYTES", "MAX_BUNDLE_FILES", "bundle_digest", "pack_skills",
-           "unpack_skills"]
+           "skill_files", "unpack_skills"]

@@ -223,9 +223,8 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     if existing is not None:
         # the result is stored before the run directory is written: finish the directory
         if path is not None and not RunDirectory(path).has_result() \
-                and not rt.store.is_compacted() and write_run_directory(rt, existing, path) \
-                and rt.artifacts:
-            rt.store.compact(exported_to=str(path))
+                and not rt.store.is_compacted():
+            write_finished_directory(rt, existing, path)
         finish_controls(rt, existing)
         return existing
     last = rt.store.latest_restart()
@@ -236,9 +235,15 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     result = rt.agent().build_search_result(outcome.status, stop_reason=outcome.reason)
     finish_controls(rt, result)
     log_run_finished(rt, result)
-    if path is not None and write_run_directory(rt, result, path) and rt.artifacts:
-        rt.store.compact(exported_to=str(path))
+    if path is not None:
+        write_finished_directory(rt, result, path)
     return result
+
+
+def write_finished_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
+    """The run directory (best effort); under an artifact root, then the run's keys shrink."""
+    if write_run_directory(rt, result, path) and rt.artifacts:
+        rt.store.compact(exported_to=str(path))
 
 
 def log_run_started(rt: RunRuntime) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from redis import Redis
 
 from srh_core.errors import ConfigurationError, InputTooLargeError
+from srh_core.skills.bundle import skill_files
 from srh_core.sweep.runner import (
     eta_seconds,
     is_over,
@@ -72,10 +73,8 @@ def pack_inputs(spec: SweepSpec) -> tuple[SweepSpec, dict[str, bytes]]:
                 raise ConfigurationError(f"Sweep {spec.name}: skills_dir {given!r} is not a "
                                          f"directory (relative to {base}).",
                                          setting="skills_dir")
-            for path in sorted(p for p in root.rglob("*") if p.is_file()):
-                parts = path.relative_to(root).parts
-                if not any(part.startswith(".") or part == "__pycache__" for part in parts):
-                    take(path, f"{name}/{'/'.join(parts)}")
+            for relative, path in skill_files(root):  # the files a run would ship
+                take(path, f"{name}/{relative}")
         return folders[given]
 
     if "skills_dir" in spec.settings:
