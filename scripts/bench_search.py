@@ -37,7 +37,6 @@ import math
 import platform
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from srh_core.benchmark.baselines import evolve_gplearn  # noqa: E402,F401 - the other scripts import it from here
 from srh_core.problems import JUDGE_SAMPLES, SOLVED_TOLERANCE, TINY, Problem, load_suite  # noqa: E402
 
 METHODS = ("srharness", "gplearn", "pyoperon")
@@ -139,23 +139,6 @@ def run_ours(problem: Problem, X: dict[str, np.ndarray], y: np.ndarray,
 # ---------------------------------------------------------------- baselines
 def matrix(problem: Problem, data: dict[str, np.ndarray]) -> np.ndarray:
     return np.column_stack([data[name] for name in problem.feature_names])
-
-
-def evolve_gplearn(model: Any, M: np.ndarray, y: np.ndarray, budget: float
-                   ) -> tuple[int, float]:
-    """Evolve a warm-start gplearn model one generation at a time while the next one,
-    at the pace of the last, still fits ``budget`` seconds (at least one); return the
-    generations and the seconds used. Every benchmark script budgets gplearn this way."""
-    started, generation, last = time.perf_counter(), 0, 0.0
-    while generation == 0 or time.perf_counter() - started + last <= budget:
-        tick = time.perf_counter()
-        generation += 1
-        model.set_params(generations=generation)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(M, y)
-        last = time.perf_counter() - tick
-    return generation, time.perf_counter() - started
 
 
 def run_gplearn(problem: Problem, X: dict[str, np.ndarray], y: np.ndarray, budget: float,

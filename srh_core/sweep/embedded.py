@@ -69,12 +69,14 @@ def _on_sigterm(signum: int, _frame: object) -> None:
 
 
 def run_cell(settings: dict[str, Any], X: dict[str, Any], y: dict[str, Any],
-             description: str) -> dict[str, Any]:
+             description: str, method: str = "srh") -> dict[str, Any]:
     """One cell's run, in whichever process runs it; its ``SearchResult.to_dict()``.
 
-    A run directory left by an interrupted attempt of the same run id is resumed.
+    A run directory left by an interrupted attempt of the same run id is resumed
+    (with the agent class it recorded). ``method`` picks the agent: srh or a baseline.
     """
-    from srh_core.agent import SearchSettings, SRAgent
+    from srh_core.agent import SearchSettings
+    from srh_core.benchmark.baselines import agent_class
     from srh_core.embedded.runner import resume_search
 
     _in_cell.set()
@@ -82,7 +84,8 @@ def run_cell(settings: dict[str, Any], X: dict[str, Any], y: dict[str, Any],
         save_path = settings.get("save_path")
         if save_path and _resumable(Path(save_path)):
             return resume_search(save_path).to_dict()
-        return SRAgent(settings=SearchSettings.build(**settings)).run(X, y, description)
+        agent = agent_class(method)(settings=SearchSettings.build(**settings))
+        return agent.run(X, y, description)
     finally:
         _in_cell.clear()
 
@@ -114,7 +117,7 @@ class EmbeddedSweepBackend:
         settings = data.settings.replace(run_id=run_id, save_path=save_path).model_dump()
         if self.jobs == 1:
             result = SearchResult.from_dict(run_cell(settings, data.X, data.y,
-                                                     data.description))
+                                                     data.description, data.method))
             self.results[run_id] = result
             if result.status == "interrupted" and result.stop_reason == INTERRUPTED_BY_USER:
                 raise KeyboardInterrupt  # the run took the user's Ctrl-C: the sweep stops
@@ -125,7 +128,7 @@ class EmbeddedSweepBackend:
                                              initializer=_cell_process,
                                              initargs=(os.getpid(),))
         self.futures[run_id] = self._pool.submit(run_cell, settings, data.X, data.y,
-                                                 data.description)
+                                                 data.description, data.method)
 
     def poll(self, run_id: str) -> SearchResult | None:
         future = self.futures.get(run_id)

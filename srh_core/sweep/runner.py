@@ -58,10 +58,11 @@ SWEEP_STATUSES = ("running", "paused", "stopped", "completed", "cancelled", "fai
 REOPENED = ("failed", "skipped", "cancelled")
 POLL_SECONDS = 1.0
 BACKOFF_MAX = 10.0
-CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "status", "run_status", "solved",
-               "r2_fresh", "best_formula", "complexity", "train_mse", "validation_mse", "seconds",
-               "tokens", "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error",
-               "settings_hash")
+CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "method", "noise", "status",
+               "run_status", "solved", "r2_fresh", "best_formula", "complexity", "train_mse",
+               "validation_mse", "r2_test", "symbolic_solution", "symbolic_reason",
+               "accuracy_solution", "nmse_id", "nmse_ood", "seconds", "tokens", "cost",
+               "model_seconds", "tool_seconds", "attempts", "run_id", "error", "settings_hash")
 SPEND_COLUMNS = ("tokens", "cost", "model_seconds", "tool_seconds")
 SKIPPED = "not run: the sweep's budget is spent"
 
@@ -116,6 +117,14 @@ class CellData:
     description: str
     settings: Any
     problem: Any = None
+    method: str = "srh"
+    """Who runs the cell (:data:`srh_core.benchmark.baselines.METHODS`)."""
+
+    @property
+    def agent_class(self) -> Any:
+        from srh_core.benchmark.baselines import agent_class
+
+        return agent_class(self.method)
 
 
 class SweepState(Protocol):
@@ -156,9 +165,10 @@ class FileSweepState:
         return None
 
 
-def new_entry(cell: Cell) -> dict[str, Any]:
+def new_entry(cell: Cell, method: str = "srh") -> dict[str, Any]:
     return {"problem": cell.problem, "seed": cell.seed, "variant": cell.variant,
-            "dataset": cell.dataset, "label": cell.label, "settings_hash": cell.settings_hash,
+            "method": method, "noise": cell.noise, "dataset": cell.dataset,
+            "label": cell.label, "settings_hash": cell.settings_hash,
             "status": "pending", "attempts": 0, "tries": 0}
 
 
@@ -260,7 +270,9 @@ class SweepRunner:
     # ------------------------------------------------------------- state
     def _load_state(self) -> dict[str, dict[str, Any]]:
         known = self.store.load()
-        return {cell.cell_id: known.get(cell.cell_id) or new_entry(cell) for cell in self.cells}
+        methods = {variant.name: variant.method for variant in self.spec.variants}
+        return {cell.cell_id: known.get(cell.cell_id) or new_entry(cell, methods[cell.variant])
+                for cell in self.cells}
 
     def reopen(self) -> None:
         """A new submission: failed, skipped and cancelled cells are pending again."""
@@ -524,12 +536,13 @@ def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
         # like a dataset's path: relative to the sweep file (on a cluster, to its inputs)
         settings = settings.replace(skills_dir=str(Path(spec.base_dir) / settings.skills_dir))
     if cell.dataset:
-        return _dataset_data(spec, cell, settings)
+        return replace(_dataset_data(spec, cell, settings), method=variant.method)
+    from srh_core.benchmark.protocol import protocol_data
+
     problem = problem_suite(spec).get(cell.problem)
-    X, y = problem.sample(spec.samples, seed=cell.seed, noise=spec.noise)
-    description = (f"Find the formula for {problem.output} as a function of "
-                   f"{', '.join(problem.feature_names)}.")
-    return CellData(X, {problem.output: y}, description, settings, problem)
+    data = protocol_data(problem, cell.seed, spec.protocol(cell.noise))
+    return CellData(data.X_train, {data.target: data.y_train}, data.description, settings,
+                    problem, variant.method)
 
 
 def _dataset_data(spec: SweepSpec, cell: Cell, settings: Any) -> CellData:
@@ -556,10 +569,63 @@ def summarize(result: SearchResult, spec: SweepSpec, entry: Mapping[str, Any]
     summary.update(complexity=best.complexity, train_mse=best.metric("mse", "train"),
                    validation_mse=best.metric("mse", "validation"))
     if not entry.get("dataset"):
-        judgement = problem_suite(spec).get(entry["problem"]).judge(best.formula,
-                                                                   seed=entry["seed"])
-        summary.update(solved=judgement.solved, r2_fresh=judgement.to_dict()["r2"])
+        summary.update(judged_fields(spec, entry, best.formula))
     return summary
+
+
+def judged_fields(spec: SweepSpec, entry: Mapping[str, Any], formula: str) -> dict[str, Any]:
+    """A problem cell's best formula judged: ``solved`` and ``r2_fresh`` on fresh points
+    (our exact test), and with a test split SRBench's and LLM-SRBench's measures
+    (:mod:`srh_core.benchmark.judge`) on the held-out test set and, when the problem has
+    one, its out-of-domain set."""
+    from srh_core.benchmark.protocol import method_names, protocol_data, renamed_formula
+    from srh_engine import EngineError
+
+    problem = problem_suite(spec).get(entry["problem"])
+    protocol = spec.protocol(entry.get("noise", spec.noise_levels()[0]))
+    try:
+        formula = renamed_formula(formula, method_names(problem, protocol))
+    except EngineError:
+        pass  # judged as written: the judges report it unparseable
+    judgement = problem.judge(formula, seed=entry["seed"])
+    fields: dict[str, Any] = {"solved": judgement.solved, "r2_fresh": judgement.to_dict()["r2"]}
+    if protocol.test_fraction > 0:  # the test set is drawn again, as the cell's data was
+        data = protocol_data(problem, entry["seed"], protocol)
+        fields.update(benchmark_fields(problem, formula, data, entry["seed"]))
+    return fields
+
+
+def benchmark_fields(problem: Any, formula: str, data: Any, seed: int) -> dict[str, Any]:
+    from srh_core.benchmark import judge
+
+    X_test = {original: data.X_test[name] for original, name in data.names.items()}
+    predicted = predictions(formula, X_test, len(data.y_test))
+    r2 = judge.r2_score(data.y_test, predicted)
+    verdict = judge.symbolic_solution(formula, problem.formula, r2_test=r2)
+    ood = problem.sample_ood(len(data.y_test), seed) if hasattr(problem, "sample_ood") else None
+    measures = judge.metrics(data.y_test, predicted, *(
+        (ood[1], predictions(formula, ood[0], len(ood[1]))) if ood is not None else ()))
+    return {"r2_test": _json_number(r2), "symbolic_solution": verdict.symbolic_solution,
+            "symbolic_reason": verdict.reason,
+            "accuracy_solution": judge.accuracy_solution(r2),
+            "nmse_id": _json_number(measures.get("nmse_id")),
+            "nmse_ood": _json_number(measures.get("nmse_ood"))}
+
+
+def predictions(formula: str, X: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """The formula on ``X``; NaN everywhere when it cannot be evaluated (a failure)."""
+    from srh_engine import EngineError, parse
+
+    try:
+        with np.errstate(all="ignore"):
+            values = np.broadcast_to(parse(formula).evaluate(dict(X)), (n,))
+        return np.asarray(values, dtype=float)
+    except (EngineError, ValueError, TypeError):
+        return np.full(n, np.nan)
+
+
+def _json_number(value: Any) -> float | None:
+    return float(value) if value is not None and np.isfinite(value) else None
 
 
 def table_row(cell_id: str, entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,10 @@
     suite = "my_suite.json"         # optional; the built-in suite otherwise
     seeds = [0, 1]
     samples = 2000                  # data points per problem (SRBench protocol)
-    noise = 0.0
+    noise = 0.0                     # or levels, one cell each: [0, 0.001, 0.01, 0.1]
+    test_fraction = 0.25            # optional: held-out test share (SRBench: 0.25)
+    max_train_samples = 10000       # optional: cap on the training points
+    anonymize = false               # optional: inputs x1..xn, target y, no description
     retries = 1                     # extra attempts for a failed or lost cell
     max_parallel = 16               # runs in flight at once (cluster backend)
     stall_seconds = 180             # no new node for this long: re-send the run's next
@@ -24,12 +27,19 @@
     name = "wide"
     global_width = 4
 
+    [[variants]]                    # a baseline: a cell like any other (same data, budget)
+    name = "gplearn"
+    method = "gplearn"              # srh (default), gplearn, pyoperon or pysr
+
     [[datasets]]                    # optional real data (no ground truth)
     name = "pendulum"
     path = "pendulum.csv"
     target = "T"
 
-Every (problem or dataset) x seed x variant is one cell and one run.
+Every (problem or dataset) x seed x variant (x noise level, when ``noise`` lists
+levels) is one cell and one run. ``seeds`` may also be ``"srbench:N"``: the first N
+trial seeds of SRBench's published list. How ``noise``, ``test_fraction`` and
+``max_train_samples`` make a cell's data: :mod:`srh_core.benchmark.protocol`.
 
 A sweep budget (``max_cost``, ``max_tokens``) caps each run at what the
 sweep has left when the cell starts (a run's own ``[settings]`` budget, if
@@ -49,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import ConfigurationError, did_you_mean
@@ -62,9 +72,15 @@ NAME_PATTERN = RUN_ID_PATTERN
 class Variant(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str = Field(min_length=1, pattern=NAME_PATTERN)
+    method: str = "srh"
+    """Who solves the cell: ``srh`` (the agent) or a baseline of
+    :data:`srh_core.benchmark.baselines.METHODS`."""
 
     def overrides(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        """The variant's search settings (a baseline's fixed shape first)."""
+        from srh_core.benchmark.baselines import method_settings
+
+        return {**method_settings(self.method), **dict(self.model_extra or {})}
 
 
 class Dataset(BaseModel):
@@ -82,9 +98,12 @@ class SweepSpec(BaseModel):
     name: str = Field(min_length=1, max_length=48, pattern=NAME_PATTERN)  # run ids add 16
     problems: list[str] | str = Field(default_factory=list)
     suite: str | None = None
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[int] | str = Field(default_factory=lambda: [0], min_length=1)
     samples: int = Field(default=2000, ge=10, le=10_000_000)
-    noise: float = Field(default=0.0, ge=0.0)
+    noise: float | list[float] = Field(default=0.0)
+    test_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
+    max_train_samples: int | None = Field(default=None, ge=10)
+    anonymize: bool = False
     retries: int = Field(default=1, ge=0, le=10)
     max_parallel: int = Field(default=16, ge=1, le=10_000)
     stall_seconds: float = Field(default=180.0, gt=0)
@@ -97,6 +116,43 @@ class SweepSpec(BaseModel):
 
     def search_settings(self, variant: Variant) -> SearchSettings:
         return SearchSettings.build(**{**self.settings, **variant.overrides()})
+
+    def seed_list(self) -> list[int]:
+        """The trial seeds (``"srbench:N"``: the first N of SRBench's list)."""
+        if isinstance(self.seeds, list):
+            return list(self.seeds)
+        from srh_core.benchmark.protocol import srbench_seeds
+
+        return srbench_seeds(int(self.seeds.partition(":")[2]))
+
+    def noise_levels(self) -> list[float]:
+        return list(self.noise) if isinstance(self.noise, list) else [self.noise]
+
+    def protocol(self, noise: float) -> Any:
+        """How a cell at this noise level gets its data (:mod:`srh_core.benchmark.protocol`)."""
+        from srh_core.benchmark.protocol import Protocol
+
+        return Protocol(samples=self.samples, noise=noise, test_fraction=self.test_fraction,
+                        max_train_samples=self.max_train_samples, anonymize=self.anonymize)
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: list[int] | str) -> list[int] | str:
+        if isinstance(value, str) and not re.fullmatch(r"srbench:[1-9][0-9]*", value):
+            raise ValueError('seeds must be a list of integers or "srbench:N" (the first N '
+                             "of SRBench's published seeds)")
+        return value
+
+    @field_validator("noise")
+    @classmethod
+    def _noise(cls, value: float | list[float]) -> float | list[float]:
+        levels = value if isinstance(value, list) else [value]
+        if not levels or any(not 0 <= level < 10 for level in levels):
+            raise ValueError("noise must be a level >= 0 (a fraction of the target's RMS), "
+                             "or a non-empty list of them")
+        if len(set(levels)) != len(levels):
+            raise ValueError("the noise levels must be distinct")
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +169,15 @@ class Cell:
     variant: str
     dataset: bool = False
     settings_hash: str = ""
+    noise: float = 0.0
+    noise_in_label: bool = False
+    """The sweep lists noise levels: the level is part of the label."""
 
     @property
     def label(self) -> str:
-        """What a person reads: ``problem|seed=S|variant``."""
-        return f"{self.problem}|seed={self.seed}|{self.variant}"
+        """What a person reads: ``problem|seed=S|variant`` (``|noise=L`` with levels)."""
+        label = f"{self.problem}|seed={self.seed}|{self.variant}"
+        return f"{label}|noise={self.noise:g}" if self.noise_in_label else label
 
     @property
     def cell_id(self) -> str:
@@ -129,18 +189,29 @@ class Cell:
         return f"{sweep}-{digest}-a{attempt}"
 
 
-def settings_hash(spec: SweepSpec, variant: Variant) -> str:
+def settings_hash(spec: SweepSpec, variant: Variant, noise: float | None = None) -> str:
     """A short hash of what decides a cell's run besides its problem and seed.
 
     Only the settings that differ from their defaults count, so a setting added in a
     later version (at its default) leaves every existing cell's identity unchanged; a
     setting given explicitly at its default value is the same cell as one left out.
+    The protocol options (split, cap, anonymizing, method) count the same way.
     """
     settings = spec.search_settings(variant).model_dump(mode="json", exclude={"run_id", "seed"},
                                                         exclude_defaults=True)
-    document = {"settings": settings, "samples": spec.samples, "noise": spec.noise}
+    level = spec.noise_levels()[0] if noise is None else noise
+    document: dict[str, Any] = {"settings": settings, "samples": spec.samples, "noise": level}
+    extras = {"test_fraction": spec.test_fraction, "max_train_samples": spec.max_train_samples,
+              "anonymize": spec.anonymize, "method": variant.method}
+    document.update({key: value for key, value in extras.items()
+                     if value != _DEFAULTS[key].default})
     return hashlib.sha1(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
+
+#: Where the protocol options' defaults are declared (they count in a hash only when changed).
+_DEFAULTS = {**{key: SweepSpec.model_fields[key]
+                for key in ("test_fraction", "max_train_samples", "anonymize")},
+             "method": Variant.model_fields["method"]}
 
 #: The top-level tables of a sweep file.
 SWEEP_TABLES = ("sweep", "settings", "variants", "datasets")
@@ -193,7 +264,10 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 def _check(spec: SweepSpec) -> None:
+    from srh_core.benchmark.baselines import check_method
+
     for variant in spec.variants:
+        check_method(variant.method)
         spec.search_settings(variant)  # raises ConfigurationError naming the setting
     suite = problem_suite(spec)
     for name in problem_names(spec):
@@ -228,9 +302,12 @@ def problem_names(spec: SweepSpec) -> list[str]:
 
 
 def cells(spec: SweepSpec) -> list[Cell]:
-    """Every cell, in a stable order (problem, seed, variant)."""
+    """Every cell, in a stable order (problem, seed, noise level, variant)."""
     sources = [(name, False) for name in problem_names(spec)]
     sources += [(dataset.name, True) for dataset in spec.datasets]
-    hashes = {variant.name: settings_hash(spec, variant) for variant in spec.variants}
-    return [Cell(name, seed, variant.name, dataset, hashes[variant.name])
-            for name, dataset in sources for seed in spec.seeds for variant in spec.variants]
+    levels, listed = spec.noise_levels(), isinstance(spec.noise, list)
+    hashes = {(variant.name, level): settings_hash(spec, variant, level)
+              for variant in spec.variants for level in levels}
+    return [Cell(name, seed, variant.name, dataset, hashes[variant.name, level], level, listed)
+            for name, dataset in sources for seed in spec.seed_list() for level in levels
+            for variant in spec.variants]

@@ -48,7 +48,7 @@ class CelerySweepBackend:
             if RedisRunStore(self.client, run_id, register=False).spec_json() is not None:
                 raise RunExists(f"run {run_id} was already submitted")
             submit_run(self.client, self.send, data.settings.replace(run_id=run_id), data.X,
-                       data.y, data.description)
+                       data.y, data.description, agent_class=data.agent_class)
 
     def poll(self, run_id: str) -> SearchResult | None:
         from srh_workers.submit import run_result
