@@ -1,0 +1,138 @@
+"""The benchmark judge on a table drawn from SRBench's definition of a symbolic solution."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from srh_core.benchmark import judge
+
+# (model, truth, test R^2 or None for no gate, is a symbolic solution)
+TABLE = [
+    # identical and rewritten forms
+    ("x*y", "x*y", None, True),
+    ("(x+y)**2", "x**2 + 2*x*y + y**2", None, True),
+    ("1/(1/d1 + n/d2)", "d1*d2/(d2 + n*d1)", None, True),
+    ("q*(Ef+B*v*sin(theta))", "q*Ef + q*B*v*sin(theta)", None, True),
+    ("1/(gamma-1)*pr*V", "pr*V/(gamma-1)", None, True),
+    ("x**2/y", "x*x/y", None, True),
+    ("exp(x)*exp(y)", "exp(x+y)", None, True),
+    ("exp(-x)*2", "2/exp(x)", None, True),
+    ("cos(x - pi/2)", "sin(x)", None, True),
+    ("sin(x)**2 + cos(x)**2 + y", "y + 1", None, True),
+    # constant offsets
+    ("x*y + 3.2", "x*y", None, True),
+    ("x*y - pi", "x*y", None, True),
+    ("x/y + 0.00005", "x/y", None, True),
+    ("0.5*(1 - cos(2*x)) + 0.25", "sin(x)**2", None, True),
+    ("q/(4*pi*epsilon*r) - 17", "q/(4*pi*epsilon*r)", None, True),
+    # scale factors (any non-zero constant, negative too)
+    ("2.5*x*y", "x*y", None, True),
+    ("-x*y", "x*y", None, True),
+    ("0.0795775*q/r**2", "q/(4*pi*r**2)", None, True),
+    ("0.398942*exp(-theta**2/2)", "exp(-theta**2/2)/sqrt(2*pi)", None, True),
+    ("0.5*m*(v**2+u**2+w**2)", "m*(v**2+u**2+w**2)", None, True),
+    ("x*y**1.0", "x*y", None, True),
+    # rounding to 3 decimals, |c| < 1e-4 to 0
+    ("x + 1.00004*y", "x + y", None, True),
+    ("x*y + 0.00001*x", "x*y", None, True),
+    ("x*y + 0.0004*x", "x*y", None, True),       # 0.0004 rounds to 0.000
+    ("x + 1.0004*y", "x + y", None, True),       # the difference -0.0004*y rounds away
+    ("x**2.0004", "x**2", None, True),           # the exponent rounds to 2
+    ("x*y + 0.001*x", "x*y", None, False),       # 0.001 survives rounding
+    ("x + 1.002*y", "x + y", None, True),        # 3 significant digits: 1.002 is 1.00
+    ("x + 1.02*y", "x + y", None, False),
+    # offset and scale together are neither
+    ("2*x*y + 1", "x*y", None, False),
+    ("x + y + 0.5*x", "x + y", None, False),
+    # non-solutions that fit well
+    ("x - x**3/6", "sin(x)", None, False),
+    ("1 + x + x**2/2", "exp(x)", None, False),
+    ("x*y + y", "x*y", None, False),
+    ("x/y", "x*y", None, False),
+    ("3", "x", None, False),
+    ("sqrt(x**2 + y**2 + 0.01)", "sqrt(x**2 + y**2)", None, False),
+    ("m*c**2*(1 + v**2/(2*c**2))", "m*c**2/sqrt(1 - v**2/c**2)", None, False),
+    # the model 0, unreadable models
+    ("0", "x", None, False),
+    ("x +* y", "x*y", None, False),
+    ("x*y", "x *", None, False),
+    # the R^2 gate: checked only above 0.5
+    ("x*y", "x*y", 0.51, True),
+    ("x*y", "x*y", 0.5, False),
+    ("x*y", "x*y", 0.3, False),
+    ("x*y", "x*y", float("nan"), False),
+    ("2*x*y", "x*y", 0.99, True),
+]
+
+
+@pytest.mark.parametrize(("model", "truth", "r2", "expected"), TABLE,
+                         ids=[f"{m} vs {t}" for m, t, _, _ in TABLE])
+def test_symbolic_solution_table(model, truth, r2, expected):
+    verdict = judge.symbolic_solution(model, truth, r2_test=r2)
+    assert verdict.symbolic_solution is expected, verdict
+    assert verdict.reason
+
+
+def test_the_table_is_at_least_forty_pairs():
+    assert len(TABLE) >= 40
+    assert sum(expected for *_, expected in TABLE) >= 15
+    assert sum(not expected for *_, expected in TABLE) >= 15
+
+
+def test_reasons_say_what_decided():
+    assert "difference" in judge.symbolic_solution("x + 2", "x").reason
+    assert "ratio" in judge.symbolic_solution("3*x", "x").reason
+    assert "not checked" in judge.symbolic_solution("x", "x", r2_test=0.1).reason
+    assert "cannot be read" in judge.symbolic_solution("x +* y", "x").reason
+    verdict = judge.symbolic_solution("x + x**2", "x")
+    assert verdict.difference and verdict.ratio and "neither" in verdict.reason
+
+
+def test_judge_pair_is_the_cli_payload():
+    assert judge.judge_pair("2*x", "x") | {"difference": None, "ratio": None} == {
+        "symbolic_solution": True, "reason": "the ratio to the truth is a non-zero constant",
+        "difference": None, "ratio": None}
+
+
+def test_accuracy_solution_threshold():
+    assert judge.accuracy_solution(0.9995)
+    assert not judge.accuracy_solution(0.999)
+    assert not judge.accuracy_solution(None)
+    assert not judge.accuracy_solution(float("nan"))
+
+
+def test_measures_on_a_perfect_and_a_poor_model():
+    y = np.linspace(1.0, 2.0, 50)
+    perfect = judge.metrics(y, y)
+    assert perfect["nmse_id"] == 0 and perfect["r2_id"] == 1 and perfect["mape_id"] == 0
+    assert perfect["kendall_tau_id"] == pytest.approx(1.0)
+    assert perfect["acc01_points_id"] == 1 and perfect["acc01_problem_id"] is True
+    scaled = judge.metrics(y, 1.05 * y, y, 1.2 * y)
+    assert scaled["acc01_problem_id"] is True and scaled["acc01_problem_ood"] is False
+    assert scaled["acc01_points_ood"] == 0
+    assert scaled["kendall_tau_ood"] == pytest.approx(1.0)
+    assert scaled["nmse_id"] == pytest.approx(np.mean((0.05 * y) ** 2) / np.var(y))
+    assert scaled["mape_ood"] == pytest.approx(0.2)
+
+
+def test_non_finite_predictions_are_failures_not_dropped():
+    y = np.linspace(1.0, 2.0, 10)
+    predicted = y.copy()
+    predicted[3] = np.nan
+    predicted[7] = np.inf
+    measures = judge.metrics(y, predicted)
+    assert measures["nmse_id"] == math.inf and measures["mape_id"] == math.inf
+    assert measures["r2_id"] == -math.inf and math.isnan(measures["kendall_tau_id"])
+    assert measures["acc01_points_id"] == pytest.approx(0.8)  # 2 of 10 points missed
+    assert measures["acc01_problem_id"] is False
+    assert not judge.accuracy_solution(judge.r2_score(y, predicted))
+
+
+def test_constant_target_and_empty_sets():
+    assert judge.nmse([2.0, 2.0], [2.0, 2.0]) == 0
+    assert judge.nmse([2.0, 2.0], [2.0, 3.0]) == math.inf
+    assert judge.r2_score([2.0, 2.0], [2.0, 2.0]) == 1
+    assert judge.acc01_problem([], []) is False
