@@ -6,11 +6,17 @@ syntax (``ln`` is the natural logarithm) and a uniform range per variable.
 formula on fresh, independently seeded points. Nothing in the code may
 special-case a problem: the suite is data.
 
-Built-in suites (``load_suite("feynman" | "strogatz" | "network")``; the
-Feynman subset is the default): ``strogatz`` holds SRBench's 14 Strogatz ODE
-problems as trajectories (:mod:`.dynamics`), ``network`` network dynamics on
-random graphs (:mod:`.network`). An entry's ``kind`` (``"formula"`` default,
-``"ode"``, ``"network"``) picks its class; every class has the same interface
+Built-in suites (``load_suite(name)``): ``feynman-public`` (the default), 40
+of the AI Feynman equations; ``feynman``, all 100 AI Feynman equations and
+the 20 bonus ones, with every variable's quantity and SI units (SRBench's
+three excluded problems carry ``excluded``); ``lsr-transform``, LLM-SRBench's
+transformed Feynman problems (:mod:`.transform`, with an out-of-domain set);
+``strogatz``, SRBench's 14 Strogatz ODE problems as trajectories
+(:mod:`.dynamics`); ``network``, network dynamics on random graphs
+(:mod:`.network`). ``scripts/build_benchmark_suites.py`` writes the Feynman
+and LSR-Transform files from their public sources. An entry's ``kind``
+(``"formula"`` default, ``"ode"``, ``"network"``, ``"transform"``) picks its
+class; every class has the same interface
 (``name``, ``id``, ``output``, ``formula``, ``feature_names``, ``sample``,
 ``judge``). A problem name unknown to the default suite is looked up in the
 other built-in suites, so ``srh run --problem strogatz-lv1`` needs no
@@ -46,9 +52,11 @@ TINY = 1e-300
 DEFAULT_SAMPLES = 2_000
 JUDGE_SAMPLES = 1_000
 BUILTIN_SUITE = "feynman_public.json"
-BUILTIN_SUITES = {"feynman": BUILTIN_SUITE, "strogatz": "strogatz.json",
+DEFAULT_SUITE = "feynman-public"
+BUILTIN_SUITES = {DEFAULT_SUITE: BUILTIN_SUITE, "feynman": "feynman.json",
+                  "lsr-transform": "lsr_transform.json", "strogatz": "strogatz.json",
                   "network": "network.json"}
-"""Built-in suite name -> packaged file."""
+"""Built-in suite name -> packaged file (the default first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +64,19 @@ class VariableRange:
     name: str
     low: float
     high: float
+    quantity: str | None = None
+    """What the variable measures ("Velocity"), when the suite says."""
+    units: str | None = None
+    """Its SI units ("m^1 * s^(-1)"; "1" for dimensionless), when the suite says."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VariableRange:
+        return cls(str(data["name"]), float(data["low"]), float(data["high"]),
+                   _optional(data.get("quantity")), _optional(data.get("units")))
+
+
+def _optional(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +118,24 @@ class Problem:
     output: str
     formula: str
     variables: tuple[VariableRange, ...]
+    output_units: str | None = None
+    output_quantity: str | None = None
+    title: str | None = None
+    excluded: str | None = None
+    """Why a benchmark leaves it out of its published figures (SRBench's three), else None."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Problem:
         try:
-            variables = tuple(VariableRange(str(v["name"]), float(v["low"]), float(v["high"]))
-                              for v in data["variables"])
+            variables = tuple(VariableRange.from_dict(v) for v in data["variables"])
+            units = data.get("output_units")
+            units = units if isinstance(units, Mapping) else {"units": units}
             return cls(name=str(data.get("name") or data["id"]), id=str(data["id"]),
                        output=str(data["output"]), formula=str(data["formula"]),
-                       variables=variables)
+                       variables=variables,
+                       output_units=_optional(units.get("units")),
+                       output_quantity=_optional(units.get("quantity")),
+                       title=_optional(data.get("title")), excluded=_optional(data.get("excluded")))
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigurationError(f"Malformed problem entry {data!r:.120}: {error!r}") from None
 
@@ -167,12 +197,16 @@ def problem_from_dict(data: Mapping[str, Any]) -> Any:
             from srh_core.problems.network import NetworkProblem
 
             return NetworkProblem.from_dict(data)
+        if kind == "transform":
+            from srh_core.problems.transform import TransformProblem
+
+            return TransformProblem.from_dict(data)
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigurationError(f"Malformed {kind} problem entry {data!r:.120}: {error!r}"
                                  ) from None
     if kind != "formula":
-        raise ConfigurationError(f"Unknown problem kind {kind!r}; expected formula, ode or "
-                                 "network.")
+        raise ConfigurationError(f"Unknown problem kind {kind!r}; expected formula, ode, "
+                                 "network or transform.")
     return Problem.from_dict(data)
 
 
@@ -243,7 +277,7 @@ def load_suite(path: str | Path | None = None) -> Suite:
         InputTooLargeError: The file is larger than ``MAX_JSON_BYTES``.
     """
     if path is None:
-        return _builtin("feynman")
+        return _builtin(DEFAULT_SUITE)
     if str(path) in BUILTIN_SUITES or (not Path(path).exists()
                                        and Path(path).name in BUILTIN_SUITES):
         return _builtin(Path(path).name)

@@ -1,0 +1,97 @@
+"""The packaged benchmark suites: full AI Feynman and LSR-Transform, sampled and checked."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from srh_core.problems import load_suite
+from srh_engine import parse
+from tests.workers.support import ROOT
+
+FEYNMAN = load_suite("feynman")
+LSR = load_suite("lsr-transform")
+SRBENCH_EXCLUDED = {"I.26.2", "I.30.5", "test_10"}
+
+
+def test_feynman_holds_the_100_equations_and_the_20_bonus_ones():
+    ids = [p.id for p in FEYNMAN.problems]
+    assert len(ids) == len(set(ids)) == 120
+    assert sum(i.startswith("test_") for i in ids) == 20
+    assert {p.id for p in FEYNMAN.problems if p.excluded} == SRBENCH_EXCLUDED
+    assert "II.11.17" in ids and "I.15.10" in ids  # the one PMLB lacks; the id CSVs corrupt
+
+
+@pytest.mark.parametrize("problem", FEYNMAN.problems, ids=lambda p: p.id)
+def test_every_feynman_formula_samples_finite_values_and_has_units(problem):
+    X, y = problem.sample(300, seed=3)
+    assert np.all(np.isfinite(y)) and np.ptp(y) > 0
+    assert set(X) == set(problem.feature_names)
+    assert all(v.units and v.quantity for v in problem.variables)
+    assert problem.output_units
+
+
+def test_the_public_subset_is_the_full_suite_s_problems():
+    public = load_suite(None)
+    assert public.name == "feynman-public" and len(public.problems) == 40
+    for problem in public.problems:
+        full = FEYNMAN.get(problem.id)
+        assert [(v.name, v.low, v.high) for v in full.variables] == [
+            (v.name, v.low, v.high) for v in problem.variables], problem.id
+        X, y = problem.sample(200, seed=1)
+        assert np.allclose(np.asarray(full.expression().evaluate(X)), y, rtol=1e-12)
+
+
+def test_lsr_transform_names_and_sources():
+    assert len(LSR.problems) >= 100
+    for problem in LSR.problems:
+        assert re.fullmatch(rf"{re.escape(problem.source.id)}_{problem.output}_\d+", problem.id)
+        assert problem.source.id not in SRBENCH_EXCLUDED
+        assert set(problem.inputs) == (set(problem.source.feature_names) - {problem.output}
+                                       | {problem.source.output})
+
+
+@pytest.mark.parametrize("problem", LSR.problems, ids=lambda p: p.id)
+def test_every_solved_form_agrees_with_its_original(problem):
+    X, y = problem.sample(200, seed=2)
+    X_ood, y_ood = problem.sample_ood(100, seed=2)
+    assert np.all(np.isfinite(y)) and np.all(np.isfinite(y_ood))
+    solved = next(v for v in problem.source.variables if v.name == problem.output)
+    cut = solved.low + (1 - problem.ood_fraction) * (solved.high - solved.low)
+    assert y.max() <= cut + 1e-9 * abs(cut) and y_ood.min() >= cut - 1e-9 * abs(cut)
+    for inputs, target in ((X, y), (X_ood, y_ood)):
+        # put the solved variable back into the original: it gives the original's output
+        values = {name: inputs[name] for name in problem.source.feature_names
+                  if name != problem.output} | {problem.output: target}
+        with np.errstate(all="ignore"):
+            original = np.asarray(parse(problem.source.formula).evaluate(values), dtype=float)
+        expected = inputs[problem.source.output]
+        assert np.allclose(original, expected, rtol=1e-5, atol=1e-9), problem.id
+
+
+def test_lsr_transform_judges_its_own_formula_exact():
+    problem = LSR.problems[0]
+    assert problem.judge(problem.formula, seed=4).solved
+    assert not problem.judge("1.0", seed=4).solved
+
+
+def test_srh_problems_lists_a_suite_as_json():
+    run = subprocess.run([sys.executable, "-m", "srh_core", "problems", "--suite",
+                          "lsr-transform", "--json"], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT, check=False)
+    assert run.returncode == 0, run.stderr
+    listing = json.loads(run.stdout)
+    assert listing["suite"] == "lsr-transform"
+    assert len(listing["problems"]) == len(LSR.problems)
+    first = listing["problems"][0]
+    assert {"name", "id", "output", "formula", "variables"} <= set(first)
+    run = subprocess.run([sys.executable, "-m", "srh_core", "problems", "--suite", "feynman",
+                          "--json"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                         check=False)
+    rows = {row["id"]: row for row in json.loads(run.stdout)["problems"]}
+    assert rows["I.26.2"]["excluded"] and rows["I.12.11"]["units"]["v"] == "m^1 * s^(-1)"
