@@ -53,10 +53,14 @@ def register(subparsers: Any) -> None:
     show.add_argument("--json", action="store_true", help="print the result JSON only")
     show.set_defaults(handler=handle_show)
     problems = subparsers.add_parser("problems", help="list the built-in problems")
-    problems.add_argument("--suite", help="a suite JSON file instead of the built-in one")
+    problems.add_argument("--suite", help="a built-in suite (feynman-public, the default; "
+                          "feynman; lsr-transform; strogatz; network) or a suite JSON file")
     problems.add_argument("--json", action="store_true")
     problems.set_defaults(handler=handle_problems)
     add_sweep_command(subparsers)
+    from srh_core.cli import benchmark_commands
+
+    benchmark_commands.register(subparsers)
     tool_commands.register(subparsers)
     from srh_core.cli.control_commands import register_control_commands
 
@@ -288,14 +292,31 @@ def handle_problems(args: argparse.Namespace) -> int:
 
     suite = load_suite(args.suite)
     if args.json:
-        rows = [{"name": p.name, "output": p.output, "variables": p.feature_names}
-                for p in suite.problems]
-        print(json.dumps({"suite": suite.name, "problems": rows}))
+        print(json.dumps({"suite": suite.name, "problems": [problem_row(p)
+                                                             for p in suite.problems]}))
         return 0
     print(f"{len(suite.problems)} problems in suite {suite.name!r}:")
     for problem in suite.problems:
-        print(f"  {problem.name:<22} {problem.output} <- {', '.join(problem.feature_names)}")
+        note = "  (excluded)" if getattr(problem, "excluded", None) else ""
+        print(f"  {problem.name:<22} {problem.output} <- {', '.join(problem.feature_names)}"
+              f"{note}")
     return 0
+
+
+def problem_row(problem: Any) -> dict[str, Any]:
+    """A problem as ``srh problems --json`` lists it (ranges and units when it has them)."""
+    row: dict[str, Any] = {"name": problem.name, "id": problem.id, "output": problem.output,
+                           "formula": problem.formula, "variables": problem.feature_names}
+    ranges = getattr(problem, "variables", None)
+    if ranges and all(hasattr(v, "low") for v in ranges):
+        row["ranges"] = {v.name: [v.low, v.high] if np.isfinite(v.low) else None
+                         for v in ranges}
+        if any(getattr(v, "units", None) for v in ranges):
+            row["units"] = {v.name: v.units for v in ranges}
+    for name in ("output_units", "excluded", "title"):
+        if (value := getattr(problem, name, None)) is not None:
+            row[name] = value
+    return row
 
 
 def load_sweep_from_args(args: argparse.Namespace) -> Any:

@@ -15,6 +15,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +162,11 @@ def cluster_source(name: str) -> tuple[str, str, list[dict[str, Any]]] | None:
     return name, view["status"], sweep_rows(client, name)
 
 
-def follow_celery(args: argparse.Namespace, spec: Any, out: Path) -> int:
-    """``srh sweep run FILE --backend celery``: submit, follow, then the table and run dirs."""
+def follow_celery(args: argparse.Namespace, spec: Any, out: Path,
+                  finish: Callable[[list[dict[str, Any]]], int] | None = None) -> int:
+    """``srh sweep run FILE --backend celery``: submit, follow, then the table and run dirs.
+
+    ``finish`` prints the end (default: the sweep's table; ``srh benchmark`` its own)."""
     from srh_core.cli.commands import print_sweep_rows
     from srh_core.sweep.progress import SweepProgress
     from srh_core.sweep.runner import write_table
@@ -195,6 +199,8 @@ def follow_celery(args: argparse.Namespace, spec: Any, out: Path) -> int:
     write_table(out, spec.name, rows)
     _export_cells(client, rows, out / "runs")
     progress.finish(live, view["status"])
+    if finish is not None:
+        return finish(rows)
     return print_sweep_rows(spec.name, rows, out, args.json)
 
 

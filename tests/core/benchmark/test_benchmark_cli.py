@@ -1,0 +1,87 @@
+"""``srh benchmark`` on the command line: judge, run, rerun, bad input, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.commands import Command, wait_session_empty
+from tests.workers.support import ROOT
+
+
+def srh(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "srh_core", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_judge_prints_the_verdict_of_one_pair():
+    run = srh("benchmark", "judge", "0.5*m*v**2 + 3", "--truth", "m*v**2/2", "--json")
+    assert run.returncode == 0, run.stderr
+    verdict = json.loads(run.stdout)
+    assert verdict["symbolic_solution"] is True
+    assert verdict["reason"] == "the difference to the truth is constant"
+    run = srh("benchmark", "judge", "m*v", "--truth", "m*v**2/2")
+    assert run.returncode == 1 and run.stdout.startswith("not a solution:")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--methods", "srh,eureqa"], "eureqa"),
+    (["--noise", "0,lots"], "--noise"),
+    (["--budget", "0"], "--budget"),
+    (["--problem", "feynman-I.99.9"], "Unknown problem"),
+])
+def test_bad_benchmark_input_is_a_clear_error(tmp_path, args, message):
+    base = {"--methods": "srh", "--budget": "2"}
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        base[flag] = value
+    flags = [item for pair in base.items() for item in pair]
+    run = srh("benchmark", "run", "--problems", "1", *flags, "--out", str(tmp_path / "b"),
+              *([a for a in args if a == "--problem"] and ["--problem", args[1]]))
+    assert run.returncode == 2, (run.stdout, run.stderr)
+    assert message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_a_benchmark_reruns_only_what_is_missing_and_its_files_stay_valid(tmp_path):
+    args = ["benchmark", "run", "--suite", "feynman-public", "--problem", "feynman-I.12.4",
+            "--methods", "srh", "--budget", "3", "--samples", "300", "--noise", "0,0.01",
+            "--out", str(tmp_path / "b")]
+    first = srh(*args, "--json")
+    assert first.returncode == 0, first.stderr[-2000:]
+    rows = json.loads(first.stdout)["rows"]
+    assert [(row["method"], row["noise"]) for row in rows] == [("srh", 0.0), ("srh", 0.01)]
+    assert rows[0]["exact"] and rows[0]["symbolic_solution"] and rows[0]["accuracy_solution"]
+    started = time.monotonic()
+    again = srh(*args, "--format", "md")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert time.monotonic() - started < 20  # nothing ran again (each cell takes >= 3 s)
+    assert "| Method | Symbolic solution (noise 0) | Accuracy solution (noise 0) |" in again.stdout
+    lines = (tmp_path / "b" / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == rows
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert {entry["noise"] for entry in summary["summary"]} == {0.0, 0.01}
+    assert "[[variants]]" in (tmp_path / "b" / "benchmark.toml").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_benchmark_with_a_baseline_returns_and_leaves_nothing(tmp_path):
+    command = Command(["benchmark", "run", "--suite", "feynman", "--problem", "feynman-I.12.1",
+                       "--methods", "gplearn", "--budget", "120", "--samples", "300",
+                       "--out", "b"], cwd=tmp_path)
+    runs = tmp_path / "b" / "runs"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(runs.glob("*/*")):
+        time.sleep(0.2)
+    assert any(runs.glob("*/*")), "the cell never started"
+    time.sleep(4)  # past the run's start: the baseline is fitting its 120 s
+    command.signal(signal.SIGINT, group=True)
+    finished = command.finish(20)
+    assert finished.returncode == 130, finished.stderr[-2000:]
+    assert not wait_session_empty(command.session, 5)
+    cells = json.loads((tmp_path / "b" / "sweep.json").read_text())["cells"]
+    assert {entry["status"] for entry in cells.values()} == {"pending"}, cells
