@@ -158,7 +158,9 @@ def fit_pyoperon(X: Mapping[str, Any], y: np.ndarray, names: Sequence[str], budg
     model = SymbolicRegressor(allowed_symbols=OPERON_SYMBOLS, max_time=limit, n_threads=1,
                               generations=OPERON_UNBOUNDED, max_evaluations=OPERON_UNBOUNDED,
                               random_state=seed)
-    model.fit(_matrix(X, names), y)
+    # a writable, C-ordered float64 copy: operon's least-squares step rejects a read-only
+    # target (the run's data arrays are read-only)
+    model.fit(_matrix(X, names), np.array(y, dtype=np.float64, order="C", copy=True))
     placeholders = [f"srhx{index}" for index in range(len(names))]
     text = model.get_model_string(model.model_, 12, placeholders)
     formula = _substituted(text.replace("^", "**"), dict(zip(placeholders, names, strict=True)))
