@@ -267,7 +267,7 @@ def _parse_suite(text: str, origin: str) -> Suite:
 def load_suite(path: str | Path | None = None) -> Suite:
     """Load a suite: a JSON file, a built-in suite name, or the Feynman subset (None).
 
-    A path that does not exist but whose name is a built-in suite's
+    A path that is not a file but whose name is a built-in suite's
     (``strogatz``, ``network``, ``feynman``) loads that suite, so sweep files
     may say ``suite = "strogatz"``.
 
@@ -278,7 +278,7 @@ def load_suite(path: str | Path | None = None) -> Suite:
     """
     if path is None:
         return _builtin(DEFAULT_SUITE)
-    if str(path) in BUILTIN_SUITES or (not Path(path).exists()
+    if str(path) in BUILTIN_SUITES or (not Path(path).is_file()
                                        and Path(path).name in BUILTIN_SUITES):
         return _builtin(Path(path).name)
     try:

@@ -95,3 +95,10 @@ def test_srh_problems_lists_a_suite_as_json():
                          check=False)
     rows = {row["id"]: row for row in json.loads(run.stdout)["problems"]}
     assert rows["I.26.2"]["excluded"] and rows["I.12.11"]["units"]["v"] == "m^1 * s^(-1)"
+
+
+def test_a_folder_named_like_a_built_in_suite_does_not_hide_it(tmp_path, monkeypatch):
+    (tmp_path / "feynman").mkdir()  # e.g. `srh benchmark run --out feynman`
+    monkeypatch.chdir(tmp_path)
+    assert len(load_suite("feynman").problems) == 120
+    assert len(load_suite(tmp_path / "feynman").problems) == 120
