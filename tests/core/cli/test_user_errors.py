@@ -192,8 +192,8 @@ SWEEP_CASES = {
                             "variants.0.name: String should match pattern"),
     "suite_problem_name_escapes": (_suite_sweep("../evil"), "Problem name '../evil' cannot "
                                    "name a sweep cell"),
-    "unknown_problem": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.6.2b"]\n'),
-                        "feynman-I.6.2b"),
+    "unknown_problem": (_sweep('[sweep]\nname = "s"\nproblems = ["feynman-I.99.9"]\n'),
+                        "feynman-I.99.9"),
 }
 
 
