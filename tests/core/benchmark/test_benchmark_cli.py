@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from srh_core.cli import main
 from tests.support.commands import Command, wait_session_empty
 from tests.workers.support import ROOT
 
@@ -20,14 +21,13 @@ def srh(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Comple
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def test_judge_prints_the_verdict_of_one_pair():
-    run = srh("benchmark", "judge", "0.5*m*v**2 + 3", "--truth", "m*v**2/2", "--json")
-    assert run.returncode == 0, run.stderr
-    verdict = json.loads(run.stdout)
+def test_judge_prints_the_verdict_of_one_pair(capsys):
+    assert main(["benchmark", "judge", "0.5*m*v**2 + 3", "--truth", "m*v**2/2", "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)
     assert verdict["symbolic_solution"] is True
     assert verdict["reason"] == "the difference to the truth is constant"
-    run = srh("benchmark", "judge", "m*v", "--truth", "m*v**2/2")
-    assert run.returncode == 1 and run.stdout.startswith("not a solution:")
+    assert main(["benchmark", "judge", "m*v", "--truth", "m*v**2/2"]) == 1
+    assert capsys.readouterr().out.startswith("not a solution:")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -36,15 +36,14 @@ def test_judge_prints_the_verdict_of_one_pair():
     (["--budget", "0"], "--budget"),
     (["--problem", "feynman-I.99.9"], "Unknown problem"),
 ])
-def test_bad_benchmark_input_is_a_clear_error(tmp_path, args, message):
-    base = {"--methods": "srh", "--budget": "2"}
-    for flag, value in zip(args[::2], args[1::2], strict=True):
-        base[flag] = value
+def test_bad_benchmark_input_is_a_clear_error(tmp_path, capsys, args, message):
+    base = {"--methods": "srh", "--budget": "2", "--problems": "1"} | dict(
+        zip(args[::2], args[1::2], strict=True))
     flags = [item for pair in base.items() for item in pair]
-    run = srh("benchmark", "run", "--problems", "1", *flags, "--out", str(tmp_path / "b"),
-              *([a for a in args if a == "--problem"] and ["--problem", args[1]]))
-    assert run.returncode == 2, (run.stdout, run.stderr)
-    assert message in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert main(["benchmark", "run", *flags, "--out", str(tmp_path / "b")]) == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error, error
+    assert not (tmp_path / "b" / "sweep.json").exists()  # nothing ran
 
 
 def test_a_benchmark_reruns_only_what_is_missing_and_its_files_stay_valid(tmp_path):
