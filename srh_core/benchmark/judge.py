@@ -9,9 +9,9 @@ precision, ``Float(round(c, 3), 3)``),
 - the difference ``truth - model`` is a constant (zero included), or
 - the ratio ``model / truth`` is a non-zero constant,
 
-first as built, then after ``sympy.simplify`` (bounded by
-``SIMPLIFY_SECONDS``; a simplification that runs out of time is reported as
-such, not as a solution). A model equal to 0 is never one. Formula text is
+first as built, then after ``sympy.simplify`` (the whole check is bounded by
+``CHECK_SECONDS``; one that runs out of time is reported as such, not as a
+solution). A model equal to 0 is never one. Formula text is
 parsed by the engine and built node by node (:func:`srh_core.symbolic.to_sympy`),
 never handed to ``sympify``.
 
@@ -47,8 +47,9 @@ ROUND_DECIMALS = 3
 ZERO_BELOW = 1e-4
 #: LLM-SRBench's tolerance for Acc_0.1.
 ACC_TOLERANCE = 0.1
-#: Longest one ``sympy.simplify`` may run (on the main thread; elsewhere unbounded).
-SIMPLIFY_SECONDS = 10.0
+#: Longest the whole symbolic check (build, compare, simplify) may run; bounded on the
+#: main thread only (SIGALRM), elsewhere unbounded.
+CHECK_SECONDS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +82,15 @@ def symbolic_solution(formula: str, truth: str, *, r2_test: float | None = None)
         return Verdict(False, f"test R^2 {_show(r2_test)} is not above "
                               f"{SYMBOLIC_R2_THRESHOLD}: not checked")
     try:
-        import sympy as sp
+        return _bounded(lambda: _check(formula, truth))
+    except _OutOfTime:
+        return Verdict(False, f"the symbolic check ran out of its {CHECK_SECONDS:g} s")
 
+
+def _check(formula: str, truth: str) -> Verdict:
+    import sympy as sp
+
+    try:
         model, true = _sympy_pair(formula, truth)
     except _Unreadable as error:
         return Verdict(False, str(error))
@@ -93,12 +101,10 @@ def symbolic_solution(formula: str, truth: str, *, r2_test: float | None = None)
         ratio = _rounded(sp, model / true)
         if (verdict := _constant(sp, difference, ratio, "")) is not None:
             return verdict
-        difference = _rounded(sp, _bounded(lambda: sp.simplify(difference, ratio=1)))
-        ratio = _rounded(sp, _bounded(lambda: sp.simplify(ratio, ratio=1)))
+        difference = _rounded(sp, sp.simplify(difference, ratio=1))
+        ratio = _rounded(sp, sp.simplify(ratio, ratio=1))
         if (verdict := _constant(sp, difference, ratio, " after simplification")) is not None:
             return verdict
-    except _OutOfTime:
-        return Verdict(False, f"simplification ran out of its {SIMPLIFY_SECONDS:g} s")
     except (TypeError, ValueError, ZeroDivisionError, RecursionError, AttributeError) as error:
         return Verdict(False, f"sympy failed: {type(error).__name__}: {error}"[:300])
     return Verdict(False, "neither the difference nor the ratio to the truth is constant",
@@ -160,7 +166,7 @@ def _bounded(work: Callable[[], Any]) -> Any:
         raise _OutOfTime
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, SIMPLIFY_SECONDS)
+    signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
     try:
         return work()
     finally:

@@ -136,3 +136,12 @@ def test_constant_target_and_empty_sets():
     assert judge.nmse([2.0, 2.0], [2.0, 3.0]) == math.inf
     assert judge.r2_score([2.0, 2.0], [2.0, 2.0]) == 1
     assert judge.acc01_problem([], []) is False
+
+
+def test_the_whole_symbolic_check_is_bounded(monkeypatch):
+    monkeypatch.setattr(judge, "CHECK_SECONDS", 0.05)
+    big = " + ".join(f"{k}.{k}1*x**{k}*sin(y*{k})*exp(x/{k + 1})" for k in range(1, 40))
+    verdict = judge.symbolic_solution(big, "x*y", r2_test=0.9)
+    assert not verdict.symbolic_solution and "ran out" in verdict.reason
+    monkeypatch.setattr(judge, "CHECK_SECONDS", 20.0)
+    assert judge.symbolic_solution("2*x*y", "x*y").symbolic_solution  # the alarm is gone
