@@ -163,16 +163,20 @@ class Problem:
 
     def judge(self, formula: str, seed: int = 0, n: int = JUDGE_SAMPLES) -> Judgement:
         """Score ``formula`` on fresh points against the noise-free target."""
-        from srh_engine import EngineError, parse
-
         X = self.sample_inputs(n, np.random.default_rng([seed, 1]))
-        truth = np.asarray(self.expression().evaluate(X), dtype=float)
-        try:
-            with np.errstate(all="ignore"):
-                predicted = np.broadcast_to(parse(formula).evaluate(X), truth.shape)
-        except EngineError:
-            return Judgement(False, float("inf"), float("-inf"))
-        return _judgement(truth, np.asarray(predicted, dtype=float))
+        return judged(formula, X, np.asarray(self.expression().evaluate(X), dtype=float))
+
+
+def judged(formula: str, X: Mapping[str, np.ndarray], truth: np.ndarray) -> Judgement:
+    """``formula`` on ``X`` against ``truth`` (unparseable: not solved, infinite error)."""
+    from srh_engine import EngineError, parse
+
+    try:
+        with np.errstate(all="ignore"):
+            predicted = np.broadcast_to(parse(formula).evaluate(X), truth.shape)
+    except EngineError:
+        return Judgement(False, float("inf"), float("-inf"))
+    return _judgement(truth, np.asarray(predicted, dtype=float))
 
 
 def _judgement(truth: np.ndarray, predicted: np.ndarray) -> Judgement:

@@ -33,8 +33,8 @@ from srh_core.problems import (
     Judgement,
     Problem,
     VariableRange,
-    _judgement,
     _optional,
+    judged,
 )
 
 #: A point is kept when g(y, x\\i) gives back x_i to this relative error.
@@ -160,12 +160,5 @@ class TransformProblem:
 
     def judge(self, formula: str, seed: int = 0, n: int = JUDGE_SAMPLES) -> Judgement:
         """Score ``formula`` on fresh in-domain points against the noise-free target."""
-        from srh_engine import EngineError, parse
-
         X, truth, _ = self._draw(n, np.random.default_rng([seed, 1]), ood=False)
-        try:
-            with np.errstate(all="ignore"):
-                predicted = np.broadcast_to(parse(formula).evaluate(X), truth.shape)
-        except EngineError:
-            return Judgement(False, float("inf"), float("-inf"))
-        return _judgement(truth, np.asarray(predicted, dtype=float))
+        return judged(formula, X, truth)
