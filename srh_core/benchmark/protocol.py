@@ -121,7 +121,8 @@ def protocol_data(problem: Any, seed: int, protocol: Protocol) -> ProtocolData:
             y = y + np.random.default_rng([seed, 4]).normal(0.0, sigma, size=y.shape)
     names = method_names(problem, protocol)
     target = "y" if protocol.anonymize else problem.output
-    X = {names[name]: values for name, values in X.items()}
+    if protocol.anonymize:  # else X stays what the problem gave (structured data stays so)
+        X = {names[name]: values for name, values in X.items()}
     if X_test is not None:
         X_test = {names[name]: values for name, values in X_test.items()}
     inputs = ", ".join(names[name] for name in problem.feature_names)
