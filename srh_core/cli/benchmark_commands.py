@@ -225,7 +225,7 @@ def benchmark_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def summary(rows: Sequence[Mapping[str, Any]], resamples: int = 2000) -> list[dict[str, Any]]:
     """Rates with 95 % bootstrap CIs per method and noise level (unfinished cells count)."""
-    from srh_core.sweep.report import bootstrap_ci
+    from srh_core.sweep.report import bootstrap_ci, finite_median
 
     groups: dict[tuple[str, float], list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -240,21 +240,11 @@ def summary(rows: Sequence[Mapping[str, Any]], resamples: int = 2000) -> list[di
             outcomes = [bool(r.get(field)) for r in group]
             entry[name] = sum(outcomes) / len(outcomes)
             entry[f"{name}_ci"] = bootstrap_ci(outcomes, resamples=resamples)
-        entry["median_r2_test"] = _median([r.get("r2_test") for r in group])
-        entry["median_seconds"] = _median([r.get("seconds") for r in group])
+        entry["median_r2_test"] = finite_median([r.get("r2_test") for r in group])
+        entry["median_seconds"] = finite_median([r.get("seconds") for r in group])
         entry["tokens"] = sum(int(r.get("tokens") or 0) for r in group)
         result.append(entry)
     return result
-
-
-def _median(values: Sequence[Any]) -> float | None:
-    import math
-
-    finite = sorted(float(v) for v in values if v is not None and math.isfinite(float(v)))
-    if not finite:
-        return None
-    middle = len(finite) // 2
-    return finite[middle] if len(finite) % 2 else (finite[middle - 1] + finite[middle]) / 2
 
 
 def finish(args: argparse.Namespace, spec: Any, out: Path, sweep_rows: list[dict[str, Any]]

@@ -87,7 +87,8 @@ def bootstrap_ci(outcomes: Sequence[bool], *, seed: int = 0,
     return [float(low), float(high)]
 
 
-def _median(values: Sequence[float]) -> float | None:
+def finite_median(values: Sequence[float | None]) -> float | None:
+    """The median of the finite values (None and NaN left out); None when there are none."""
     finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     return float(np.median(finite)) if finite else None
 
@@ -112,10 +113,10 @@ def group_stats(name: str, rows: Sequence[Row], *, seed: int, resamples: int,
         "solve_rate_ci": bootstrap_ci(hits, seed=seed, resamples=resamples),
         "accuracy_rate": sum(accurate_hits) / len(judged) if judged else None,
         "accuracy_rate_ci": bootstrap_ci(accurate_hits, seed=seed, resamples=resamples),
-        "median_seconds": _median([row["seconds"] for row in rows
+        "median_seconds": finite_median([row["seconds"] for row in rows
                                    if row.get("status") in ("done", "failed")
                                    and row.get("seconds") is not None]),
-        "median_tokens": _median([row["tokens"] for row in rows
+        "median_tokens": finite_median([row["tokens"] for row in rows
                                   if row.get("status") in ("done", "failed")
                                   and row.get("tokens") is not None]),
         "cost": float(sum(float(row.get("cost") or 0.0) for row in rows)),
