@@ -169,10 +169,9 @@ def benchmark_spec(args: argparse.Namespace) -> Any:
 
 
 def handle_benchmark_run(args: argparse.Namespace) -> int:
-    from srh_core.cli import SWEEP_FOLLOWERS
-    from srh_core.sweep import EmbeddedSweepBackend, SweepRunner
+    from srh_core.cli.commands import drive_sweep
 
-    if args.jobs < 1:
+    if args.jobs < 1:  # before anything is written
         raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
     spec = benchmark_spec(args)
     out = Path(args.out or Path("benchmarks") / spec.name)
@@ -181,16 +180,7 @@ def handle_benchmark_run(args: argparse.Namespace) -> int:
     print(f"Benchmark {spec.name}: {len(spec.problems)} problems x {args.seeds} seeds x "
           f"{len(spec.noise_levels())} noise levels x {len(spec.variants)} methods, "
           f"{args.budget:g} s per cell -> {out}", file=sys.stderr)
-    if args.backend in SWEEP_FOLLOWERS:
-        status = SWEEP_FOLLOWERS[args.backend](args, spec, out,
-                                               finish=lambda rows: finish(args, spec, out, rows))
-        return int(status)
-    if args.backend != "embedded":
-        raise ConfigurationError(f"Unknown benchmark backend {args.backend!r}; available: "
-                                 f"embedded, {', '.join(sorted(SWEEP_FOLLOWERS))}.",
-                                 setting="backend")
-    rows = SweepRunner(spec, out, EmbeddedSweepBackend(out / "runs", jobs=args.jobs)).run()
-    return finish(args, spec, out, rows)
+    return drive_sweep(args, spec, out, lambda rows: finish(args, spec, out, rows))
 
 
 def write_spec(path: Path, spec: Any) -> None:

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -334,15 +335,23 @@ def load_sweep_from_args(args: argparse.Namespace) -> Any:
 
 
 def handle_sweep(args: argparse.Namespace) -> int:
+    spec = load_sweep_from_args(args)
+    out = Path(args.out or Path("sweeps") / spec.name)
+    return drive_sweep(args, spec, out,
+                       lambda rows: print_sweep_rows(spec.name, rows, out, args.json))
+
+
+def drive_sweep(args: argparse.Namespace, spec: Any, out: Path,
+                finish: Callable[[list[dict[str, Any]]], int]) -> int:
+    """Run ``spec`` on ``args.backend`` (embedded with ``args.jobs``, or a plugin's backend
+    or follower), then ``finish`` with its rows; ``srh sweep`` and ``srh benchmark`` share it."""
     from srh_core.cli import SWEEP_BACKENDS, SWEEP_FOLLOWERS
     from srh_core.sweep import EmbeddedSweepBackend, SweepRunner
 
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
-    spec = load_sweep_from_args(args)
-    out = Path(args.out or Path("sweeps") / spec.name)
     if args.backend in SWEEP_FOLLOWERS:  # coordinated elsewhere: submit, then follow
-        return int(SWEEP_FOLLOWERS[args.backend](args, spec, out))
+        return int(SWEEP_FOLLOWERS[args.backend](args, spec, out, finish=finish))
     if args.backend == "embedded":
         backend: Any = EmbeddedSweepBackend(out / "runs", jobs=args.jobs)
     elif args.backend in SWEEP_BACKENDS:
@@ -351,9 +360,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"Unknown sweep backend {args.backend!r}; available: "
                                  f"{', '.join(['embedded', *sorted(SWEEP_BACKENDS)])}.",
                                  setting="backend")
-    runner = SweepRunner(spec, out, backend)
-    rows = runner.run()
-    return print_sweep_rows(spec.name, rows, out, args.json)
+    return finish(SweepRunner(spec, out, backend).run())
 
 
 def print_sweep_rows(name: str, rows: list[dict[str, Any]], out: Path, as_json: bool) -> int:
