@@ -6,9 +6,12 @@ what was asked) whose variants are the methods, with SRBench's protocol (a
 given), and runs it like any sweep: embedded, or on the cluster with
 ``--backend celery``. Every method's cell gets the same data, split, budget
 and one process. Run again, it skips the cells already done and re-runs the
-failed ones (the sweep's resume); ``OUT/results.jsonl`` (one line per cell)
-and ``OUT/summary.json`` are rewritten whole from the sweep's state at the
-end of every invocation, each atomically, so both are valid on every rerun.
+failed ones (the sweep's resume). ``OUT/results.jsonl`` gets a line as each
+cell finishes (so a run that is killed keeps the rows of what finished; a
+re-run cell may then have two lines, the last one counts); at the end of
+every invocation it is rewritten whole, one line per cell, from the sweep's
+state, and ``OUT/summary.json`` with it, each atomically, so both are valid
+on every rerun.
 
 ``srh benchmark judge FORMULA --truth TRUTH`` prints the judge's verdict for
 one pair (:mod:`srh_core.benchmark.judge`).
@@ -180,7 +183,14 @@ def handle_benchmark_run(args: argparse.Namespace) -> int:
     print(f"Benchmark {spec.name}: {len(spec.problems)} problems x {args.seeds} seeds x "
           f"{len(spec.noise_levels())} noise levels x {len(spec.variants)} methods, "
           f"{args.budget:g} s per cell -> {out}", file=sys.stderr)
-    return drive_sweep(args, spec, out, lambda rows: finish(args, spec, out, rows))
+    return drive_sweep(args, spec, out, lambda rows: finish(args, spec, out, rows),
+                       on_final=lambda row: append_row(out / "results.jsonl", row))
+
+
+def append_row(path: Path, sweep_row: Mapping[str, Any]) -> None:
+    """One finished cell's benchmark row, appended to ``results.jsonl`` (one write)."""
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(json.dumps(benchmark_row(sweep_row), default=str) + "\n")
 
 
 def write_spec(path: Path, spec: Any) -> None:

@@ -342,16 +342,21 @@ def handle_sweep(args: argparse.Namespace) -> int:
 
 
 def drive_sweep(args: argparse.Namespace, spec: Any, out: Path,
-                finish: Callable[[list[dict[str, Any]]], int]) -> int:
+                finish: Callable[[list[dict[str, Any]]], int],
+                on_final: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run ``spec`` on ``args.backend`` (embedded with ``args.jobs``, or a plugin's backend
-    or follower), then ``finish`` with its rows; ``srh sweep`` and ``srh benchmark`` share it."""
+    or follower), then ``finish`` with its rows; ``srh sweep`` and ``srh benchmark`` share it.
+
+    ``on_final`` gets each cell's row as the cell becomes final during this invocation
+    (on the cluster: as the follower sees it), so a caller can record it at once."""
     from srh_core.cli import SWEEP_BACKENDS, SWEEP_FOLLOWERS
     from srh_core.sweep import EmbeddedSweepBackend, SweepRunner
 
     if args.jobs < 1:
         raise ConfigurationError(f"--jobs must be at least 1; got {args.jobs}.", setting="jobs")
     if args.backend in SWEEP_FOLLOWERS:  # coordinated elsewhere: submit, then follow
-        return int(SWEEP_FOLLOWERS[args.backend](args, spec, out, finish=finish))
+        return int(SWEEP_FOLLOWERS[args.backend](args, spec, out, finish=finish,
+                                                 on_final=on_final))
     if args.backend == "embedded":
         backend: Any = EmbeddedSweepBackend(out / "runs", jobs=args.jobs)
     elif args.backend in SWEEP_BACKENDS:
@@ -360,7 +365,7 @@ def drive_sweep(args: argparse.Namespace, spec: Any, out: Path,
         raise ConfigurationError(f"Unknown sweep backend {args.backend!r}; available: "
                                  f"{', '.join(['embedded', *sorted(SWEEP_BACKENDS)])}.",
                                  setting="backend")
-    return finish(SweepRunner(spec, out, backend).run())
+    return finish(SweepRunner(spec, out, backend, on_final=on_final).run())
 
 
 def print_sweep_rows(name: str, rows: list[dict[str, Any]], out: Path, as_json: bool) -> int:

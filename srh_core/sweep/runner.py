@@ -31,7 +31,7 @@ import csv
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -245,10 +245,13 @@ class SweepRunner:
         progress: Shows progress (:class:`~srh_core.sweep.progress.SweepProgress`), or a
             callable given one line per change of state; default: stderr.
         state: Where the cells' entries live (default ``OUT/sweep.json``).
+        on_final: Called with a cell's table row each time the cell becomes final here
+            (done, failed after its retries, or cancelled), after its state is saved.
     """
 
     def __init__(self, spec: SweepSpec, out_dir: str | Path | None, backend: SweepBackend, *,
-                 progress: Any = None, state: SweepState | None = None) -> None:
+                 progress: Any = None, state: SweepState | None = None,
+                 on_final: Callable[[dict[str, Any]], None] | None = None) -> None:
         from srh_core.sweep.progress import SweepProgress
 
         self.spec = spec
@@ -259,6 +262,7 @@ class SweepRunner:
                 raise ValueError("SweepRunner needs an out_dir or a state")
             state = FileSweepState(self.out, spec.name)
         self.store = state
+        self.on_final = on_final
         if isinstance(progress, SweepProgress):
             self.progress = progress
         else:
@@ -337,7 +341,7 @@ class SweepRunner:
                 time.sleep(backoff)
                 backoff = min(BACKOFF_MAX, backoff * 2)
                 continue
-            self.progress.update(self.state, status, self.spec.max_parallel)
+            self.progress.update(self.state, status, self.slots())
             if is_over(status, self.state):
                 break
             time.sleep(self.backend.poll_seconds)
@@ -361,8 +365,7 @@ class SweepRunner:
             return sweep_status(self.state, control)
         in_flight = sum(e["status"] == "running" for e in self.state.values())
         left = self.budget_left()
-        capacity = getattr(self.backend, "capacity", None) or self.spec.max_parallel
-        slots = min(self.spec.max_parallel, capacity)
+        slots = self.slots()
         for cell in self.cells:
             entry = self.state[cell.cell_id]
             if entry["status"] != "pending" or in_flight >= slots:
@@ -374,6 +377,11 @@ class SweepRunner:
             self._submit(cell, entry, left)
             in_flight += entry["status"] == "running"
         return sweep_status(self.state, control)
+
+    def slots(self) -> int:
+        """Cells at once: ``max_parallel``, or fewer when the backend has fewer (``--jobs``)."""
+        capacity = getattr(self.backend, "capacity", None) or self.spec.max_parallel
+        return min(self.spec.max_parallel, capacity)
 
     def _cell(self, cell_id: str) -> Cell:
         return next(cell for cell in self.cells if cell.cell_id == cell_id)
@@ -461,10 +469,16 @@ class SweepRunner:
         elif result.status == "interrupted" and result.stop_reason == STOP_CANCELLED:
             entry["status"], entry["error"] = "cancelled", "cancelled"
             self.save()
+            self._final(cell_id, entry)
         else:
             entry["status"] = "done"
             entry["error"] = None
             self.save()
+            self._final(cell_id, entry)
+
+    def _final(self, cell_id: str, entry: dict[str, Any]) -> None:
+        if self.on_final is not None:
+            self.on_final(table_row(cell_id, entry))
 
     def _watch(self, entry: dict[str, Any]) -> None:
         """Kick a run that made no progress for ``stall_seconds``; then give it up."""
@@ -493,6 +507,9 @@ class SweepRunner:
                        entry["variant"], reason,
                        "retrying" if entry["status"] == "pending" else "giving up")
         self.save()
+        if entry["status"] == "failed":
+            self._final(next(cell_id for cell_id, known in self.state.items()
+                             if known is entry), entry)
 
     # -------------------------------------------------------------- table
     def rows(self) -> list[dict[str, Any]]:

