@@ -291,6 +291,11 @@ class SRAgent:
                                                        restart_records)
         return messages + [self.build_progress_message(0)]
 
+    def on_buffer_messages_added(self, messages: list[Message], **coordinate: int) -> None:
+        """Hook: ``messages`` just entered a branch's buffer (at ``R``, ``C`` and, after a
+        step, ``L``); the base tells the observers (event ``buffer_messages``)."""
+        self.emit("buffer_messages", messages=list(messages), **coordinate)
+
     def start_restart(self, R: int) -> list[BranchState]:
         """The C branches of restart R, seeded from the pool's top-k."""
         store = self.require_store()
@@ -303,6 +308,8 @@ class SRAgent:
             buffer = self.create_initial_buffer(self.problem_description, X, y, records)
         links = [ParentLink(record.node_id, "restart_seed") for record in records]
         self.emit("restart", R=R, seeds=[record.formula for record in records])
+        for C in range(1, self.settings.global_width + 1):
+            self.on_buffer_messages_added([dict(m) for m in buffer], R=R, C=C)
         return [BranchState(store.run_id, R, C, 1, [dict(m) for m in buffer], list(links),
                             seeds=list(seeds), front=list(front))
                 for C in range(1, self.settings.global_width + 1)]
@@ -399,12 +406,43 @@ class SRAgent:
             responses, usage = truncated_responses(error, self.K), dict(error.usage)
             provider, model = error.provider, error.model
         responses = pad_responses(responses, self.K)
-        usage = accounting.step_usage(
-            usage, responses, provider=provider or str(getattr(api, "provider", "") or ""),
-            model=model or getattr(api, "model", None), latency=time.monotonic() - started,
-            overrides=self.prices)
-        self.emit("responses", R=R, C=C, L=L, route=route, usage=usage)
-        return responses, usage
+        llm_result = {"responses": responses, "usage": usage,
+                      "provider": provider or str(getattr(api, "provider", "") or ""),
+                      "model": model or getattr(api, "model", None),
+                      "latency": time.monotonic() - started, "route": route}
+        record = self.record_llm_result(llm_result, R, L, C)
+        self.log_info(responses, R, L, C)
+        return responses, record if record is not None else llm_result["usage"]
+
+    def record_llm_result(self, llm_result: Mapping[str, Any], R: int, L: int, C: int
+                          ) -> dict[str, Any] | None:
+        """Hook: the step's usage record from one model call (kept with the step's nodes).
+
+        Args:
+            llm_result: ``responses`` (the K responses), ``usage`` (the call's token
+                counts), ``provider``, ``model``, ``latency`` (seconds) and ``route``.
+
+        Returns:
+            The usage record (``response.jsonl``, the nodes, the spend), priced here;
+            None keeps the call's raw usage.
+        """
+        usage = accounting.step_usage(llm_result["usage"], llm_result["responses"],
+                                      provider=llm_result["provider"],
+                                      model=llm_result["model"],
+                                      latency=llm_result["latency"], overrides=self.prices)
+        self.emit("responses", R=R, C=C, L=L, route=llm_result["route"], usage=usage)
+        return usage
+
+    def log_info(self, response_list: Sequence[ModelResponse], R: int, L: int, C: int
+                 ) -> None:
+        """Hook: log each response of a step (logger ``srh.agent``, INFO)."""
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        for response in response_list:
+            calls = ", ".join(call.name for call in response.tool_calls) or "no tool call"
+            text = " ".join(response.content.split())
+            logger.info("R%d C%d L%d K%d: %s; %s", R, C, L, response.sample, calls,
+                        text[:160] + ("..." if len(text) > 160 else ""))
 
     def sampling_seed(self, R: int, C: int, L: int) -> int:
         """Seed of one step's sampling: a pure function of the run seed and coordinate."""
@@ -505,9 +543,51 @@ class SRAgent:
         for response, results in zip(response_list, results_list, strict=True):
             for candidate in self.sample_candidates(response, results, R, C, L,
                                                     response.sample):
-                self.require_store().push_candidate(candidate)
+                self.push_candidate(candidate)
                 collected.append(candidate)
         return rank_candidates(collected, self.policy)
+
+    # -------------------------------------------------- the run's candidates
+    def push_candidate(self, record: CandidateRecord) -> None:
+        """Add a candidate to the run's pool (kept once; an unrankable one is only logged)."""
+        self.require_store().push_candidate(record)
+
+    def best_candidate(self) -> CandidateRecord | None:
+        """The formula the run reports so far (the ``selection`` rule over the front)."""
+        return self.require_store().best_candidate()
+
+    def get_pareto_front(self) -> list[CandidateRecord]:
+        """The run's metric-complexity Pareto front, best metric first."""
+        return self.require_store().pareto_front()
+
+    def get_ranking_metric(self, record: CandidateRecord | Mapping[str, Any]
+                           ) -> tuple[str | None, float | int | None]:
+        """The ranking metric of a candidate and its label (``"validation mse"``).
+
+        Returns:
+            (label, value as reported, not negated), or (None, None) when absent.
+        """
+        candidate = _as_candidate(record)
+        split = self.policy.ranking_split(candidate)
+        value = candidate.metric(self.policy.metric, split)
+        if value is None:
+            return None, None
+        return f"{split} {self.policy.metric}", value
+
+    def candidate_sort_key(self, record: CandidateRecord | Mapping[str, Any]
+                           ) -> tuple[float, float] | None:
+        """(signed metric, complexity): smaller ranks first; None when it cannot be ranked."""
+        key = self.policy.sort_key(_as_candidate(record))
+        return None if key is None else (key[0], float(key[1]))
+
+    @staticmethod
+    def candidate_to_dict(record: CandidateRecord) -> dict[str, Any]:
+        """The candidate's public shape with each split's metrics also at the top level
+        (``train``, ``validation``), for code that reads split results there."""
+        data = record.to_dict()
+        for split, metrics in (data.get("metrics") or {}).items():
+            data.setdefault(split, dict(metrics))
+        return data
 
     def sample_candidates(self, response: ModelResponse, results: Sequence[ToolCallResult],
                           R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
@@ -565,12 +645,12 @@ class SRAgent:
                 parents.append(ParentLink(self.node_id(R, C, L, k + 1), "context_merge"))
                 calls += [renamed_call(c, k + 1) for c, _ in merged]
                 results += [r for _, r in merged]
-        buffer = list(buffer)
-        buffer += self.conversation_messages(response_list[chosen], calls, results)
-        buffer += self.build_response_followup_messages(response_list, results_list,
-                                                        R=R, L=L, C=C, chosen=chosen)
-        buffer.append(self.build_progress_message(L))
-        return buffer, parents
+        added = self.conversation_messages(response_list[chosen], calls, results)
+        added += self.build_response_followup_messages(response_list, results_list,
+                                                       R=R, L=L, C=C, chosen=chosen)
+        added.append(self.build_progress_message(L))
+        self.on_buffer_messages_added(added, R=R, C=C, L=L)
+        return list(buffer) + added, parents
 
     def conversation_messages(self, response: ModelResponse, calls: list[ToolCall],
                               results: list[ToolCallResult]) -> list[Message]:
@@ -700,6 +780,10 @@ def load_agent_class(path: str) -> type[SRAgent]:
     if not (isinstance(found, type) and issubclass(found, SRAgent)):
         raise ConfigurationError(f"{path!r} is not an SRAgent subclass.", setting="agent_class")
     return found
+
+
+def _as_candidate(record: CandidateRecord | Mapping[str, Any]) -> CandidateRecord:
+    return record if isinstance(record, CandidateRecord) else CandidateRecord.from_dict(record)
 
 
 def renamed_call(call: ToolCall, k: int) -> ToolCall:

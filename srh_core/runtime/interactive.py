@@ -126,6 +126,15 @@ class SRAgentInteractive(SRAgent):
         self.controls.publish_event("prompt_added", {
             "coord": {"R": R, "C": C, "L": L}, "message": prompt})
 
+    def on_buffer_messages_added(self, messages: list[Message], **coordinate: int) -> None:
+        """Publish each system or user message as it enters a buffer (``prompt_added``)."""
+        super().on_buffer_messages_added(messages, **coordinate)
+        events = [("prompt_added", {"coord": dict(coordinate), "message": dict(message)})
+                  for message in messages if message.get("role") in ("system", "user")]
+        if events:
+            self.controls.start(self.settings.save_path)  # a restart's prompts come first
+            self.controls.publish_events(events)
+
     # -------------------------------------------------------- model request
     def request_llm(self, prompt: list[Message], R: int, L: int, C: int,
                     stream_callback: Any = None) -> tuple[list[ModelResponse], dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""An SRAgent subclass for the parity tests: it overrides one opening and one recording hook.
+"""An SRAgent subclass for the parity tests: it overrides opening, recording and candidate hooks.
 
 It lives in an importable module because a Celery worker rebuilds the agent
 from its class's import path (``tests.support.marked_agent:MarkedAgent``).
@@ -7,17 +7,27 @@ from its class's import path (``tests.support.marked_agent:MarkedAgent``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from srh_core.agent import SRAgent
 from srh_core.api import ModelResponse
-from srh_core.types import ParentLink, ToolCallResult
+from srh_core.types import CandidateRecord, ParentLink, ToolCallResult
 
 PROMPT_MARK = "[marked by MarkedAgent]"
 
 
 class MarkedAgent(SRAgent):
-    """Adds a note to every prompt and a mark to every node's usage record."""
+    """Marks every prompt, node usage record, step usage record and pooled candidate."""
+
+    def record_llm_result(self, llm_result: Mapping[str, Any], R: int, L: int, C: int
+                          ) -> dict[str, Any] | None:
+        usage = super().record_llm_result(llm_result, R, L, C) or {}
+        return {**usage, "step_mark": f"R{R}-C{C}-L{L}-{len(llm_result['responses'])}"}
+
+    def push_candidate(self, record: CandidateRecord) -> None:
+        super().push_candidate(replace(record, details={**record.details,
+                                                        "pushed_by": type(self).__name__}))
 
     def prepare_model_messages(self, buffer: list[dict[str, Any]], R: int, L: int, C: int
                                ) -> list[dict[str, Any]]:

@@ -46,7 +46,8 @@ def fingerprint(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         rows.append((record["node_label"],
                      tuple((without_run_id(p["parent_node_id"]), p["relation"])
                            for p in record["parents"]),
-                     detail["content"], detail["usage"].get("mark"), tuple(prompt_marks)))
+                     detail["content"], detail["usage"].get("mark"), tuple(prompt_marks),
+                     detail["usage"].get("step_mark")))
     return sorted(rows)
 
 
@@ -76,6 +77,10 @@ def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluste
     expected_nodes = fingerprint(embedded.store.records(include_detail=True))
     assert all(row[3] == row[0] for row in expected_nodes)  # the recording hook ran
     assert all(row[4] for row in expected_nodes if row[0].endswith("K1"))  # the opening one
+    assert all(row[5] == f"{row[0].rsplit('-', 1)[0]}-2" for row in expected_nodes), \
+        expected_nodes[:2]  # record_llm_result ran once per step, with its K responses
+    assert expected["candidates"] and all(c["details"]["pushed_by"] == "MarkedAgent"
+                                          for c in expected["candidates"])
     if early_stop:
         assert expected["status"] == "early_stopped" and len(expected_nodes) == 2 * 2 * 2
     else:

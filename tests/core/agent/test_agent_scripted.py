@@ -136,3 +136,36 @@ def test_model_failure_ends_failed_and_keeps_nodes(data, tmp_path):
     assert agent.store.node_count == 1 and result.best.formula == "x1*x2**2"
     saved = json.loads((tmp_path / "run" / "result.json").read_text())
     assert saved["status"] == "failed"
+
+
+def test_the_reference_candidate_accessors_and_hooks(data, caplog):
+    steps = [['CALL evaluate_formula {"f": "x1*x2"}'], ['CALL evaluate_formula {"f": "x1*x2**2"}']]
+    agent, _ = make_agent(steps, max_refinement_depth=2)
+    added = []
+    agent.observers.append(lambda event: added.append(event)
+                           if event["event"] == "buffer_messages" else None)
+    with caplog.at_level("INFO", logger="srh.agent"):
+        agent.run(*data, "find y")
+    assert agent.best_candidate().formula == "x1*x2**2"
+    front = agent.get_pareto_front()
+    assert [c.formula for c in front] == [c.formula for c in agent.store.pareto_front()]
+    best = agent.best_candidate()
+    label, value = agent.get_ranking_metric(best)
+    assert label == "validation mse" and value == best.metric("mse", "validation") < 1e-20
+    assert agent.get_ranking_metric(best.to_dict()) == (label, value)  # a dict works too
+    assert agent.candidate_sort_key(best) == (value, float(best.complexity))
+    worse = next(c for c in agent.store.candidates() if c.formula == "x1*x2")
+    assert agent.candidate_sort_key(worse) > agent.candidate_sort_key(best)
+    assert agent.get_ranking_metric({"formula": "x", "node_id": "n"}) == (None, None)
+    assert agent.candidate_sort_key({"formula": "x", "node_id": "n"}) is None
+    flat = SRAgent.candidate_to_dict(best)
+    assert flat["validation"] == best.split_metrics("validation") and flat["formula"] == "x1*x2**2"
+    # the buffer hook saw the initial prompts (R, C) and each step's messages (R, C, L)
+    assert [(e.get("R"), e.get("C"), e.get("L")) for e in added] == [(1, 1, None), (1, 1, 1),
+                                                                     (1, 1, 2)]
+    assert added[0]["messages"][0]["role"] == "system"
+    roles = [m["role"] for m in added[1]["messages"]]
+    assert roles[0] == "assistant" and roles[-1] == "user", roles  # the call, ..., progress
+    # log_info: one line per response, with its calls
+    lines = [r.getMessage() for r in caplog.records if r.name == "srh.agent"]
+    assert any(line.startswith("R1 C1 L2 K1: evaluate_formula") for line in lines), lines

@@ -161,6 +161,11 @@ def test_message_pause_resume_and_next_branch(openai_server, tmp_path):
     assert events[-1]["kind"] == "execution_completed"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert run.control.read_status()["active"] is False
+    # each branch's system and user prompts, then each step's progress message, published
+    added = [(e["payload"]["coord"], e["payload"]["message"]["role"]) for e in events
+             if e["kind"] == "prompt_added" and "L" not in e["payload"]["coord"]]
+    assert added == [({"R": 1, "C": c}, role) for c in (1, 2)
+                     for role in ("system", "user", "user")]
 
 
 @pytest.mark.integration
