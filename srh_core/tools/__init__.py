@@ -13,7 +13,8 @@ Built-in tools by registered name: ``evaluate_formula`` (EvaluateTool),
 ``statistics_analysis``, ``relationship_analysis``, ``evaluate_code``,
 ``code_executor``, ``workspace_code_executor``, ``workspace_shell``,
 ``read_skill``, ``predict_property`` (PropertyPredictorTool), ``web_fetch``,
-``web_search`` and ``read_pdf`` (PDFReadTool; the last four not enabled by default).
+``web_search``, ``read_pdf`` (PDFReadTool) and ``validate_context_data`` (the last five
+not enabled by default).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ _LAZY = {
     "WorkspaceShellTool": "srh_core.tools.workspace_shell",
     "PDFReadTool": "srh_core.tools.pdf",
     "PropertyPredictorTool": "srh_core.tools.analysis.properties",
+    "ValidateContextDataTool": "srh_core.tools.context_data",
     "WebFetchTool": "srh_core.tools.web",
     "WebSearchTool": "srh_core.tools.web",
 }

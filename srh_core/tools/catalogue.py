@@ -29,6 +29,7 @@ import srh_core.tools.analysis.relationship  # noqa: F401
 import srh_core.tools.analysis.statistics  # noqa: F401
 import srh_core.tools.code  # noqa: F401
 import srh_core.tools.code_model  # noqa: F401
+import srh_core.tools.context_data  # noqa: F401
 import srh_core.tools.pdf  # noqa: F401
 import srh_core.tools.skills  # noqa: F401
 import srh_core.tools.web  # noqa: F401
