@@ -11,6 +11,7 @@ import pytest
 from srh_core.context import AgentContext
 from srh_core.context.manifest import load_context_data
 from srh_core.context.manifest_writer import save_context_data
+from srh_core.errors import ContextManifestError
 from srh_core.tools.base import BaseTool
 
 
@@ -60,7 +61,7 @@ def test_every_problem_is_reported_with_its_repair(workspace: AgentContext) -> N
     assert "problem(s); nothing was changed" in result.result_str
     assert "repair:" in result.result_str
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == changed != before
-    with pytest.raises(Exception):  # the loader refuses it too: ok means loadable
+    with pytest.raises(ContextManifestError):  # the loader refuses it too: ok means loadable
         load_context_data(folder)
 
 
