@@ -23,8 +23,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from srh_core.errors import did_you_mean
+from srh_core.jsonio import atomic_write_text
+from srh_core.skills.bundle import UNPACKED_DIR
 from srh_core.skills.errors import SkillError, SkillNotFoundError
 from srh_core.skills.frontmatter import FrontMatterError, split_front_matter
+from srh_core.skills.patch import apply_patch
 
 BUILTIN_DIR = Path(__file__).with_name("builtin")
 SKILL_FILE = "SKILL.md"
@@ -187,6 +190,44 @@ class SkillManager:
         return "\n".join(lines)
 
     # -------------------------------------------------------------- searching
+    # ---------------------------------------------------------------- editing
+    def edit(self, name: str, patch: str, file_path: str = SKILL_FILE) -> dict[str, Any]:
+        """Apply exact SEARCH/REPLACE blocks (:mod:`srh_core.skills.patch`) to a skill file.
+
+        Only skills of the custom folder can be edited, and only where that folder is
+        the user's own (not a copy a worker unpacked from a run's bundle: an edit there
+        would reach neither the submitting machine nor the other workers). An edited
+        ``SKILL.md`` must still be a valid skill of the same name. The file is
+        replaced atomically; on any error it stays as it was.
+
+        Returns:
+            ``{"name", "file_path", "blocks", "characters_before", "characters_after"}``.
+
+        Raises:
+            SkillNotFoundError: Unknown skill.
+            SkillError: A built-in or shipped skill, a path outside the skill, a
+                malformed or non-matching patch, or an edit that breaks SKILL.md.
+        """
+        skill = self.get(name)
+        if skill.source != "custom":
+            raise SkillError(f"Skill {name!r} is built in and read-only; to change it, write a "
+                             "custom skill of the same name (it overrides the built-in).",
+                             name=name)
+        if self.custom_dir is not None and self.custom_dir.parent.name == UNPACKED_DIR:
+            raise SkillError(f"Skill {name!r} is this worker's copy of the run's skills bundle "
+                             "and read-only here; edit the skills directory the run was "
+                             "submitted from.", name=name)
+        path = resolve_in_skill(skill, file_path or SKILL_FILE)
+        shown = f"{name}/{path.relative_to(skill.directory).as_posix()}"
+        before = read_text_file(path, shown)
+        after, blocks = apply_patch(before, patch, shown)
+        if path == skill.directory / SKILL_FILE:
+            checked_skill(skill.directory, after, "custom")
+        atomic_write_text(path, after)
+        return {"name": name, "file_path": path.relative_to(skill.directory).as_posix(),
+                "blocks": blocks, "characters_before": len(before),
+                "characters_after": len(after)}
+
     def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> list[tuple[Skill, float]]:
         """Skills ranked by keyword overlap with ``query`` (name x3, description, body x0.25)."""
         words = set(TOKEN.findall(query.lower()))
@@ -224,7 +265,17 @@ def load_skill(folder: Path, source: Source) -> Skill:
     if not SKILL_NAME.match(folder.name):
         raise SkillError(f"Folder name {folder.name!r} is not a skill name (lowercase letters, "
                          "digits and single hyphens, e.g. 'fit-power-laws').", path=str(folder))
-    text = read_text_file(folder / SKILL_FILE, f"{folder.name}/{SKILL_FILE}")
+    return checked_skill(folder, read_text_file(folder / SKILL_FILE,
+                                                f"{folder.name}/{SKILL_FILE}"), source)
+
+
+def checked_skill(folder: Path, text: str, source: Source) -> Skill:
+    """The skill that ``text`` as ``folder``'s SKILL.md describes.
+
+    Raises:
+        SkillError: The front matter is malformed, names another skill, or lacks a
+            description.
+    """
     try:
         fields, _ = split_front_matter(text)
     except FrontMatterError as error:

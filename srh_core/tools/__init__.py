@@ -12,9 +12,9 @@ Built-in tools by registered name: ``evaluate_formula`` (EvaluateTool),
 ``expression_search`` (ExpressionSearchTool),
 ``statistics_analysis``, ``relationship_analysis``, ``evaluate_code``,
 ``code_executor``, ``workspace_code_executor``, ``workspace_shell``,
-``read_skill``, ``predict_property`` (PropertyPredictorTool), ``web_fetch``,
-``web_search``, ``read_pdf`` (PDFReadTool) and ``validate_context_data`` (the last five
-not enabled by default).
+``read_skill``, ``edit_skill``, ``predict_property`` (PropertyPredictorTool), ``web_fetch``,
+``web_search``, ``read_pdf`` (PDFReadTool) and ``validate_context_data`` (these four,
+and ``edit_skill``, not enabled by default).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ _LAZY = {
     "WorkspaceCodeExecutorTool": "srh_core.tools.code",
     "ConstantFitTool": "srh_core.tools.constants",
     "EICTool": "srh_core.tools.eic",
+    "EditSkillTool": "srh_core.tools.skills",
     "EvaluateCodeTool": "srh_core.tools.code_model",
     "EvaluateTool": "srh_core.tools.evaluate",
     "ExpressionSearchTool": "srh_core.tools.search",
@@ -52,7 +53,7 @@ _LAZY = {
     "WebFetchTool": "srh_core.tools.web",
     "WebSearchTool": "srh_core.tools.web",
 }
-_RENAMED = {"ReadSkill": "ReadSkillTool"}  # the reference's name -> ours
+_RENAMED = {"ReadSkill": "ReadSkillTool", "EditSkill": "EditSkillTool"}  # reference -> ours
 
 __all__ = sorted([*_LAZY, *_RENAMED])
 

@@ -1,4 +1,5 @@
-"""``read_skill``: list, search and read the skills of a :class:`~srh_core.skills.SkillManager`.
+"""``read_skill`` and ``edit_skill``: read and edit the skills of a
+:class:`~srh_core.skills.SkillManager`.
 
 The manager comes from ``context.skill_manager``, else the tool's
 ``values["skill_manager"]`` (set by the agent), else a manager over the
@@ -10,6 +11,10 @@ Structured ``result`` by action:
   "overrides_builtin"}], "problems": [{"path", "message"}]}``;
 - ``{"action": "search", "query", "matches": [{"name", "description", "score"}]}``;
 - ``{"action": "read", "name", "file_path", "content", "source", "tree": str | None}``.
+
+``edit_skill`` applies exact SEARCH/REPLACE blocks to a custom skill's file
+(:meth:`~srh_core.skills.SkillManager.edit`; built-in skills are read-only) and
+returns ``{"name", "file_path", "blocks", "characters_before", "characters_after"}``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from srh_core.skills import (
 from srh_core.tools.base import BaseTool
 
 TOOL_NAME = "read_skill"
+EDIT_TOOL_NAME = "edit_skill"
+MAX_PATCH_CHARS = 60_000
 MAX_QUERY_CHARS = 1_000
 MAX_NAME_CHARS = 200
 SHOWN_PROBLEMS = 5
@@ -69,11 +76,7 @@ class ReadSkillTool(BaseTool):
                 "content": content, "source": skill.source, "tree": tree}
 
     def skill_manager(self) -> SkillManager:
-        """The context's manager, else the agent's, else the built-in skills."""
-        manager = getattr(self.context, "skill_manager", None)
-        if manager is None:
-            manager = self.values.get("skill_manager")
-        return manager if manager is not None else default_skill_manager()
+        return tool_skill_manager(self)
 
     @staticmethod
     def _listing(manager: SkillManager) -> dict[str, Any]:
@@ -103,6 +106,54 @@ class ReadSkillTool(BaseTool):
                     for m in result["matches"]]
             return f"Skills matching {result['query']!r}:\n" + "\n".join(rows)
         return _listing_text(result)
+
+
+@BaseTool.register(EDIT_TOOL_NAME)
+class EditSkillTool(BaseTool):
+    """Correct or extend a custom skill with exact search/replace blocks."""
+
+    def execute(self, name: str, patch: str, file_path: str = "") -> dict[str, Any]:
+        """Edit an existing custom skill with exact search/replace blocks.
+
+        Use it when a skill is relevant but should be corrected, refined or extended
+        from concrete results of this work: small, evidence-backed edits, not a one-off
+        detail of this data set, a final formula or an unverified guess. Built-in
+        skills are read-only; if no skill fits the lesson, write a new one instead.
+
+        Args:
+            name: The exact skill name to edit.
+            patch: One or more blocks, each: a line '<<<<<<< SEARCH', the old text copied
+                exactly from the file (unique in it), a line '=======', the new text, a
+                line '>>>>>>> REPLACE'. All blocks apply or none.
+            file_path: A file of the skill relative to its folder; empty edits SKILL.md.
+        """
+        if not isinstance(patch, str) or len(patch) > MAX_PATCH_CHARS:
+            raise ToolArgumentError(f"patch must be text of at most {MAX_PATCH_CHARS} "
+                                    "characters.", parameter="patch")
+        name = _checked(name, "name", MAX_NAME_CHARS)
+        if not name:
+            raise ToolArgumentError("name must be the exact name of a custom skill (read_skill "
+                                    "without arguments lists them).", parameter="name")
+        manager = tool_skill_manager(self)
+        try:
+            return manager.edit(name, patch, _checked(file_path, "file_path", MAX_NAME_CHARS))
+        except SkillError as error:
+            parameter = "name" if isinstance(error, SkillNotFoundError) else "patch"
+            raise ToolArgumentError(str(error), parameter=parameter) from None
+
+    @classmethod
+    def format_result_dict(cls, result: dict[str, Any]) -> str:
+        return (f"Edited skill {result['name']}: {result['file_path']}, {result['blocks']} "
+                f"block(s) applied ({result['characters_before']} -> "
+                f"{result['characters_after']} characters).")
+
+
+def tool_skill_manager(tool: BaseTool) -> SkillManager:
+    """The context's manager, else the agent's, else the built-in skills."""
+    manager = getattr(tool.context, "skill_manager", None)
+    if manager is None:
+        manager = tool.values.get("skill_manager")
+    return manager if manager is not None else default_skill_manager()
 
 
 def _listing_text(result: dict[str, Any]) -> str:
