@@ -1,12 +1,14 @@
 """Code tools: run model-written Python in the sandbox, never in this process.
 
 ``code_executor(program, ...)`` and ``workspace_code_executor(program, ...)``
-run an analysis program. Protocol: the training split (the whole data when
-validation is disabled) goes to the program as JSON on stdin, and is also
-pre-parsed into the global ``payload``::
+run an analysis program. Protocol (the reference's): the training split (the
+whole data when validation is disabled) goes to the program as JSON on stdin,
+one mapping of variable names to lists of values (the target and every
+feature: the sample variables), ``data_dict = json.loads(sys.stdin.read())``;
+it is also pre-parsed into the global ``payload``. What was sent is reported
+in the result's ``data``::
 
-    {"data": {name: [values, ...]},  # the target and every feature (sample variables)
-     "target": str | None, "features": [str, ...], "split": "train",
+    {"target": str | None, "features": [str, ...], "split": "train",
      "n_samples": int,                # rows sent
      "n_samples_total": int,          # rows of the training split
      "subsampled": bool}              # rows were subsampled (deterministically)
@@ -58,7 +60,8 @@ STDOUT_SHOWN_CHARS = 3_500
 
 
 def data_payload(context: Any) -> dict[str, Any]:
-    """The stdin payload of the executors: the training split's sample variables, bounded.
+    """The executors' data: ``data`` (what goes on stdin: the training split's sample
+    variables, bounded) and what describes it (target, features, rows).
 
     A context without data gives an empty ``data`` mapping (the program still runs).
     """
@@ -94,11 +97,11 @@ class CodeExecutorTool(SandboxedTool):
 
         Use it for analyses the other tools do not offer (numpy, scipy are
         available). Read the training data with
-        `import sys, json; d = json.loads(sys.stdin.read())` (or use the global
-        `payload`): d["data"] maps each variable name to a list of values,
-        d["target"] names the target, d["features"] the other variables. Print
-        the results (output is cut at the limit). No network, no subprocesses,
-        no files outside a temporary directory.
+        `import sys, json; data_dict = json.loads(sys.stdin.read())` (or use the
+        global `payload`, the same mapping): it maps each variable name (the
+        target and every input) to a list of values. Print the results (output is
+        cut at the limit). No network, no subprocesses, no files outside a
+        temporary directory.
 
         Args:
             program: The Python source to run.
@@ -119,7 +122,8 @@ class CodeExecutorTool(SandboxedTool):
                                     parameter="program")
         limits = self.resolve_limits(timeout, memory, output)
         payload = data_payload(self.context)
-        result, value = self.run_sandboxed(strip_fence(program), payload, limits, workspace)
+        result, value = self.run_sandboxed(strip_fence(program), payload["data"], limits,
+                                           workspace)
         data = {key: payload[key] for key in ("split", "n_samples", "n_samples_total",
                                               "subsampled", "target", "features")}
         return {**run_report(result, limits), "emitted": value, "data": data}
@@ -162,7 +166,8 @@ class WorkspaceCodeExecutorTool(CodeExecutorTool):
         open("notes.txt", "w")): paths are relative to the workspace; nothing
         outside it can be read or written, read-only mounts and locked files
         stay unchanged, and there is no network and no subprocess. The
-        training data is on stdin as for code_executor.
+        training data is on stdin as for code_executor:
+        `data_dict = json.loads(sys.stdin.read())` maps each variable name to a list.
 
         Args:
             program: The Python source to run.

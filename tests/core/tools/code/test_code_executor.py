@@ -26,11 +26,10 @@ REPORT_KEYS = {"success", "exit_code", "killed_reason", "timed_out", "memory_err
                "stdout_truncated", "stderr_truncated", "limits", "isolation", "emitted", "data"}
 PROTOCOL_PROGRAM = """
 import sys, json
-d = json.loads(sys.stdin.read())
-print(json.dumps({"keys": sorted(d), "names": sorted(d["data"]), "target": d["target"],
-                  "features": d["features"], "rows": len(d["data"]["x1"]),
-                  "same": payload == d}))
-emit_result({"first_y": d["data"]["y"][0]})
+data_dict = json.loads(sys.stdin.read())
+print(json.dumps({"names": sorted(data_dict), "rows": len(data_dict["x1"]),
+                  "same": payload == data_dict}))
+emit_result({"first_y": data_dict["y"][0]})
 """
 
 
@@ -43,10 +42,9 @@ def test_training_data_arrives_on_stdin_and_in_payload(context: AgentContext) ->
     assert result.ok and result.result["success"], result.result_str
     assert set(result.result) == REPORT_KEYS
     seen = json.loads(result.result["stdout"])
-    assert seen == {"keys": ["data", "features", "n_samples", "n_samples_total", "split",
-                             "subsampled", "target"],
-                    "names": ["x1", "x2", "y"], "target": "y", "features": ["x1", "x2"],
-                    "rows": 30, "same": True}
+    assert seen == {"names": ["x1", "x2", "y"], "rows": 30, "same": True}  # names -> lists
+    assert result.result["data"]["target"] == "y"
+    assert result.result["data"]["features"] == ["x1", "x2"]
     assert result.result["emitted"] == {"first_y": context.train_split.data["y"][0]}
     assert result.result["data"]["n_samples"] == 30 and not result.result["data"]["subsampled"]
     assert result.result_str.startswith("The program finished (exit code 0)")
@@ -62,7 +60,7 @@ def test_large_data_is_subsampled_deterministically(monkeypatch: pytest.MonkeyPa
     assert payload["n_samples_total"] == 30
     again = code.data_payload(context)
     assert (payload["data"]["x1"] == again["data"]["x1"]).all()
-    result = run(context, "import sys, json\nprint(len(json.load(sys.stdin)['data']['y']))")
+    result = run(context, "import sys, json\nprint(len(json.load(sys.stdin)['y']))")
     assert result.result["stdout"].strip() == "10"
     assert "10 of 30 training rows (deterministic subsample)" in result.result_str
 
@@ -145,4 +143,4 @@ def test_available_on_linux() -> None:
 def test_a_context_without_data_still_runs_the_program() -> None:
     result = call("code_executor", None, program="import sys, json\nprint(json.load(sys.stdin))")
     assert result.ok and result.result["success"]
-    assert "'data': {}" in result.result["stdout"]
+    assert result.result["stdout"].strip() == "{}"  # no variables

@@ -46,7 +46,7 @@ def execute(context: AgentContext, program: str, **params: Any) -> Any:
 def test_program_reads_and_writes_inside_the_workspace(context: AgentContext,
                                                        workspace: Workspace) -> None:
     program = ("import os, sys, json\n"
-               "rows = len(json.load(sys.stdin)['data']['y'])\n"
+               "rows = len(json.load(sys.stdin)['y'])\n"
                "open('out/summary.txt', 'w').write(open('notes.txt').read().upper())\n"
                "print(rows, open('inputs/train.csv').read().splitlines()[1], os.getcwd())")
     workspace.mkdir("out")
