@@ -1,17 +1,23 @@
 """The ``evaluate_code`` tool: fit and score a model written in Python, in the sandbox.
 
 ``evaluate_code(model_code, predict_code, y, ...)`` scores a model that is
-not an engine formula. ``model_code`` defines ``fit(X, y) -> params``,
-``predict_code`` defines ``predict(X, params) -> array``; ``X`` is a dict of
-1-D float arrays by feature name (every feature but the target; the global
-``FEATURES`` lists them), ``y`` the training values of the target (or of the
-``y`` expression). Inside the sandbox a fixed harness fits on the training
-rows, round-trips ``params`` through JSON (so ``predict`` sees exactly what
-is reported) and predicts the training and validation rows; the validation
-target never enters the sandbox. Metrics are computed here with the
-evaluator's metrics, in the common formula shape of
-:mod:`srh_core.tools.formula` with ``formula = "<code model: SHA1[:12]>"``
-and ``is_candidate = False`` (not an engine formula). Any failure of the
+not an engine formula. The reference's contract: ``model_code`` defines
+``func(data) -> model`` (``data``: every variable by name, the target
+included, as 1-D float arrays of the training rows; ``model``: a dict with a
+``description``), ``predict_code`` defines ``func(data, model) -> array``
+(``data``: the features only). Also accepted: ``fit(X, y) -> params`` and
+``predict(X, params)`` (``X`` the features, ``y`` the training values of the
+target or of the ``y`` expression). The global ``FEATURES`` lists the
+feature names. Inside the sandbox a fixed harness fits on the training
+rows, round-trips the model through JSON (so the prediction sees exactly
+what is reported) and predicts the training and validation rows; no target
+reaches a prediction and the validation target never enters the sandbox.
+Metrics are computed here with the evaluator's metrics, in the common
+formula shape of :mod:`srh_core.tools.formula` with ``formula`` the model's
+``description`` (else ``"<code model: SHA1[:12]>"``) and ``is_candidate =
+False``: the reference makes a code model a candidate (its complexity the
+code's length); here only an engine formula is one, since a description
+cannot be evaluated, judged or ranked by node count. Any failure of the
 code (an exception in a step, a kill, missing or malformed predictions) is
 an ``ok=False`` result naming the step, since there are no metrics to give.
 
@@ -51,6 +57,7 @@ from srh_core.tools.diagnostics import residual_diagnostics
 from srh_core.tools.formula import MAX_DIAGNOSTIC_VARIABLES, FormulaTool, split_results
 
 MAX_PARAMS_JSON_CHARS = 100_000
+MAX_DESCRIPTION_CHARS = 300
 PARAMS_SHOWN_CHARS = 600
 
 # The fixed program evaluate_code runs in the sandbox; the model's code is
@@ -59,14 +66,16 @@ EVALUATE_HARNESS = r'''
 import json, linecache, sys, traceback
 import numpy as np
 
-def _load(code, name, label):
+def _load(code, names, label):
+    """The first of ``names`` that ``code`` defines as a function: (name, function)."""
     filename = "<" + label + ">"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     namespace = {"__name__": "__" + label + "__", "FEATURES": list(payload["features"])}
     exec(compile(code, filename, "exec"), namespace)
-    if not callable(namespace.get(name)):
-        raise TypeError(label + " must define a function named " + repr(name))
-    return namespace[name]
+    for name in names:
+        if callable(namespace.get(name)):
+            return name, namespace[name]
+    raise TypeError(label + " must define a function named " + " or ".join(map(repr, names)))
 
 def _plain(value):
     if isinstance(value, np.ndarray): return value.tolist()
@@ -84,11 +93,20 @@ def _predict(predict, block, params):
 def _main():
     stage, result = "model_code", {}
     try:
-        fit = _load(payload["model_code"], "fit", "model_code")
+        contract, fit = _load(payload["model_code"], ("func", "fit"), "model_code")
         stage = "predict_code"
-        predict = _load(payload["predict_code"], "predict", "predict_code")
+        _, predict = _load(payload["predict_code"],
+                           ("func",) if contract == "func" else ("predict",), "predict_code")
         stage = "fit"
-        params = fit(_columns(payload["train"]["X"]), np.asarray(payload["train"]["y"], float))
+        train = payload["train"]
+        if contract == "func":  # the reference's: func(data) -> model dict, target included
+            params = fit({**_columns(train["X"]),
+                          payload["target_name"]: np.asarray(train["target"], float)})
+            if not isinstance(params, dict):
+                raise TypeError("func(data) must return a dict (the model, with a "
+                                "'description'); it returned " + type(params).__name__)
+        else:
+            params = fit(_columns(train["X"]), np.asarray(train["y"], float))
         stage = "params"
         result["params"] = params = json.loads(json.dumps(_plain(params)))
         stage = "predict_train"
@@ -111,11 +129,13 @@ _main()
 STAGES = {  # harness step -> (argument at fault, what was running)
     "model_code": ("model_code", "running model_code"),
     "predict_code": ("predict_code", "running predict_code"),
-    "fit": ("model_code", "fit(X, y)"),
+    "fit": ("model_code", "fitting: func(data) or fit(X, y)"),
     "params": ("model_code", "converting fit's return value to JSON (return numbers, lists, "
                "dicts and strings)"),
-    "predict_train": ("predict_code", "predict(X, params) on the training rows"),
-    "predict_validation": ("predict_code", "predict(X, params) on the validation rows"),
+    "predict_train": ("predict_code", "predicting the training rows (the target is not "
+                      "in their data)"),
+    "predict_validation": ("predict_code", "predicting the validation rows (the target is "
+                           "not in their data)"),
 }
 NOT_A_CANDIDATE = ("a code model is never a candidate: write it as an engine formula and use "
                    "evaluate_formula to make it one")
@@ -142,17 +162,19 @@ class EvaluateCodeTool(FormulaTool, SandboxedTool):
         (a lookup, a piecewise or iterative model) before writing it as a formula.
         Both parts run in an isolated sandbox with numpy and scipy; metrics on the
         training and validation splits are computed outside it (trust validation:
-        fit sees the training target).
+        the fit sees the training target, the prediction never sees a target).
 
         Args:
-            model_code: Python defining `def fit(X, y):` returning params (numbers,
-                lists, dicts, strings), e.g. the coefficients of a least-squares fit.
-                X is a dict of 1-D numpy arrays by feature name (all features except
-                the target; FEATURES lists the names); y is a numpy array of the
-                training target.
-            predict_code: Python defining `def predict(X, params):` returning one
-                prediction per row (array-like); it gets the params fit returned, after
-                a JSON round trip. Put its imports inside this code too.
+            model_code: Python defining `def func(data):` that fits and returns the model
+                as a dict with a 'description' (a concise formula, e.g. "y = a*x**2 + b")
+                and its numbers, lists or strings; data maps every variable name,
+                the target included, to a numpy array of the training rows. (Also
+                accepted: `def fit(X, y):` with X the features only and y the values
+                of the y argument.)
+            predict_code: Python defining `def func(data, model):` (with fit: `def
+                predict(X, params):`) returning one prediction per row (array-like) of
+                the y argument; data holds the features only, model is what the fit
+                returned after a JSON round trip. Put its imports inside this code too.
             y: Variable or expression to predict, e.g. "log(y)". Default: the target.
             timeout_seconds: Wall-clock limit in seconds, > 0; larger than the cap
                 (120 s unless the run sets another) means the cap.
@@ -176,7 +198,10 @@ class EvaluateCodeTool(FormulaTool, SandboxedTool):
         y_true = {name: np.asarray(engine.evaluate(target.expression, split.data), dtype=float)
                   for name, split in splits.items()}
         payload = {**codes, "features": features, "target": target.text,
-                   "train": {"X": _columns(splits["train"], features), "y": y_true["train"]},
+                   "target_name": context.target,
+                   "train": {"X": _columns(splits["train"], features), "y": y_true["train"],
+                             "target": np.asarray(splits["train"].data[context.target],
+                                                  dtype=float)},
                    "validation": {"X": _columns(splits["validation"], features)}
                    if "validation" in splits else None}
         result, value = self.run_sandboxed(EVALUATE_HARNESS, payload, limits)
@@ -251,10 +276,13 @@ def _code_entry(codes: Mapping[str, str], target: str, params: Any,
     shown = params if len(text) <= MAX_PARAMS_JSON_CHARS else {
         "truncated": True, "chars": len(text), "preview": text[:2000]}
     description = params.get("description") if isinstance(params, Mapping) else None
-    return {"formula": f"<code model: {digest[:12]}>", "is_candidate": False, "target": target,
+    description = " ".join(description.split())[:MAX_DESCRIPTION_CHARS] \
+        if isinstance(description, str) and description.strip() else None
+    return {"formula": description or f"<code model: {digest[:12]}>", "is_candidate": False,
+            "target": target,
             "metrics": metrics, "data_split_results": split_results(metrics),
             "warnings": [NOT_A_CANDIDATE], "params": shown,
-            "description": description if isinstance(description, str) else None,
+            "description": description,
             "code_sha1": digest}
 
 

@@ -45,7 +45,7 @@ def test_exact_model_gives_exact_metrics_in_the_common_shape(context: AgentConte
     result = evaluate(context, model_code=LSTSQ_FIT, predict_code=LINEAR_PREDICT)
     assert result.ok, result.result_str
     entry = result.result
-    assert entry["formula"].startswith("<code model: ") and len(entry["code_sha1"]) == 40
+    assert entry["formula"] == "y = a*x1 + b*x2 + c" and len(entry["code_sha1"]) == 40
     assert entry["is_candidate"] is False and entry["target"] == "y"
     assert set(entry["metrics"]) == {"train", "validation"}
     for split in ("train", "validation"):
@@ -84,7 +84,43 @@ def test_validation_target_never_enters_the_sandbox(context: AgentContext) -> No
     result = evaluate(context, model_code=spy, predict_code=MEAN_PREDICT)
     assert result.ok, result.result_str
     seen = json.loads(result.result["stdout"].strip().splitlines()[-1])
-    assert seen == {"validation": ["X"], "train": ["X", "y"], "features": ["x1", "x2"], "n": 30}
+    assert seen == {"validation": ["X"], "train": ["X", "target", "y"], "features": ["x1", "x2"],
+                    "n": 30}  # the training target (for func(data)) and y; no validation one
+
+
+# the reference's contract: func(data) with the target in data, func(data, model) without
+FUNC_FIT = """
+import numpy as np
+
+def func(data):
+    A = np.column_stack([data["x1"], data["x2"], np.ones_like(data["y"])])
+    coef, *_ = np.linalg.lstsq(A, data["y"], rcond=None)
+    return {"coef": coef, "description": "y = a*x1 + b*x2 + c"}
+"""
+FUNC_PREDICT = """
+def func(data, model):
+    a, b, c = model["coef"]
+    return a * data["x1"] + b * data["x2"] + c
+"""
+
+
+def test_the_reference_contract_fits_with_the_target_and_predicts_without(
+        context: AgentContext) -> None:
+    result = evaluate(context, model_code=FUNC_FIT, predict_code=FUNC_PREDICT)
+    assert result.ok, result.result_str
+    entry = result.result
+    assert entry["formula"] == entry["description"] == "y = a*x1 + b*x2 + c"
+    assert entry["metrics"]["validation"]["mse"] < 1e-24 and entry["is_candidate"] is False
+    assert entry["params"]["coef"] == pytest.approx([2.5, -1.0, 1.0])
+    peeking = "def func(data, model):\n    return data['y']"
+    refused = evaluate(context, model_code=FUNC_FIT, predict_code=peeking)
+    assert not refused.ok and "KeyError" in refused.result_str
+    assert "the target is not in their data" in refused.result_str
+    not_a_dict = evaluate(context, model_code="def func(data):\n    return [1.0]",
+                          predict_code=FUNC_PREDICT)
+    assert not not_a_dict.ok and "must return a dict" in not_a_dict.result_str
+    mixed = evaluate(context, model_code=FUNC_FIT, predict_code=LINEAR_PREDICT)
+    assert not mixed.ok and "function named 'func'" in mixed.result_str
 
 
 def test_transformed_target_is_scored_but_not_a_candidate(context: AgentContext) -> None:
@@ -103,17 +139,17 @@ def test_fenced_code_and_scalar_predictions_are_accepted(context: AgentContext) 
 
 FAILURES = {
     "fit_raises": ("def fit(X, y):\n    return 1 / 0", MEAN_PREDICT,
-                   ["fit(X, y)", "ZeroDivisionError", '<model_code>", line 2']),
+                   ["fitting", "ZeroDivisionError", '<model_code>", line 2']),
     "syntax_error": ("def fit(X, y) return 1", MEAN_PREDICT, ["running model_code",
                                                              "SyntaxError"]),
-    "no_fit_function": ("x = 1", MEAN_PREDICT, ["function named 'fit'"]),
+    "no_fit_function": ("x = 1", MEAN_PREDICT, ["function named 'func' or 'fit'"]),
     "no_predict_function": (MEAN_FIT, "y = 2", ["function named 'predict'"]),
     "params_not_json": ("def fit(X, y):\n    return {'f': print}", MEAN_PREDICT,
                         ["converting fit's return value"]),
     "wrong_length": (MEAN_FIT, "def predict(X, params):\n    return [1.0, 2.0]",
                      ["predict returned 2 values for the 30 train rows"]),
     "non_numeric": (MEAN_FIT, "def predict(X, params):\n    return ['a'] * len(X['x1'])",
-                    ["predict(X, params) on the training rows", "ValueError"]),
+                    ["predicting the training rows", "ValueError"]),
     "exits_early": ("import os\nos._exit(0)", MEAN_PREDICT, ["No predictions were returned"]),
     "sys_exit": ("def fit(X, y):\n    raise SystemExit(0)", MEAN_PREDICT, ["SystemExit"]),
 }
