@@ -10,7 +10,9 @@ precision, ``Float(round(c, 3), 3)``),
 - the ratio ``model / truth`` is a non-zero constant,
 
 first as built, then after ``sympy.simplify`` (the whole check is bounded by
-``CHECK_SECONDS``; one that runs out of time is reported as such, not as a
+``CHECK_SECONDS``: by SIGALRM on the main thread, elsewhere, as in a cluster
+worker's sweep coordinator, by running it in a forked child that is killed at
+the deadline; one that runs out of time is reported as such, not as a
 solution). A model equal to 0 is never one. Formula text is
 parsed by the engine and built node by node (:func:`srh_core.symbolic.to_sympy`),
 never handed to ``sympify``.
@@ -31,6 +33,7 @@ from __future__ import annotations
 import math
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -47,8 +50,7 @@ ROUND_DECIMALS = 3
 ZERO_BELOW = 1e-4
 #: LLM-SRBench's tolerance for Acc_0.1.
 ACC_TOLERANCE = 0.1
-#: Longest the whole symbolic check (build, compare, simplify) may run; bounded on the
-#: main thread only (SIGALRM), elsewhere unbounded.
+#: Longest the whole symbolic check (build, compare, simplify) may run, on any thread.
 CHECK_SECONDS = 20.0
 
 
@@ -157,10 +159,12 @@ def _is_constant(expression: Any) -> bool:
 
 
 def _bounded(work: Callable[[], Any]) -> Any:
-    """Run ``work`` with a SIGALRM deadline when on the main thread (else unbounded)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-            signal, "setitimer"):
+    """Run ``work`` within ``CHECK_SECONDS``: a SIGALRM deadline on the main thread, else
+    in a forked child killed at the deadline (a thread cannot be interrupted)."""
+    if not hasattr(signal, "setitimer"):
         return work()
+    if threading.current_thread() is not threading.main_thread():
+        return _in_child(work)
 
     def expire(signum: int, frame: Any) -> None:
         raise _OutOfTime
@@ -172,6 +176,60 @@ def _bounded(work: Callable[[], Any]) -> Any:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _in_child(work: Callable[[], Any]) -> Any:
+    """``work()`` in a forked child (its result pickled back), killed after CHECK_SECONDS.
+
+    ``os.fork`` rather than multiprocessing: a daemonic process (a Celery pool child)
+    may not start multiprocessing children, and the child runs only ``work``.
+    """
+    import os
+    import pickle
+    import select
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, write, leave without running any cleanup
+        code = 0
+        try:
+            os.close(read_end)
+            try:
+                answer = ("ok", work())
+            except BaseException as error:  # noqa: BLE001 - the parent reports it
+                answer = ("error", f"{type(error).__name__}: {error}")
+            with os.fdopen(write_end, "wb") as stream:
+                pickle.dump(answer, stream)
+        except BaseException:  # noqa: BLE001 - nothing may escape a forked child
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + CHECK_SECONDS
+    chunks: list[bytes] = []
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                raise _OutOfTime
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+    try:
+        outcome, value = pickle.loads(b"".join(chunks))
+    except Exception:  # noqa: BLE001 - the child died before it answered
+        outcome, value = "error", "the symbolic check's process ended without an answer"
+    if outcome == "error":
+        return Verdict(False, f"sympy failed: {value}"[:300])
+    return value
 
 
 def judge_pair(formula: str, truth: str) -> dict[str, Any]:

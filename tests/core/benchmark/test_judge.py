@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -145,3 +147,28 @@ def test_the_whole_symbolic_check_is_bounded(monkeypatch):
     assert not verdict.symbolic_solution and "ran out" in verdict.reason
     monkeypatch.setattr(judge, "CHECK_SECONDS", 20.0)
     assert judge.symbolic_solution("2*x*y", "x*y").symbolic_solution  # the alarm is gone
+
+
+def test_off_the_main_thread_the_check_is_bounded_too(monkeypatch):
+    # a cluster worker judges in its sweep coordinator thread, where SIGALRM cannot reach
+    big = " + ".join(f"{k}.{k}1*x**{k}*sin(y*{k})*exp(x/{k + 1})" for k in range(1, 40))
+    verdicts: dict[str, judge.Verdict] = {}
+
+    def on_a_thread():
+        monkeypatch.setattr(judge, "CHECK_SECONDS", 0.5)
+        started = time.monotonic()
+        verdicts["big"] = judge.symbolic_solution(big, "x*y", r2_test=0.9)
+        verdicts["seconds"] = time.monotonic() - started
+        monkeypatch.setattr(judge, "CHECK_SECONDS", 20.0)
+        verdicts["small"] = judge.symbolic_solution("0.5*m*v**2 + 3", "m*v**2/2")
+        verdicts["bad"] = judge.symbolic_solution("x +* y", "x*y")
+
+    thread = threading.Thread(target=on_a_thread)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert not verdicts["big"].symbolic_solution and "ran out" in verdicts["big"].reason
+    assert verdicts["seconds"] < 5
+    assert verdicts["small"] == judge.symbolic_solution("0.5*m*v**2 + 3", "m*v**2/2")
+    assert verdicts["small"].symbolic_solution
+    assert not verdicts["bad"].symbolic_solution and "cannot be read" in verdicts["bad"].reason
