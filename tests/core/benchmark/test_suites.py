@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from srh_core.cli import main
 from srh_core.problems import load_suite
 from srh_engine import parse
-from tests.workers.support import ROOT
 
 FEYNMAN = load_suite("feynman")
 LSR = load_suite("lsr-transform")
@@ -80,20 +78,15 @@ def test_lsr_transform_judges_its_own_formula_exact():
     assert not problem.judge("1.0", seed=4).solved
 
 
-def test_srh_problems_lists_a_suite_as_json():
-    run = subprocess.run([sys.executable, "-m", "srh_core", "problems", "--suite",
-                          "lsr-transform", "--json"], capture_output=True, text=True,
-                         timeout=60, cwd=ROOT, check=False)
-    assert run.returncode == 0, run.stderr
-    listing = json.loads(run.stdout)
+def test_srh_problems_lists_a_suite_as_json(capsys):
+    assert main(["problems", "--suite", "lsr-transform", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
     assert listing["suite"] == "lsr-transform"
     assert len(listing["problems"]) == len(LSR.problems)
     first = listing["problems"][0]
     assert {"name", "id", "output", "formula", "variables"} <= set(first)
-    run = subprocess.run([sys.executable, "-m", "srh_core", "problems", "--suite", "feynman",
-                          "--json"], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                         check=False)
-    rows = {row["id"]: row for row in json.loads(run.stdout)["problems"]}
+    assert main(["problems", "--suite", "feynman", "--json"]) == 0
+    rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)["problems"]}
     assert rows["I.26.2"]["excluded"] and rows["I.12.11"]["units"]["v"] == "m^1 * s^(-1)"
 
 
