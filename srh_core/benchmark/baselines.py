@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from srh_core.agent import SRAgent, accounting
+from srh_core.agent import SRAgent
 from srh_core.api.response import ModelResponse
 from srh_core.errors import ConfigurationError, SRHarnessError
 from srh_core.types import ToolCall
@@ -306,10 +306,12 @@ class BaselineAgent(SRAgent):
         response = ModelResponse(content=content, tool_calls=(call,),
                                  message=self.parser.assistant_message(content, [call]),
                                  finish_reason="tool_calls", sample=1)
-        usage = accounting.step_usage({}, [response], provider=self.method, model=self.method,
-                                      latency=time.monotonic() - started, overrides=self.prices)
-        self.emit("responses", R=R, C=C, L=L, route={"tier": "baseline"}, usage=usage)
-        return [response], usage
+        llm_result = {"responses": [response], "usage": {}, "provider": self.method,
+                      "model": self.method, "latency": time.monotonic() - started,
+                      "route": {"tier": "baseline"}}
+        usage = self.record_llm_result(llm_result, R, L, C)  # the hook every step goes through
+        self.log_info([response], R, L, C)
+        return [response], usage if usage is not None else {}
 
     def run_calls(self, calls: Sequence[ToolCall], key: str | None = None
                   ) -> list[Any]:
