@@ -194,7 +194,10 @@ def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
     assert run.received() == ["pause", "resume", "message", "pause", "next_c", "next_r"]
     events = run.control.read_events(0)["events"]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert [e["kind"] for e in events if e["kind"] == "prompt_added"] == ["prompt_added"]
+    added = [e["payload"]["message"] for e in events if e["kind"] == "prompt_added"]
+    assert [m["content"] for m in added if m["content"].startswith(MESSAGE_PREFIX)] == [
+        f"{MESSAGE_PREFIX}\n{HINT}"]                     # the one human message
+    assert {m["role"] for m in added} == {"system", "user"}  # and the prompts entering buffers
     assert {"assistant_completed", "tool_completed", "topk_updated"} <= {e["kind"]
                                                                          for e in events}
     assert events[-1]["kind"] == "execution_completed"

@@ -80,7 +80,7 @@ def test_ctrl_c_of_a_benchmark_with_a_baseline_returns_and_leaves_nothing(tmp_pa
     while time.monotonic() < deadline and not any(runs.glob("*/*")):
         time.sleep(0.2)
     assert any(runs.glob("*/*")), "the cell never started"
-    time.sleep(4)  # past the run's start: the baseline is fitting its 120 s
+    time.sleep(2)  # past the run's start: the baseline is fitting its 120 s
     command.signal(signal.SIGINT, group=True)
     finished = command.finish(20)
     assert finished.returncode == 130, finished.stderr[-2000:]
