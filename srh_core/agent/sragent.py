@@ -406,13 +406,20 @@ class SRAgent:
             responses, usage = truncated_responses(error, self.K), dict(error.usage)
             provider, model = error.provider, error.model
         responses = pad_responses(responses, self.K)
-        llm_result = {"responses": responses, "usage": usage,
-                      "provider": provider or str(getattr(api, "provider", "") or ""),
-                      "model": model or getattr(api, "model", None),
-                      "latency": time.monotonic() - started, "route": route}
+        return self.recorded_responses(
+            {"responses": responses, "usage": usage,
+             "provider": provider or str(getattr(api, "provider", "") or ""),
+             "model": model or getattr(api, "model", None),
+             "latency": time.monotonic() - started, "route": route}, R, L, C)
+
+    def recorded_responses(self, llm_result: Mapping[str, Any], R: int, L: int, C: int
+                           ) -> tuple[list[ModelResponse], dict[str, Any]]:
+        """The end of every model request (a subclass's own too): the ``record_llm_result``
+        and ``log_info`` hooks; the responses and the step's usage record."""
+        responses = list(llm_result["responses"])
         record = self.record_llm_result(llm_result, R, L, C)
         self.log_info(responses, R, L, C)
-        return responses, record if record is not None else llm_result["usage"]
+        return responses, record if record is not None else dict(llm_result["usage"])
 
     def record_llm_result(self, llm_result: Mapping[str, Any], R: int, L: int, C: int
                           ) -> dict[str, Any] | None:

@@ -306,12 +306,10 @@ class BaselineAgent(SRAgent):
         response = ModelResponse(content=content, tool_calls=(call,),
                                  message=self.parser.assistant_message(content, [call]),
                                  finish_reason="tool_calls", sample=1)
-        llm_result = {"responses": [response], "usage": {}, "provider": self.method,
-                      "model": self.method, "latency": time.monotonic() - started,
-                      "route": {"tier": "baseline"}}
-        usage = self.record_llm_result(llm_result, R, L, C)  # the hook every step goes through
-        self.log_info([response], R, L, C)
-        return [response], usage if usage is not None else {}
+        return self.recorded_responses(
+            {"responses": [response], "usage": {}, "provider": self.method,
+             "model": self.method, "latency": time.monotonic() - started,
+             "route": {"tier": "baseline"}}, R, L, C)
 
     def run_calls(self, calls: Sequence[ToolCall], key: str | None = None
                   ) -> list[Any]:

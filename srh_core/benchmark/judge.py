@@ -31,6 +31,9 @@ NMSE, MAPE and R^2 infinite (reported as null), never dropped.
 from __future__ import annotations
 
 import math
+import os
+import pickle
+import select
 import signal
 import threading
 import time
@@ -184,10 +187,6 @@ def _in_child(work: Callable[[], Any]) -> Any:
     ``os.fork`` rather than multiprocessing: a daemonic process (a Celery pool child)
     may not start multiprocessing children, and the child runs only ``work``.
     """
-    import os
-    import pickle
-    import select
-
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, write, leave without running any cleanup

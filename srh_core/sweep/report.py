@@ -114,11 +114,11 @@ def group_stats(name: str, rows: Sequence[Row], *, seed: int, resamples: int,
         "accuracy_rate": sum(accurate_hits) / len(judged) if judged else None,
         "accuracy_rate_ci": bootstrap_ci(accurate_hits, seed=seed, resamples=resamples),
         "median_seconds": finite_median([row["seconds"] for row in rows
-                                   if row.get("status") in ("done", "failed")
-                                   and row.get("seconds") is not None]),
+                                         if row.get("status") in ("done", "failed")
+                                         and row.get("seconds") is not None]),
         "median_tokens": finite_median([row["tokens"] for row in rows
-                                  if row.get("status") in ("done", "failed")
-                                  and row.get("tokens") is not None]),
+                                        if row.get("status") in ("done", "failed")
+                                        and row.get("tokens") is not None]),
         "cost": float(sum(float(row.get("cost") or 0.0) for row in rows)),
         "failures": dict(Counter(failure_class(row.get("error")) for row in rows
                                  if row.get("status") == "failed")),
