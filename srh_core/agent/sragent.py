@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from srh_core.agent import accounting, prompts
+from srh_core.agent.base import Agent
 from srh_core.agent.branch import BranchState, updated_front
 from srh_core.agent.candidates import choose_sample, is_evaluation, sample_candidates
 from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT, budget_stop
@@ -63,7 +64,7 @@ ExecutorFactory = Callable[[Mapping[str, BaseTool]], ToolExecutor]
 _ACTIVE_BRANCH: ContextVar[BranchState | None] = ContextVar("srh_active_branch", default=None)
 
 
-class SRAgent:
+class SRAgent(Agent):
     """Agent that runs an R-C-L-K symbolic-regression search.
 
     Settings are the reference's (see :class:`SearchSettings` for each one),
@@ -203,9 +204,7 @@ class SRAgent:
 
         names = self.enabled_tool_names()
         self.tools = {name: BaseTool.create(name, context) for name in names}
-        if self.skill_manager is not None:
-            for tool in self.tools.values():
-                tool.values.setdefault("skill_manager", self.skill_manager)
+        self.bind_tool_values(self.tools.values())
         self.parser = BaseParser.create(self.settings.tool_parser, tool_names=names)
         metadata = [tool.metadata for tool in self.tools.values()]
         if self.api is None:
@@ -221,17 +220,6 @@ class SRAgent:
                                             metadata)
             self.task_route = self.router.assess(self.problem_description,
                                                  len(context.feature_names()))
-
-    def make_api(self, provider: str, model: str | None, metadata: list[Any]) -> Any:
-        """A model adapter for ``provider``; its address and key follow ``self.model_access``.
-
-        Raises:
-            EndpointAccessError: The run asks for an endpoint its access does not allow.
-        """
-        from srh_core.api.endpoints import build_api
-
-        return build_api(self.settings, provider, model, self.model_access, tool_list=metadata,
-                         tool_parser_name=self.settings.tool_parser)
 
     # ------------------------------------------------------------------ helpers
     @property
