@@ -49,7 +49,7 @@ REFERENCE_ALL = {
 
 # reference module -> (our module, the names we implement)
 IMPLEMENTED = {
-    "sr_harness.agents": ("srh_core.agent", "SRAgent"),
+    "sr_harness.agents": ("srh_core.agent", "Agent SRAgent"),
     "sr_harness.core": ("srh_core", REFERENCE_ALL["sr_harness.core"]),
     "sr_harness.evaluator": ("srh_core.evaluator", """ContextSplits DefaultEvaluator
         load_custom_evaluator MetricDict MetricValue utils"""),
@@ -65,7 +65,8 @@ IMPLEMENTED = {
         PowerLawFitTool PySRTool RationalFitTool ReadSkill RelationshipAnalysisTool SINDyTool
         StatisticsTool SubmitFormulaTool ToolCallResult ToolMetadata ToolRunAbort
         WorkspaceCodeExecutorTool WorkspaceShellTool PDFReadTool PropertyPredictorTool
-        WebFetchTool WebSearchTool"""),
+        WebFetchTool WebSearchTool EditSkill ValidateContextDataTool LLMTool SubagentTool
+        ModelTestTool ReadSourceTool ValidateEvaluatorTool"""),
     "sr_harness_engine": ("srh_engine", """Binary Expression FitResult Function
         GroupedParameter Number Parameter Symbol Variable abs arccos arcsin arctan cos cosh
         bind_parameters cot count_parameters csc evaluate exp fit fold_constants function

@@ -13,7 +13,9 @@ Built-in tools by registered name: ``evaluate_formula`` (EvaluateTool),
 ``statistics_analysis``, ``relationship_analysis``, ``evaluate_code``,
 ``code_executor``, ``workspace_code_executor``, ``workspace_shell``,
 ``read_skill``, ``edit_skill``, ``predict_property`` (PropertyPredictorTool), ``web_fetch``,
-``web_search``, ``read_pdf`` (PDFReadTool) and ``validate_context_data`` (these four,
+``web_search``, ``read_pdf`` (PDFReadTool), ``validate_context_data``, ``call_llm``
+(LLMTool), ``subagent`` (SubagentTool), ``report_model_test`` (ModelTestTool),
+``read_source`` (ReadSourceTool) and ``validate_evaluator`` (ValidateEvaluatorTool) (these,
 and ``edit_skill``, not enabled by default).
 """
 
@@ -52,6 +54,11 @@ _LAZY = {
     "ValidateContextDataTool": "srh_core.tools.context_data",
     "WebFetchTool": "srh_core.tools.web",
     "WebSearchTool": "srh_core.tools.web",
+    "LLMTool": "srh_core.tools.model_tools",
+    "SubagentTool": "srh_core.tools.model_tools",
+    "ModelTestTool": "srh_core.tools.model_tools",
+    "ReadSourceTool": "srh_core.tools.source",
+    "ValidateEvaluatorTool": "srh_core.tools.evaluator_check",
 }
 _RENAMED = {"ReadSkill": "ReadSkillTool", "EditSkill": "EditSkillTool"}  # reference -> ours
 

@@ -30,7 +30,10 @@ import srh_core.tools.analysis.statistics  # noqa: F401
 import srh_core.tools.code  # noqa: F401
 import srh_core.tools.code_model  # noqa: F401
 import srh_core.tools.context_data  # noqa: F401
+import srh_core.tools.evaluator_check  # noqa: F401
+import srh_core.tools.model_tools  # noqa: F401
 import srh_core.tools.pdf  # noqa: F401
 import srh_core.tools.skills  # noqa: F401
+import srh_core.tools.source  # noqa: F401
 import srh_core.tools.web  # noqa: F401
 import srh_core.tools.workspace_shell  # noqa: F401
