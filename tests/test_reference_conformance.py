@@ -49,7 +49,8 @@ REFERENCE_ALL = {
 
 # reference module -> (our module, the names we implement)
 IMPLEMENTED = {
-    "sr_harness.agents": ("srh_core.agent", "Agent SRAgent"),
+    "sr_harness.agents": ("srh_core.agent", """Agent DataPreparationAgent
+        EvaluatorConstructionAgent SRAgent"""),
     "sr_harness.core": ("srh_core", REFERENCE_ALL["sr_harness.core"]),
     "sr_harness.evaluator": ("srh_core.evaluator", """ContextSplits DefaultEvaluator
         load_custom_evaluator MetricDict MetricValue utils"""),

@@ -63,6 +63,9 @@ def register(subparsers: Any) -> None:
 
     benchmark_commands.register(subparsers)
     tool_commands.register(subparsers)
+    from srh_core.cli import authoring_commands
+
+    authoring_commands.register(subparsers)
     from srh_core.cli.control_commands import register_control_commands
 
     register_control_commands(subparsers)

@@ -88,7 +88,7 @@ def handle_schema(args: argparse.Namespace) -> int:
 def handle_call(args: argparse.Namespace) -> int:
     tool_class = _tool_class(args.name)
     params = _params(args.params)
-    context = _context(Path(args.data), args.target, {
+    context = context_from_data(Path(args.data), args.target, {
         "validation_fraction": args.validation_fraction, "workspace": args.workspace})
     values = {}
     if args.skills_dir is not None or args.skills is not None:
@@ -130,7 +130,7 @@ def _params(text: str) -> dict[str, Any]:
     return params
 
 
-def _context(path: Path, target: str | None, settings: dict[str, Any]) -> Any:
+def context_from_data(path: Path, target: str | None, settings: dict[str, Any]) -> Any:
     """The tool's context: a context.data directory (with its manifest), or a table."""
     from srh_core.context import AgentContext, load_context_data, load_tabular
 

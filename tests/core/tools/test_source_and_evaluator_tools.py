@@ -1,4 +1,5 @@
-"""read_source on the installed packages; validate_evaluator loading model files in the sandbox."""
+"""read_source on the installed packages; validate_evaluator loading model files in the sandbox
+(a non-finite custom metric: tests/core/agent/test_authoring_agents.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ class MaxErrorEvaluator(DefaultEvaluator):
         metrics["max_abs_error"] = float(2 * np.sqrt(metrics["mse"]))
         return metrics
 '''
-NAN_METRIC = GOOD_EVALUATOR.replace('float(2 * np.sqrt(metrics["mse"]))', 'float("nan")')
 ESCAPING = GOOD_EVALUATOR.replace("metrics = super()", 'open("/etc/hostname").read()\n'
                                   '        metrics = super()')
 
@@ -76,12 +76,6 @@ def test_a_model_written_evaluator_is_proved_in_the_sandbox(context):
     assert train["max_abs_error"] == pytest.approx(2 * np.sqrt(train["mse"]))
     assert "train custom metrics: max_abs_error=" in result.result_str
     assert type(context.evaluator) is DefaultEvaluator  # the live context is untouched
-
-
-def test_a_non_finite_custom_metric_is_not_valid(context):
-    result = validate(context, NAN_METRIC)
-    assert result.ok and not result.result["valid"]
-    assert any("max_abs_error" in p for p in result.result["metric_problems"])
 
 
 def test_the_evaluator_runs_confined(context):
