@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
-from srh_core.errors import SearchStateError
+from srh_core.errors import ConfigurationError, SearchStateError
 from srh_workers.store import RedisRunStore
 
 DEFAULT_AGENT_CLASS = "srh_core.agent.sragent:SRAgent"
@@ -54,6 +54,7 @@ class RunSpec(BaseModel):
     def search_settings(self) -> SearchSettings:
         """The run's settings here: its shipped skills unpacked into this machine's temp dir."""
         settings = SearchSettings.build(**self.settings)
+        refuse_custom_evaluator(settings)
         if self.skills_bundle is not None:
             import tempfile
 
@@ -62,6 +63,20 @@ class RunSpec(BaseModel):
             folder = unpack_skills(self.skills_bundle, tempfile.gettempdir())
             settings = settings.replace(skills_dir=str(folder))
         return settings
+
+
+def refuse_custom_evaluator(settings: SearchSettings) -> None:
+    """A custom evaluator is code of the submitter: workers do not load it (not yet sandboxed
+    there), so a run naming one is refused at submit and by every worker.
+
+    Raises:
+        ConfigurationError: The run's ``evaluator`` setting names a file.
+    """
+    if settings.evaluator is not None:
+        raise ConfigurationError(
+            f"The run names a custom evaluator ({settings.evaluator}); custom evaluators run "
+            "embedded only (srh run without --backend celery): cluster workers do not load "
+            "a submitter's code.", setting="evaluator")
 
 
 def load_spec(store: RedisRunStore) -> RunSpec:

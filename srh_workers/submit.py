@@ -26,7 +26,7 @@ from srh_workers.endpoints import submit_access
 from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
 from srh_workers.flow.runtime import resolve_granularity, runtime_for
-from srh_workers.spec import RunSpec, load_spec
+from srh_workers.spec import RunSpec, load_spec, refuse_custom_evaluator
 from srh_workers.store import RUNS_INDEX, RedisRunStore
 
 Send = Callable[[Action], Any]
@@ -74,6 +74,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     if len(y) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(y)}.")
     class_path = agent_class_path(agent_class)
+    refuse_custom_evaluator(settings)
     submit_access(client, api_key).check_run(settings)
     settings = settings if settings.run_id else settings.replace(run_id=uuid.uuid4().hex[:12])
     target = next(iter(y))

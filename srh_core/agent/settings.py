@@ -113,6 +113,9 @@ class SearchSettings(BaseModel):
             "step" otherwise. Either way a lost worker loses nothing.
         workspace: Directory the workspace tools (``workspace_shell``,
             ``workspace_code_executor``) work in; None gives the run no workspace.
+        evaluator: A ``.py`` file defining one ``DefaultEvaluator`` subclass, the run's
+            evaluator (loaded in this process, as ``load_custom_evaluator`` does: a file
+            you trust); None uses DefaultEvaluator. Embedded runs only: a cluster refuses it.
         min_train_rows: Fewest training rows the search accepts; data that
             leaves fewer (or a validation split that holds out no row) is
             refused when it is committed.
@@ -167,6 +170,7 @@ class SearchSettings(BaseModel):
     branch_threads: int = Field(default=8, ge=1, le=256)
     granularity: Literal["auto", "step", "run"] = "auto"
     workspace: str | None = None
+    evaluator: str | None = None
     min_train_rows: int = Field(default=3, ge=1, le=1_000_000)
     rollout_state: str | None = None
     rollout_time: str = "t"

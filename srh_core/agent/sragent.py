@@ -81,7 +81,8 @@ class SRAgent(Agent):
         context: The run's data context (an :class:`~srh_core.context.AgentContext`).
         skill_manager: Skill registry for the ``read_skill`` tool.
         api: A ready model adapter (tests inject a scripted one).
-        evaluator: Evaluator of the context made by ``run()`` (default: DefaultEvaluator).
+        evaluator: Evaluator of the context made by ``run()`` (default: the ``evaluator``
+            setting's file, else DefaultEvaluator).
         store: The run's :class:`~srh_core.seams.CandidateStore`.
         executor: The run's :class:`~srh_core.seams.ToolExecutor`.
         problem_description: What the data is, for the model.
@@ -118,6 +119,10 @@ class SRAgent(Agent):
 
             skill_manager = run_skill_manager(self.settings.skills_dir, self.settings.skills)
         self.skill_manager = skill_manager
+        if evaluator is None and self.settings.evaluator is not None:
+            from srh_core.evaluator import load_custom_evaluator
+
+            evaluator = load_custom_evaluator(self.settings.evaluator)
         self.api = api
         self.model_access = model_access  # None: ModelAccess.local() (this process's operator)
         self.evaluator = evaluator

@@ -158,6 +158,8 @@ def load_run_data(args: argparse.Namespace) -> ProblemData:
         text = args.description or (f"Find the formula for {problem.output} as a function of "
                                      f"{', '.join(problem.feature_names)}.")
         return ProblemData(X, {problem.output: y}, text, problem)
+    if Path(args.data).is_dir():
+        return manifest_data(Path(args.data), args.target, args.description)
     if not args.target:
         raise ConfigurationError("--data needs --target NAME (the column to predict).",
                                  setting="target")
@@ -171,12 +173,36 @@ def load_run_data(args: argparse.Namespace) -> ProblemData:
 
 
 def _read_data(path: Path) -> dict[str, np.ndarray]:
-    from srh_core.context import load_context_data, load_tabular
+    from srh_core.context import load_tabular
 
-    if path.is_dir():
-        return dict(load_context_data(path)["data"])
     data, _ = load_tabular(path)
     return dict(data)
+
+
+def manifest_data(path: Path, target: str | None, description: str | None) -> ProblemData:
+    """A ``context.data`` directory as run data, its layout kept: relations, ``num_nodes``,
+    edge fields, axes and descriptions travel in a StructuredData (``--target`` or the
+    manifest's target)."""
+    from srh_core.context import load_context_data
+    from srh_core.context.structured import StructuredData
+
+    loaded = load_context_data(path)
+    target = target or loaded.get("target")
+    axes = {axis for names in loaded["variable_axes"].values() for axis in names}
+    variables = [name for name in loaded["data"] if name not in axes]
+    if not target:
+        raise ConfigurationError(f"{path} names no target in its manifest; give --target NAME "
+                                 f"(one of {', '.join(variables)}).", setting="target")
+    if target not in variables or target in loaded["relation_names"]:
+        raise ConfigurationError(f"Target {target!r} is not a variable of {path}; variables: "
+                                 f"{', '.join(variables)}.", setting="target")
+    X = StructuredData({name: value for name, value in loaded["data"].items() if name != target},
+                       relation_names=loaded["relation_names"], num_nodes=loaded["num_nodes"],
+                       variable_structures=loaded["variable_structures"],
+                       variable_axes=loaded["variable_axes"],
+                       variable_descriptions=loaded["variable_descriptions"])
+    text = description or f"Find the formula for {target} from the other variables."
+    return ProblemData(X, {target: loaded["data"][target]}, text)
 
 
 def handle_run(args: argparse.Namespace) -> int:

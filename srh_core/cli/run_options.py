@@ -31,7 +31,7 @@ SETTING_OF_FLAG = {
     "split_ood_variable": "split_ood_variable", "split_random_state": "split_random_state",
     "branch_threads": "branch_threads", "granularity": "granularity", "selection": "selection",
     "max_cost": "max_cost", "max_tokens": "max_tokens", "endpoint": "endpoint",
-    "skills": "skills", "skills_dir": "skills_dir",
+    "skills": "skills", "skills_dir": "skills_dir", "evaluator": "evaluator",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
 
@@ -142,6 +142,9 @@ def _validation_options(parser: argparse.ArgumentParser) -> None:
                             help="random, or ood: hold out the high tail of a variable")
     validation.add_argument("--split-ood-variable", help="the variable of --split-by ood")
     validation.add_argument("--split-random-state", type=int, help="seed of the split")
+    validation.add_argument("--evaluator", metavar="FILE",
+                            help="a .py file defining one DefaultEvaluator subclass: the run's "
+                                 "evaluator (embedded runs only; srh evaluator writes one)")
     validation.add_argument("--selection", choices=("best", "accuracy"),
                             help="how the reported best formula is chosen: best (default: "
                                  "complexity-aware, on the Pareto front) or accuracy (the "
@@ -185,6 +188,8 @@ def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
     if workspace is not None and not Path(workspace).is_dir():
         raise ConfigurationError(f"--workspace {workspace} is not a directory.",
                                  setting="workspace")
+    if flags["evaluator"] is not None:  # the run directory records it; resume from anywhere
+        flags["evaluator"] = str(Path(flags["evaluator"]).expanduser().resolve())
     strong = getattr(args, "strong_llm", None)
     if strong is not None:
         flags["strong_llm_provider"], flags["strong_llm_model"] = strong

@@ -114,7 +114,10 @@ def commit_run_data(context: AgentContext, X: Mapping[str, Any], targets: Mappin
     descriptions = {}
     for name, value in arrays.items():
         note = X.role_note(name, np.asarray(value))
-        text = " ".join(part for part in (note, given.get(name, "")) if part)
+        own = given.get(name, "")
+        if note and own.startswith(note):  # saved with its note (a context.data written back)
+            note = ""
+        text = " ".join(part for part in (note, own) if part)
         if text:
             descriptions[name] = text
     return context.commit_context_data({"data": arrays, "target": target,

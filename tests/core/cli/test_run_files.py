@@ -1,0 +1,92 @@
+"""``srh run --data DIR`` with a graph manifest, and ``--evaluator FILE`` (embedded only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fakeredis
+import numpy as np
+import pytest
+
+from srh_core.agent.settings import SearchSettings
+from srh_core.cli import main
+from srh_core.context import AgentContext
+from srh_core.context.manifest_writer import save_context_data
+from srh_core.context.structured import commit_run_data
+from srh_core.errors import ConfigurationError
+from srh_core.problems import load_suite
+
+EVALUATOR = '''
+import numpy as np
+from srh_core.evaluator import DefaultEvaluator
+
+
+class MaxErrorEvaluator(DefaultEvaluator):
+    @classmethod
+    def evaluate(cls, f, y, context):
+        metrics = super().evaluate(f, y, context)
+        metrics["max_abs_error"] = float(2 * np.sqrt(metrics["mse"]))
+        return metrics
+'''
+
+
+def test_a_graph_manifest_runs_with_its_relation_and_nodes(tmp_path: Path, capsys):
+    problem = load_suite("network").get("network-diffusion")
+    X, y = problem.sample(200, seed=0)
+    context = AgentContext()
+    commit_run_data(context, X, {problem.output: y})
+    save_context_data(context, tmp_path / "context.data")
+    out = tmp_path / "run"
+    code = main(["run", "--data", str(tmp_path / "context.data"), "-L", "2", "--out", str(out),
+                 "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["status"] in ("completed", "early_stopped"), result
+    layout = json.loads((out / "problem.json").read_text())["layout"]
+    assert layout["relation_names"] == ["A"] and layout["num_nodes"] == problem.num_nodes
+    assert result["best_candidate"] is not None
+
+
+def test_a_manifest_without_a_target_needs_one(tmp_path: Path, capsys):
+    x = np.linspace(1, 2, 30)
+    save_context_data(AgentContext(data={"x": x, "y": 2 * x}), tmp_path / "d")
+    assert main(["run", "--data", str(tmp_path / "d"), "-L", "1"]) == 2
+    assert "names no target" in capsys.readouterr().err
+    assert main(["run", "--data", str(tmp_path / "d"), "--target", "z", "-L", "1"]) == 2
+    assert "variables: x, y" in capsys.readouterr().err
+
+
+def test_the_evaluator_file_scores_every_candidate(tmp_path: Path, capsys):
+    (tmp_path / "mine.py").write_text(EVALUATOR)
+    out = tmp_path / "run"
+    code = main(["run", "--equation", "y = 2*x1 + x2", "--samples", "200", "-L", "2",
+                 "--evaluator", str(tmp_path / "mine.py"), "--out", str(out), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0, result
+    metrics = result["candidates"][result["best_candidate"]]["metrics"]
+    assert all("max_abs_error" in block for block in metrics.values()), metrics
+    settings = json.loads((out / "run.json").read_text())["agent"]
+    assert settings["evaluator"] == str((tmp_path / "mine.py").resolve())
+
+
+def test_a_broken_evaluator_file_is_a_usage_error(tmp_path: Path, capsys):
+    (tmp_path / "none.py").write_text("x = 1\n")
+    assert main(["run", "--equation", "y = x1", "-L", "1", "--out", str(tmp_path / "r"),
+                 "--evaluator", str(tmp_path / "none.py")]) == 2
+    assert "exactly one subclass of DefaultEvaluator" in capsys.readouterr().err
+
+
+def test_a_cluster_refuses_a_custom_evaluator(tmp_path: Path):
+    from srh_workers.spec import RunSpec
+    from srh_workers.submit import submit_run
+
+    settings = SearchSettings.build(evaluator=str(tmp_path / "mine.py"), run_id="ev1")
+    client = fakeredis.FakeRedis()
+    with pytest.raises(ConfigurationError, match="embedded only"):
+        submit_run(client, lambda action: None, settings, {"x": np.arange(10.0)},
+                   {"y": np.arange(10.0)})
+    assert client.keys() == []
+    spec = RunSpec(run_id="ev1", settings=settings.model_dump(), description="", target="y",
+                   features=["x"])
+    with pytest.raises(ConfigurationError, match="embedded only"):
+        spec.search_settings()  # a worker, given such a spec anyway
