@@ -549,9 +549,11 @@ def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
     """The data, description and settings of one cell."""
     variant = next(v for v in spec.variants if v.name == cell.variant)
     settings = spec.search_settings(variant).replace(seed=cell.seed)
-    if settings.skills_dir is not None and not Path(settings.skills_dir).is_absolute():
-        # like a dataset's path: relative to the sweep file (on a cluster, to its inputs)
-        settings = settings.replace(skills_dir=str(Path(spec.base_dir) / settings.skills_dir))
+    for name in ("skills_dir", "evaluator"):
+        value = getattr(settings, name)
+        if value is not None and not Path(value).is_absolute():
+            # like a dataset's path: relative to the sweep file (on a cluster, to its inputs)
+            settings = settings.replace(**{name: str(Path(spec.base_dir) / value)})
     if cell.dataset:
         return replace(_dataset_data(spec, cell, settings), method=variant.method)
     from srh_core.benchmark.protocol import protocol_data

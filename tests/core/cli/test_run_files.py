@@ -90,3 +90,16 @@ def test_a_cluster_refuses_a_custom_evaluator(tmp_path: Path):
                    features=["x"])
     with pytest.raises(ConfigurationError, match="embedded only"):
         spec.search_settings()  # a worker, given such a spec anyway
+
+
+def test_a_sweep_names_its_evaluator_relative_to_the_sweep_file(tmp_path: Path):
+    from srh_core.sweep import cells, load_sweep
+    from srh_core.sweep.runner import cell_data
+
+    (tmp_path / "mine.py").write_text(EVALUATOR)
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text('[sweep]\nname = "ev"\nproblems = ["feynman-I.14.4"]\nseeds = [0]\n'
+                     'samples = 100\n\n[settings]\nevaluator = "mine.py"\n')
+    spec = load_sweep(sweep)
+    settings = cell_data(spec, cells(spec)[0]).settings
+    assert settings.evaluator == str(tmp_path / "mine.py")
