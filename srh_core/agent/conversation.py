@@ -6,7 +6,9 @@ call of :meth:`ConversationAgent.run` adds the user's instruction to a persisten
 then repeats: one model response (K = 1), its tool calls run in order, the assistant
 message and the tool results appended; a response without a tool call ends the turn
 unless :meth:`ConversationAgent.completion_blocked` says what must be done first (the
-model reads why and goes on). ``max_steps`` bounds the responses of one turn. These
+model reads why and goes on). ``max_steps`` bounds the responses of one turn;
+:meth:`ConversationAgent.queue_runtime_settings` changes the model or its limits
+before the next response (the safe boundary: no request or tool in flight). These
 agents run in the submitting process only (no cluster runtime): they author files in
 a workspace, which the search then uses.
 
@@ -14,13 +16,14 @@ The offline provider is a rule-based proposer for the search, not a language mod
 cannot author data or evaluators, and these agents refuse it with a ConfigurationError
 rather than pretend. With an ``interaction_manager`` the turn is published as events
 (``prompt_added``, ``assistant_completed``, ``tool_started``, ``tool_completed``,
-``workspace_changed``, ``execution_completed``).
+``settings_applied``, ``settings_failed``, ``workspace_changed``, ``execution_completed``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from srh_core.agent.base import Agent, Message
@@ -31,6 +34,9 @@ from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCall, ToolCallResult, json_value
 
 logger = logging.getLogger("srh.agent")
+#: What :meth:`ConversationAgent.queue_runtime_settings` may change between two responses.
+RUNTIME_SETTINGS = frozenset({"llm_provider", "llm_model", "llm_max_tokens", "llm_temperature",
+                              "base_url", "tool_parser", "max_steps"})
 TRUNCATED_NOTICE = ("[Harness] Your previous response was cut by the length limit; complete "
                     "tool calls in it were run, the cut one was dropped. Be more concise.")
 
@@ -79,6 +85,8 @@ class ConversationAgent(Agent):
         self.skill_manager = self.make_skill_manager(skills, skills_dir)
         self.interaction_manager = interaction_manager
         self.max_steps = max_steps
+        self._queued_settings: list[dict[str, Any]] = []
+        self._queue_lock = threading.Lock()
         self.api = api
         self.model_access = model_access
         self.messages: list[Message] = []
@@ -118,6 +126,71 @@ class ConversationAgent(Agent):
                 self.tools[tool.metadata.name] = tool
         self.bind_tool_values(self.tools.values())
 
+    # ------------------------------------------------------------- settings
+    def queue_runtime_settings(self, settings: Mapping[str, Any]) -> None:
+        """Queue validated settings for the next safe boundary (before the next response).
+
+        Args:
+            settings: Any of :data:`RUNTIME_SETTINGS` (model, endpoint, parser, limits).
+
+        Raises:
+            ConfigurationError: An unknown setting, or a value the settings refuse
+                (nothing is queued then).
+        """
+        changes = dict(settings)
+        unknown = sorted(set(changes) - RUNTIME_SETTINGS)
+        if unknown:
+            raise ConfigurationError(f"{unknown[0]!r} cannot change during a conversation; "
+                                     f"these can: {', '.join(sorted(RUNTIME_SETTINGS))}.",
+                                     setting=unknown[0])
+        self.resolved_settings(changes)
+        with self._queue_lock:
+            self._queued_settings.append(changes)
+
+    def resolved_settings(self, changes: Mapping[str, Any]) -> tuple[SearchSettings, int]:
+        """The settings and ``max_steps`` after ``changes``.
+
+        Raises:
+            ConfigurationError: A value is refused (the offline provider included).
+        """
+        max_steps = changes.get("max_steps", self.max_steps)
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ConfigurationError(f"max_steps must be an int >= 1. Got {max_steps!r} "
+                                     "instead.", setting="max_steps")
+        settings = self.settings.replace(**{k: v for k, v in changes.items() if k != "max_steps"})
+        if settings.llm_provider == "offline":
+            raise ConfigurationError("The offline provider cannot author files.",
+                                     setting="llm_provider")
+        return settings, max_steps
+
+    def apply_queued_settings(self) -> None:
+        """Apply the queued settings in order; each one applied or failed is published."""
+        with self._queue_lock:
+            queued, self._queued_settings = self._queued_settings, []
+        for changes in queued:
+            try:
+                settings, max_steps = self.resolved_settings(changes)
+                api = self.api if {"llm_provider", "llm_model", "base_url", "tool_parser"
+                                   }.isdisjoint(changes) else self.rebuilt_api(settings)
+            except ConfigurationError as error:
+                self.publish("settings_failed", {"settings": json_value(changes),
+                                                 "error": str(error)})
+                continue
+            if settings.tool_parser != self.settings.tool_parser:
+                from srh_core.parsers import BaseParser
+
+                self.parser = BaseParser.create(settings.tool_parser, tool_names=list(self.tools))
+            self.settings, self.max_steps, self.api = settings, max_steps, api
+            self.bind_tool_values(self.tools.values())
+            self.publish("settings_applied", {"settings": json_value(changes)})
+
+    def rebuilt_api(self, settings: SearchSettings) -> Any:
+        from srh_core.api.endpoints import build_api
+
+        return build_api(settings, settings.llm_provider, settings.llm_model, self.model_access,
+                         tool_list=[tool.metadata for tool in self.tools.values()],
+                         tool_parser_name=settings.tool_parser)
+
     # ------------------------------------------------------------- hooks
     def system_prompt(self) -> str:
         """The conversation's system message."""
@@ -156,7 +229,10 @@ class ConversationAgent(Agent):
         self.publish("prompt_added", {"role": "user", "content": text})
         turn: dict[str, Any] = {"message": "", "steps": 0, "stopped": "max_steps",
                                 "usage": {"total_tokens": 0, "price": 0.0}, "tool_events": []}
-        for _ in range(self.max_steps):
+        while True:
+            self.apply_queued_settings()
+            if turn["steps"] >= self.max_steps:
+                break
             turn["steps"] += 1
             response = self.respond(turn)
             turn["message"] = response.content

@@ -46,6 +46,9 @@ def register(subparsers: Any) -> None:
     call.add_argument("--skills", type=lambda text: [p.strip() for p in text.split(",")
                                                      if p.strip()],
                       metavar="NAMES", help="skills read_skill offers (default: all)")
+    call.add_argument("--llm", metavar="PROVIDER:MODEL",
+                      help="the model call_llm and subagent ask (default: none)")
+    call.add_argument("--base-url", help="OpenAI-compatible endpoint URL of --llm")
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
     call.set_defaults(handler=handle_call)
 
@@ -95,6 +98,12 @@ def handle_call(args: argparse.Namespace) -> int:
         from srh_core.skills import run_skill_manager
 
         values["skill_manager"] = run_skill_manager(args.skills_dir, args.skills)
+    if args.llm is not None:  # the model of call_llm and subagent (this process's access)
+        from srh_core.agent.settings import SearchSettings
+
+        provider, _, model = args.llm.partition(":")
+        values["settings"] = SearchSettings.build(llm_provider=provider, llm_model=model or None,
+                                                  base_url=args.base_url)
     result = tool_class(context=context, **values)(**params)
     if args.json:
         sys.stdout.write(json.dumps(result.to_dict(), allow_nan=False) + "\n")

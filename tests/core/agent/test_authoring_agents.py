@@ -161,3 +161,30 @@ def test_the_offline_provider_and_a_missing_workspace_are_refused(workspace):
     with pytest.raises(ConfigurationError, match="workspace"):
         EvaluatorConstructionAgent(llm_provider="openai", llm_model="m",
                                    context=AgentContext(data={"x": [1.0, 2.0]}))
+
+
+def test_queued_settings_apply_at_the_next_response(openai_server, workspace, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    openai_server.script(reply("First answer."), reply("Second answer."))
+    manager = InteractionManager()
+    agent = DataPreparationAgent(**agent_options(openai_server),
+                                 context=AgentContext(workspace=str(workspace)),
+                                 interaction_manager=manager)
+    agent.run("Look at raw.csv.")
+    agent.queue_runtime_settings({"llm_model": "other-model", "llm_max_tokens": 300})
+    with pytest.raises(ConfigurationError, match="cannot change"):
+        agent.queue_runtime_settings({"tools": ["web_fetch"]})
+    with pytest.raises(ConfigurationError):
+        agent.queue_runtime_settings({"llm_max_tokens": 1})
+    with pytest.raises(ConfigurationError, match="offline"):
+        agent.queue_runtime_settings({"llm_provider": "offline"})
+    agent.run("And now?")
+    openai_server.assert_script_consumed()
+    first, second = openai_server.bodies()
+    assert first["model"] == "test-model" and second["model"] == "other-model"
+    assert second.get("max_tokens", second.get("max_completion_tokens")) == 300
+    assert [m["content"] for m in second["messages"] if m["role"] == "user"] == [
+        "Look at raw.csv.", "And now?"]  # the conversation persists across calls
+    applied = [e for e in manager.get_recent_events()["events"]
+               if e["kind"] == "settings_applied"]
+    assert len(applied) == 1 and applied[0]["payload"]["settings"]["llm_model"] == "other-model"

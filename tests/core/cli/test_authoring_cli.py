@@ -47,3 +47,15 @@ def test_what_cannot_author_is_refused_in_one_line(argv, expected, tmp_path, cap
     assert main([*argv, "--workspace", str(tmp_path / "ws")]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and expected in error[0]
+
+
+def test_tool_call_asks_the_model_given_with_llm(openai_server, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n1,2\n2,4\n3,6\n")
+    openai_server.script(reply("Linear: y = 2x."))
+    assert main(["tool", "call", "call_llm", "--data", str(data), "--target", "y",
+                 "--params", '{"messages": "Shape of y?"}', "--llm", "openai:test-model",
+                 "--base-url", openai_server.base_url]) == 0
+    assert capsys.readouterr().out.startswith("Linear: y = 2x.")
+    openai_server.assert_script_consumed()
