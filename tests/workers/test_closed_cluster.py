@@ -8,6 +8,7 @@ the "operator's endpoint" (listed in the workers' SRH_ENDPOINTS file).
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,3 +197,39 @@ def test_replaying_every_task_kind_after_the_run_finished_changes_nothing(
     assert after == before
     for worker in cluster.workers:
         assert "raised unexpected" not in worker.log_text()
+
+
+# --------------------------------------------------------- a tool that asks the model
+def test_call_llm_on_a_worker_reaches_the_model_under_the_runs_rules(closed: Closed) -> None:
+    """The run brings its own key to its own URL: call_llm on a tools worker sends that key,
+    never the worker's (a tool built with this process's access would send WORKER_KEY)."""
+    from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
+    from tests.support.openai_server import Reply
+
+    cluster, host = closed.cluster, closed.host
+
+    def respond(request: Any) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        if not body.get("tools"):  # call_llm's request: no tools
+            return Reply.json(chat_completion(content="y grows with x1 and x2."))
+        calls = [tool_call("call_llm", {"messages": "How does y grow?"}, "ask"),
+                 tool_call("evaluate_formula", {"f": "x1*x2"}, "eval")]
+        return Reply.json(chat_completion([chat_choice(None, tool_calls=calls)]))
+
+    before = len(host.requests)
+    host.respond_with(respond)
+    try:
+        X, y = _data()
+        settings = _settings("asks", base_url=host.base_url).replace(
+            tools=["evaluate_formula", "call_llm"])
+        run_id = submit_run(cluster.client, sender(cluster.app), settings, X, y, "find y",
+                            api_key=RUN_KEY).run_id
+        assert cluster.result(run_id, timeout=60).status == "completed"
+    finally:
+        host.respond_with(evaluating_reply(FORMULAS))
+    requests = host.requests[before:]
+    asked = [r for r in requests if not r.body.get("tools")]
+    assert len(asked) == 1 and asked[0].body["model"] == "m"
+    assert {r.headers.get("authorization") for r in requests} == {f"Bearer {RUN_KEY}"}
+    logged = json.dumps(RedisRunStore.open(cluster.client, run_id).tool_log())
+    assert "y grows with x1 and x2." in logged
