@@ -104,13 +104,24 @@ class ConversationAgent(Agent):
         return run_skill_manager(skills_dir, skills)
 
     def enabled_tool_names(self) -> list[str]:
+        """The requested tools that can run here (an unavailable one is left out, logged).
+
+        Raises:
+            ConfigurationError: A requested name is not a registered tool.
+        """
         names = []
         for tool in self.requested_tools:
             name = tool.metadata.name if isinstance(tool, BaseTool) else str(tool)
             try:
-                names.append(BaseTool.canonical_name(name))
+                tool_class = BaseTool.get_class(name)
             except Exception as error:
                 raise ConfigurationError(str(error), setting="tools") from error
+            reason = tool_class.availability()
+            if reason is None:
+                names.append(tool_class.metadata.name)
+            else:
+                logger.warning("Tool %r is not available here (%s); it is not offered.", name,
+                               reason)
         return list(dict.fromkeys(names))
 
     def initialize_tools(self, context: Any) -> None:
@@ -121,7 +132,7 @@ class ConversationAgent(Agent):
                                      setting="workspace")
         super().initialize_tools(context)
         for tool in self.requested_tools:
-            if isinstance(tool, BaseTool):
+            if isinstance(tool, BaseTool) and tool.metadata.name in self.tools:
                 tool.context = context
                 self.tools[tool.metadata.name] = tool
         self.bind_tool_values(self.tools.values())

@@ -188,3 +188,16 @@ def test_queued_settings_apply_at_the_next_response(openai_server, workspace, mo
     applied = [e for e in manager.get_recent_events()["events"]
                if e["kind"] == "settings_applied"]
     assert len(applied) == 1 and applied[0]["payload"]["settings"]["llm_model"] == "other-model"
+
+
+def test_ready_tool_instances_are_bound_to_the_agents_context(workspace):
+    from srh_core.tools.base import BaseTool
+
+    reader = BaseTool.create("read_source")
+    context = AgentContext(data={"x": [1.0, 2.0, 3.0], "y": [2.0, 4.0, 6.0]}, target="y",
+                           workspace=str(workspace))
+    agent = EvaluatorConstructionAgent(llm_provider="openai", llm_model="m", context=context,
+                                       tools=[reader, "validate_evaluator"])
+    assert agent.tools["read_source"] is reader and reader.context is context
+    assert set(agent.tools) == {"read_source", "validate_evaluator"}
+    assert '"target": "y"' in agent.buffer[0]["content"]  # the data's schema is in the prompt
