@@ -66,6 +66,9 @@ def register(subparsers: Any) -> None:
     from srh_core.cli import authoring_commands
 
     authoring_commands.register(subparsers)
+    from srh_core.cli import model_check
+
+    model_check.register(subparsers)
     from srh_core.cli.control_commands import register_control_commands
 
     register_control_commands(subparsers)

@@ -13,6 +13,7 @@ import pytest
 from srh_core.cli import main
 from tests.core.agent.test_authoring_agents import WRITE_DATA, program_call, reply
 from tests.support.commands import SRH
+from tests.support.openai_payloads import tool_call
 
 
 def test_prepare_commits_the_data_the_model_wrote(openai_server, tmp_path: Path):
@@ -59,3 +60,26 @@ def test_tool_call_asks_the_model_given_with_llm(openai_server, tmp_path, capsys
                  "--base-url", openai_server.base_url]) == 0
     assert capsys.readouterr().out.startswith("Linear: y = 2x.")
     openai_server.assert_script_consumed()
+
+
+def test_model_test_passes_only_for_the_exact_value(openai_server, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+    def answer(value: str | None):
+        def respond(request):
+            asked = request.body["messages"][-1]["content"].split("'")[1]
+            if value is None:
+                return reply("Sure, the value is " + asked)
+            return reply(None, [tool_call("report_model_test", {"answer": value or asked})])
+        return respond
+
+    argv = ["model-test", "--llm", "openai:test-model", "--base-url", openai_server.base_url,
+            "--json"]
+    for value, code, what in [("", 0, "with the requested value"), ("SRH-0", 1, "instead of"),
+                              (None, 1, "without a tool call")]:
+        openai_server.respond_with(answer(value))
+        assert main(argv) == code
+        outcome = json.loads(capsys.readouterr().out)
+        assert outcome["passed"] is (code == 0) and what in outcome["what"]
+    body = openai_server.bodies()[0]
+    assert [tool["function"]["name"] for tool in body["tools"]] == ["report_model_test"]
