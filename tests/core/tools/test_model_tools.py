@@ -107,3 +107,18 @@ def test_report_model_test_returns_the_answer(context):
     result = BaseTool.create("model_test", context)(answer="SRH-42")
     assert result.ok and result.result == {"answer": "SRH-42"}
     assert not BaseTool.create("report_model_test", context)().ok
+
+
+@pytest.mark.parametrize(("name", "parameters", "required"), [
+    ("call_llm", ["messages", "llm_provider", "llm_model"], ["messages"]),
+    ("subagent", ["objective", "mode", "candidate_formulas", "evidence"], ["objective"]),
+    ("read_source", ["path", "symbol", "include_implementation", "include_references"], []),
+    ("validate_evaluator", ["f", "evaluator_file", "y", "fit", "show_diagnostics"], ["f"]),
+    ("report_model_test", ["answer"], ["answer"]),
+], ids=["call_llm", "subagent", "read_source", "validate_evaluator", "report_model_test"])
+def test_schemas_follow_the_reference_signatures(name, parameters, required):
+    schema = BaseTool.get_class(name).to_dict()["function"]
+    assert list(schema["parameters"]["properties"]) == parameters
+    assert sorted(schema["parameters"].get("required", [])) == sorted(required)
+    assert schema["description"] and all(
+        prop.get("description") for prop in schema["parameters"]["properties"].values())
