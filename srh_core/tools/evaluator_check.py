@@ -8,8 +8,9 @@ it, and runs a fixed program in the sandbox (:mod:`srh_core.sandbox`) that
 loads the file the way :func:`srh_core.evaluator.loading.load_custom_evaluator`
 does (exactly one ``DefaultEvaluator`` subclass), builds a context with that
 evaluator and the same split settings, and scores one formula with
-``evaluate_formula``'s code. The live context (its data, its evaluator) is
-never touched. Without ``evaluator_file`` the context's current evaluator is
+``evaluate_formula``'s code, under the code tools' limits (120 s, 2 GB, capped
+by the run's ``code_max_*`` settings; stopped when the tool is cancelled). The
+live context (its data, its evaluator) is never touched. Without ``evaluator_file`` the context's current evaluator is
 used, in this process (it is already loaded).
 
 ``valid`` in the result means: the file loaded, the formula was scored, and
@@ -27,6 +28,7 @@ from typing import Any
 
 from srh_core.errors import ToolArgumentError, WorkspaceError
 from srh_core.tools.base import BaseTool
+from srh_core.tools.code_sandbox import SandboxedTool
 from srh_core.tools.workspace_shell import context_workspace
 
 TOOL_NAME = "validate_evaluator"
@@ -64,7 +66,7 @@ else:
 
 
 @BaseTool.register(TOOL_NAME)
-class ValidateEvaluatorTool(BaseTool):
+class ValidateEvaluatorTool(SandboxedTool):
     """Load an evaluator file in isolation and use it to evaluate one formula."""
 
     def execute(self, f: str, evaluator_file: str | None = None, y: str | None = None,
@@ -110,7 +112,6 @@ class ValidateEvaluatorTool(BaseTool):
 
     def run_in_sandbox(self, folder: Path, name: str, call: dict[str, Any]) -> dict[str, Any]:
         from srh_core.context.manifest_writer import save_context_data
-        from srh_core.sandbox import run_python_with_json
         from srh_core.tools.source import package_roots
         from srh_core.workspace import Workspace
 
@@ -124,10 +125,8 @@ class ValidateEvaluatorTool(BaseTool):
                 name: roots[name] for name in ("srh_core", "srh_engine")})
             payload = {"file": name, "call": call, "settings": {
                 key: getattr(settings, key) for key in settings.__dataclass_fields__}}
-            run, value = run_python_with_json(
-                VALIDATE_PROGRAM, payload, workspace=sandbox, timeout_seconds=TIMEOUT_SECONDS,
-                memory_limit_mb=MEMORY_LIMIT_MB, output_limit_bytes=OUTPUT_LIMIT_BYTES)
-        self.check_cancelled()
+            limits = self.resolve_limits(TIMEOUT_SECONDS, MEMORY_LIMIT_MB, OUTPUT_LIMIT_BYTES)
+            run, value = self.run_sandboxed(VALIDATE_PROGRAM, payload, limits, sandbox)
         if value is None:
             why = run.killed_reason or f"exit code {run.exit_code}"
             raise ToolArgumentError(f"The evaluator could not be validated: the sandboxed run "
