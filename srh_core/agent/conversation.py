@@ -250,6 +250,8 @@ class ConversationAgent(Agent):
             if response.tool_calls:
                 self.run_tools(list(response.tool_calls), turn)
                 continue
+            if response.parse_issues:  # a call that could not be read: told why, it retries
+                continue
             notice = (TRUNCATED_NOTICE if response.finish_reason == "length"
                       else self.completion_blocked())
             if notice is None:

@@ -201,3 +201,19 @@ def test_ready_tool_instances_are_bound_to_the_agents_context(workspace):
     assert agent.tools["read_source"] is reader and reader.context is context
     assert set(agent.tools) == {"read_source", "validate_evaluator"}
     assert '"target": "y"' in agent.buffer[0]["content"]  # the data's schema is in the prompt
+
+
+def test_an_unreadable_call_is_fed_back_and_the_turn_goes_on(openai_server, workspace,
+                                                              monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    openai_server.script(
+        reply(None, [tool_call("workspace_shell", '{"command": "ls"', "c1")]),  # cut JSON
+        reply("I could not prepare anything yet."))
+    agent = DataPreparationAgent(**agent_options(openai_server),
+                                 context=AgentContext(workspace=str(workspace)))
+    result = agent.run("Prepare the data.")
+    openai_server.assert_script_consumed()
+    assert result["steps"] == 2 and result["stopped"] == "done"
+    assert not result["committed"] and result["validation"] is None
+    second = json.dumps(openai_server.bodies()[1]["messages"])
+    assert "workspace_shell" in second and ("not run" in second or "could not" in second)
