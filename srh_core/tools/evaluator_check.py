@@ -10,8 +10,9 @@ does (exactly one ``DefaultEvaluator`` subclass), builds a context with that
 evaluator and the same split settings, and scores one formula with
 ``evaluate_formula``'s code, under the code tools' limits (120 s, 2 GB, capped
 by the run's ``code_max_*`` settings; stopped when the tool is cancelled). The
-live context (its data, its evaluator) is never touched. Without ``evaluator_file`` the context's current evaluator is
-used, in this process (it is already loaded).
+live context (its data, its evaluator) is never touched. Without
+``evaluator_file`` the context's current evaluator is used, in this process
+(it is already loaded).
 
 ``valid`` in the result means: the file loaded, the formula was scored, and
 every metric the evaluator adds to the default ones is a finite number in
