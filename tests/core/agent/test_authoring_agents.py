@@ -148,6 +148,10 @@ def test_evaluator_construction_must_prove_its_file(openai_server, workspace, mo
     openai_server.assert_script_consumed()
     assert result["stopped"] == "done" and result["valid"], result
     assert result["evaluator_file"] == "context.evaluator/relative.py" and not result["unproved"]
+    proved = result["tool_events"][-1]
+    assert proved["name"] == "validate_evaluator" and proved["ok"]
+    assert "(RelativeErrorEvaluator): valid" in proved["result_str"]
+    assert "train custom metrics: max_relative_error=" in proved["result_str"]
     third = json.dumps(openai_server.bodies()[3]["messages"])
     assert "You cannot finish yet" in third
     fifth = json.dumps(openai_server.bodies()[4]["messages"])
