@@ -16,18 +16,24 @@ return its search plan as an answer.
 
 What these calls spend is reported in the result's ``usage`` but not added to
 the run's budget (``max_cost`` / ``max_tokens`` count the search's requests).
+A cancelled tool (a force-pause) cuts its request in flight and raises
+:class:`~srh_core.errors.ToolRunAbort`, as every tool does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from srh_core.errors import ToolArgumentError, ToolError
+from srh_core.errors import ModelRequestCancelledError, ToolArgumentError, ToolError
 from srh_core.tools.base import BaseTool
 
+#: Seconds between two looks at the tool's cancellation while its request is in flight.
+CANCEL_POLL_SECONDS = 0.1
 #: Characters of a free-text argument (objective, evidence, one message).
 MAX_TEXT_CHARS = 20_000
 MAX_MESSAGES = 50
@@ -100,7 +106,12 @@ class ModelQueryTool(BaseTool):
         api = build_api(settings, provider, model or None, self.values.get("model_access"),
                         tool_list=None, tool_parser_name=settings.tool_parser)
         self.check_cancelled()
-        summary = api(messages, n=1, max_tokens=settings.llm_max_tokens).result()
+        with self.cut_when_cancelled(api):
+            try:
+                summary = api(messages, n=1, max_tokens=settings.llm_max_tokens).result()
+            except ModelRequestCancelledError:
+                self.check_cancelled()  # a force-pause: ToolRunAbort, as for every tool
+                raise
         response = summary.responses[0] if summary.responses else None
         usage = summary.usage
         return {"content": response.content if response is not None else "",
@@ -109,6 +120,26 @@ class ModelQueryTool(BaseTool):
                 "usage": {"prompt_tokens": usage.prompt_tokens,
                           "completion_tokens": usage.completion_tokens,
                           "total_tokens": usage.total_tokens, "price": usage.price}}
+
+
+    @contextmanager
+    def cut_when_cancelled(self, api: Any) -> Iterator[None]:
+        """Cancel ``api``'s request in flight as soon as this tool is cancelled."""
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(CANCEL_POLL_SECONDS):
+                if self.cancelled:
+                    api.cancel()
+                    return
+
+        watcher = threading.Thread(target=watch, name="srh-tool-request-cut", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
 
 
 @BaseTool.register("call_llm")

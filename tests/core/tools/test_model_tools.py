@@ -122,3 +122,19 @@ def test_schemas_follow_the_reference_signatures(name, parameters, required):
     assert sorted(schema["parameters"].get("required", [])) == sorted(required)
     assert schema["description"] and all(
         prop.get("description") for prop in schema["parameters"]["properties"].values())
+
+
+def test_a_cancelled_call_cuts_its_request_in_flight(openai_server, context, monkeypatch):
+    import threading
+
+    from srh_core.errors import ToolRunAbort
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    openai_server.script(Reply.json(chat_completion(content="too late"), path=CHAT, delay=2.0))
+    tool = BaseTool.create("call_llm", context, settings=settings_for(openai_server))
+    cancel_when_asked = threading.Thread(
+        target=lambda: (openai_server.wait_for_requests(1), tool.cancel()))
+    cancel_when_asked.start()
+    with pytest.raises(ToolRunAbort):
+        tool(messages="hello")
+    cancel_when_asked.join()
