@@ -121,7 +121,6 @@ class ModelQueryTool(BaseTool):
                           "completion_tokens": usage.completion_tokens,
                           "total_tokens": usage.total_tokens, "price": usage.price}}
 
-
     @contextmanager
     def cut_when_cancelled(self, api: Any) -> Iterator[None]:
         """Cancel ``api``'s request in flight as soon as this tool is cancelled."""
