@@ -1,25 +1,30 @@
 """Dimensional consistency of an expression, given the dimensions of its variables.
 
-The rules (the same as PySR's dimensional constraints):
+Each subformula gets a *nominal* dimension (what it has if its constants are
+pure numbers) and a flag, *free*, set when a constant could change it. The
+rules (those of PySR's dimensional constraints, where constants are
+wildcards):
 
-* a variable has the dimension it is given; a variable given none is a
-  *wildcard* (any dimension);
-* a fitted constant (``Parameter``, a grouped parameter) or a literal
-  number is a wildcard: it may carry whatever dimension makes the formula
-  consistent, so ``c*x + y`` is consistent for any ``x`` and ``y``; a
-  product or quotient with a wildcard factor is a wildcard;
+* a variable has the dimension it is given (fixed); a fitted constant
+  (``Parameter``, a grouped parameter), a literal number, or a variable
+  given no units is dimensionless but free: it may carry whatever dimension
+  makes the formula consistent, so ``c*x + y`` is consistent for any ``x``
+  and ``y``; a product, quotient or power of a free factor is free;
 * ``a + b``, ``a - b``, ``hypot(a, b)``, ``arctan2(a, b)``: both sides have
-  the same dimension unless one of them is a wildcard (it takes the other's);
-* ``a ** p``: ``p`` dimensionless; a dimensioned ``a`` needs a literal,
-  rational ``p`` (``x**2``, ``x**0.5``, ``x**(-1/3)``), not a fitted or
-  irrational one;
+  the same dimension, unless a free side can take the other's (the sum is
+  then fixed when the other side is);
+* ``a ** p``: ``p`` dimensionless (or free); a fixed, dimensioned ``a``
+  needs a literal, rational ``p`` (``x**2``, ``x**0.5``, ``x**(-1/3)``), not
+  a fitted or irrational one;
 * ``sqrt`` halves the dimension, ``inv`` negates it, ``abs`` and ``-`` keep
   it, ``sign`` is dimensionless; every other function (exp, log, sin, tanh,
-  ...) needs a dimensionless (or wildcard) argument and is dimensionless;
-* a formula whose dimension is known must have the target's, when given.
+  ...) needs a dimensionless (or free) argument and is dimensionless;
+* against a target: the nominal dimension must be the target's, unless the
+  formula is free (its constants then carry the difference, which the check
+  reports as ``constant_units``).
 
-A node the rules do not cover (graph relations, delays) makes the result a
-wildcard: nothing is claimed about it.
+A node the rules do not cover (graph relations, delays) is treated as a
+free constant: nothing is claimed about it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
+from .nodes import Binary, Expression, Function, Number, Symbol, Unary
 from .units import DIMENSIONLESS, Dimension, parse_units
 
 __all__ = ["DimensionCheck", "check_dimensions"]
@@ -49,22 +54,29 @@ class DimensionCheck:
 
     Attributes:
         consistent: False when a rule of the module docstring is broken.
-        dimension: The formula's dimension; None when it is a wildcard (a constant
-            may give it any dimension) or when the formula is inconsistent.
+        dimension: The formula's nominal dimension (its constants taken as pure numbers);
+            None when it is inconsistent inside.
+        free: Whether a constant of the formula could give it another dimension.
+        constant_units: The dimension its constants must carry to give the target's
+            (a free formula whose nominal dimension is not the target's), else None.
         reason: Why it is inconsistent (the first broken rule, naming the subformula),
             or "" when consistent.
     """
 
     consistent: bool
     dimension: Dimension | None
+    free: bool = False
+    constant_units: Dimension | None = None
     reason: str = ""
 
     def to_dict(self, target: Dimension | None = None) -> dict[str, Any]:
-        """``{consistent, dimension, target_dimension, reason}`` with dimensions as text."""
+        """``{consistent, dimension, target_dimension, reason, constant_units}``, as text."""
         return {"consistent": self.consistent,
                 "dimension": None if self.dimension is None else str(self.dimension),
                 "target_dimension": None if target is None else str(target),
-                "reason": self.reason}
+                "reason": self.reason,
+                "constant_units": None if self.constant_units is None
+                else str(self.constant_units)}
 
 
 class _Inconsistent(Exception):
@@ -73,7 +85,8 @@ class _Inconsistent(Exception):
         self.reason = reason
 
 
-Dim = Dimension | None  # None: a wildcard
+Dim = tuple[Dimension, bool]  # (nominal dimension, free)
+FREE: Dim = (DIMENSIONLESS, True)
 
 
 def check_dimensions(expression: Expression, dimensions: Mapping[str, Any],
@@ -83,7 +96,7 @@ def check_dimensions(expression: Expression, dimensions: Mapping[str, Any],
     Args:
         expression: An engine expression.
         dimensions: Variable name -> :class:`Dimension` or unit text; variables not
-            named are wildcards.
+            named are free, like constants.
         target: The target's dimension or unit text, or None to check only the formula.
 
     Returns:
@@ -93,15 +106,17 @@ def check_dimensions(expression: Expression, dimensions: Mapping[str, Any],
         UnitError: Unit text in ``dimensions`` or ``target`` that does not parse.
     """
     known = {name: parse_units(value) for name, value in dimensions.items()}
-    target_dimension = None if target is None else parse_units(target)
+    wanted = None if target is None else parse_units(target)
     try:
-        dimension = _dimension(expression, known)
+        dimension, free = _dimension(expression, known)
     except _Inconsistent as error:
-        return DimensionCheck(False, None, error.reason)
-    if dimension is not None and target_dimension is not None and dimension != target_dimension:
-        return DimensionCheck(False, dimension, f"the formula is in {dimension}, the target "
-                                                f"in {target_dimension}")
-    return DimensionCheck(True, dimension)
+        return DimensionCheck(False, None, reason=error.reason)
+    if wanted is None or dimension == wanted:
+        return DimensionCheck(True, dimension, free)
+    if free:
+        return DimensionCheck(True, dimension, free, constant_units=wanted / dimension)
+    return DimensionCheck(False, dimension, free,
+                          reason=f"the formula is in {dimension}, the target in {wanted}")
 
 
 def _text(node: Expression) -> str:
@@ -113,50 +128,51 @@ def _text(node: Expression) -> str:
 
 def _dimension(node: Expression, known: Mapping[str, Dimension]) -> Dim:
     if isinstance(node, Symbol):
-        return known.get(node.name)
-    if isinstance(node, Number | Parameter | GroupedParameter):
-        return None
+        return (known[node.name], False) if node.name in known else FREE
     if isinstance(node, Unary):
         return _dimension(node.operand, known)
     if isinstance(node, Binary):
         return _binary(node, known)
     if isinstance(node, Function):
         return _function(node, known)
-    return None  # a structure the rules do not cover: no claim
+    return FREE  # numbers, parameters, and structures the rules do not cover
 
 
 def _binary(node: Binary, known: Mapping[str, Dimension]) -> Dim:
     if node.operator == "**":
         return _power(node, known)
-    left, right = _dimension(node.left, known), _dimension(node.right, known)
+    (left, left_free), (right, right_free) = (_dimension(node.left, known),
+                                              _dimension(node.right, known))
     if node.operator in ("+", "-"):
-        return _same(node, left, right)
-    if left is None or right is None:
-        return None
-    return left * right if node.operator == "*" else left / right
+        return _same(node, (left, left_free), (right, right_free))
+    product = left * right if node.operator == "*" else left / right
+    return product, left_free or right_free
 
 
 def _same(node: Expression, left: Dim, right: Dim) -> Dim:
-    if left is not None and right is not None and left != right:
-        operands = node.operands
-        raise _Inconsistent(f"{_text(node)} combines {_text(operands[0])} in {left} with "
-                            f"{_text(operands[1])} in {right}")
-    return left if left is not None else right
+    if left[0] == right[0]:
+        return left[0], left[1] and right[1]
+    if left[1]:  # a free side takes the other's dimension
+        return right
+    if right[1]:
+        return left
+    operands = node.operands
+    raise _Inconsistent(f"{_text(node)} combines {_text(operands[0])} in {left[0]} with "
+                        f"{_text(operands[1])} in {right[0]}")
 
 
 def _power(node: Binary, known: Mapping[str, Dimension]) -> Dim:
-    base, exponent = _dimension(node.left, known), _dimension(node.right, known)
-    if exponent is not None and not exponent.dimensionless:
+    (base, base_free), (exponent, exponent_free) = (_dimension(node.left, known),
+                                                    _dimension(node.right, known))
+    if not exponent.dimensionless and not exponent_free:
         raise _Inconsistent(f"the exponent of {_text(node)} is in {exponent}")
-    if base is None or base.dimensionless:
-        return base
     power = _rational(node.right)
-    if power is None:
-        raise _Inconsistent(f"{_text(node)} raises {_text(node.left)} in {base} to a power "
-                            "that is not a rational number")
-    return base ** power
-
-
+    if power is not None:
+        return base ** power, base_free
+    if base.dimensionless or base_free:  # a free base can be made dimensionless
+        return DIMENSIONLESS, base_free
+    raise _Inconsistent(f"{_text(node)} raises {_text(node.left)} in {base} to a power "
+                        "that is not a literal rational number")
 def _rational(node: Expression) -> Fraction | None:
     """A literal exponent (``2``, ``0.5``, ``-1/3``, ``-(2)``) as a fraction, else None."""
     from .transform import fold_constants
@@ -176,17 +192,17 @@ def _function(node: Function, known: Mapping[str, Dimension]) -> Dim:
     arguments = [_dimension(argument, known) for argument in node.arguments]
     if node.name in _SAME_ARGUMENTS:
         same = _same(node, arguments[0], arguments[1])
-        return DIMENSIONLESS if node.name == "arctan2" else same
-    argument = arguments[0]
+        return (DIMENSIONLESS, False) if node.name == "arctan2" else same
+    argument, free = arguments[0]
     if node.name in _KEEP:
-        return argument
+        return argument, free
     if node.name == "sqrt":
-        return None if argument is None else argument ** Fraction(1, 2)
+        return argument ** Fraction(1, 2), free
     if node.name == "inv":
-        return None if argument is None else argument ** -1
+        return argument ** -1, free
     if node.name == "sign":
-        return DIMENSIONLESS
-    if argument is not None and not argument.dimensionless:
+        return DIMENSIONLESS, False
+    if not argument.dimensionless and not free:
         raise _Inconsistent(f"{node.name}() needs a dimensionless argument; "
                             f"{_text(node.arguments[0])} is in {argument}")
-    return DIMENSIONLESS
+    return DIMENSIONLESS, False

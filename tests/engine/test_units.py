@@ -107,7 +107,7 @@ UNITS = {"x": "m", "y": "s", "v": "m/s", "t": "s", "q": "C"}
     ("x/t + v", "m/s", True, "m*s^-1"),
     ("x + y", None, False, None),
     ("x - v*t", "m", True, "m"),
-    ("2*x + y", None, True, "s"),  # 2 may carry s/m: constants are wildcards
+    ("2*x + y", None, True, "s"),  # 2 may carry s/m: constants are free
     ("c*x + y", "s", True, "s"),
     ("exp(x)", None, False, None),
     ("exp(x/(v*t))", "1", True, "1"),
@@ -127,7 +127,9 @@ UNITS = {"x": "m", "y": "s", "v": "m/s", "t": "s", "q": "C"}
     ("abs(-x)/t", "m/s", True, "m*s^-1"),
     ("inv(t)", "Hz", True, "s^-1"),
     ("w + x", "m", True, "m"),  # w has no units: a wildcard
-    ("3", "m", True, None),
+    ("3", "m", True, "1"),
+    ("x*v/2", "m^2/s", True, "m^2*s^-1"),
+    ("(c*x)**2.37", "1", True, "1"),
 ], ids=lambda value: value if isinstance(value, str) else None)
 def test_consistency(formula: str, target: str | None, consistent: bool,
                      dimension: str | None) -> None:
@@ -145,7 +147,16 @@ def test_reasons_name_the_subformula() -> None:
     assert wrong.reason == "the formula is in m^2, the target in m"
     assert wrong.to_dict(parse_units("m")) == {
         "consistent": False, "dimension": "m^2", "target_dimension": "m",
-        "reason": "the formula is in m^2, the target in m"}
+        "reason": "the formula is in m^2, the target in m", "constant_units": None}
+
+
+def test_a_free_constant_carries_what_the_target_needs() -> None:
+    scaled = check_dimensions(parse("8.99e9*q*q/x**2"), UNITS, "N")
+    assert scaled.consistent and scaled.free
+    assert str(scaled.dimension) == "m^-2*s^2*A^2"
+    assert scaled.constant_units == parse_units("N*m^2/C^2")
+    exact = check_dimensions(parse("x/t"), UNITS, "m/s")
+    assert exact.consistent and not exact.free and exact.constant_units is None
 
 
 def test_bad_units_in_a_check_raise() -> None:
