@@ -27,8 +27,10 @@ def context_dimensions(context: Any) -> dict[str, Dimension]:
 
 def target_dimension(expression: engine.Expression, dimensions: Mapping[str, Dimension]
                      ) -> Dimension | None:
-    """The dimension of a target expression (``T``, ``log(T/T0)``, ``y/x1``); None when
-    it has none the rules can tell (a variable without units, an inconsistent target)."""
+    """The dimension of a data expression (``T``, ``log(T/T0)``, ``y/x1``); None when
+    it has none the rules can tell (a variable without units, an inconsistent one)."""
+    if not set(engine.symbols(expression)) <= set(dimensions):
+        return None
     check = check_dimensions(expression, dimensions)
     return check.dimension if check.consistent else None
 

@@ -218,3 +218,20 @@ def test_a_transformed_target_has_the_transformed_dimension():
 def test_without_units_nothing_is_reported():
     result = BaseTool.create("evaluate_formula", _kinetic_context(None))(f="m*v**2/2")
     assert "units" not in result.result and "units:" not in result.result_str
+
+
+def test_expression_search_uses_the_units():
+    rng = np.random.default_rng(2)
+    L, g, m = rng.uniform(1, 3, 200), rng.uniform(5, 10, 200), rng.uniform(1, 2, 200)
+    context = AgentContext(args={"validation_fraction": 0.0,
+                                 "units": {"L": "m", "g": "m/s^2", "m": "kg", "T": "s"}},
+                           data={"L": L, "g": g, "m": m, "T": 2 * np.pi * np.sqrt(L / g)},
+                           target="T")
+    result = BaseTool.create("expression_search", context)(time_budget=2, workers=1)
+    assert result.ok, result.result_str
+    notes = result.result["search"]["notes"]
+    assert any("dimensional analysis: the target is L**0.5/g**0.5 times a function of 0" in note
+               for note in notes), notes
+    assert result.result["metrics"]["train"]["r2"] > 1 - 1e-12
+    assert result.result["units"]["consistent"] and result.result["units"]["dimension"] == "s"
+    assert "units: consistent; the formula is in s (as the target)" in result.result_str
