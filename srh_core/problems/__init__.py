@@ -18,9 +18,12 @@ and LSR-Transform files from their public sources. An entry's ``kind``
 (``"formula"`` default, ``"ode"``, ``"network"``, ``"transform"``) picks its
 class; every class has the same interface
 (``name``, ``id``, ``output``, ``formula``, ``feature_names``, ``sample``,
-``judge``). A problem name unknown to the default suite is looked up in the
-other built-in suites, so ``srh run --problem strogatz-lv1`` needs no
-``--suite``.
+``judge``). Units: a formula or transform problem's ``si_units()`` gives the
+units its suite lists, as SI text; a suite's top-level ``unit_symbols`` says
+which unit names it reads differently (the Feynman files: ``{"T": "K"}``, AI
+Feynman's tables writing a temperature as T). A problem name unknown to the
+default suite is looked up in the other built-in suites, so ``srh run
+--problem strogatz-lv1`` needs no ``--suite``.
 
 Protocol:
 - every variable i.i.d. from U[low, high] with a seeded generator

@@ -36,7 +36,6 @@ from srh_core.problems import (
     _optional,
     canonical_units,
     judged,
-    unit_symbols,
 )
 
 #: A point is kept when g(y, x\\i) gives back x_i to this relative error.
@@ -92,8 +91,7 @@ class TransformProblem:
                  if name in (*self.inputs, self.output)}
         if self.output_units is not None:
             given[self.output] = self.output_units
-        return canonical_units(given, unit_symbols({"unit_symbols": dict(
-            self.source.unit_symbols)}), self.name)
+        return canonical_units(given, self.source.unit_symbols, self.name)
 
     @property
     def variables(self) -> tuple[VariableRange, ...]:
