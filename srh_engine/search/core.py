@@ -57,12 +57,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import numpy as np
 
 from ..dimensional import check_dimensions
+from ..evaluation import evaluate
 from ..nodes import Number, Symbol
+from ..transform import complexity
 from ..units import Dimension, parse_units
 from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
-from .pi_groups import Reduction, reduce_by_units
+from .pi_groups import Reduction, merged_powers, reduce_by_units
 from .pool import available_workers, broken, forget, submit_islands
 from .refit import exact_on_all_rows, refit
 from .results import FrontEntry, SearchResult, pareto_front
@@ -223,7 +225,24 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
             found += explore(run, base, y, budget)
         run.found = found
         entries = refit(run, values, deadline)
+        if reduction is not None:  # answers mapped back: one monomial per product
+            entries = [_merged(entry, values) for entry in entries]
     return entries, run.counter.value, run.notes
+
+
+def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
+    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`) when
+    that is smaller and gives the same values."""
+    merged = merged_powers(entry.expression)
+    size = complexity(merged)
+    if size >= entry.complexity:
+        return entry
+    with np.errstate(all="ignore"):
+        before = np.asarray(evaluate(entry.expression, values), dtype=float)
+        after = np.asarray(evaluate(merged, values), dtype=float)
+    if not np.allclose(after, before, rtol=1e-9, atol=0.0, equal_nan=False):
+        return entry
+    return FrontEntry(merged, size, entry.mse, entry.r2)
 
 
 def _reduction(run: Run, X: np.ndarray, y: np.ndarray, names: list[str],

@@ -6,17 +6,22 @@ monomial ``prod x_i**p_i`` with the target's dimension, each ``pi_j`` a
 dimensionless monomial of the inputs, ``k = n - rank(D)`` for the dimension
 matrix ``D`` (one column per input, one row per base dimension). The search
 then looks for ``g`` on fewer inputs, and the answer is mapped back by the
-``power`` wrap of :mod:`.explore` (the monomial, its exponents held exact).
+``power`` wrap of :mod:`.explore` (the monomial, its exponents held exact);
+:func:`merged_powers` then merges each product of powers of the inputs into one
+monomial (``r**3*(c/(L/r))`` is ``c*r**4/L``).
 
 The basis of the groups (an integer basis of the null space of ``D``) is the
 simplest one found among small integer vectors: fewest inputs, then the
 smallest exponents, so groups of like quantities come out as their ratios
 (``x2/x1``); the exact rational null space fills in what the small vectors do
-not span. The monomial is a particular solution of ``D p = dim(y)`` plus a
-small combination of the groups: the one leaving the least spread in
-``log|y/M|`` (``q1*q2/(eps*r**2)`` rather than ``q1**2/(eps*r**2)`` for a
-Coulomb force), near ties going to the smallest exponents and then to the
-particular solution itself (whose inputs are the groups' references).
+not span. The monomial is a particular solution of ``D p = dim(y)`` (on the
+inputs the groups are referred to) plus a small integer combination of the
+groups: the simplest (whole exponents, then the smallest sum of their
+magnitudes); among equally simple ones the particular solution itself, unless
+another leaves decisively less spread in ``log|y/M|``, the variation the
+reduced problem must still explain (``q1*q2/(eps*r**2)`` rather than
+``q1**2/(eps*r**2)`` for a Coulomb force, ``m*c**2`` rather than ``m*v**2``
+for a relativistic energy).
 """
 
 from __future__ import annotations
@@ -41,10 +46,12 @@ MAX_SUPPORT = 4
 """Most inputs in an enumerated group (4 only with exponents up to 2)."""
 MAX_COMBINATION = 2
 """Largest multiple of a group added to the monomial's particular solution."""
-MAX_MONOMIAL_CANDIDATES = 4096
-NEAR_TIE, NEAR_TIE_SHARE = 1.25, 0.01
-"""Monomials whose ``var(log|y/M|)`` is within this factor of the least, plus this share of
-``var(log|y|)``, count as tied."""
+MAX_MONOMIAL_CANDIDATES = 729
+DECISIVE = 0.5
+"""An equally simple monomial replaces the particular solution when it leaves less than this
+share of the particular solution's spread of ``log|y/M|``."""
+SPREAD_ROWS = 512
+MAX_DENOMINATOR = 64
 
 Vector = tuple[Fraction, ...]
 
@@ -139,13 +146,6 @@ def _complexity(vector: Sequence[Fraction]) -> tuple[int, int, Fraction, Fractio
     return fractional, len(support), sum(support, Fraction(0)), max(support, default=Fraction(0))
 
 
-def _size(vector: Sequence[Fraction]) -> tuple[int, Fraction, Fraction]:
-    """A monomial's simplicity: whole exponents, then the largest, then their sum."""
-    magnitudes = [abs(e) for e in vector]
-    fractional = sum(1 for e in vector if Fraction(e).denominator != 1)
-    return fractional, max(magnitudes, default=Fraction(0)), sum(magnitudes, Fraction(0))
-
-
 def _small_null_vectors(matrix: list[list[Fraction]], n: int) -> list[Vector]:
     """Integer null vectors with few nonzero, small entries, simplest first."""
     if not matrix:
@@ -188,25 +188,52 @@ def _integer(vector: Vector) -> Vector:
 
 
 def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray) -> Vector:
-    """``particular + sum z_j basis_j`` leaving the least spread of ``log|y/M|`` (the
-    most of the target's variation explained by its dimension); near ties go to the
-    smallest exponents, then to the smallest ``z``."""
-    ranges = [range(-MAX_COMBINATION, MAX_COMBINATION + 1)] * len(basis)
-    candidates: list[tuple[Vector, int]] = []
-    for combination in itertools.islice(itertools.product(*ranges), MAX_MONOMIAL_CANDIDATES):
-        vector = tuple(p + sum((z * g[i] for z, g in zip(combination, basis, strict=True)),
-                               Fraction(0)) for i, p in enumerate(particular))
-        candidates.append((vector, sum(abs(z) for z in combination)))
-    if np.all(y != 0) and len(candidates) > 1:
-        logs = np.log(np.abs(y))
-        with np.errstate(all="ignore"):
-            spreads = [float(np.var(logs - np.log(np.abs(_power_values(X, v)))))
-                       for v, _ in candidates]
-        spreads = [s if math.isfinite(s) else math.inf for s in spreads]
-        cut = min(spreads) * NEAR_TIE + NEAR_TIE_SHARE * float(np.var(logs))
-        if math.isfinite(cut):
-            candidates = [c for c, s in zip(candidates, spreads, strict=True) if s <= cut]
-    return min(candidates, key=lambda c: (_size(c[0]), c[1]))[0]
+    """The simplest ``particular + sum z_j basis_j``; among equally simple ones, the one
+    leaving decisively less spread in ``log|y/M|`` than the particular solution's, else
+    the one nearest to it (see the module docstring)."""
+    combinations = _combinations(len(basis))
+    base = np.array([float(p) for p in particular])
+    groups = np.array([[float(e) for e in g] for g in basis]).reshape(len(basis), len(base))
+    vectors = base + combinations @ groups
+    sizes = [_size(v) for v in vectors]
+    simplest = min(sizes)
+    tied = [i for i, size in enumerate(sizes) if size == simplest]
+    nearest = min(tied, key=lambda i: (np.abs(combinations[i]).sum(), i))
+    spreads = _spreads(vectors[tied], X, y)
+    chosen = nearest
+    if spreads is not None:
+        best = int(np.argmin(spreads))
+        if spreads[best] < DECISIVE * spreads[tied.index(nearest)]:
+            chosen = tied[best]
+    return tuple(Fraction(float(e)).limit_denominator(MAX_DENOMINATOR) for e in vectors[chosen])
+
+
+def _combinations(k: int) -> np.ndarray:
+    """The multiples ``z`` of the groups tried: all in [-2, 2] for few groups, fewer else."""
+    if k == 0:
+        return np.zeros((1, 0))
+    reach = MAX_COMBINATION if (2 * MAX_COMBINATION + 1) ** k <= MAX_MONOMIAL_CANDIDATES else 1
+    if (2 * reach + 1) ** k <= MAX_MONOMIAL_CANDIDATES:
+        return np.array(list(itertools.product(range(-reach, reach + 1), repeat=k)), float)
+    single = [np.zeros(k)] + [sign * np.eye(k)[j] for j in range(k) for sign in (1, -1)]
+    return np.array(single)
+
+
+def _spreads(vectors: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """``var(log|y| - log|M|)`` of each candidate monomial (None when logs do not exist)."""
+    rows = np.linspace(0, y.size - 1, min(y.size, SPREAD_ROWS)).astype(int)
+    with np.errstate(all="ignore"):
+        logs = np.log(np.abs(X[rows]))
+        target = np.log(np.abs(y[rows]))
+    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(target))):
+        return None
+    return np.var(target[:, None] - logs @ vectors.T, axis=0)
+
+
+def _size(vector: Sequence[float]) -> tuple[int, float]:
+    """A monomial's simplicity: whole exponents, then the sum of their magnitudes."""
+    fractional = sum(1 for e in vector if abs(float(e) - round(float(e))) > 1e-9)
+    return fractional, round(sum(abs(float(e)) for e in vector), 9)
 
 
 def _power_values(X: np.ndarray, exponents: Sequence[Fraction]) -> np.ndarray:
@@ -291,3 +318,59 @@ def _solve(matrix: list[list[Fraction]], wanted: list[Fraction], n: int) -> Vect
     for row, pivot in zip(rows, pivots, strict=False):
         solution[pivot] = row[n]
     return tuple(solution)
+
+
+# ------------------------------------------------------ answers in the original inputs
+def merged_powers(expression: Expression) -> Expression:
+    """``expression`` with each product of powers of inputs merged into one monomial:
+    mapped back, ``r**3*dP/mu*(c/(L/r))`` is ``c*r**4*dP/(mu*L)`` (the same function)."""
+    from ..transform import map_postorder
+
+    return map_postorder(expression, _merged_product)
+
+
+def _merged_product(node: Expression) -> Expression:
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
+        return node
+    coefficient, powers, others = 1.0, {}, []
+    for factor, exponent in _factors(node, Fraction(1)):
+        if isinstance(factor, Number):
+            coefficient *= float(factor.value) ** float(exponent)
+        elif isinstance(factor, Symbol):
+            powers[factor.name] = powers.get(factor.name, Fraction(0)) + exponent
+        elif _symbol_power(factor) is not None:
+            name, power = _symbol_power(factor)
+            powers[name] = powers.get(name, Fraction(0)) + exponent * power
+        else:
+            others.append((factor, exponent))
+    names = [name for name, power in powers.items() if power]
+    monomial = monomial_expression([powers[n] for n in names], [Symbol(n) for n in names])
+    parts = [] if coefficient == 1.0 else [Number(coefficient)]
+    parts += [factor for factor, exponent in others if exponent == 1]
+    if monomial != Number(1):
+        parts.append(monomial)
+    result = parts[0] if parts else Number(1)
+    for part in parts[1:]:
+        result = Binary("*", result, part)
+    for factor, exponent in others:
+        if exponent == -1:
+            result = Binary("/", result, factor)
+        elif exponent != 1:
+            result = Binary("*", result, Binary("**", factor, Number(float(exponent))))
+    return result
+
+
+def _factors(node: Expression, exponent: Fraction) -> list[tuple[Expression, Fraction]]:
+    if isinstance(node, Binary) and node.operator in ("*", "/"):
+        right = exponent if node.operator == "*" else -exponent
+        return _factors(node.left, exponent) + _factors(node.right, right)
+    return [(node, exponent)]
+
+
+def _symbol_power(node: Expression) -> tuple[str, Fraction] | None:
+    if isinstance(node, Binary) and node.operator == "**" and \
+            isinstance(node.left, Symbol) and isinstance(node.right, Number):
+        power = Fraction(node.right.value).limit_denominator(MAX_DENOMINATOR)
+        if abs(float(power) - node.right.value) <= 1e-12:
+            return node.left.name, power
+    return None
