@@ -219,7 +219,7 @@ class AgentContext(DataCommits):
 
         Returns:
             ``revision``, ``target``, ``features``, ``n_samples``, ``variables``
-            (shape, dtype, role, axes, description, missing count), ``axes``,
+            (shape, dtype, role, axes, description, missing count, units when given), ``axes``,
             ``relation_names``, ``num_nodes`` and the resolved ``settings``.
         """
         return json_value(selection.describe(self))

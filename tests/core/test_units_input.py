@@ -157,6 +157,7 @@ def test_manifest_units_reach_the_context_and_its_payload(tmp_path):
     context = AgentContext(args={"validation_fraction": 0.0})
     context.commit_context_data(loaded)
     assert context.variable_units == {"x": "m", "t": "s", "v": "m/s"}
+    assert context.schema()["variables"]["v"]["units"] == "m/s"
     rebuilt = AgentContext.from_payload(context.to_payload())
     assert rebuilt.variable_units == context.variable_units
     assert context.with_data(dict(context.data)).variable_units == context.variable_units
