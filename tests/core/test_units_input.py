@@ -119,17 +119,21 @@ def test_sweep_settings_with_bad_units_name_them(tmp_path):
         _cell_settings(tmp_path, settings_text='units = {Nn = "N/"}')
 
 
-def test_estimator_units_become_the_run_units(tmp_path):
+def test_estimator_units_become_the_run_units():
     from srh_core.estimator import SRHarnessRegressor
 
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 3, (60, 2))
     y = 0.5 * X[:, 0] * X[:, 1] ** 2
     model = SRHarnessRegressor(max_refinement_depth=1, validation_fraction=0.0,
-                               X_units=["kg", "m/s"], y_units="J", save_path=str(tmp_path / "r"))
+                               X_units=["kg", "m/s"], y_units="J")
     model.fit(X, y, variable_names=["m", "v"])
-    saved = json.loads((tmp_path / "r" / "settings.json").read_text())
-    assert saved["units"] == {"m": "kg", "v": "m/s", "y": "J"}
+    units = model.pareto_front_[0]["details"]["units"]  # what the tools reported
+    assert units["target_dimension"] == "kg*m^2*s^-2" and units["consistent"]
+    by_name = SRHarnessRegressor(X_units={"v": "m/s", "m": "kg"}, y_units="J",
+                                 max_refinement_depth=1, validation_fraction=0.0)
+    assert by_name.fit(X, y, variable_names=["m", "v"]).pareto_front_[0]["details"]["units"] \
+        == units
     with pytest.raises(ConfigurationError, match="one unit per column of X"):
         SRHarnessRegressor(X_units=["kg"]).fit(X, y)
     with pytest.raises(ConfigurationError, match="'w', which is not a variable"):
