@@ -4,7 +4,7 @@ A context has units when the run gives them (the ``units`` setting: ``srh run
 --units``, a suite's units, ``X_units`` / ``y_units`` of the estimator) or its
 ``context.data`` manifest does; :attr:`AgentContext.variable_units` merges both.
 Every formula tool's result then carries ``units``:
-``{consistent, dimension, target_dimension, reason}`` (the rules:
+``{consistent, dimension, target_dimension, reason, constant_units}`` (the rules:
 :mod:`srh_engine.dimensional`), and the text the model reads has one line of it.
 """
 
@@ -37,8 +37,8 @@ def target_dimension(expression: engine.Expression, dimensions: Mapping[str, Dim
 
 def units_report(f: engine.Expression, target: engine.Expression, context: Any
                  ) -> dict[str, Any] | None:
-    """``{consistent, dimension, target_dimension, reason}`` of ``target = f``, or None
-    when the run has no units."""
+    """``{consistent, dimension, target_dimension, reason, constant_units}`` of
+    ``target = f``, or None when the run has no units."""
     dimensions = context_dimensions(context)
     if not dimensions:
         return None
