@@ -240,11 +240,11 @@ def _provider_model(text: str) -> tuple[str, str]:
 def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The SearchSettings values the flags set (absent flags are left out)."""
     flags = {setting: getattr(args, dest, None) for dest, setting in SETTING_OF_FLAG.items()}
+    flags["units"] = run_units(args)
     workspace = flags["workspace"]
     if workspace is not None and not Path(workspace).is_dir():
         raise ConfigurationError(f"--workspace {workspace} is not a directory.",
                                  setting="workspace")
-    flags["units"] = run_units(args)
     strong = getattr(args, "strong_llm", None)
     if strong is not None:
         flags["strong_llm_provider"], flags["strong_llm_model"] = strong
