@@ -4,13 +4,15 @@
 Run alone, or through ``scripts/bench_search.py --budget S``::
 
     .venv/bin/python scripts/bench_search_budget.py --suite FILE [--budget 10] [--noise 0.01]
-        [--methods search,agent,pyoperon,gplearn] [--samples 2000] [--seed 0] [--json out.json]
-        [--speed] [--cores 2]
+        [--methods search,search-units,agent,pyoperon,gplearn] [--samples 2000] [--seed 0]
+        [--json out.json] [--speed] [--cores 2] [--subset N [--subset-seed S]]
 
 Every method gets the same ``--samples`` search points (``Problem.sample``,
 seeded by ``--seed``; with ``--noise`` the target gets Gaussian noise of that
 share of its RMS) and the same wall-clock budget per problem: ``search``
-is :func:`srh_engine.search.search` with ``time_budget=S``, ``agent`` the
+is :func:`srh_engine.search.search` with ``time_budget=S`` (``search-units`` the
+same with the suite's units of the problem, see :mod:`srh_engine.search.pi_groups`;
+a problem without units runs as ``search`` does), ``agent`` the
 offline agent run with ``time_limit=S`` (R1 C2 L6 K2), pyoperon its
 ``max_time=S`` and gplearn generations while the next one fits in S; each
 uses ``--cores`` cores (default 2: the search's islands, pyoperon's
@@ -28,9 +30,10 @@ uses ``--cores`` cores (default 2: the search's islands, pyoperon's
 
 The table gives per problem the three marks of each method; the summary per
 method counts them and lists the misses by family (the suite's ``family``
-field). ``--speed`` adds the raw speed at 2,000 rows: enumerated forms per
-second (vectorised), evolved trees per second, and pyoperon's own
-evaluation count per second.
+field). ``--subset N`` runs a random subset of N problems of the suite, drawn
+with ``--subset-seed`` (default 0), the same for every method. ``--speed``
+adds the raw speed at 2,000 rows: enumerated forms per second (vectorised),
+evolved trees per second, and pyoperon's own evaluation count per second.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ OPERON_SYMBOLS = "add,sub,mul,div,constant,variable,sin,cos,exp,log,sqrt,square"
 GPLEARN_FUNCTIONS = ("add", "sub", "mul", "div", "sqrt", "log", "sin", "cos", "inv")
 R2_THRESHOLD = 0.999
 COMPLEXITY_SLACK = 4
-METHODS = ("search", "agent", "pyoperon", "gplearn")
+METHODS = ("search", "search-units", "agent", "pyoperon", "gplearn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +101,15 @@ def fresh_matrix(problem: Problem, seed: int) -> np.ndarray:
     return matrix(problem, fresh_inputs(problem, seed))
 
 
-def run_search(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, seed: int
-               ) -> tuple[str, np.ndarray, int | None, int]:
+def run_search(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, seed: int,
+               units: bool = False) -> tuple[str, np.ndarray, int | None, int]:
     from srh_engine import evaluate
     from srh_engine.search import search
 
-    result = search(M, y, problem.feature_names, time_budget=budget, seed=seed, workers=CORES)
+    given = problem.si_units() if units else {}
+    target_units = given.pop(problem.output, None)
+    result = search(M, y, problem.feature_names, time_budget=budget, seed=seed, workers=CORES,
+                    units=given or None, target_units=target_units)
     best = result.selected  # the reported formula: PySR's rule (noiseless, the exact one)
     if best is None:
         return "", np.full(1000, np.nan), None, result.evaluated
@@ -177,8 +183,13 @@ def run_gplearn(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, s
         int(model._program.length_), None
 
 
-RUNNERS = {"search": run_search, "agent": run_agent, "pyoperon": run_operon,
-           "gplearn": run_gplearn}
+def run_search_units(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, seed: int
+                     ) -> tuple[str, np.ndarray, int | None, int]:
+    return run_search(problem, M, y, budget, seed, units=True)
+
+
+RUNNERS = {"search": run_search, "search-units": run_search_units, "agent": run_agent,
+           "pyoperon": run_operon, "gplearn": run_gplearn}
 
 
 def run_one(problem: Problem, family: str, method: str, M: np.ndarray, y: np.ndarray,
@@ -194,7 +205,7 @@ def run_one(problem: Problem, family: str, method: str, M: np.ndarray, y: np.nda
     exact, r2 = judge(problem, predicted, seed)
     good = r2 is not None and r2 > R2_THRESHOLD
     simple = good and complexity is not None and complexity <= truth + COMPLEXITY_SLACK
-    front = FRONT_SIMPLE.pop(problem.name, None) if method == "search" else None
+    front = FRONT_SIMPLE.pop(problem.name, None) if method.startswith("search") else None
     return Mark(problem.name, family, method, exact, r2, simple, complexity, truth, seconds,
                 formula, evaluated, front)
 
@@ -293,6 +304,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
     parser.add_argument("--speed", action="store_true", help="also measure the raw speed")
+    parser.add_argument("--subset", type=int, default=None, metavar="N",
+                        help="a random subset of N problems (drawn with --subset-seed)")
+    parser.add_argument("--subset-seed", type=int, default=0)
     parser.add_argument("--cores", type=int, default=2,
                         help="cores per method: search islands, pyoperon threads, gplearn jobs")
     args = parser.parse_args(argv)
@@ -309,7 +323,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     methods = args.methods.split(",")
     suite, family_of = load_suite(args.suite), families(args.suite)
     marks: list[Mark] = []
-    for problem in suite.select(args.problems):
+    problems = suite.select(args.problems)
+    if args.subset is not None and args.subset < len(problems):
+        chosen = np.random.default_rng(args.subset_seed).choice(len(problems), args.subset,
+                                                               replace=False)
+        problems = [problems[i] for i in sorted(chosen)]
+    for problem in problems:
         X, y = problem.sample(args.samples, seed=args.seed, noise=args.noise)
         M = np.column_stack([X[name] for name in problem.feature_names])
         for method in methods:
@@ -322,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(marks, methods, totals)
     document: dict[str, Any] = {"suite": suite.name, "budget": args.budget, "noise": args.noise,
                                 "samples": args.samples, "seed": args.seed,
+                                "problems": [p.name for p in problems],
                                 "platform": platform.platform(), "summary": totals,
                                 "marks": [asdict(m) for m in marks]}
     if args.speed:

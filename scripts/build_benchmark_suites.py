@@ -341,8 +341,10 @@ def main() -> None:
 
 
 def write(path: Path, suite: str, source: str, problems: list[dict[str, Any]]) -> None:
+    # AI Feynman's unit tables write a temperature as T (kelvin), which SI reads as tesla
     document = {"suite": suite, "source": source,
-                "syntax": "numpy names; ln is the natural logarithm", "problems": problems}
+                "syntax": "numpy names; ln is the natural logarithm",
+                "unit_symbols": {"T": "K"}, "problems": problems}
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 

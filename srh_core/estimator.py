@@ -8,7 +8,8 @@ scikit-learn's own helpers, passes ``check_estimator`` (see
 alone, on the stand-ins of :mod:`srh_core.estimator_compat`.
 
 Every parameter is a :class:`~srh_core.agent.SearchSettings` field (same name,
-same default) except ``problem_description``; they are stored untouched and
+same default) except ``problem_description`` and PySR's ``X_units`` / ``y_units``
+(which make the ``units`` setting); they are stored untouched and
 validated when ``fit`` builds the settings. The fitted formula is
 the search's best candidate; when the search found none, it is the mean of
 ``y`` (a constant) and a :class:`NoFormulaFoundWarning` says so.
@@ -106,6 +107,9 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         rollout_time: Time variable of the rollout.
         verbose: Debug logging.
         problem_description: What the data is, for the model.
+        X_units: Units of X's columns (PySR's parameter): one unit text per column
+            (``["kg", "m/s"]``) or a mapping by variable name; None for none.
+        y_units: Units of y (``"kg*m^2/s^2"``); None for none.
 
     Attributes:
         formula_: The formula ``predict`` evaluates (engine syntax, in ``variable_names_``).
@@ -138,6 +142,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         save_path: str | None = None, workspace: str | None = None, branch_threads: int = 8,
         granularity: str = "auto", min_train_rows: int = 3, rollout_state: str | None = None,
         rollout_time: str = "t", verbose: bool = False, problem_description: str = "",
+        X_units: Sequence[str] | Mapping[str, str] | None = None, y_units: str | None = None,
     ) -> None:
         self.llm_provider = llm_provider
         self.llm_model = llm_model
@@ -185,6 +190,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.rollout_time = rollout_time
         self.verbose = verbose
         self.problem_description = problem_description
+        self.X_units = X_units
+        self.y_units = y_units
 
     # ----------------------------------------------------------- settings
     def _resolve(self) -> Any:
@@ -196,7 +203,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         from srh_core.agent.settings import SearchSettings
 
         values = {name: value for name, value in self.get_params(deep=False).items()
-                  if name != "problem_description"}
+                  if name not in ("problem_description", "X_units", "y_units")}
         for name in ("tools", "skills"):
             values[name] = None if values[name] is None else list(values[name])
         values["ban_tools"] = list(values["ban_tools"] or [])
@@ -249,6 +256,9 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         names = _variable_names(variable_names or getattr(self, "feature_names_in_", None),
                                 matrix.shape[1])
         target = _free_name("y", names)
+        units = _units(self.X_units, self.y_units, names, target)
+        if units:
+            settings = settings.replace(units=units)
         data = {name: matrix[:, i] for i, name in enumerate(names)}
         text = self.problem_description if problem_description is None else problem_description
         result = SearchResult.from_dict(SRAgent(settings).run(data, {target: vector}, text))
@@ -337,6 +347,35 @@ def expected_failed_checks(estimator: SRHarnessRegressor) -> dict[str, str]:
         return {}
     return dict.fromkeys(_REFIT_COMPARISONS, "two searches on the same data may return "
                          "different formulas (model replies or the time limit vary)")
+
+
+def _units(X_units: Sequence[str] | Mapping[str, str] | None, y_units: str | None,
+           names: Sequence[str], target: str) -> dict[str, str]:
+    """The ``units`` setting from ``X_units`` / ``y_units`` (checked by the settings).
+
+    Raises:
+        ConfigurationError: ``X_units`` does not give one unit per column, or names a
+            variable that is not one of X's.
+    """
+    units: dict[str, str] = {}
+    if isinstance(X_units, Mapping):
+        unknown = [name for name in X_units if name not in names]
+        if unknown:
+            raise ConfigurationError(
+                f"The 'X_units' parameter names {unknown[0]!r}, which is not a variable of X "
+                f"({', '.join(names)}).{did_you_mean(str(unknown[0]), names)}",
+                setting="X_units")
+        units.update({str(name): text for name, text in X_units.items()})
+    elif X_units is not None:
+        listed = [X_units] if isinstance(X_units, str) else list(X_units)
+        if len(listed) != len(names):
+            raise ConfigurationError(
+                f"The 'X_units' parameter must give one unit per column of X ({len(names)}); "
+                f"got {len(listed)}.", setting="X_units")
+        units.update(dict(zip(names, listed, strict=True)))
+    if y_units is not None:
+        units[target] = y_units
+    return units
 
 
 def _variable_names(given: Sequence[Any] | None, n_features: int) -> list[str]:

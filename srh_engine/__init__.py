@@ -76,7 +76,8 @@ from .builders import (
 from .canonical import canonical_key
 from .constants import StructuralConstant, recognise_constants, structural_constants
 from .desugaring import desugar
-from .errors import EngineError, EvaluationError, ExpressionError, FitError, ParseError
+from .dimensional import DimensionCheck, check_dimensions
+from .errors import EngineError, EvaluationError, ExpressionError, FitError, ParseError, UnitError
 from .evaluation import evaluate
 from .fitting import FitResult, fit
 from .functions import FUNCTIONS
@@ -114,11 +115,15 @@ from .transform import (
     symbols,
     unbound_parameters,
 )
+from .units import DIMENSIONLESS, Dimension, parse_units
 
 __all__ = [
     "Aggregate",
     "Binary",
+    "DIMENSIONLESS",
     "Delay",
+    "Dimension",
+    "DimensionCheck",
     "EngineError",
     "Equation",
     "EvaluationError",
@@ -141,6 +146,7 @@ __all__ = [
     "StructuralConstant",
     "Symbol",
     "Unary",
+    "UnitError",
     "Variable",
     "abs",
     "aggr",
@@ -149,6 +155,7 @@ __all__ = [
     "arctan",
     "bind_parameters",
     "canonical_key",
+    "check_dimensions",
     "complexity",
     "copy",
     "cos",
@@ -172,6 +179,7 @@ __all__ = [
     "parameter_values",
     "parse",
     "parse_equation",
+    "parse_units",
     "recognise_constants",
     "reduction",
     "render",

@@ -13,6 +13,7 @@ __all__ = [
     "ExpressionError",
     "FitError",
     "ParseError",
+    "UnitError",
 ]
 
 
@@ -86,3 +87,20 @@ class FitError(EngineError, ValueError):
     def __init__(self, message: str, *, field: str = "") -> None:
         super().__init__(message)
         self.field = field
+
+
+class UnitError(EngineError, ValueError):
+    """Unit text that is not valid (:func:`srh_engine.units.parse_units`).
+
+    Attributes:
+        text: The unit text.
+        token: The offending token ("" when the text ends too early).
+        position: 0-based index of the token in ``text``.
+    """
+
+    def __init__(self, message: str, *, text: str = "", token: str = "",
+                 position: int | None = None) -> None:
+        super().__init__(message)
+        self.text = text
+        self.token = token
+        self.position = position

@@ -123,6 +123,9 @@ class SearchSettings(BaseModel):
             candidates then also get ``rollout_rmse`` (trajectory rollout error,
             see ``srh_core.evaluator.dynamics``); None disables it.
         rollout_time: Time variable of the rollout.
+        units: Units of the variables and the target by name (``{"v": "m/s"}``, unit
+            text of :func:`srh_engine.parse_units`); the tools check formulas against
+            them and the expression search reduces the problem by them. None: no units.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, strict=True)
@@ -174,6 +177,7 @@ class SearchSettings(BaseModel):
     min_train_rows: int = Field(default=3, ge=1, le=1_000_000)
     rollout_state: str | None = None
     rollout_time: str = "t"
+    units: dict[str, str] | None = Field(default=None, strict=False)
 
     @field_validator("split_ood_variable")
     @classmethod
@@ -181,6 +185,20 @@ class SearchSettings(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("must be None or a non-empty variable name")
         return value
+
+    @field_validator("units")
+    @classmethod
+    def _valid_units(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        from srh_engine import UnitError, parse_units
+
+        for name, text in (value or {}).items():
+            if not name.isidentifier():
+                raise ValueError(f"{name!r} is not a variable name")
+            try:
+                parse_units(text)
+            except UnitError as error:
+                raise ValueError(f"units of {name!r}: {error}") from None
+        return value or None
 
     @field_validator("prices")
     @classmethod

@@ -77,6 +77,8 @@ class Protocol:
     test_fraction: float = 0.0
     max_train_samples: int | None = None
     anonymize: bool = False
+    units: bool = True
+    """Whether the method is given the problem's units (when its suite has them)."""
 
     @property
     def plain(self) -> bool:
@@ -96,6 +98,8 @@ class ProtocolData:
     """The method's name of each of the problem's variables (identity unless anonymized)."""
     target: str
     description: str
+    units: dict[str, str] | None = None
+    """The units of the inputs and the target in the method's names, when given."""
 
 
 def protocol_data(problem: Any, seed: int, protocol: Protocol) -> ProtocolData:
@@ -128,7 +132,16 @@ def protocol_data(problem: Any, seed: int, protocol: Protocol) -> ProtocolData:
     inputs = ", ".join(names[name] for name in problem.feature_names)
     description = f"Find the formula for {target} as a function of {inputs}."
     return ProtocolData(X, np.asarray(y, dtype=float), X_test, y_test, names, target,
-                        description)
+                        description, method_units(problem, protocol, names, target))
+
+
+def method_units(problem: Any, protocol: Protocol, names: Mapping[str, str], target: str
+                 ) -> dict[str, str] | None:
+    """The problem's units in the method's names (None without units or with units off)."""
+    units = problem.si_units() if protocol.units and hasattr(problem, "si_units") else {}
+    renamed = {names.get(name, target if name == problem.output else name): text
+               for name, text in units.items()}
+    return renamed or None
 
 
 def method_names(problem: Any, protocol: Protocol) -> dict[str, str]:

@@ -77,6 +77,8 @@ def register(subparsers: Any) -> None:
                      help="cap on the training points (SRBench's option)")
     run.add_argument("--anonymize", action="store_true",
                      help="inputs x1..xn, target y, no description: nothing of the physics")
+    run.add_argument("--no-units", dest="units", action="store_false",
+                     help="do not give the methods the suite's units (Feynman has them)")
     run.add_argument("--llm", default=None, metavar="PROVIDER[:MODEL]",
                      help="the srh method's model (default: the offline provider)")
     run.add_argument("--name", default=None,
@@ -165,7 +167,7 @@ def benchmark_spec(args: argparse.Namespace) -> Any:
                          noise=levels if len(levels) > 1 else levels[0],
                          test_fraction=args.test_fraction,
                          max_train_samples=args.max_train_samples, anonymize=args.anonymize,
-                         settings=settings, variants=variants,
+                         units=getattr(args, "units", True), settings=settings, variants=variants,
                          base_dir=str(Path.cwd()))
     except ValueError as error:  # pydantic's ValidationError is a ValueError
         raise ConfigurationError(f"Invalid benchmark: {error}") from None
@@ -201,7 +203,8 @@ def write_spec(path: Path, spec: Any) -> None:
              f"name = {json.dumps(spec.name)}", f"suite = {json.dumps(spec.suite)}",
              f"problems = {json.dumps(spec.problems)}", f"seeds = {json.dumps(spec.seeds)}",
              f"samples = {spec.samples}", f"noise = {json.dumps(spec.noise)}",
-             f"test_fraction = {spec.test_fraction}", f"anonymize = {str(spec.anonymize).lower()}"]
+             f"test_fraction = {spec.test_fraction}", f"anonymize = {str(spec.anonymize).lower()}",
+             f"units = {str(spec.units).lower()}"]
     if spec.max_train_samples is not None:
         lines.append(f"max_train_samples = {spec.max_train_samples}")
     lines += ["", "[settings]"] + [f"{k} = {json.dumps(v)}" for k, v in spec.settings.items()]

@@ -44,6 +44,59 @@ def name_list(text: str) -> list[str]:
     return names
 
 
+def unit_list(text: str) -> dict[str, str]:
+    """``"m=kg,v=m/s"`` -> ``{"m": "kg", "v": "m/s"}`` (argparse type of ``--units``)."""
+    from srh_engine import UnitError, parse_units
+
+    units: dict[str, str] = {}
+    for part in filter(None, (item.strip() for item in text.split(","))):
+        name, equals, value = (piece.strip() for piece in part.partition("="))
+        if not equals or not name.isidentifier():
+            raise argparse.ArgumentTypeError(f"expected NAME=UNITS, e.g. v=m/s; got {part!r}")
+        try:
+            parse_units(value)
+        except UnitError as error:
+            raise argparse.ArgumentTypeError(f"units of {name!r}: {error}") from None
+        units[name] = value
+    if not units:
+        raise argparse.ArgumentTypeError("expected NAME=UNITS pairs, e.g. v=m/s,t=s")
+    return units
+
+
+def run_units(args: argparse.Namespace) -> dict[str, str] | None:
+    """The run's units: a --problem's or a manifest's own, then ``--units`` (which wins);
+    ``{}`` with ``--no-units``; None when nothing gives any."""
+    if getattr(args, "no_units", False):
+        return {}
+    found: dict[str, str] = {}
+    if getattr(args, "problem", None):
+        from srh_core.problems import load_suite
+
+        problem = load_suite(getattr(args, "suite", None)).get(args.problem)
+        found.update(problem.si_units() if hasattr(problem, "si_units") else {})
+    elif getattr(args, "data", None) and Path(args.data).is_dir():
+        found.update(_manifest_units(Path(args.data)))
+    found.update(getattr(args, "units", None) or {})
+    return found or None
+
+
+def _manifest_units(directory: Path) -> dict[str, str]:
+    """The ``units`` of a context.data manifest's variables (the loader checks the rest)."""
+    import json
+
+    from srh_core.context.manifest_schema import MANIFEST_NAME
+    from srh_core.input_limits import MAX_JSON_BYTES, read_limited_text
+
+    try:
+        document = json.loads(read_limited_text(directory / MANIFEST_NAME, "manifest",
+                                                MAX_JSON_BYTES))
+        variables = document.get("variables") or {}
+        return {str(name): spec["units"] for name, spec in variables.items()
+                if isinstance(spec, dict) and isinstance(spec.get("units"), str)}
+    except (OSError, ValueError, AttributeError):
+        return {}  # loading the data reports what is wrong with the manifest
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Every option of ``srh run``, in the groups its ``--help`` shows."""
     for build in (_data_options, _model_options, _tool_options, _budget_options,
@@ -76,6 +129,12 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--noise-std-ratio", type=float, help="--equation: Gaussian noise on the "
                       "target with std = RATIO x std(target) (default 0)")
     data.add_argument("--description", help="problem description shown to the model")
+    units = data.add_mutually_exclusive_group()
+    units.add_argument("--units", type=unit_list, metavar="NAME=UNITS,...",
+                       help='units of the variables and the target, e.g. "m=kg,v=m/s,'
+                            'E=kg*m^2/s^2" (a --problem\'s own units are used unless given)')
+    units.add_argument("--no-units", action="store_true",
+                       help="ignore the units a --problem or a context.data manifest gives")
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -184,6 +243,7 @@ def _provider_model(text: str) -> tuple[str, str]:
 def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The SearchSettings values the flags set (absent flags are left out)."""
     flags = {setting: getattr(args, dest, None) for dest, setting in SETTING_OF_FLAG.items()}
+    flags["units"] = run_units(args)
     workspace = flags["workspace"]
     if workspace is not None and not Path(workspace).is_dir():
         raise ConfigurationError(f"--workspace {workspace} is not a directory.",

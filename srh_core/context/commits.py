@@ -32,6 +32,7 @@ class DataCommits:
     _data: dict[str, np.ndarray]
     _layout: DataLayout
     _descriptions: dict[str, str]
+    _units: dict[str, str]
     _revision: int
     _split_cache: Any
     _lock: threading.RLock
@@ -160,6 +161,7 @@ class DataCommits:
             loaded.get("relation_names"), loaded.get("num_nodes"),
         )
         self._install(arrays, layout, dict(loaded.get("variable_descriptions") or {}))
+        self._units = dict(loaded.get("variable_units") or {})
         return self._summary(variables=list(self.variable_names()))
 
     def _install(

@@ -52,6 +52,8 @@ class AgentContext(DataCommits):
         data: Arrays keyed by variable or axis name (copied, then frozen).
         target: Name of the target variable.
         variable_descriptions: Human-readable descriptions keyed by name.
+        variable_units: Units keyed by name (unit text, e.g. "m/s"); the ``units``
+            setting of ``args`` adds to them (and wins).
         variable_axes: Axis names of each variable (manifest-backed data).
         variable_structures: Relation used by each structured variable.
         relation_names: Names of graph or hypergraph relation arrays.
@@ -71,6 +73,7 @@ class AgentContext(DataCommits):
         data: Mapping[str, Any] | None = None,
         target: str | None = None,
         variable_descriptions: Mapping[str, str] | None = None,
+        variable_units: Mapping[str, str] | None = None,
         variable_axes: Mapping[str, tuple[str, ...]] | None = None,
         variable_structures: Mapping[str, str] | None = None,
         relation_names: set[str] | None = None,
@@ -88,6 +91,7 @@ class AgentContext(DataCommits):
         self._data: dict[str, np.ndarray] = {}
         self._layout = DataLayout()
         self._descriptions: dict[str, str] = {}
+        self._units: dict[str, str] = dict(variable_units or {})
         layout = selection.make_layout(
             target, variable_axes, variable_structures, relation_names, num_nodes
         )
@@ -118,6 +122,11 @@ class AgentContext(DataCommits):
     def variable_descriptions(self) -> dict[str, str]:
         """Descriptions of every array by name (a copy)."""
         return dict(self._descriptions)
+
+    @property
+    def variable_units(self) -> dict[str, str]:
+        """Units by name (a copy): the data's own, then the run's ``units`` setting."""
+        return {**self._units, **dict(_args_value(self.args, "units") or {})}
 
     @property
     def variable_axes(self) -> dict[str, tuple[str, ...]]:
@@ -210,7 +219,7 @@ class AgentContext(DataCommits):
 
         Returns:
             ``revision``, ``target``, ``features``, ``n_samples``, ``variables``
-            (shape, dtype, role, axes, description, missing count), ``axes``,
+            (shape, dtype, role, axes, description, missing count, units when given), ``axes``,
             ``relation_names``, ``num_nodes`` and the resolved ``settings``.
         """
         return json_value(selection.describe(self))
@@ -263,6 +272,7 @@ class AgentContext(DataCommits):
         descriptions = {name: self._descriptions.get(name, "") for name in data}
         raise_first(check_context_data(data, layout, complete=False))
         view._data, view._layout, view._descriptions = data, layout, descriptions
+        view._units = dict(self._units)
         return view
 
     # ------------------------------------------------------- payload, pickling

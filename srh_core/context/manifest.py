@@ -67,7 +67,7 @@ def load_context_data(directory: str | Path) -> dict[str, Any]:
         directory: The directory holding ``manifest.json`` and the ``.npy`` files.
 
     Returns:
-        ``{"path", "target", "data", "variable_descriptions", "variable_axes",
+        ``{"path", "target", "data", "variable_descriptions", "variable_units", "variable_axes",
         "variable_structures", "relation_names", "num_nodes", "warnings"}``,
         ready for :meth:`AgentContext.commit_context_data`.
 
@@ -248,6 +248,8 @@ def _read_variable(reading: _Reading, manifest: ManifestRoot, name: str, raw: An
     spec = _validate(reading, VariableSpec, raw, where, VARIABLE_FIELDS)
     if spec is None or not _valid_name(reading, where, name):
         return
+    if spec.units is not None and not _valid_units(reading, f"{where}.units", spec.units):
+        return
     reading.variables[name] = spec
     if name in reading.axes:
         reading.add(where, f"{name!r} is both a variable and an axis.", "Rename one of them.")
@@ -255,6 +257,17 @@ def _read_variable(reading: _Reading, manifest: ManifestRoot, name: str, raw: An
     value = _load_array(reading, f"{where}.file", spec.file)
     if value is not None and _axes_match(reading, list(manifest.axes), where, spec, value):
         reading.data[name] = value
+
+
+def _valid_units(reading: _Reading, where: str, units: str) -> bool:
+    from srh_engine import UnitError, parse_units
+
+    try:
+        parse_units(units)
+    except UnitError as error:
+        reading.add(where, str(error), 'Write units like "kg*m^2/s^2", or "1" if dimensionless.')
+        return False
+    return True
 
 
 def _valid_name(reading: _Reading, where: str, name: str) -> bool:
@@ -395,6 +408,8 @@ def _loaded(reading: _Reading, manifest: ManifestRoot) -> dict[str, Any]:
         "target": manifest.target,
         "data": {name: usable[name] for name in order},
         "variable_descriptions": {name: specs[name].description.strip() for name in order},
+        "variable_units": {name: spec.units for name, spec in reading.variables.items()
+                           if spec.units is not None and name in usable},
         "variable_axes": {name: tuple(axes) for name, axes in layout.variable_axes.items()},
         "variable_structures": dict(layout.variable_structures),
         "relation_names": sorted(layout.relation_names),

@@ -17,7 +17,8 @@
   inside the directory), ``description`` (text; empty gives a warning),
   ``axes`` (optional; when given, the array's rank and dimension lengths must
   match the declared axes), ``kind`` ("variable" or "relation") and
-  ``structure`` (the relation a graph variable is aligned with).
+  ``structure`` (the relation a graph variable is aligned with), ``units``
+  (optional unit text such as ``"m/s"``, see :func:`srh_engine.parse_units`).
 - ``axes`` (optional): ``description`` and exactly one of ``values`` (inline
   JSON scalars), ``file`` (a 1-D ``.npy``) or ``size`` (gives ``0..size-1``).
 - ``target`` (optional) names the variable to predict; ``num_nodes`` is
@@ -74,6 +75,7 @@ class VariableSpec(_Strict):
     axes: list[str] | None = None
     kind: Literal["variable", "relation"] = "variable"
     structure: str | None = None
+    units: str | None = None
 
 
 class AxisSpec(_Strict):

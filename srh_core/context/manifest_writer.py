@@ -29,6 +29,8 @@ def _variable_entry(context: AgentContext, name: str) -> dict[str, Any]:
     layout = context.layout
     entry: dict[str, Any] = {"file": f"{name}.npy",
                              "description": context.variable_descriptions.get(name, "")}
+    if name in context.variable_units:
+        entry["units"] = context.variable_units[name]
     if layout.variable_axes.get(name):
         entry["axes"] = list(layout.variable_axes[name])
     if name in layout.relation_names:

@@ -54,6 +54,7 @@ class ContextMetadata(BaseModel):
     target: str | None
     arrays: dict[str, ArraySpec]
     variable_descriptions: dict[str, str]
+    variable_units: dict[str, str] = Field(default_factory=dict)
     variable_axes: dict[str, list[str]]
     variable_structures: dict[str, str]
     relation_names: list[str]
@@ -111,6 +112,7 @@ def context_to_payload(context: AgentContext) -> ContextPayload:
         arrays={name: ArraySpec(dtype=value.dtype.str, shape=list(value.shape),
                                 sha256=array_digest(value)) for name, value in data.items()},
         variable_descriptions=context.variable_descriptions,
+        variable_units=context.variable_units,
         variable_axes={name: list(axes) for name, axes in context.layout.variable_axes.items()},
         variable_structures=context.variable_structures,
         relation_names=sorted(context.relation_names),
@@ -154,6 +156,7 @@ def context_from_payload(
         data={name: payload.arrays[name] for name in meta.arrays},
         target=meta.target,
         variable_descriptions=meta.variable_descriptions,
+        variable_units=meta.variable_units,
         variable_axes={name: tuple(axes) for name, axes in meta.variable_axes.items()},
         variable_structures=meta.variable_structures,
         relation_names=set(meta.relation_names),

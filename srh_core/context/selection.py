@@ -165,4 +165,7 @@ def _describe_variable(context: AgentContext, name: str) -> dict[str, Any]:
     }
     if name in layout.variable_structures:
         entry["structure"] = layout.variable_structures[name]
+    units = context.variable_units.get(name)
+    if units is not None:
+        entry["units"] = units
     return entry

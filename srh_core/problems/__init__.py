@@ -18,9 +18,12 @@ and LSR-Transform files from their public sources. An entry's ``kind``
 (``"formula"`` default, ``"ode"``, ``"network"``, ``"transform"``) picks its
 class; every class has the same interface
 (``name``, ``id``, ``output``, ``formula``, ``feature_names``, ``sample``,
-``judge``). A problem name unknown to the default suite is looked up in the
-other built-in suites, so ``srh run --problem strogatz-lv1`` needs no
-``--suite``.
+``judge``). Units: a formula or transform problem's ``si_units()`` gives the
+units its suite lists, as SI text; a suite's top-level ``unit_symbols`` says
+which unit names it reads differently (the Feynman files: ``{"T": "K"}``, AI
+Feynman's tables writing a temperature as T). A problem name unknown to the
+default suite is looked up in the other built-in suites, so ``srh run
+--problem strogatz-lv1`` needs no ``--suite``.
 
 Protocol:
 - every variable i.i.d. from U[low, high] with a seeded generator
@@ -123,6 +126,8 @@ class Problem:
     title: str | None = None
     excluded: str | None = None
     """Why a benchmark leaves it out of its published figures (SRBench's three), else None."""
+    unit_symbols: tuple[tuple[str, str], ...] = ()
+    """Unit names its suite reads differently (AI Feynman's ``T`` is a temperature)."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Problem:
@@ -135,13 +140,25 @@ class Problem:
                        variables=variables,
                        output_units=_optional(units.get("units")),
                        output_quantity=_optional(units.get("quantity")),
-                       title=_optional(data.get("title")), excluded=_optional(data.get("excluded")))
+                       title=_optional(data.get("title")), excluded=_optional(data.get("excluded")),
+                       unit_symbols=unit_symbols(data))
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigurationError(f"Malformed problem entry {data!r:.120}: {error!r}") from None
 
     @property
     def feature_names(self) -> list[str]:
         return [variable.name for variable in self.variables]
+
+    def si_units(self) -> dict[str, str]:
+        """The units the suite gives, as SI text by name (inputs and output); {} for none.
+
+        Raises:
+            ConfigurationError: A unit the suite gives does not parse.
+        """
+        given = {v.name: v.units for v in self.variables if v.units is not None}
+        if self.output_units is not None:
+            given[self.output] = self.output_units
+        return canonical_units(given, self.unit_symbols, self.name)
 
     def expression(self) -> Any:
         from srh_engine import parse
@@ -187,6 +204,23 @@ def _judgement(truth: np.ndarray, predicted: np.ndarray) -> Judgement:
         total = float(np.sum((truth - truth.mean()) ** 2))
     r2 = 1.0 - residual / total if total > 0 and np.isfinite(residual) else float("-inf")
     return Judgement(bool(worst < SOLVED_TOLERANCE), worst, r2)
+
+
+def unit_symbols(data: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """An entry's ``unit_symbols`` (name -> unit text) as sorted pairs."""
+    symbols = data.get("unit_symbols") or {}
+    return tuple(sorted((str(k), str(v)) for k, v in dict(symbols).items()))
+
+
+def canonical_units(given: Mapping[str, str], symbols: tuple[tuple[str, str], ...],
+                    problem: str) -> dict[str, str]:
+    """Unit text by name, read with the suite's ``symbols`` and written back as SI text."""
+    from srh_engine import UnitError, parse_units
+
+    try:
+        return {name: str(parse_units(text, dict(symbols))) for name, text in given.items()}
+    except UnitError as error:
+        raise ConfigurationError(f"Problem {problem}: {error}", setting="units") from None
 
 
 def problem_from_dict(data: Mapping[str, Any]) -> Any:
@@ -262,7 +296,10 @@ def _parse_suite(text: str, origin: str) -> Suite:
         raise ConfigurationError(problem, setting="suite")
     try:
         document = json.loads(text)
-        problems = tuple(problem_from_dict(entry) for entry in document["problems"])
+        symbols = document.get("unit_symbols")
+        problems = tuple(problem_from_dict(
+            {"unit_symbols": symbols, **entry} if symbols and isinstance(entry, Mapping)
+            else entry) for entry in document["problems"])
     except (ValueError, KeyError, TypeError) as error:
         raise ConfigurationError(f"Suite file {origin} is malformed: {error!r}") from None
     return Suite(name=str(document.get("suite", Path(origin).stem)), problems=problems)

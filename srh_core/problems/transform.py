@@ -34,6 +34,7 @@ from srh_core.problems import (
     Problem,
     VariableRange,
     _optional,
+    canonical_units,
     judged,
 )
 
@@ -61,7 +62,8 @@ class TransformProblem:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TransformProblem:
-        source = Problem.from_dict({"name": data["source"]["id"], **data["source"]})
+        source = Problem.from_dict({"name": data["source"]["id"], **data["source"],
+                                    "unit_symbols": data.get("unit_symbols")})
         inputs = tuple(str(name) for name in data["inputs"])
         known = set(source.feature_names) | {source.output}
         output = str(data["output"])
@@ -82,6 +84,14 @@ class TransformProblem:
     @property
     def feature_names(self) -> list[str]:
         return list(self.inputs)
+
+    def si_units(self) -> dict[str, str]:
+        """Units of the inputs and the solved variable, as SI text by name; {} for none."""
+        given = {name: text for name, text in (self.units or {}).items()
+                 if name in (*self.inputs, self.output)}
+        if self.output_units is not None:
+            given[self.output] = self.output_units
+        return canonical_units(given, self.source.unit_symbols, self.name)
 
     @property
     def variables(self) -> tuple[VariableRange, ...]:

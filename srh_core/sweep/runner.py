@@ -560,6 +560,8 @@ def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
 
     problem = problem_suite(spec).get(cell.problem)
     data = protocol_data(problem, cell.seed, spec.protocol(cell.noise))
+    if data.units:  # the suite's units, then the sweep's own [settings] units
+        settings = settings.replace(units={**data.units, **(settings.units or {})})
     return CellData(data.X_train, {data.target: data.y_train}, data.description, settings,
                     problem, variant.method)
 
@@ -570,6 +572,8 @@ def _dataset_data(spec: SweepSpec, cell: Cell, settings: Any) -> CellData:
     dataset = next(d for d in spec.datasets if d.name == cell.problem)
     data, _ = load_tabular(Path(spec.base_dir) / dataset.path)
     X = {name: np.asarray(v) for name, v in data.items() if name != dataset.target}
+    if dataset.units:
+        settings = settings.replace(units={**dataset.units, **(settings.units or {})})
     return CellData(X, {dataset.target: np.asarray(data[dataset.target])},
                     dataset.description or f"Find {dataset.target}.", settings)
 

@@ -12,6 +12,8 @@
     test_fraction = 0.25            # optional: held-out test share (SRBench: 0.25)
     max_train_samples = 10000       # optional: cap on the training points
     anonymize = false               # optional: inputs x1..xn, target y, no description
+    units = true                    # the suite's units of its problems reach the run
+                                    # (false: run without them; [settings] units add to them)
     retries = 1                     # extra attempts for a failed or lost cell
     max_parallel = 16               # runs in flight at once (cluster backend)
     stall_seconds = 180             # no new node for this long: re-send the run's next
@@ -35,6 +37,7 @@
     name = "pendulum"
     path = "pendulum.csv"
     target = "T"
+    units = {L = "m", g = "m/s^2", T = "s"}   # optional
 
 Every (problem or dataset) x seed x variant (x noise level, when ``noise`` lists
 levels) is one cell and one run. ``seeds`` may also be ``"srbench:N"``: the first N
@@ -89,6 +92,7 @@ class Dataset(BaseModel):
     path: str
     target: str
     description: str = ""
+    units: dict[str, str] | None = None
 
 
 class SweepSpec(BaseModel):
@@ -104,6 +108,7 @@ class SweepSpec(BaseModel):
     test_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
     max_train_samples: int | None = Field(default=None, ge=10)
     anonymize: bool = False
+    units: bool = True
     retries: int = Field(default=1, ge=0, le=10)
     max_parallel: int = Field(default=16, ge=1, le=10_000)
     stall_seconds: float = Field(default=180.0, gt=0)
@@ -133,7 +138,8 @@ class SweepSpec(BaseModel):
         from srh_core.benchmark.protocol import Protocol
 
         return Protocol(samples=self.samples, noise=noise, test_fraction=self.test_fraction,
-                        max_train_samples=self.max_train_samples, anonymize=self.anonymize)
+                        max_train_samples=self.max_train_samples, anonymize=self.anonymize,
+                        units=self.units)
 
     @field_validator("seeds")
     @classmethod
@@ -202,7 +208,7 @@ def settings_hash(spec: SweepSpec, variant: Variant, noise: float | None = None)
     level = spec.noise_levels()[0] if noise is None else noise
     document: dict[str, Any] = {"settings": settings, "samples": spec.samples, "noise": level}
     extras = {"test_fraction": spec.test_fraction, "max_train_samples": spec.max_train_samples,
-              "anonymize": spec.anonymize, "method": variant.method}
+              "anonymize": spec.anonymize, "units": spec.units, "method": variant.method}
     document.update({key: value for key, value in extras.items()
                      if value != _DEFAULTS[key].default})
     return hashlib.sha1(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:8]
@@ -210,7 +216,7 @@ def settings_hash(spec: SweepSpec, variant: Variant, noise: float | None = None)
 
 #: Where the protocol options' defaults are declared (they count in a hash only when changed).
 _DEFAULTS = {**{key: SweepSpec.model_fields[key]
-                for key in ("test_fraction", "max_train_samples", "anonymize")},
+                for key in ("test_fraction", "max_train_samples", "anonymize", "units")},
              "method": Variant.model_fields["method"]}
 
 #: The top-level tables of a sweep file.
@@ -269,6 +275,9 @@ def _check(spec: SweepSpec) -> None:
     for variant in spec.variants:
         check_method(variant.method)
         spec.search_settings(variant)  # raises ConfigurationError naming the setting
+    for dataset in spec.datasets:
+        if dataset.units:
+            SearchSettings.build(units=dataset.units)  # names a bad unit
     suite = problem_suite(spec)
     for name in problem_names(spec):
         suite.get(name)

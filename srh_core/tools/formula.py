@@ -44,6 +44,7 @@ from srh_core.tools.diagnostics import (
     metric_warnings,
     residual_diagnostics,
 )
+from srh_core.tools.dimensions import units_line, units_report
 from srh_core.tools.inversion import invert_target
 from srh_engine.transform import map_postorder
 
@@ -326,6 +327,9 @@ class FormulaTool(BaseTool):
         elif not target.is_target and context.target is not None:
             entry["warnings"].append(f"not a candidate: scored against {target.text!r}, not the "
                                      f"target {context.target!r}")
+        units = units_report(f, target.expression, context)
+        if units is not None:
+            entry["units"] = units
         if show_diagnostics:
             entry["diagnostics"] = self._diagnostics(f, target, context.train_split)
         return entry
@@ -404,15 +408,19 @@ class FormulaTool(BaseTool):
         if result.get("submitted"):
             lines.append("  Submitted as the final answer.")
         lines.extend(f"  {line}" for line in details)
+        if (units := units_line(result.get("units"))) is not None:
+            lines.append(f"  {units}")
         lines.extend(f"  warning: {text}" for text in (result.get("warnings") or [])[:6])
         lines.extend(diagnostic_lines(result.get("diagnostics")))
         for alternative in (result.get("all_formulas") or [])[:8]:
             mark = "candidate" if alternative.get("is_candidate") else "not a candidate"
             metrics = alternative.get("metrics") or {}
             split = "validation" if "validation" in metrics else "train"
+            units = alternative.get("units") or {}
+            unit_mark = "; units inconsistent" if units and not units.get("consistent") else ""
             lines.append(f"  also ({mark}): {alternative.get('target')} = "
                          f"{display_formula(alternative)}  [{split}: "
-                         f"{metric_line(metrics.get(split) or {})}]")
+                         f"{metric_line(metrics.get(split) or {})}{unit_mark}]")
         return "\n".join(lines)
 
     @classmethod

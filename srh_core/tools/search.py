@@ -5,17 +5,21 @@ subsampled to ``max_samples`` rows) within ``time_budget`` seconds and
 returns its Pareto front: the lowest-error formula is the result, every
 other front formula is in ``all_formulas``, each scored by the evaluator
 like any candidate (the formulas come fitted; nothing is refitted). It runs
-like any tool, so on a cluster it runs on a tools worker.
+like any tool, so on a cluster it runs on a tools worker. When the run has
+units, they reach the search (its dimensional analysis and consistency
+check), and every formula's result reports its ``units``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
 from srh_core.tools.base import BaseTool
+from srh_core.tools.dimensions import context_dimensions, target_dimension
 from srh_core.tools.formula import DataTerm, FormulaTool
 from srh_core.tools.polynomial import subsample_rows
 from srh_engine.search import OPERATORS, search
@@ -81,10 +85,27 @@ class ExpressionSearchTool(FormulaTool):
         data = self.training_data(inputs, target)
         rows = subsample_rows(data.y.size, 1, limit=limit)
         names = [f"{INPUT_PREFIX}{i}" for i in range(len(inputs))]
+        units, target_units = self._units(names, inputs, target)
         result = search(data.X[rows], data.y[rows], names, time_budget=budget, seed=seed,
-                        operators=checked, max_complexity=size, workers=islands)
+                        operators=checked, max_complexity=size, workers=islands, units=units,
+                        target_units=target_units)
         formulas = [_in_inputs(entry.expression, inputs) for entry in result.front]
-        return self._results(formulas, target, show_diagnostics, result)
+        entry = self._results(formulas, target, show_diagnostics, result)
+        if "search" in entry:
+            entry["search"]["notes"] = [_named(note, inputs) for note in result.notes]
+        return entry
+
+    def _units(self, names: Sequence[str], inputs: Sequence[DataTerm], target: DataTerm
+               ) -> tuple[dict[str, str] | None, str | None]:
+        """The dimension of each input term and of the target term, when the run has units
+        (a term whose dimension the units do not tell is left out)."""
+        dimensions = context_dimensions(self.require_context())
+        if not dimensions:
+            return None, None
+        units = {name: str(found) for name, term in zip(names, inputs, strict=True)
+                 if (found := target_dimension(term.expression, dimensions)) is not None}
+        wanted = target_dimension(target.expression, dimensions)
+        return units or None, None if wanted is None else str(wanted)
 
     def _operators(self, operators: Any) -> list[str] | None:
         if operators is None:
@@ -123,6 +144,13 @@ class ExpressionSearchTool(FormulaTool):
                          f"{search_info['seconds']}s; front of {len(search_info['front'])}")
             lines += [f"  decomposition: {note}" for note in search_info["notes"][:4]]
         return lines
+
+
+def _named(note: str, inputs: Sequence[DataTerm]) -> str:
+    """A search note in the inputs' own texts instead of the placeholder names."""
+    for i in reversed(range(len(inputs))):  # srhinput12 before srhinput1
+        note = re.sub(rf"\b{INPUT_PREFIX}{i}\b", inputs[i].text, note)
+    return note
 
 
 def _in_inputs(expression: engine.Expression, inputs: Sequence[DataTerm]) -> engine.Expression:

@@ -28,6 +28,16 @@ One call of :func:`search`:
 Islands: :func:`search` runs :func:`_island` here and, with other seeds, on
 the other cores (:mod:`.pool`), and merges the fronts.
 
+Units (``units``, ``target_units``): with the dimension of every input and
+of the target, the problem is first searched reduced to dimensionless groups
+(:mod:`.pi_groups`: ``y = M(x) * g(pi)``) in ``PI_SHARE`` of the budget, and
+the answer is mapped back through the monomial; when that finds no exact
+formula (or the reduction is impossible), the undivided problem is searched
+in the rest. Every fitted formula is then checked for dimensional
+consistency (:func:`srh_engine.check_dimensions`: constants may carry units)
+and an inconsistent one is dropped from the front, with a note saying which
+and why.
+
 Time: every phase checks a deadline; the refit phase owns the last
 ``REFIT_SHARE`` of the budget and stops fitting when the budget is spent,
 so a call returns within the budget plus one fit. Determinism: every random
@@ -40,26 +50,34 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import BrokenExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
-from ..nodes import Symbol
+from ..dimensional import check_dimensions
+from ..evaluation import evaluate
+from ..nodes import Number, Symbol
+from ..transform import complexity
+from ..units import Dimension, parse_units
 from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
+from .pi_groups import Reduction, merged_powers, reduce_by_units
 from .pool import available_workers, broken, forget, submit_islands
-from .refit import refit
+from .refit import exact_on_all_rows, refit
 from .results import FrontEntry, SearchResult, pareto_front
 from .threads import one_blas_thread
-from .views import Run, View
+from .views import Found, Run, View
 
 __all__ = ["FrontEntry", "SearchResult", "pareto_front", "search"]
 
 
 REFIT_SHARE = 0.2
+PI_SHARE = 0.6
+"""Of the search (before the refit): the problem reduced to dimensionless groups."""
+MAX_DROPPED_NOTES = 3
 ISLAND_GRACE = 0.05
 """Islands' results are waited for until this share of the budget past the deadline."""
 
@@ -94,7 +112,8 @@ def _check(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None, budget: fl
 def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
            time_budget: float = 10.0, seed: int = 0, operators: Sequence[str] | None = None,
            max_complexity: int = 30, max_evaluations: int | None = None,
-           workers: int | None = None) -> SearchResult:
+           workers: int | None = None, units: Mapping[str, str | Dimension] | None = None,
+           target_units: str | Dimension | None = None) -> SearchResult:
     """Search for formulas ``y = f(X)``: a Pareto front of complexity against error.
 
     Args:
@@ -113,12 +132,17 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         workers: Islands (processes) searching at once, with seeds ``seed, seed + 1, ...``
             (:mod:`.pool`); default: the CPUs this process may use (1 in a daemonic
             process such as a Celery prefork child); 1 searches in this process only.
+        units: Units of the inputs by name (unit text such as ``"m/s"``, or Dimensions);
+            with ``target_units`` and every input's units, the problem is reduced to
+            dimensionless groups first; every formula is checked against them.
+        target_units: Units of the target.
 
     Returns:
         The front (each formula fitted on every row), with counts and notes.
 
     Raises:
         ValueError: Bad shapes, non-finite data, unknown operators, bad budget or workers.
+        UnitError: Unit text that does not parse (a ValueError).
     """
     started = time.monotonic()
     X, y, names = _check(X, y, names, time_budget, max_complexity, max_evaluations)
@@ -126,14 +150,17 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or
                                 workers < 1):
         raise ValueError(f"workers must be a positive int; got {workers!r}")
+    dimensions = {name: str(parse_units(text)) for name, text in (units or {}).items()}
+    wanted = None if target_units is None else str(parse_units(target_units))
     count = available_workers() if workers is None else workers
     deadline = started + time_budget
     calls = [{"X": X, "y": y, "names": names, "deadline": deadline, "seed": seed + k,
               "operators": operators, "max_complexity": max_complexity,
-              "max_evaluations": max_evaluations} for k in range(1, count)]
+              "max_evaluations": max_evaluations, "units": dimensions, "target_units": wanted}
+             for k in range(1, count)]
     futures, pool, failure = submit_islands(_island, calls)
     entries, evaluated, notes = _island(X, y, names, deadline, seed, operators, max_complexity,
-                                        max_evaluations)
+                                        max_evaluations, dimensions, wanted)
     if failure is not None:
         notes.append(f"searched in one process: the island pool did not start ({failure})")
     merged = 0
@@ -158,13 +185,31 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         merged += 1
     if merged:
         notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
+    if dimensions:
+        entries = _consistent(entries, dimensions, wanted, notes)
     return SearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
                         tuple(dict.fromkeys(notes)))
 
 
+def _consistent(entries: list[FrontEntry], dimensions: Mapping[str, str], wanted: str | None,
+                notes: list[str]) -> list[FrontEntry]:
+    """The dimensionally consistent entries; a note names the dropped ones and why."""
+    kept, dropped = [], []
+    for entry in entries:
+        check = check_dimensions(entry.expression, dimensions, wanted)
+        (kept if check.consistent else dropped).append((entry, check.reason))
+    if dropped:
+        shown = "; ".join(f"{entry.formula}: {reason}"
+                          for entry, reason in dropped[:MAX_DROPPED_NOTES])
+        notes.append(f"dropped {len(dropped)} of {len(entries)} fitted formulas as "
+                     f"dimensionally inconsistent ({shown})")
+    return [entry for entry, _ in kept]
+
+
 def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, seed: int,
             operators: Sequence[str] | None, max_complexity: int,
-            max_evaluations: int | None) -> tuple[list[FrontEntry], int, list[str]]:
+            max_evaluations: int | None, units: Mapping[str, str] | None = None,
+            target_units: str | None = None) -> tuple[list[FrontEntry], int, list[str]]:
     """One single-process search until ``deadline``: its fitted entries, count and notes."""
     binary, unary = resolve_operators(operators)
     time_budget = max(deadline - time.monotonic(), 0.0)
@@ -174,6 +219,63 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
     run.columns_by_name = values
     base = View("inputs", [Symbol(n) for n in names], X)
     with np.errstate(all="ignore"), one_blas_thread():
-        run.found = explore(run, base, y, budget)
+        reduction = _reduction(run, X, y, names, units, target_units)
+        found = [] if reduction is None else _reduced(run, reduction, y, budget.share(PI_SHARE))
+        if not exact_on_all_rows(run, found):
+            found += explore(run, base, y, budget)
+        run.found = found
         entries = refit(run, values, deadline)
+        if reduction is not None:  # answers mapped back: one monomial per product
+            entries = [_merged(entry, values) for entry in entries]
     return entries, run.counter.value, run.notes
+
+
+def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
+    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`) when
+    that is smaller and gives the same values."""
+    merged = merged_powers(entry.expression)
+    size = complexity(merged)
+    if size >= entry.complexity:
+        return entry
+    with np.errstate(all="ignore"):
+        before = np.asarray(evaluate(entry.expression, values), dtype=float)
+        after = np.asarray(evaluate(merged, values), dtype=float)
+    if not np.allclose(after, before, rtol=1e-9, atol=0.0, equal_nan=False):
+        return entry
+    return FrontEntry(merged, size, entry.mse, entry.r2)
+
+
+def _reduction(run: Run, X: np.ndarray, y: np.ndarray, names: list[str],
+               units: Mapping[str, str] | None, target_units: str | None) -> Reduction | None:
+    """The problem in dimensionless groups when the units allow it (notes say why not)."""
+    if not units or target_units is None:
+        return None
+    missing = [name for name in names if name not in units]
+    if missing:
+        run.notes.append(f"no dimensional analysis: no units for {', '.join(missing[:5])}")
+        return None
+    reduction, reason = reduce_by_units(X, y, names, [parse_units(units[n]) for n in names],
+                                        parse_units(target_units))
+    if reduction is None:
+        run.notes.append(f"no dimensional analysis: {reason}")
+    elif reduction.exponents and not any(reduction.exponents) and \
+            len(reduction.groups) == len(names):
+        return None  # every input is dimensionless already: nothing to reduce
+    else:
+        run.notes.append(reduction.note)
+    return reduction
+
+
+def _reduced(run: Run, reduction: Reduction, y: np.ndarray, budget: Budget) -> list[Found]:
+    """Search ``y / M`` over the groups; each found item wrapped in the monomial ``M``."""
+    target = y / reduction.monomial_values
+    if not reduction.groups or np.std(target) <= 1e-12 * np.sqrt(np.mean(target**2)):
+        leaf = View("constant", [Number(1)], np.ones((y.size, 1)))
+        found = [Found(0.0, ("v", 0), leaf, "identity")]
+    else:
+        view = View("dimensionless groups", list(reduction.groups), reduction.columns)
+        found = explore(run, view, target, budget)
+    if reduction.monomial != Number(1):
+        for item in found:
+            item.wraps = (("power", reduction.monomial), *item.wraps)
+    return found

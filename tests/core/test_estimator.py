@@ -59,8 +59,8 @@ def test_refit_comparisons_are_expected_failures_only_for_a_varying_search():
 def test_every_search_setting_is_a_parameter_with_the_same_default():
     parameters = inspect.signature(SRHarnessRegressor).parameters
     fields = {name: field for name, field in SearchSettings.model_fields.items()
-              if name != "run_id"}
-    assert set(parameters) == {*fields, "problem_description"}
+              if name not in ("run_id", "units")}  # X_units and y_units make the units
+    assert set(parameters) == {*fields, "problem_description", "X_units", "y_units"}
     for name, field in fields.items():
         default = field.get_default(call_default_factory=True)
         assert parameters[name].default == (None if default == [] else default), name

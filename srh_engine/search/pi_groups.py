@@ -1,0 +1,376 @@
+"""Buckingham pi: a problem with units reduced to dimensionless groups.
+
+With the dimension of every input and of the target known, a physical law
+``y = f(x_1..x_n)`` can be written ``y = M(x) * g(pi_1..pi_k)``: ``M`` a
+monomial ``prod x_i**p_i`` with the target's dimension, each ``pi_j`` a
+dimensionless monomial of the inputs, ``k = n - rank(D)`` for the dimension
+matrix ``D`` (one column per input, one row per base dimension). The search
+then looks for ``g`` on fewer inputs, and the answer is mapped back by the
+``power`` wrap of :mod:`.explore` (the monomial, its exponents held exact);
+:func:`merged_powers` then merges each product of powers of the inputs into one
+monomial (``r**3*(c/(L/r))`` is ``c*r**4/L``).
+
+The basis of the groups (an integer basis of the null space of ``D``) is the
+simplest one found among small integer vectors: fewest inputs, then the
+smallest exponents, so groups of like quantities come out as their ratios
+(``x2/x1``); the exact rational null space fills in what the small vectors do
+not span. The monomial is a particular solution of ``D p = dim(y)`` (on the
+inputs the groups are referred to) plus a small integer combination of the
+groups: the simplest (whole exponents, then the smallest sum of their
+magnitudes); among equally simple ones the particular solution itself, unless
+another leaves decisively less spread in ``log|y/M|``, the variation the
+reduced problem must still explain (``q1*q2/(eps*r**2)`` rather than
+``q1**2/(eps*r**2)`` for a Coulomb force, ``m*c**2`` rather than ``m*v**2``
+for a relativistic energy).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..nodes import Binary, Expression, Number, Symbol
+from ..rendering import to_str
+from ..units import Dimension
+
+__all__ = ["Reduction", "reduce_by_units"]
+
+MAX_ENTRY = 3
+"""Largest |exponent| of an input in an enumerated group."""
+MAX_SUPPORT = 4
+"""Most inputs in an enumerated group (4 only with exponents up to 2)."""
+MAX_COMBINATION = 2
+"""Largest multiple of a group added to the monomial's particular solution."""
+MAX_MONOMIAL_CANDIDATES = 729
+DECISIVE = 0.5
+"""An equally simple monomial replaces the particular solution when it leaves less than this
+share of the particular solution's spread of ``log|y/M|``."""
+SPREAD_ROWS = 512
+MAX_DENOMINATOR = 64
+
+Vector = tuple[Fraction, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """The problem in dimensionless groups.
+
+    Attributes:
+        monomial: ``prod x_i**p_i`` with the target's dimension (``Number(1)`` for a
+            dimensionless target).
+        monomial_values: Its values on the rows.
+        groups: The dimensionless groups, as expressions of the inputs.
+        columns: ``(rows, len(groups))`` values of the groups.
+        exponents: The monomial's exponent of each input.
+        group_exponents: Each group's integer exponents of the inputs.
+    """
+
+    monomial: Expression
+    monomial_values: np.ndarray
+    groups: tuple[Expression, ...]
+    columns: np.ndarray
+    exponents: tuple[Fraction, ...]
+    group_exponents: tuple[tuple[int, ...], ...]
+
+    @property
+    def note(self) -> str:
+        groups = ", ".join(to_str(group) for group in self.groups) or "none"
+        return (f"dimensional analysis: the target is {to_str(self.monomial)} times a function "
+                f"of {len(self.groups)} dimensionless group(s): {groups}")
+
+
+def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
+                    dimensions: Sequence[Dimension], target: Dimension
+                    ) -> tuple[Reduction | None, str]:
+    """The problem reduced to dimensionless groups, or None and why not.
+
+    Args:
+        X: ``(rows, inputs)`` inputs.
+        y: ``(rows,)`` target.
+        names: Input names.
+        dimensions: Each input's dimension.
+        target: The target's dimension.
+
+    Returns:
+        ``(reduction, "")``, or ``(None, reason)`` when no monomial of the inputs has the
+        target's dimension or the monomial or a group is not finite on the rows.
+    """
+    used = [base for base, t in enumerate(target.exponents)
+            if t or any(d.exponents[base] for d in dimensions)]
+    matrix = [[d.exponents[base] for d in dimensions] for base in used]
+    wanted = [target.exponents[base] for base in used]
+    particular = _solve(matrix, wanted, len(names))
+    if particular is None:
+        return None, (f"no product of powers of the inputs is in the target's units "
+                      f"({target}): a dimensional constant may be missing from the inputs")
+    basis = simplest_basis(matrix, len(names))
+    exponents = _monomial(particular, basis, X, y)
+    values = _power_values(X, exponents)
+    columns = np.column_stack([_power_values(X, g) for g in basis]) if basis else \
+        np.empty((X.shape[0], 0))
+    if not (np.all(np.isfinite(values)) and np.all(values != 0) and np.all(np.isfinite(columns))):
+        return None, "the monomial or a group is not finite (or is zero) on some rows"
+    symbols = [Symbol(name) for name in names]
+    return Reduction(monomial_expression(exponents, symbols), values,
+                     tuple(monomial_expression(g, symbols) for g in basis), columns,
+                     exponents, tuple(tuple(int(e) for e in g) for g in basis)), ""
+
+
+def simplest_basis(matrix: list[list[Fraction]], n: int) -> list[Vector]:
+    """An integer basis of the null space of ``matrix``, simplest vectors first."""
+    size = n - _rank(matrix, n)
+    if size == 0:
+        return []
+    chosen: list[Vector] = []
+    for vector in _small_null_vectors(matrix, n):
+        if _rank([list(v) for v in [*chosen, vector]], n) == len(chosen) + 1:
+            chosen.append(vector)
+            if len(chosen) == size:
+                return chosen
+    for vector in _null_space(matrix, n):  # what small vectors do not span
+        if _rank([list(v) for v in [*chosen, vector]], n) == len(chosen) + 1:
+            chosen.append(_integer(vector))
+            if len(chosen) == size:
+                break
+    return chosen
+
+
+def _complexity(vector: Sequence[Fraction]) -> tuple[int, int, Fraction, Fraction]:
+    support = [abs(e) for e in vector if e]
+    fractional = sum(1 for e in vector if Fraction(e).denominator != 1)
+    return fractional, len(support), sum(support, Fraction(0)), max(support, default=Fraction(0))
+
+
+def _small_null_vectors(matrix: list[list[Fraction]], n: int) -> list[Vector]:
+    """Integer null vectors with few nonzero, small entries, simplest first."""
+    if not matrix:
+        return [tuple(Fraction(int(i == j)) for j in range(n)) for i in range(n)]
+    scale = math.lcm(*(Fraction(e).denominator for row in matrix for e in row))
+    integer = np.array([[int(e * scale) for e in row] for row in matrix], dtype=np.int64)
+    found: list[Vector] = []
+    for support in range(1, min(MAX_SUPPORT, n) + 1):
+        limit = MAX_ENTRY if support <= 3 else 2
+        entries = [e for e in range(-limit, limit + 1) if e]
+        for columns in itertools.combinations(range(n), support):
+            values = np.array(list(itertools.product(entries, repeat=support)), dtype=np.int64)
+            values = values[values[:, 0] > 0]  # one sign of each vector
+            hits = values[np.all(integer[:, columns] @ values.T == 0, axis=0)]
+            for row in hits:
+                if math.gcd(*map(int, row)) != 1:
+                    continue
+                vector = [Fraction(0)] * n
+                for column, value in zip(columns, row, strict=True):
+                    vector[column] = Fraction(int(value))
+                found.append(_oriented(tuple(vector)))
+    return sorted(dict.fromkeys(found), key=_complexity)
+
+
+def _oriented(vector: Vector) -> Vector:
+    """More positive than negative exponents (``b/a``, not ``a/b``, for the later input)."""
+    positive = sum(e for e in vector if e > 0)
+    negative = -sum(e for e in vector if e < 0)
+    last = next(e for e in reversed(vector) if e)
+    if negative > positive or (negative == positive and last < 0):
+        return tuple(-e for e in vector)
+    return vector
+
+
+def _integer(vector: Vector) -> Vector:
+    scale = math.lcm(*(e.denominator for e in vector))
+    integers = [int(e * scale) for e in vector]
+    divisor = math.gcd(*integers) or 1
+    return _oriented(tuple(Fraction(v // divisor) for v in integers))
+
+
+def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray) -> Vector:
+    """The simplest ``particular + sum z_j basis_j``; among equally simple ones, the one
+    leaving decisively less spread in ``log|y/M|`` than the particular solution's, else
+    the one nearest to it (see the module docstring)."""
+    combinations = _combinations(len(basis))
+    base = np.array([float(p) for p in particular])
+    groups = np.array([[float(e) for e in g] for g in basis]).reshape(len(basis), len(base))
+    vectors = base + combinations @ groups
+    sizes = [_size(v) for v in vectors]
+    simplest = min(sizes)
+    tied = [i for i, size in enumerate(sizes) if size == simplest]
+    nearest = min(tied, key=lambda i: (np.abs(combinations[i]).sum(), i))
+    spreads = _spreads(vectors[tied], X, y)
+    chosen = nearest
+    if spreads is not None:
+        best = int(np.argmin(spreads))
+        if spreads[best] < DECISIVE * spreads[tied.index(nearest)]:
+            chosen = tied[best]
+    return tuple(Fraction(float(e)).limit_denominator(MAX_DENOMINATOR) for e in vectors[chosen])
+
+
+def _combinations(k: int) -> np.ndarray:
+    """The multiples ``z`` of the groups tried: all in [-2, 2] for few groups, fewer else."""
+    if k == 0:
+        return np.zeros((1, 0))
+    reach = MAX_COMBINATION if (2 * MAX_COMBINATION + 1) ** k <= MAX_MONOMIAL_CANDIDATES else 1
+    if (2 * reach + 1) ** k <= MAX_MONOMIAL_CANDIDATES:
+        return np.array(list(itertools.product(range(-reach, reach + 1), repeat=k)), float)
+    single = [np.zeros(k)] + [sign * np.eye(k)[j] for j in range(k) for sign in (1, -1)]
+    return np.array(single)
+
+
+def _spreads(vectors: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """``var(log|y| - log|M|)`` of each candidate monomial (None when logs do not exist)."""
+    rows = np.linspace(0, y.size - 1, min(y.size, SPREAD_ROWS)).astype(int)
+    with np.errstate(all="ignore"):
+        logs = np.log(np.abs(X[rows]))
+        target = np.log(np.abs(y[rows]))
+    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(target))):
+        return None
+    return np.var(target[:, None] - logs @ vectors.T, axis=0)
+
+
+def _size(vector: Sequence[float]) -> tuple[int, float]:
+    """A monomial's simplicity: whole exponents, then the sum of their magnitudes."""
+    fractional = sum(1 for e in vector if abs(float(e) - round(float(e))) > 1e-9)
+    return fractional, round(sum(abs(float(e)) for e in vector), 9)
+
+
+def _power_values(X: np.ndarray, exponents: Sequence[Fraction]) -> np.ndarray:
+    values = np.ones(X.shape[0])
+    with np.errstate(all="ignore"):
+        for column, exponent in enumerate(exponents):
+            if exponent:
+                values = values * X[:, column] ** float(exponent)
+    return values
+
+
+def monomial_expression(exponents: Sequence[Fraction], inputs: Sequence[Expression]
+                        ) -> Expression:
+    """``prod inputs[i]**e_i``: positive powers over negative ones (``a*b/c**2``)."""
+    def power(base: Expression, exponent: Fraction) -> Expression:
+        if exponent == 1:
+            return base
+        number = int(exponent) if exponent.denominator == 1 else float(exponent)
+        return Binary("**", base, Number(number))
+
+    def product(parts: list[Expression]) -> Expression | None:
+        result = None
+        for part in parts:
+            result = part if result is None else Binary("*", result, part)
+        return result
+
+    upper = product([power(x, e) for x, e in zip(inputs, exponents, strict=True) if e > 0])
+    lower = product([power(x, -e) for x, e in zip(inputs, exponents, strict=True) if e < 0])
+    if lower is None:
+        return upper if upper is not None else Number(1)
+    return Binary("/", upper if upper is not None else Number(1), lower)
+
+
+# ----------------------------------------------------------- exact linear algebra
+def _rref(matrix: list[list[Fraction]], n: int) -> tuple[list[list[Fraction]], list[int]]:
+    rows = [list(map(Fraction, row)) for row in matrix]
+    pivots: list[int] = []
+    r = 0
+    for column in range(n):
+        pivot = next((i for i in range(r, len(rows)) if rows[i][column] != 0), None)
+        if pivot is None:
+            continue
+        rows[r], rows[pivot] = rows[pivot], rows[r]
+        head = rows[r][column]
+        rows[r] = [value / head for value in rows[r]]
+        for i in range(len(rows)):
+            if i != r and rows[i][column] != 0:
+                factor = rows[i][column]
+                rows[i] = [a - factor * b for a, b in zip(rows[i], rows[r], strict=True)]
+        pivots.append(column)
+        r += 1
+        if r == len(rows):
+            break
+    return rows, pivots
+
+
+def _rank(matrix: list[list[Fraction]], n: int) -> int:
+    return len(_rref(matrix, n)[1]) if matrix else 0
+
+
+def _null_space(matrix: list[list[Fraction]], n: int) -> list[Vector]:
+    rows, pivots = _rref(matrix, n) if matrix else ([], [])
+    basis = []
+    for free in (c for c in range(n) if c not in pivots):
+        vector = [Fraction(0)] * n
+        vector[free] = Fraction(1)
+        for row, pivot in zip(rows, pivots, strict=False):
+            vector[pivot] = -row[free]
+        basis.append(tuple(vector))
+    return basis
+
+
+def _solve(matrix: list[list[Fraction]], wanted: list[Fraction], n: int) -> Vector | None:
+    """A solution of ``matrix @ p = wanted`` (free inputs at 0), or None."""
+    if not matrix:
+        return tuple(Fraction(0) for _ in range(n))
+    augmented = [[*row, t] for row, t in zip(matrix, wanted, strict=True)]
+    rows, pivots = _rref(augmented, n + 1)
+    if n in pivots:  # a row 0 = 1: inconsistent
+        return None
+    solution = [Fraction(0)] * n
+    for row, pivot in zip(rows, pivots, strict=False):
+        solution[pivot] = row[n]
+    return tuple(solution)
+
+
+# ------------------------------------------------------ answers in the original inputs
+def merged_powers(expression: Expression) -> Expression:
+    """``expression`` with each product of powers of inputs merged into one monomial:
+    mapped back, ``r**3*dP/mu*(c/(L/r))`` is ``c*r**4*dP/(mu*L)`` (the same function)."""
+    from ..transform import map_postorder
+
+    return map_postorder(expression, _merged_product)
+
+
+def _merged_product(node: Expression) -> Expression:
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
+        return node
+    coefficient, powers, others = 1.0, {}, []
+    for factor, exponent in _factors(node, Fraction(1)):
+        if isinstance(factor, Number):
+            coefficient *= float(factor.value) ** float(exponent)
+        elif isinstance(factor, Symbol):
+            powers[factor.name] = powers.get(factor.name, Fraction(0)) + exponent
+        elif _symbol_power(factor) is not None:
+            name, power = _symbol_power(factor)
+            powers[name] = powers.get(name, Fraction(0)) + exponent * power
+        else:
+            others.append((factor, exponent))
+    names = [name for name, power in powers.items() if power]
+    monomial = monomial_expression([powers[n] for n in names], [Symbol(n) for n in names])
+    parts = [] if coefficient == 1.0 else [Number(coefficient)]
+    parts += [factor for factor, exponent in others if exponent == 1]
+    if monomial != Number(1):
+        parts.append(monomial)
+    result = parts[0] if parts else Number(1)
+    for part in parts[1:]:
+        result = Binary("*", result, part)
+    for factor, exponent in others:
+        if exponent == -1:
+            result = Binary("/", result, factor)
+        elif exponent != 1:
+            result = Binary("*", result, Binary("**", factor, Number(float(exponent))))
+    return result
+
+
+def _factors(node: Expression, exponent: Fraction) -> list[tuple[Expression, Fraction]]:
+    if isinstance(node, Binary) and node.operator in ("*", "/"):
+        right = exponent if node.operator == "*" else -exponent
+        return _factors(node.left, exponent) + _factors(node.right, right)
+    return [(node, exponent)]
+
+
+def _symbol_power(node: Expression) -> tuple[str, Fraction] | None:
+    if isinstance(node, Binary) and node.operator == "**" and \
+            isinstance(node.left, Symbol) and isinstance(node.right, Number):
+        power = Fraction(node.right.value).limit_denominator(MAX_DENOMINATOR)
+        if abs(float(power) - node.right.value) <= 1e-12:
+            return node.left.name, power
+    return None

@@ -1,0 +1,140 @@
+"""Buckingham pi in the search: the reduction, its groups, and answers mapped back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from srh_engine import check_dimensions, parse, parse_units, to_str
+from srh_engine.search import search
+from srh_engine.search.pi_groups import reduce_by_units
+
+PENDULUM = (["L", "g", "m"], ["m", "m/s^2", "kg"], "s",
+            lambda L, g, m: 2 * np.pi * np.sqrt(L / g))
+COULOMB = (["q1", "q2", "eps", "r"], ["C", "C", "F/m", "m"], "N",
+           lambda q1, q2, eps, r: q1 * q2 / (4 * np.pi * eps * r**2))
+DISTANCE = (["x1", "x2", "y1", "y2"], ["m"] * 4, "m",
+            lambda x1, x2, y1, y2: np.sqrt((x2 - x1) ** 2 + (y2 - y1) ** 2))
+RELATIVISTIC = (["m", "v", "c"], ["kg", "m/s", "m/s"], "J",
+                lambda m, v, c: m * c**2 / np.sqrt(1 - v**2 / c**2))
+GAS = (["n", "kb", "T", "V"], ["1", "J/K", "K", "m^3"], "Pa",
+       lambda n, kb, T, V: n * kb * T / V)
+
+
+def data(problem, rows: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    names, _, _, truth = problem
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(1.0, 3.0, (rows, len(names)))
+    if problem is RELATIVISTIC:
+        X[:, 2] += 3.0  # v < c
+    return X, truth(*X.T)
+
+
+def reduced(problem):
+    names, units, target, _ = problem
+    X, y = data(problem)
+    return reduce_by_units(X, y, names, [parse_units(u) for u in units], parse_units(target))
+
+
+@pytest.mark.parametrize(("problem", "monomial", "groups"), [
+    (PENDULUM, "L**0.5/g**0.5", []),
+    (COULOMB, "q1*q2/(eps*r**2)", ["q2/q1"]),
+    (DISTANCE, "x1", ["x2/x1", "y1/x1", "y2/x1"]),
+    (RELATIVISTIC, "m*c**2", ["c/v"]),
+    (GAS, "kb*T/V", ["n"]),
+], ids=["pendulum", "coulomb", "distance", "relativistic", "gas"])
+def test_the_reduction_has_n_minus_rank_groups(problem, monomial, groups):
+    reduction, reason = reduced(problem)
+    assert reduction is not None, reason
+    assert to_str(reduction.monomial) == monomial
+    assert [to_str(group) for group in reduction.groups] == groups
+    names, units, target, _ = problem
+    dimensions = dict(zip(names, units, strict=True))
+    assert check_dimensions(reduction.monomial, dimensions).dimension == parse_units(target)
+    for group in reduction.groups:
+        assert check_dimensions(group, dimensions).dimension.dimensionless
+    X, y = data(problem)
+    np.testing.assert_allclose(reduction.monomial_values, reduction.monomial.evaluate(
+        {name: X[:, i] for i, name in enumerate(names)}))
+
+
+def test_a_target_no_monomial_reaches_says_why():
+    """Newton's gravity without G: no product of masses and a distance is a force."""
+    X = np.random.default_rng(0).uniform(1, 2, (50, 3))
+    reduction, reason = reduce_by_units(X, X[:, 0] * X[:, 1] / X[:, 2] ** 2, ["m1", "m2", "r"],
+                                        [parse_units(u) for u in ("kg", "kg", "m")],
+                                        parse_units("N"))
+    assert reduction is None and "a dimensional constant may be missing" in reason
+
+
+def _fresh_error(problem, formula: str) -> float:
+    names, _, _, truth = problem
+    X, y = data(problem, rows=500, seed=9)
+    predicted = parse(formula).evaluate({name: X[:, i] for i, name in enumerate(names)})
+    return float(np.max(np.abs(predicted - y) / np.abs(y)))
+
+
+@pytest.mark.parametrize("problem", [PENDULUM, COULOMB, GAS], ids=["pendulum", "coulomb",
+                                                                     "gas"])
+def test_the_answer_mapped_back_is_the_truth(problem):
+    names, units, target, _ = problem
+    X, y = data(problem)
+    result = search(X, y, names, time_budget=5, seed=0, workers=1, max_evaluations=20_000,
+                    units=dict(zip(names, units, strict=True)), target_units=target)
+    assert any(note.startswith("dimensional analysis") for note in result.notes)
+    assert _fresh_error(problem, result.best.formula) < 1e-9, result.best.formula
+    assert result.best.complexity <= 12, result.best.formula
+
+
+def test_inconsistent_formulas_are_dropped_from_the_front():
+    """``x + t`` fits a length plus a time exactly; with units it is no answer."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(1, 3, (200, 2))
+    units = {"x": "m", "t": "s"}
+    result = search(X, X[:, 0] + X[:, 1], ["x", "t"], time_budget=2, seed=0, workers=1,
+                    max_evaluations=5_000, units=units, target_units="m")
+    dropped = [note for note in result.notes if note.startswith("dropped")]
+    assert dropped and "dimensionally inconsistent" in dropped[0], result.notes
+    assert "combines x in m with t in s" in dropped[0]
+    for entry in result.front:
+        assert check_dimensions(entry.expression, units, "m").consistent, entry.formula
+    plain = search(X, X[:, 0] + X[:, 1], ["x", "t"], time_budget=2, seed=0, workers=1,
+                   max_evaluations=5_000)
+    assert plain.best.mse < 1e-20 and not any(n.startswith("dropped") for n in plain.notes)
+
+
+@pytest.mark.parametrize(("units", "target", "note"), [
+    ({"L": "m", "g": "m/s^2"}, "s", "no units for m"),
+    ({"L": "m", "g": "m/s^2", "m": "kg"}, "A", "no product of powers"),
+], ids=["missing", "unreachable"])
+def test_no_reduction_says_why_and_searches_the_whole_problem(units, target, note):
+    names, _, _, _ = PENDULUM
+    X, y = data(PENDULUM)
+    result = search(X, y, names, time_budget=2, seed=0, workers=1, max_evaluations=5_000,
+                    units=units, target_units=target)
+    assert any(note in text for text in result.notes), result.notes
+    assert result.best.r2 > 1 - 1e-12  # the whole problem was searched
+
+
+def test_bad_units_are_unit_errors():
+    X, y = data(PENDULUM)
+    with pytest.raises(ValueError, match="unknown unit 'parsec'"):
+        search(X, y, ["L", "g", "m"], time_budget=1, units={"L": "parsec"}, target_units="s")
+
+
+@pytest.mark.parametrize(("formula", "merged"), [
+    ("r**3*dP/mu*(0.5*(1.0/(L/r)))", "0.5*(r**4*dP/(mu*L))"),
+    ("0.5*(m*(v*v))", "0.5*(m*v**2)"),
+    ("L**0.5/g**0.5*(2/sqrt(m2/m1 + 1))", "2.0*(L**0.5/g**0.5)/sqrt(m2/m1 + 1)"),
+    ("x*(1/x)", "1"),
+], ids=["poiseuille", "kinetic", "inside-a-root-stays", "cancels"])
+def test_mapped_back_products_merge_into_one_monomial(formula, merged):
+    from srh_engine.search.pi_groups import merged_powers
+
+    result = merged_powers(parse(formula))
+    assert to_str(result) == merged
+    rng = np.random.default_rng(0)
+    values = {name: rng.uniform(1, 2, 20) for name in ("r", "dP", "mu", "L", "m", "v", "g",
+                                                       "m1", "m2", "x")}
+    np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
+                               np.broadcast_to(parse(formula).evaluate(values), (20,)))
