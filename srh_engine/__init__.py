@@ -103,6 +103,7 @@ from .nodes import (
 )
 from .parser import Equation, parse, parse_equation
 from .rendering import render, to_str, to_tree
+from .snapping import snap_constants
 from .transform import (
     bind_parameters,
     complexity,
@@ -173,6 +174,7 @@ __all__ = [
     "parse",
     "parse_equation",
     "recognise_constants",
+    "snap_constants",
     "reduction",
     "render",
     "replace",

@@ -22,7 +22,10 @@ One call of :func:`search`:
    original variables (the linear scaling ``a + b*f`` and the inverse
    transform made explicit) and their constants fitted on all rows by the
    engine's Levenberg-Marquardt (:func:`srh_engine.fit`);
-4. the front: for each complexity the lowest-MSE formula, kept when it is
+4. the front's fitted numbers snapped to simple values (integers, halves, ``1/(4*pi)``,
+   ``sqrt(2*pi)``...) with the others refitted, kept when the BIC allows
+   (:func:`srh_engine.snapping.snap_constants`; the last ``SNAP_SHARE`` of the budget);
+5. the front: for each complexity the lowest-MSE formula, kept when it is
    better than every simpler one.
 
 Islands: :func:`search` runs :func:`_island` here and, with other seeds, on
@@ -51,7 +54,7 @@ from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
 from .pool import available_workers, broken, forget, submit_islands
-from .refit import refit
+from .refit import refit, snap_front
 from .results import FrontEntry, SearchResult, pareto_front
 from .threads import one_blas_thread
 from .views import Run, View
@@ -60,6 +63,8 @@ __all__ = ["FrontEntry", "SearchResult", "pareto_front", "search"]
 
 
 REFIT_SHARE = 0.2
+SNAP_SHARE = 0.05
+"""The last share of the budget: the front's numbers snapped to simple values."""
 ISLAND_GRACE = 0.05
 """Islands' results are waited for until this share of the budget past the deadline."""
 
@@ -175,5 +180,6 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
     base = View("inputs", [Symbol(n) for n in names], X)
     with np.errstate(all="ignore"), one_blas_thread():
         run.found = explore(run, base, y, budget)
-        entries = refit(run, values, deadline)
+        entries = refit(run, values, deadline - SNAP_SHARE * time_budget)
+        entries = snap_front(entries, values, y, deadline)
     return entries, run.counter.value, run.notes

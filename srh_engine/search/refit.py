@@ -11,12 +11,14 @@ import numpy as np
 from ..fitting import fit, free_constants
 from ..nodes import Binary, Expression, Number, Parameter, Symbol
 from ..rendering import to_str
+from ..snapping import snap_constants
 from ..transform import complexity, fold_constants, map_postorder
 from .operators import size, to_expression
-from .results import FrontEntry
+from .results import FrontEntry, pareto_front
+from .selection import steepest
 from .views import EXACT_NMSE, Found, Run, column_values, inverse_transform, target_transforms
 
-__all__ = ["candidate_expression", "exact_on_all_rows", "fit_entry", "refit"]
+__all__ = ["candidate_expression", "exact_on_all_rows", "fit_entry", "refit", "snap_front"]
 
 
 MAX_REFITS = 60
@@ -201,3 +203,43 @@ def exact_on_all_rows(run: Run, found: list[Found], target: np.ndarray | None = 
         return False
     entry = fit_entry(expression, run.columns_by_name, target, float(np.var(target)))
     return entry is not None and entry.mse <= EXACT_MSE * float(np.mean(target**2))
+
+
+def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.ndarray,
+               deadline: float) -> list[FrontEntry]:
+    """``entries`` with the front's fitted numbers snapped to simple values where the BIC
+    allows (:func:`srh_engine.snapping.snap_constants`): first the formula the "best" rule
+    picks (:func:`.selection.steepest`; even past the deadline: one snap is a few dozen
+    small fits), then the others, most accurate first, until ``deadline``.
+
+    A snapped entry replaces its original; its complexity counts each constant part
+    (``1/sqrt(2*pi)``) as one number, like the folded number it replaces.
+    """
+    from ..evaluation import evaluate
+
+    variance = float(np.var(y))
+    if variance <= 0:
+        return entries
+    snapped = {}
+    front = list(pareto_front(entries))
+    chosen = front.pop(steepest([e.complexity for e in front],
+                                [max(1.0 - e.r2, 0.0) for e in front])) if front else None
+    for entry in ([chosen] if chosen else []) + front[::-1]:  # the one reported first
+        if entry is not chosen and time.monotonic() > deadline:
+            break
+        with np.errstate(all="ignore"):
+            new = snap_constants(entry.expression, y, lambda e: evaluate(e, values),
+                                 deadline=None if entry is chosen else deadline)
+        if new is entry.expression:
+            continue
+        loss = _mse(new, values, y)
+        if math.isfinite(loss):
+            snapped[id(entry)] = FrontEntry(new, _constant_parts_as_one(new), loss,
+                                            float(1.0 - loss / variance))
+    return [snapped.get(id(entry), entry) for entry in entries]
+
+
+def _constant_parts_as_one(expression: Expression) -> int:
+    if not any(isinstance(node, Symbol) for node in expression.iter_preorder()):
+        return 1
+    return 1 + sum(_constant_parts_as_one(child) for child in expression.operands)
