@@ -270,6 +270,10 @@ def _one_denominator(node: Expression) -> Expression:
             if isinstance(factor, Number) and factor.value < 0:
                 negative = not negative
                 factors[index] = Number(-factor.value)
+    for factor in list(numerator):  # pi/(2*pi*r) is 1/(2*r)
+        if factor in denominator:
+            numerator.remove(factor)
+            denominator.remove(factor)
     # numbers and constants lead each side: 2*pi*x/(3*r), not x*2*pi/(r*3)
     numerator = sorted((f for f in numerator if f != Number(1)), key=_has_symbols)
     denominator = sorted((f for f in denominator if f != Number(1)), key=_has_symbols)
