@@ -50,10 +50,12 @@ from .constants import (
     Path,
     StructuralConstant,
     _base_value,
+    _collect,
     _error,
     _fitted,
     _inline_bound,
     _node_at,
+    _quotient,
     _replace_at,
     _tidy,
     structural_constants,
@@ -148,7 +150,7 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
     Returns:
         The same object when nothing was snapped, else the rewritten formula.
     """
-    tree = _inline_bound(expression)
+    tree = _merged_chains(_inline_bound(expression))
     target = np.asarray(y, dtype=float)
     rows = int(np.isfinite(target).sum())
     numbers = _numbers_with_roles(tree)
@@ -176,6 +178,31 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
     if not replaced:
         return expression
     return _simplified(_tidy(tree, replaced))
+
+
+def _merged_chains(tree: Expression, in_chain: bool = False) -> Expression:
+    """Each product/quotient chain's numbers as one number when one of them is fitted:
+    ``-0.014*(71.26/(a - x))`` is ``-1.0004/(a - x)`` (two numbers, one degree of freedom,
+    and neither near a simple value)."""
+    chain = isinstance(tree, Binary) and tree.operator in ("*", "/")
+    operands = tree.operands
+    if operands:
+        rebuilt = tuple(_merged_chains(child, chain) for child in operands)
+        if rebuilt != operands:
+            tree = tree.with_operands(rebuilt)
+    if not chain or in_chain:
+        return tree
+    numerator: list[Expression] = []
+    denominator: list[Expression] = []
+    _collect(tree, False, numerator, denominator)
+    numbers = [f for f in numerator + denominator if isinstance(f, Number)]
+    if len(numbers) < 2 or not any(_fitted(f.value) for f in numbers):
+        return tree
+    value = math.prod(float(f.value) for f in numerator if isinstance(f, Number)) / \
+        math.prod(float(f.value) for f in denominator if isinstance(f, Number))
+    rest = _quotient([f for f in numerator if not isinstance(f, Number)] or [Number(1)],
+                     [f for f in denominator if not isinstance(f, Number)])
+    return Binary("*", Number(value), rest) if math.isfinite(value) else tree
 
 
 def _numbers_with_roles(tree: Expression) -> list[tuple[Path, float, str]]:

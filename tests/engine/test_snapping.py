@@ -105,3 +105,11 @@ def test_snap_front_replaces_the_entry_and_counts_constants_as_one():
     assert result[0] is entries[0]
     assert same_function(result[1].formula, "exp(-theta**2/2)/sqrt(2*pi)")
     assert result[1].complexity == 9  # 1/sqrt(2*pi) * exp(-(theta**2/2)): constant is one
+
+
+def test_the_numbers_of_one_product_are_merged_before_snapping():
+    data = {"a": RNG.uniform(1.9, 2.1, 1500), "x": RNG.uniform(0.0, 4.0, 1500)}
+    y = noisy(1.0 / (data["x"] - data["a"]), 0.01)
+    fitted = parse("-0.01403815622635942*(71.26169668556835/(a - x))")
+    result = snap_constants(fitted, y, lambda expression: evaluate(expression, data))
+    assert to_str(result) == "-1/(a - x)"
