@@ -72,8 +72,8 @@ def target_transforms(y: np.ndarray) -> dict[str, np.ndarray]:
 
     ``log``, ``sqrt`` and ``square`` only for a target of one sign: their inverses
     (``exp``, ``**2``, ``sqrt``) have one sign, so on a sign-changing target a form that
-    fits ``y**2`` well became a formula of ``y`` worse than its mean, and such forms,
-    ranked by their error on the transform, crowded the refit out (the front was the mean).
+    fits ``y**2`` well becomes a formula of ``y`` no better than its mean, and such forms,
+    ranked by their error on the transform, took the refit's places.
     """
     signed = bool(np.all(y > 0) or np.all(y < 0))
     magnitude = np.abs(y)
