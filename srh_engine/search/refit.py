@@ -26,6 +26,8 @@ MIN_REFITS = 4
 """Formulas fitted even past the deadline: a phase before the refit may overrun its share
 under load (measured: by 2 s of a 3 s budget at load 12 on 2 cores), and with no fit the
 front was the mean alone."""
+SNAP_ROUNDS = 3
+"""Times the front is snapped again (:func:`snap_front`)."""
 EXACT_MSE = 1e-24
 """A fitted formula is exact when its MSE is at most this share of the target's mean square:
 float64 gives about 1e-30 for the truth, while a sum of six smooth lookalikes of one input
@@ -237,33 +239,51 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
     """``entries`` with the front's fitted numbers snapped to simple values where the BIC
     allows (:func:`srh_engine.snapping.snap_constants`): first the formula the "best" rule
     picks (:func:`.selection.steepest`; even past the deadline: one snap is a few dozen
-    small fits), then the others, most accurate first, until ``deadline``.
+    small fits), then the others, most accurate first, until ``deadline``; then again on
+    the entries the snaps brought onto the front (a snap raises an entry's error a
+    little, and an unsnapped one of the same size may take its place), at most
+    ``SNAP_ROUNDS`` times.
 
     A snapped entry replaces its original; its complexity counts each constant part
     (``1/sqrt(2*pi)``) as one number, like the folded number it replaces.
     """
-    from ..evaluation import evaluate
-
     variance = float(np.var(y))
     if variance <= 0:
         return entries
-    snapped = {}
-    front = list(pareto_front(entries))
-    chosen = front.pop(steepest([e.complexity for e in front],
-                                [max(1.0 - e.r2, 0.0) for e in front])) if front else None
-    for entry in ([chosen] if chosen else []) + front[::-1]:  # the one reported first
-        if entry is not chosen and time.monotonic() > deadline:
+    current, tried = list(entries), set()
+    for round_ in range(SNAP_ROUNDS):
+        front = list(pareto_front(current))
+        chosen = front.pop(steepest([e.complexity for e in front],
+                                    [max(1.0 - e.r2, 0.0) for e in front]))
+        order = [e for e in [chosen, *front[::-1]] if id(e) not in tried]
+        if not order:
             break
-        with np.errstate(all="ignore"):
-            new = snap_constants(entry.expression, y, lambda e: evaluate(e, values),
-                                 deadline=None if entry is chosen else deadline)
-        if new is entry.expression:
-            continue
-        loss = _mse(new, values, y)
-        if math.isfinite(loss):
-            snapped[id(entry)] = FrontEntry(new, _constant_parts_as_one(new), loss,
-                                            float(1.0 - loss / variance))
-    return [snapped.get(id(entry), entry) for entry in entries]
+        for entry in order:
+            guaranteed = entry is chosen and round_ == 0
+            if not guaranteed and time.monotonic() > deadline:
+                return current
+            tried.add(id(entry))
+            new = _snapped(entry, values, y, variance, None if guaranteed else deadline)
+            if new is not None:
+                tried.add(id(new))
+                current = [new if e is entry else e for e in current]
+    return current
+
+
+
+def _snapped(entry: FrontEntry, values: dict[str, np.ndarray], y: np.ndarray,
+             variance: float, deadline: float | None) -> FrontEntry | None:
+    from ..evaluation import evaluate
+
+    with np.errstate(all="ignore"):
+        new = snap_constants(entry.expression, y, lambda e: evaluate(e, values),
+                             deadline=deadline)
+    if new is entry.expression:
+        return None
+    loss = _mse(new, values, y)
+    if not math.isfinite(loss):
+        return None
+    return FrontEntry(new, _constant_parts_as_one(new), loss, float(1.0 - loss / variance))
 
 
 def _constant_parts_as_one(expression: Expression) -> int:

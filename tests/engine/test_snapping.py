@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from srh_engine import evaluate, parse, recognise_constants, snap_constants, to_str
+from srh_engine.constants import _replace_at
+from srh_engine.nodes import Number
 from srh_engine.search.refit import snap_front
 from srh_engine.search.results import FrontEntry
-from srh_engine.snapping import snap_candidates
+from srh_engine.snapping import _numbers_with_roles, snap_candidates
 
 RNG = np.random.default_rng(0)
 DATA = {name: RNG.uniform(1.0, 3.0, 1500) for name in ("theta", "q1", "epsilon", "r", "x")}
@@ -113,3 +115,27 @@ def test_the_numbers_of_one_product_are_merged_before_snapping():
     fitted = parse("-0.01403815622635942*(71.26169668556835/(a - x))")
     result = snap_constants(fitted, y, lambda expression: evaluate(expression, data))
     assert to_str(result) == "-1/(a - x)"
+
+
+def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front():
+    from srh_engine import fit
+    from srh_engine.search.results import pareto_front
+
+    y = noisy(on_data(parse("exp(-theta**2/2)/sqrt(2*pi)")), 0.01)
+    best = fit(parse("exp(-0.9152 - 0.5031*theta**1.9931)"), DATA, y,
+               fit_constants=True).expression
+    variance = float(np.var(y))
+
+    def entry(expression):
+        mse = float(np.mean((on_data(expression) - y) ** 2))
+        return FrontEntry(expression, 8, mse, 1 - mse / variance)
+
+    first = entry(best)
+    # the same size, a hair worse: off the front until the first one is snapped
+    path, value, _ = _numbers_with_roles(best)[-1]  # the exponent
+    runner_up = entry(_replace_at(best, path, Number(value * 1.0002)))
+    assert first.mse < runner_up.mse < first.mse * 1.001
+    mean = FrontEntry(parse("0.1"), 1, variance, 0.0)
+    result = pareto_front(snap_front([mean, first, runner_up], DATA, y, deadline=1e12))
+    assert len(result) >= 2 and all(same_function(e.formula, "exp(-theta**2/2)/sqrt(2*pi)")
+                                     for e in result[1:]), [e.formula for e in result]
