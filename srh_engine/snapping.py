@@ -152,15 +152,18 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
     Returns:
         The same object when nothing was snapped, else the rewritten formula.
     """
-    tree = _merged_chains(_inline_bound(expression))
+    inlined = _inline_bound(expression)
+    tree = _merged_chains(inlined)
     target = np.asarray(y, dtype=float)
     rows = int(np.isfinite(target).sum())
     numbers = _numbers_with_roles(tree)
-    if not numbers or len(numbers) > MAX_SNAPPED_NUMBERS or rows < 3:
+    if len(numbers) > MAX_SNAPPED_NUMBERS or rows < 3:
         return expression
     current = _error(evaluate, tree, target)
     if current is None or current > SNAP_MAX_NMSE:
         return expression
+    if not numbers:  # the merged numbers may be simple already: -2.8648*(pi/u) is -9.0/u
+        return _simplified(tree) if tree != inlined else expression
     names = frozenset(n.name for n in tree.iter_preorder() if isinstance(n, Symbol))
     allowance = math.log(rows) / rows  # BIC: one free number fewer
     free = [path for path, _, _ in numbers]
@@ -177,8 +180,8 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
                 tree, current, free = trial, error, others
                 replaced.append(path)
                 break
-    if not replaced:
-        return expression
+    if not replaced:  # tree is still the merged one
+        return _simplified(tree) if tree != inlined else expression
     return _simplified(_tidy(tree, replaced))
 
 

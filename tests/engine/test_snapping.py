@@ -139,3 +139,10 @@ def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front():
     result = pareto_front(snap_front([mean, first, runner_up], DATA, y, deadline=1e12))
     assert len(result) >= 2 and all(same_function(e.formula, "exp(-theta**2/2)/sqrt(2*pi)")
                                      for e in result[1:]), [e.formula for e in result]
+
+
+def test_merged_numbers_that_come_out_simple_are_kept_on_exact_data():
+    truth = parse("-2 - 9/(x - 3)")
+    fitted = parse("-2.0 + -2.864788975654116*(pi/(x - 3.0))")  # 9/pi times pi
+    result = snap_constants(fitted, on_data(truth), on_data)
+    assert "pi" not in to_str(result) and same_function(to_str(result), "-2 - 9/(x - 3)")
