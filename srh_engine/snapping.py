@@ -150,7 +150,8 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
         deadline: ``time.monotonic()`` after which no further number is tried.
 
     Returns:
-        The same object when nothing was snapped, else the rewritten formula.
+        The same object when nothing changed, else the rewritten formula (the numbers of
+        each product merged into one first, then the snaps).
     """
     inlined = _inline_bound(expression)
     tree = _merged_chains(inlined)
