@@ -20,6 +20,9 @@ uses ``--cores`` cores (default 2: the search's islands, pyoperon's
 
 - exact: max relative error < 1e-6;
 - r2: R^2 > 0.999;
+- symbolic: SRBench's symbolic solution (``srh_core.benchmark.judge``: the difference
+  to the truth, or the ratio, is a constant after rounding to 3 decimals; checked when
+  R^2 > 0.5);
 - simple: R^2 > 0.999 and complexity <= the truth's + 4 (the noisy criterion;
   complexity is the engine node count of the reported formula, for pyoperon
   and gplearn of their model text when the engine parses it). The search
@@ -77,6 +80,7 @@ class Mark:
     evaluated: int | None = None
     front_simple: bool | None = None
     """search only: some formula of its front has R^2 > 0.999 and complexity <= truth + 4."""
+    symbolic: bool = False
 
 
 def judge(problem: Problem, predicted: np.ndarray, seed: int) -> tuple[bool, float | None]:
@@ -207,7 +211,16 @@ def run_one(problem: Problem, family: str, method: str, M: np.ndarray, y: np.nda
     simple = good and complexity is not None and complexity <= truth + COMPLEXITY_SLACK
     front = FRONT_SIMPLE.pop(problem.name, None) if method.startswith("search") else None
     return Mark(problem.name, family, method, exact, r2, simple, complexity, truth, seconds,
-                formula, evaluated, front)
+                formula, evaluated, front, symbolic_mark(problem, formula, r2))
+
+
+def symbolic_mark(problem: Problem, formula: str, r2: float | None) -> bool:
+    from srh_core.benchmark.judge import symbolic_solution
+
+    if not formula or formula.startswith("failed:"):
+        return False
+    text = formula.replace("^", "**")  # pyoperon's power
+    return symbolic_solution(text, problem.formula, r2_test=r2).symbolic_solution
 
 
 def summary(marks: Sequence[Mark], methods: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -217,6 +230,7 @@ def summary(marks: Sequence[Mark], methods: Sequence[str]) -> dict[str, dict[str
         misses = Counter(m.family for m in rows if not m.exact)
         totals[method] = {
             "problems": len(rows), "exact": sum(m.exact for m in rows),
+            "symbolic": sum(m.symbolic for m in rows),
             "r2_above_0.999": sum(1 for m in rows if m.r2 is not None and m.r2 > R2_THRESHOLD),
             "simple_and_r2": sum(m.simple for m in rows),
             "front_has_simple_and_r2": sum(1 for m in rows if m.front_simple),
@@ -249,7 +263,8 @@ def print_table(marks: Sequence[Mark], methods: Sequence[str], totals: dict[str,
         print(f"{name[:24]:24}{family[:16]:16}" + "".join(cells))
     for method in methods:
         t = totals[method]
-        print(f"{method}: exact {t['exact']}/{t['problems']}, R2>0.999 {t['r2_above_0.999']}, "
+        print(f"{method}: exact {t['exact']}/{t['problems']}, symbolic {t['symbolic']}, "
+              f"R2>0.999 {t['r2_above_0.999']}, "
               f"R2>0.999 and complexity<=truth+4 {t['simple_and_r2']} (on the front: "
               f"{t['front_has_simple_and_r2']}), {t['seconds']}s, "
               f"evaluated/s {t['evaluated_per_second']}, exact misses by family "

@@ -17,14 +17,41 @@ physics, with sensible positive ranges (angles get ranges in radians):
 - ``rational``: a monomial over a sum, difference, ``1 + product`` or a harmonic sum;
 - ``relativistic``: a monomial over (or times) sqrt(1 - v**2/c**2) with v < c.
 
-``--random`` draws instead from a random grammar, with no list of forms:
-each formula is a random tree of products, sums and differences, ratios,
-powers (2, 3, -1, 1/2) and functions (sin, cos, exp, log, sqrt) whose
-leaves are variables, differences of two variables and small constants,
-over 1 to 9 variables (half of the problems have 5 to 9); variables a tree
-did not use multiply it as a random monomial. Its families are named by
-what the tree contains (``ratio-of-sums``, ``nested``, ``difference``,
-``many-variables``, ``other``), first match in that order.
+``--random`` draws instead from a random grammar, with no list of forms.
+Its grammar (``depth`` starts at ``MAX_RANDOM_DEPTH`` = 3)::
+
+    formula  := parts | tree(3)                  parts with probability 0.25
+    parts    := tree(1) "*" motif "*" motif ["*" motif]     (or "+" between two
+                motifs: longer formulas with several physical parts)
+    tree(d)  := leaf                              d = 0, or with probability 0.3
+              | motif                             probability 0.15 (d >= 1)
+              | tree(d-1) "*" tree(d-1)           product
+              | "(" tree(d-1) ("+"|"-") tree(d-1) ")"      sum or difference
+              | tree(d-1) "/(" tree(d-1) ")"      ratio
+              | f "(" tree(d-1) ")"               f in sin cos log sqrt
+              | "exp(-" tree(d-1) "/" var ")"
+              | "(" tree(d-1) ")**(" p ")"        p in 2 3 -1 1/2
+    leaf     := var | "(" var "-" var ")" | "(" c ")*" var    c in 2 3 1/2 pi 1
+    motif    := lorentz | gaussian | distance | bose | sine-ratio | cross-root
+              | nested-fraction
+    lorentz  := "1/sqrt(1 - v**2/c**2)" | "sqrt(1 - v**2/c**2)"     v < c
+    gaussian := "exp(-x**2/2)/sqrt(2*pi)" | "exp(-(x/s)**2/2)/(sqrt(2*pi)*s)"
+              | "exp(-(x - m)**2/(2*s**2))/(sqrt(2*pi)*s)"
+    distance := "sqrt((x1 - x2)**2 + (y1 - y2)**2 [+ (z1 - z2)**2])"
+    bose     := "1/(exp(a/b) - 1)" | "a**3/(exp(a/b) - 1)"
+    sine-ratio := "(sin(n*t/2)/sin(t/2))**2" | "sin(a)**2/sin(b)**2"
+    cross-root := "sqrt(a**2 + b**2 +- 2*a*b*cos(t))" | "sqrt(a**2 + b**2 + a*b)"
+    nested-fraction := "a/(1 + b/(c + d))" | "1/(1/a + 1/b + 1/c)"
+              | "(a + b)/(1 + a*b/c**2)"
+
+over 1 to 9 variables of the tree (half of the problems have 5 to 9; 1 or 2 under
+``parts``) plus the motifs' own (each motif draws fresh variables with ranges that
+keep it finite: ``v < c``, angles where the sines do not vanish), at most
+``MAX_RANDOM_VARIABLES`` in all; variables a tree did not use multiply it as a random
+monomial. Its families are named by what the formula
+contains: ``several-parts`` (two or more motifs), else the motif's name, else
+``ratio-of-sums``, ``nested``, ``difference``, ``many-variables``, ``function``,
+``other``, first match in that order.
 
 Every formula is checked on sampled data (finite, not degenerate) and redrawn
 otherwise. The output is the format of ``srh_core/problems/feynman_public.json``
@@ -207,16 +234,99 @@ RANDOM_POWERS = ("2", "3", "-1", "1/2")
 RANDOM_CONSTANTS = ("2", "3", "1/2", "pi", "1")
 MAX_RANDOM_DEPTH = 3
 MIN_RANDOM_COMPLEXITY = 7
+MAX_RANDOM_VARIABLES = 10
+
+
+MOTIF_SHARE = 0.15
+"""Probability that an inner node of a random tree is a motif."""
+PARTS_SHARE = 0.25
+"""Probability that a random formula is a product (or sum) of two or three motifs."""
+
+
+def motif_lorentz(namer: Namer, rng: np.random.Generator) -> str:
+    v, c = namer.positive(0.5, 2.0), namer.positive(3.0, 10.0)
+    root = f"sqrt(1 - {v}**2/{c}**2)"
+    return f"1/{root}" if rng.random() < 0.7 else root
+
+
+def motif_gaussian(namer: Namer, rng: np.random.Generator) -> str:
+    kind = int(rng.integers(3))
+    if kind == 0:
+        x = namer.positive(-3.0, 3.0)
+        return f"exp(-{x}**2/2)/sqrt(2*pi)"
+    x, sigma = namer.positive(-3.0, 3.0), namer.positive(1.0, 3.0)
+    if kind == 1:
+        return f"exp(-({x}/{sigma})**2/2)/(sqrt(2*pi)*{sigma})"
+    mean = namer.positive(-1.0, 1.0)
+    return f"exp(-({x} - {mean})**2/(2*{sigma}**2))/(sqrt(2*pi)*{sigma})"
+
+
+def motif_distance(namer: Namer, rng: np.random.Generator) -> str:
+    axes = int(rng.integers(2, 4))
+    squares = [f"({namer.positive()} - {namer.positive()})**2" for _ in range(axes)]
+    return f"sqrt({' + '.join(squares)})"
+
+
+def motif_bose(namer: Namer, rng: np.random.Generator) -> str:
+    energy, temperature = namer.positive(1.0, 5.0), namer.positive(1.0, 3.0)
+    occupation = f"(exp({energy}/{temperature}) - 1)"
+    return f"{energy}**3/{occupation}" if rng.random() < 0.4 else f"1/{occupation}"
+
+
+def motif_sine_ratio(namer: Namer, rng: np.random.Generator) -> str:
+    if rng.random() < 0.6:
+        n, angle = namer.positive(1.0, 4.0), namer.positive(0.5, 3.0)
+        return f"(sin({n}*{angle}/2)/sin({angle}/2))**2"
+    return f"sin({namer.positive(0.3, 3.0)})**2/sin({namer.positive(0.5, 2.5)})**2"
+
+
+def motif_cross_root(namer: Namer, rng: np.random.Generator) -> str:
+    a, b = namer.positive(), namer.positive()
+    if rng.random() < 0.7:
+        sign = str(rng.choice(["+", "-"]))
+        return f"sqrt({a}**2 + {b}**2 {sign} 2*{a}*{b}*cos({namer.positive(0.0, 3.0)}))"
+    return f"sqrt({a}**2 + {b}**2 + {a}*{b})"
+
+
+def motif_nested_fraction(namer: Namer, rng: np.random.Generator) -> str:
+    kind = int(rng.integers(3))
+    if kind == 0:
+        a, b, c, d = (namer.positive() for _ in range(4))
+        return f"{a}/(1 + {b}/({c} + {d}))"
+    if kind == 1:
+        a, b, c = (namer.positive() for _ in range(3))
+        return f"1/(1/{a} + 1/{b} + 1/{c})"
+    u, v, c = namer.positive(0.5, 2.0), namer.positive(0.5, 2.0), namer.positive(3.0, 10.0)
+    return f"({u} + {v})/(1 + {u}*{v}/{c}**2)"
+
+
+MOTIFS: dict[str, Callable[[Namer, np.random.Generator], str]] = {
+    "lorentz": motif_lorentz, "gaussian": motif_gaussian, "distance": motif_distance,
+    "bose": motif_bose, "sine-ratio": motif_sine_ratio, "cross-root": motif_cross_root,
+    "nested-fraction": motif_nested_fraction,
+}
 
 
 class RandomTree:
     """Draws one random formula over ``n_vars`` variables (text the engine parses)."""
 
-    def __init__(self, rng: np.random.Generator, namer: Namer, n_vars: int) -> None:
-        self.rng, self.namer = rng, namer
+    def __init__(self, rng: np.random.Generator, namer: Namer, n_vars: int,
+                 parts: bool = False) -> None:
+        self.rng, self.namer, self.parts = rng, namer, parts
         self.names = [namer.positive() for _ in range(n_vars)]
         self.used: set[str] = set()
         self.kinds: set[str] = set()
+        self.motifs: list[str] = []
+
+    def motif(self) -> str:
+        name = str(self.rng.choice(list(MOTIFS)))
+        before = set(self.namer.used)
+        text = MOTIFS[name](self.namer, self.rng)
+        fresh = [n for n in self.namer.used if n not in before]
+        self.names += fresh
+        self.used.update(fresh)
+        self.motifs.append(name)
+        return f"({text})"
 
     def variable(self) -> str:
         fresh = [n for n in self.names if n not in self.used]
@@ -239,6 +349,8 @@ class RandomTree:
     def tree(self, depth: int) -> str:
         if depth <= 0 or (depth < MAX_RANDOM_DEPTH and self.rng.random() < 0.3):
             return self.leaf()
+        if self.rng.random() < MOTIF_SHARE:
+            return self.motif()
         kind = str(self.rng.choice(["product", "sum", "ratio", "function", "power"],
                                    p=[0.25, 0.25, 0.2, 0.18, 0.12]))
         if kind == "product":
@@ -264,13 +376,23 @@ class RandomTree:
         return f"({self.tree(depth - 1)})**({self.rng.choice(RANDOM_POWERS)})"
 
     def formula(self) -> str:
-        text = self.tree(MAX_RANDOM_DEPTH)
+        if self.parts:
+            parts = [self.motif() for _ in range(int(self.rng.integers(2, 4)))]
+            joined = f"({parts[0]} + {parts[1]})" if len(parts) == 2 and \
+                self.rng.random() < 0.3 else "*".join(parts)
+            text = f"{self.tree(1)}*{joined}"
+        else:
+            text = self.tree(MAX_RANDOM_DEPTH)
         for name in self.names:  # unused variables enter as a monomial prefactor
             if name not in self.used:
                 text = f"{_power(name, str(self.rng.choice(EXPONENTS)))}*{text}"
         return text
 
     def family(self) -> str:
+        if len(self.motifs) >= 2:
+            return "several-parts"
+        if self.motifs:
+            return self.motifs[0]
         for kind in ("ratio-of-sums", "nested", "difference"):
             if kind in self.kinds:
                 return kind
@@ -282,7 +404,8 @@ class RandomTree:
         """Structure beyond a monomial, and no part that cancels to a constant."""
         from srh_engine import canonical_key, complexity, parse
 
-        structural = self.kinds & {"sum", "function", "difference", "ratio-of-sums"}
+        structural = self.motifs or self.kinds & {"sum", "function", "difference",
+                                                  "ratio-of-sums"}
         expression = parse(formula)
         return bool(structural) and complexity(expression) >= MIN_RANDOM_COMPLEXITY and \
             all(name in canonical_key(expression) for name in self.names)
@@ -291,12 +414,20 @@ class RandomTree:
 def draw_random(rng: np.random.Generator) -> Draft:
     """One checked formula of the random grammar."""
     for _ in range(MAX_DRAWS):
-        n_vars = int(rng.integers(5, 10)) if rng.random() < 0.5 else int(rng.integers(1, 5))
+        parts = rng.random() < PARTS_SHARE
+        if parts:  # the motifs bring their own variables
+            n_vars = int(rng.integers(1, 3))
+        else:
+            n_vars = int(rng.integers(5, 10)) if rng.random() < 0.5 else int(rng.integers(1, 5))
         namer = Namer(rng)
-        grower = RandomTree(rng, namer, n_vars)
-        formula = grower.formula()
+        grower = RandomTree(rng, namer, n_vars, parts)
+        try:
+            formula = grower.formula()
+        except ValueError:  # the names ran out
+            continue
         draft = Draft(grower.family(), formula, namer.variables())
-        if grower.interesting(formula) and acceptable(draft):
+        if len(draft.variables) <= MAX_RANDOM_VARIABLES and grower.interesting(formula) and \
+                acceptable(draft):
             return draft
     raise RuntimeError(f"could not draw an acceptable random formula in {MAX_DRAWS} tries")
 

@@ -104,6 +104,7 @@ from .nodes import (
 )
 from .parser import Equation, parse, parse_equation
 from .rendering import render, to_str, to_tree
+from .snapping import snap_constants
 from .transform import (
     bind_parameters,
     complexity,
@@ -181,6 +182,7 @@ __all__ = [
     "parse_equation",
     "parse_units",
     "recognise_constants",
+    "snap_constants",
     "reduction",
     "render",
     "replace",

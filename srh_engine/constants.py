@@ -25,6 +25,11 @@ are left as they are.
 
 The product that holds a recognised constant is written over one
 denominator: ``0.0795...*q1/epsilon/r**2`` becomes ``q1/(4*pi*epsilon*r**2)``.
+
+When the formula does not fit exactly (noisy data), the numbers are then snapped
+together with a refit of the others, under the Bayesian information criterion
+(:func:`srh_engine.snapping.snap_constants`): at 1% noise
+``exp(-0.9152 - 0.5031*theta**1.9931)`` becomes ``exp(-(theta**2/2))/sqrt(2*pi)``.
 """
 
 from __future__ import annotations
@@ -180,7 +185,12 @@ def recognise_constants(expression: Expression, y: Any, evaluate: Evaluate) -> E
                 tree, current = trial, error
                 replaced.append(path)
                 break
-    return _tidy(tree, replaced) if replaced else expression
+    result = _tidy(tree, replaced) if replaced else expression
+    if current > EXACT_NMSE:  # noisy: snap with the other numbers refitted
+        from .snapping import snap_constants
+
+        result = snap_constants(result, y, evaluate)
+    return result
 
 
 # ------------------------------------------------------------------ the tree
@@ -260,6 +270,10 @@ def _one_denominator(node: Expression) -> Expression:
             if isinstance(factor, Number) and factor.value < 0:
                 negative = not negative
                 factors[index] = Number(-factor.value)
+    for factor in list(numerator):  # pi/(2*pi*r) is 1/(2*r)
+        if factor in denominator:
+            numerator.remove(factor)
+            denominator.remove(factor)
     # numbers and constants lead each side: 2*pi*x/(3*r), not x*2*pi/(r*3)
     numerator = sorted((f for f in numerator if f != Number(1)), key=_has_symbols)
     denominator = sorted((f for f in denominator if f != Number(1)), key=_has_symbols)

@@ -22,7 +22,10 @@ One call of :func:`search`:
    original variables (the linear scaling ``a + b*f`` and the inverse
    transform made explicit) and their constants fitted on all rows by the
    engine's Levenberg-Marquardt (:func:`srh_engine.fit`);
-4. the front: for each complexity the lowest-MSE formula, kept when it is
+4. the front's fitted numbers snapped to simple values (integers, halves, ``1/(4*pi)``,
+   ``sqrt(2*pi)``...) with the others refitted, kept when the BIC allows
+   (:func:`srh_engine.snapping.snap_constants`; the last ``SNAP_SHARE`` of the budget);
+5. the front: for each complexity the lowest-MSE formula, kept when it is
    better than every simpler one.
 
 Islands: :func:`search` runs :func:`_island` here and, with other seeds, on
@@ -40,7 +43,9 @@ and why.
 
 Time: every phase checks a deadline; the refit phase owns the last
 ``REFIT_SHARE`` of the budget and stops fitting when the budget is spent,
-so a call returns within the budget plus one fit. Determinism: every random
+so a call returns within the budget plus one fit, or plus ``MIN_REFITS`` fits
+and one snap when an earlier phase overran its share (the front is never the mean
+alone because time ran out). Determinism: every random
 choice comes from ``seed``, and no phase depends on timing except for where
 it stops: a search that ends on an exact fit or on ``max_complexity`` is
 identical across runs, one cut by the clock may stop at a different point.
@@ -66,7 +71,7 @@ from .explore import explore
 from .operators import resolve_operators
 from .pi_groups import Reduction, merged_powers, reduce_by_units
 from .pool import available_workers, broken, forget, submit_islands
-from .refit import exact_on_all_rows, refit
+from .refit import exact_on_all_rows, refit, snap_front
 from .results import FrontEntry, SearchResult, pareto_front
 from .threads import one_blas_thread
 from .views import Found, Run, View
@@ -78,6 +83,8 @@ REFIT_SHARE = 0.2
 PI_SHARE = 0.6
 """Of the search (before the refit): the problem reduced to dimensionless groups."""
 MAX_DROPPED_NOTES = 3
+SNAP_SHARE = 0.05
+"""The last share of the budget: the front's numbers snapped to simple values."""
 ISLAND_GRACE = 0.05
 """Islands' results are waited for until this share of the budget past the deadline."""
 
@@ -224,9 +231,10 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
         if not exact_on_all_rows(run, found):
             found += explore(run, base, y, budget)
         run.found = found
-        entries = refit(run, values, deadline)
+        entries = refit(run, values, deadline - SNAP_SHARE * time_budget)
         if reduction is not None:  # answers mapped back: one monomial per product
             entries = [_merged(entry, values) for entry in entries]
+        entries = snap_front(entries, values, y, deadline)
     return entries, run.counter.value, run.notes
 
 

@@ -68,11 +68,18 @@ TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")
 
 
 def target_transforms(y: np.ndarray) -> dict[str, np.ndarray]:
-    """``y`` and the transforms of it that are finite and not constant, by name."""
+    """``y`` and the transforms of it that are finite and not constant, by name.
+
+    ``log``, ``sqrt`` and ``square`` only for a target of one sign: their inverses
+    (``exp``, ``**2``, ``sqrt``) have one sign, so on a sign-changing target a form that
+    fits ``y**2`` well becomes a formula of ``y`` no better than its mean, and such forms,
+    ranked by their error on the transform, took the refit's places.
+    """
     signed = bool(np.all(y > 0) or np.all(y < 0))
     magnitude = np.abs(y)
-    found = {"identity": y, "square": y * y}
+    found = {"identity": y}
     if signed:
+        found["square"] = y * y
         found["log"] = np.log(magnitude)
         found["sqrt"] = np.sqrt(magnitude)
     if np.all(magnitude > 1e-300):
