@@ -217,7 +217,7 @@ def _publish_endpoints(settings: WorkerSettings, registry: EndpointRegistry) -> 
     from redis.exceptions import RedisError
 
     from srh_workers.endpoints import publish_endpoints
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
 
     try:
         publish_endpoints(redis_client(str(settings.redis_url)), registry)
@@ -262,7 +262,7 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
 
 def start_watchdog(celery_app: Celery, owner: str) -> Any:
     """Start this worker's watchdog thread (None when ``SRH_STALL_SECONDS`` is 0)."""
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.watchdog import Watchdog
 
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
@@ -281,7 +281,7 @@ def start_watchdog(celery_app: Celery, owner: str) -> Any:
 
 def start_sweep_coordinator(celery_app: Celery, owner: str) -> Any:
     """Start this worker's sweep coordinator thread (None when ``SRH_SWEEP_INTERVAL`` is 0)."""
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.sweeps.coordinator import SweepCoordinator
 
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]

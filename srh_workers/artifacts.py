@@ -23,12 +23,13 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from redis import Redis
+from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import atomic_write_json
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 logger = logging.getLogger("srh.workers.artifacts")
 JUDGEMENT_FILE = "judgement.json"

@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import ConfigurationError, SRHarnessError
-from srh_core.types import SearchResult
+
+if TYPE_CHECKING:  # each handler imports what it uses: ``srh --help`` starts at once
+    from srh_core.types import SearchResult
 
 CONNECTION_HINT = ("start Redis (redis-server) or point SRH_REDIS_URL / SRH_BROKER_URL at it; "
                    "workers start with `srh worker`")
@@ -77,11 +79,16 @@ def celery_sweep_backend(args: argparse.Namespace) -> Any:
 
 def _connections() -> tuple[Any, Any]:
     from srh_workers.app import get_app
-    from srh_workers.config import WorkerSettings
-    from srh_workers.reliability import redis_client
 
-    settings = WorkerSettings.from_env()
-    return redis_client(str(settings.redis_url)), get_app()
+    return _redis(), get_app()
+
+
+def _redis() -> Any:
+    """A client of the run store's Redis (``SRH_REDIS_URL``, else the broker's)."""
+    from srh_workers.config import WorkerSettings
+    from srh_workers.store.client import redis_client
+
+    return redis_client(str(WorkerSettings.from_env().redis_url))
 
 
 def _checked(client: Any) -> Any:
@@ -205,15 +212,14 @@ def _progress(total: int) -> Any:
 
 
 def handle_status(args: argparse.Namespace) -> int:
+    client = _checked(_redis())  # before the run store's imports: no Redis fails at once
     from srh_workers.submit import list_runs, run_status
 
-    client, app = _connections()
-    _checked(client)
     if args.run_id:
         report = run_status(client, args.run_id)
     else:
         report = {"runs": [_safe_status(client, run_id) for run_id in list_runs(client)],
-                  **cluster_overview(app)}
+                  **cluster_overview()}
     if args.json:
         print(json.dumps(report, default=str))
     else:
@@ -230,8 +236,13 @@ def _safe_status(client: Any, run_id: str) -> dict[str, Any]:
         return {"run_id": run_id, "status": "unknown", "stop_reason": str(error)}
 
 
-def cluster_overview(app: Any) -> dict[str, Any]:
-    """Queue depths from the broker and the workers that answer a ping."""
+def cluster_overview(app: Any = None) -> dict[str, Any]:
+    """Queue depths from the broker and the workers that answer a ping.
+
+    The ping waits for as many replies as the broker has listeners on the workers'
+    broadcast channel (none: no ping, and no Celery app is built), at most
+    ``PING_SECONDS``.
+    """
     from srh_workers.config import QUEUES, WorkerSettings
     from srh_workers.observability.metrics import queue_depths
 
@@ -240,16 +251,53 @@ def cluster_overview(app: Any) -> dict[str, Any]:
         depths, _ = queue_depths(settings.broker_url, QUEUES)
     except Exception as error:  # status must still print what it can
         depths = {"error": str(error)}
-    replies = app.control.inspect(timeout=1.0).ping() or {}
+    listeners = broadcast_listeners(settings)
+    replies: dict[str, Any] = {}
+    if listeners != 0:
+        if app is None:
+            from srh_workers.app import get_app
+
+            app = get_app()
+        replies = app.control.inspect(timeout=PING_SECONDS, limit=listeners).ping() or {}
     return {"queues": depths, "workers": sorted(replies),
             "drained": sorted(set(drained_workers(settings)) & set(replies))}
+
+
+#: How long ``srh status`` waits for the workers' ping replies.
+PING_SECONDS = 1.0
+#: The exchange of Celery's remote control (a worker listens to it while it runs).
+BROADCAST_EXCHANGE = "celery.pidbox"
+
+
+def broadcast_listeners(settings: Any) -> int | None:
+    """How many clients listen to the workers' broadcast channel, an upper bound on the
+    workers a ping can reach; None when it cannot be told (not a Redis broker, or an error).
+
+    Counts the Redis server's pattern subscriptions (kombu subscribes to the fanout
+    exchange by pattern) plus the exact-channel ones: other pattern subscribers make it
+    larger, so a ping waits for more replies than come (until its timeout), never fewer.
+    """
+    from redis.exceptions import RedisError
+
+    from srh_workers.store.client import redis_client
+
+    if settings.broker_kind != "redis":
+        return None
+    try:
+        client = redis_client(str(settings.broker_url))
+        database = client.connection_pool.connection_kwargs.get("db", 0)
+        channel = f"/{database}.{BROADCAST_EXCHANGE}"
+        return int(client.pubsub_numpat()) + sum(
+            int(count) for _, count in client.pubsub_numsub(channel))
+    except RedisError:
+        return None
 
 
 def drained_workers(settings: Any) -> list[str]:
     """Node names ``srh worker drain`` drained (whether or not they still run)."""
     from redis.exceptions import RedisError
 
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.store.keys import DRAINED_WORKERS
 
     try:

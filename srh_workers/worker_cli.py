@@ -274,7 +274,7 @@ def run_worker(args: argparse.Namespace) -> int:
 def run_drain(args: argparse.Namespace) -> int:
     """``srh worker drain NODE [--undo]``: stop (or restart) a worker's consuming."""
     from srh_workers.app import get_app
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.store.keys import DRAINED_WORKERS
 
     if not args.node:

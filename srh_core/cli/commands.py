@@ -9,16 +9,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from srh_core.agent.settings import SearchSettings
 from srh_core.cli import run_options, tool_commands
-from srh_core.embedded.run_dir import run_path
 from srh_core.errors import ConfigurationError
 from srh_core.runtime.cli import add_interactive_arguments, interactive_options
-from srh_core.types import SearchResult
+
+if TYPE_CHECKING:  # the handlers import what they use: ``srh --help`` starts at once
+    import numpy as np
+
+    from srh_core.agent.settings import SearchSettings
+    from srh_core.types import SearchResult
 
 DEFAULT_RUNS_DIR = "runs"
 
@@ -70,7 +71,7 @@ def register(subparsers: Any) -> None:
 
 def add_sweep_command(subparsers: Any) -> None:
     """``srh sweep run|report``; plugins add actions through ``srh_core.cli.SWEEP_ACTIONS``."""
-    from srh_core.sweep import default_jobs
+    from srh_engine.processes import available_cores
 
     sweep = subparsers.add_parser(
         "sweep", help="run problems x seeds x settings as many runs, one results table",
@@ -87,7 +88,7 @@ def add_sweep_command(subparsers: Any) -> None:
     run.add_argument("--backend", default="embedded",
                      help="embedded (default: this machine) or celery (the cluster: submit, "
                           "then follow)")
-    run.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+    run.add_argument("--jobs", type=int, default=available_cores(), metavar="N",
                      help="embedded: cells running at once, each in its own process "
                           "(default: the cores available, here %(default)s)")
     add_sweep_budget_arguments(run)
@@ -123,6 +124,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     """Settings from ``--config`` plus the flags given on the command line."""
+    from srh_core.agent.settings import SearchSettings
+    from srh_core.embedded.run_dir import run_path
+
     provider, model = _llm(args.llm)
     run_id = args.run_id or uuid.uuid4().hex[:12]
     flags = {"llm_provider": provider, "llm_model": model, "run_id": run_id,
@@ -208,6 +212,7 @@ def agent_class_from_args(args: argparse.Namespace) -> Any:
 def run_embedded(args: argparse.Namespace) -> int:
     from srh_core.cli.checks import check_run
     from srh_core.cli.display import ProgressLine
+    from srh_core.types import SearchResult
 
     settings = settings_from_args(args)
     data = load_run_data(args)
@@ -306,6 +311,8 @@ def handle_problems(args: argparse.Namespace) -> int:
 
 def problem_row(problem: Any) -> dict[str, Any]:
     """A problem as ``srh problems --json`` lists it (ranges and units when it has them)."""
+    import numpy as np
+
     row: dict[str, Any] = {"name": problem.name, "id": problem.id, "output": problem.output,
                            "formula": problem.formula, "variables": problem.feature_names}
     ranges = getattr(problem, "variables", None)

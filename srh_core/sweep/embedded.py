@@ -31,7 +31,7 @@ from srh_core.embedded.run_dir import run_path
 from srh_core.sweep.runner import CellData
 from srh_core.sweep.spec import Cell
 from srh_core.types import SearchResult
-from srh_engine.processes import end_with_parent, pool_processes, stop_pool
+from srh_engine.processes import available_cores, end_with_parent, pool_processes, stop_pool
 
 logger = logging.getLogger("srh.sweep")
 
@@ -42,12 +42,8 @@ INTERRUPT_SECONDS = 8.0
 CLOSE_SECONDS = 2.0
 
 
-def default_jobs() -> int:
-    """The cores this process may use (its CPU affinity), at least one."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+#: The cells a sweep runs at once by default: the cores this process may use.
+default_jobs = available_cores
 
 
 _in_cell = threading.Event()

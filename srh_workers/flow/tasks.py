@@ -37,7 +37,8 @@ from srh_workers.flow import names, steps
 from srh_workers.flow.names import Action, whole_run_action
 from srh_workers.flow.runtime import REQUEST_BUDGET, RunRuntime, runtime_for
 from srh_workers.flow.whole_run import run_whole
-from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient, redis_client
+from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient
+from srh_workers.store.client import redis_client
 
 logger = logging.getLogger("srh.workers.tasks")
 

@@ -31,7 +31,7 @@ class SweepCollector:
 
     def _redis(self) -> Any:
         if self._client is None:
-            from srh_workers.reliability import redis_client
+            from srh_workers.store.client import redis_client
 
             self._client = redis_client(self.redis_url)
         return self._client
