@@ -52,11 +52,11 @@ from .explore import explore
 from .operators import resolve_operators
 from .pool import available_workers, broken, forget, submit_islands
 from .refit import refit
-from .results import FrontEntry, SearchResult, pareto_front
+from .results import ExpressionSearchResult, FrontEntry, pareto_front
 from .threads import one_blas_thread
 from .views import Run, View
 
-__all__ = ["FrontEntry", "SearchResult", "pareto_front", "search"]
+__all__ = ["ExpressionSearchResult", "FrontEntry", "pareto_front", "search"]
 
 
 REFIT_SHARE = 0.2
@@ -94,7 +94,7 @@ def _check(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None, budget: fl
 def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
            time_budget: float = 10.0, seed: int = 0, operators: Sequence[str] | None = None,
            max_complexity: int = 30, max_evaluations: int | None = None,
-           workers: int | None = None) -> SearchResult:
+           workers: int | None = None) -> ExpressionSearchResult:
     """Search for formulas ``y = f(X)``: a Pareto front of complexity against error.
 
     Args:
@@ -158,7 +158,7 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         merged += 1
     if merged:
         notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
-    return SearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
+    return ExpressionSearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
                         tuple(dict.fromkeys(notes)))
 
 

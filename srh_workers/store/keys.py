@@ -59,7 +59,7 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("node_order", "list", "record_node, record_sample", "records, latest_coordinate"),
     KeySpec("cands", "hash", "push_candidate, record_sample", "ranked, front, export_state"),
     KeySpec("cand_order", "list", "push_candidate, record_sample", "candidates, export_state"),
-    KeySpec("rank", "zset", "push_candidate, record_sample", "ranked, front scripts"),
+    KeySpec("rank", "zset", "push_candidate, record_sample", "ranked script"),
     KeySpec("best", "hash", "push_candidate, record_sample", "push_candidate (dedup)"),
     KeySpec("result", "string", "store.result", "srh result, stored_result"),
     KeySpec("stop", "string", "runtime (early stop)", "runtime branch steps"),

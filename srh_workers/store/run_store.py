@@ -53,7 +53,13 @@ from srh_core.agent.steps import StepPlan
 from srh_core.embedded.run_dir import tool_call_record
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
-from srh_core.ranking import RankingPolicy, Selection, pareto_indices, ranked_result
+from srh_core.ranking import (
+    RankingPolicy,
+    Selection,
+    pareto_front,
+    pareto_indices,
+    ranked_result,
+)
 from srh_core.state import SNAPSHOT_VERSION, SearchRunState, coordinate_order
 from srh_core.types import (
     CandidateRecord,
@@ -628,9 +634,9 @@ class RedisRunStore(ControlRecords):
         return pareto_indices(self.ranked_candidates() if candidates is None else candidates)
 
     def pareto_front(self) -> list[CandidateRecord]:
-        """The Pareto front of the ranked pool, best first (one atomic script)."""
-        keys = (self.keys.rank, self.keys.cands)
-        return self._candidates(self._scripts.call("front", keys, [COMPLEXITY_DIGITS]))
+        """The Pareto front of the ranked pool, best first (:func:`srh_core.ranking.pareto_front`
+        of one atomic read of the ranked pool)."""
+        return pareto_front(self.ranked_candidates())
 
     get_pareto_front = pareto_front
 
