@@ -98,7 +98,7 @@ def _write_partial(rt: Any, path: Path) -> None:
     from srh_core.embedded.run_dir import RunDirectory, run_inputs
 
     problem, arrays = run_inputs(rt.context, rt.spec.description, rt.spec.run_id)
-    snapshot = rt.store.save_snapshot({"restart": rt.store.latest_restart(),
+    snapshot = rt.store.save_snapshot({"restart": rt.store.flow.latest_restart(),
                                        "status": "running", "backend": "celery"})
     directory = RunDirectory(path)
     directory.write_start(rt.settings, problem, arrays)

@@ -212,13 +212,16 @@ def _progress(total: int) -> Any:
 
 
 def handle_status(args: argparse.Namespace) -> int:
-    client = _checked(_redis())  # before the run store's imports: no Redis fails at once
-    from srh_workers.submit import list_runs, run_status
+    from srh_workers.store.cluster import ClusterIndex
 
+    client = _checked(_redis())  # before the run store's imports: no Redis fails at once
     if args.run_id:
+        from srh_workers.submit import run_status
+
         report = run_status(client, args.run_id)
     else:
-        report = {"runs": [_safe_status(client, run_id) for run_id in list_runs(client)],
+        report = {"runs": [_safe_status(client, run_id)
+                           for run_id in ClusterIndex(client).recent_runs()],
                   **cluster_overview()}
     if args.json:
         print(json.dumps(report, default=str))
@@ -298,11 +301,10 @@ def drained_workers(settings: Any) -> list[str]:
     from redis.exceptions import RedisError
 
     from srh_workers.store.client import redis_client
-    from srh_workers.store.keys import DRAINED_WORKERS
+    from srh_workers.store.cluster import ClusterIndex
 
     try:
-        return [key.decode() if isinstance(key, bytes) else key
-                for key in redis_client(str(settings.redis_url)).hkeys(DRAINED_WORKERS)]
+        return ClusterIndex(redis_client(str(settings.redis_url))).drained_workers()
     except RedisError:
         return []
 

@@ -146,20 +146,20 @@ class DeliveryCounter:
     def record(self, scope: str, task_id: str, retries: int = 0) -> int:
         """Count one delivery and return the count so far (1 on the first delivery)."""
         store = RedisRunStore(self.client, scope, register=False)
-        return store.count_delivery(task_id, retries, self.ttl_seconds)
+        return store.delivery.count_delivery(task_id, retries, self.ttl_seconds)
 
     def is_poison(self, deliveries: int) -> bool:
         return deliveries > self.max_deliveries
 
     def report(self, record: PoisonRecord) -> None:
         """Write ``record`` to the run's poison hash (idempotent by task id)."""
-        RedisRunStore(self.client, record.run_id, register=False).report_poison(
+        RedisRunStore(self.client, record.run_id, register=False).delivery.report_poison(
             record.task_id, record.to_json())
 
 
 def poison_records(client: redis.Redis, run_id: str) -> list[PoisonRecord]:
     """The poison tasks of a run, oldest first (for ``srh status``)."""
-    values = RedisRunStore(client, run_id, register=False).poison_reports()
+    values = RedisRunStore(client, run_id, register=False).delivery.poison_reports()
     return sorted((PoisonRecord.from_json(value) for value in values), key=lambda r: r.at)
 
 

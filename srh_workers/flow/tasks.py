@@ -144,17 +144,17 @@ def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
     message = record if isinstance(record, str) else (
         f"The tool call crashed its worker {record.deliveries} times and was "
         "abandoned; try something else.")
-    runtime.store.store_results(R, C, L, K, [ToolCallResult.failure(message, tool=c.name)
+    runtime.store.flow.store_results(R, C, L, K, [ToolCallResult.failure(message, tool=c.name)
                                              for c in calls])
     return steps.run_sample(runtime, R, C, L, K)
 
 
 def _end_branch(runtime: RunRuntime, R: int, C: int, record: PoisonRecord) -> list[Action]:
-    branch = runtime.store.load_branch(R, C)
+    branch = runtime.store.flow.load_branch(R, C)
     if branch.finished:
         return []
     branch.stop(f"poison task {record.task_name}")
-    runtime.store.save_branches([branch])
+    runtime.store.flow.save_branches([branch])
     return steps.end_branch(runtime, branch)
 
 

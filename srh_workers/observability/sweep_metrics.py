@@ -41,7 +41,7 @@ class SweepCollector:
         from redis.exceptions import RedisError
 
         from srh_core.sweep.runner import CELL_STATES
-        from srh_workers.store.keys import ACTIVE_RUNS
+        from srh_workers.store.cluster import ClusterIndex
         from srh_workers.sweeps.store import SweepRecord, active_sweeps
 
         up = GaugeMetricFamily("srh_sweeps_up", "1 when the last scrape read the sweeps.")
@@ -54,7 +54,7 @@ class SweepCollector:
         runs = GaugeMetricFamily("srh_runs_in_flight", "Runs submitted and without a result.")
         try:
             client = self._redis()
-            runs.add_metric([], client.zcard(ACTIVE_RUNS))
+            runs.add_metric([], ClusterIndex(client).watched_count())
             names = active_sweeps(client)
             flight.add_metric([], len(names))
             for name in names[:MAX_SWEEPS_PER_SCRAPE]:
