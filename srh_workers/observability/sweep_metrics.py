@@ -40,7 +40,7 @@ class SweepCollector:
         from prometheus_client.core import GaugeMetricFamily
         from redis.exceptions import RedisError
 
-        from srh_core.sweep.runner import CELL_STATES
+        from srh_core.sweep.summary import CELL_STATES
         from srh_workers.store.cluster import ClusterIndex
         from srh_workers.sweeps.store import SweepRecord, active_sweeps
 
