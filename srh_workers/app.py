@@ -48,7 +48,11 @@ BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THR
 EX_CONFIG = 78  # sysexits.h: configuration error (systemd does not restart-loop on it)
 #: Imported once when a worker starts, before its pool forks: the first task of a
 #: process must not pay seconds of imports inside its time limit.
-WARM_MODULES = ("srh_core.agent", "srh_core.context", "srh_core.tools.catalogue",
+#: Modules, not packages: the packages load their names on first use.
+WARM_MODULES = ("srh_core.agent.sragent", "srh_core.api.openai_api", "srh_core.api.presets",
+                "srh_core.api.manual", "srh_core.api.offline", "srh_core.api.router",
+                "srh_core.context", "srh_core.tools.catalogue", "srh_engine.search.core",
+                "srh_engine.parser", "srh_engine.canonical", "srh_engine.constants",
                 "scipy.optimize", "scipy.interpolate", "scipy.special")
 OPTIONAL_WARM_MODULES = ("matplotlib.pyplot",)  # the run directory's plot (``plot`` extra)
 logger = logging.getLogger("srh.workers.app")

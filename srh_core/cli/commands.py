@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from srh_core.cli import run_options, tool_commands
+from srh_core.cli import run_options
 from srh_core.errors import ConfigurationError
 from srh_core.runtime.cli import add_interactive_arguments, interactive_options
 
@@ -60,13 +60,6 @@ def register(subparsers: Any) -> None:
     problems.add_argument("--json", action="store_true")
     problems.set_defaults(handler=handle_problems)
     add_sweep_command(subparsers)
-    from srh_core.cli import benchmark_commands
-
-    benchmark_commands.register(subparsers)
-    tool_commands.register(subparsers)
-    from srh_core.cli.control_commands import register_control_commands
-
-    register_control_commands(subparsers)
 
 
 def add_sweep_command(subparsers: Any) -> None:
@@ -181,7 +174,7 @@ def _read_data(path: Path) -> dict[str, np.ndarray]:
 
 
 def handle_run(args: argparse.Namespace) -> int:
-    from srh_core.cli import BACKENDS
+    from srh_core.cli.plugins import BACKENDS
 
     backend = BACKENDS.get(args.backend)
     if backend is None:
@@ -356,7 +349,7 @@ def drive_sweep(args: argparse.Namespace, spec: Any, out: Path,
 
     ``on_final`` gets each cell's row as the cell becomes final during this invocation
     (on the cluster: as the follower sees it), so a caller can record it at once."""
-    from srh_core.cli import SWEEP_BACKENDS, SWEEP_FOLLOWERS
+    from srh_core.cli.plugins import SWEEP_BACKENDS, SWEEP_FOLLOWERS
     from srh_core.sweep import EmbeddedSweepBackend, SweepRunner
 
     if args.jobs < 1:
@@ -390,7 +383,7 @@ def print_sweep_rows(name: str, rows: list[dict[str, Any]], out: Path, as_json: 
 
 def sweep_source(name: str) -> tuple[str, str, list[dict[str, Any]]]:
     """(sweep name, status, rows) of a sweep directory, or of a sweep a plugin knows."""
-    from srh_core.cli import SWEEP_SOURCES
+    from srh_core.cli.plugins import SWEEP_SOURCES
     from srh_core.sweep.runner import FileSweepState, sweep_status, table_row
 
     for folder in (Path(name), Path("sweeps") / name):

@@ -27,7 +27,7 @@ mingle and gossip are off (start-up is faster and nothing here needs them).
 ``--dry-run`` prints the commands. The core CLI loads these through its
 ``srh.commands`` plugin: call :func:`add_worker_command` and
 :func:`add_metrics_command` from the plugin's ``register``. Without the
-plugin, ``python -m srh_workers.worker_cli worker ...`` does the same.
+plugin, ``python -m srh_workers.cli worker ...`` does the same.
 """
 
 from __future__ import annotations
@@ -372,7 +372,7 @@ def add_metrics_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A parser with ``worker`` and ``metrics`` alone (``python -m srh_workers.worker_cli``)."""
+    """A parser with ``worker`` and ``metrics`` alone (``python -m srh_workers.cli``)."""
     parser = argparse.ArgumentParser(prog="srh")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_worker_command(subparsers)
@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m srh_workers.worker_cli``."""
+    """Entry point of ``python -m srh_workers.cli``."""
     from srh_core.errors import SRHarnessError
 
     args = build_parser().parse_args(argv)
@@ -392,5 +392,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
