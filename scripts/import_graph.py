@@ -31,7 +31,7 @@ from typing import Any
 
 PACKAGES = ("srh_engine", "srh_core", "srh_workers", "srh_web")
 #: Modules where imports inside functions are the sanctioned lazy loading.
-ENTRY_POINT = re.compile(r"(^|\.)(cli|__main__)(\.|$)|^srh_web\.(app|cli)$")
+ENTRY_POINT = re.compile(r"(^|\.)(\w*cli|__main__)(\.|$)|^srh_web\.app$")
 
 
 @dataclass(frozen=True, slots=True)
