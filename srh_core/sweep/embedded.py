@@ -17,6 +17,7 @@ there is no stall to watch: :meth:`~EmbeddedSweepBackend.progress` says so.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing
 import os
@@ -49,11 +50,18 @@ default_jobs = available_cores
 _in_cell = threading.Event()
 
 
+#: Imported once when a cell process starts, so that no cell's time budget pays for them
+#: (the packages load their names on first use).
+WARM_MODULES = ("srh_core.agent.sragent", "srh_core.embedded.runner", "srh_engine.search.core")
+
+
 def _cell_process(owner_pid: int) -> None:
     """Start of a cell process: ends with the sweep; SIGTERM interrupts the running cell."""
     end_with_parent(owner_pid)
     signal.signal(signal.SIGTERM, _on_sigterm)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for module in WARM_MODULES:
+        importlib.import_module(module)
 
 
 def _on_sigterm(signum: int, _frame: object) -> None:

@@ -11,6 +11,7 @@ CONNECTION_HINT = ("start Redis (redis-server) or point SRH_REDIS_URL / SRH_BROK
 
 
 def connections() -> tuple[Any, Any]:
+    """The run store's Redis client and the Celery app (to send tasks and ping workers)."""
     from srh_workers.app import get_app
 
     return redis_of_runs(), get_app()
@@ -25,6 +26,11 @@ def redis_of_runs() -> Any:
 
 
 def checked(client: Any) -> Any:
+    """``client`` once it answers a PING.
+
+    Raises:
+        ConfigurationError: Redis is not reachable (with how to start it).
+    """
     import redis
 
     try:

@@ -9,11 +9,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import ConfigurationError, SRHarnessError
+from srh_workers.cli.connections import checked, connections, redis_of_runs
 
 if TYPE_CHECKING:  # each handler imports what it uses: ``srh --help`` starts at once
     from srh_core.types import SearchResult
-
-from srh_workers.cli.connections import checked, connections, redis_of_runs
 
 
 def celery_sweep_backend(args: argparse.Namespace) -> Any:
