@@ -182,7 +182,7 @@ def bench_sweep(cluster: Cluster, seeds: list[int]) -> dict[str, Any]:
     """(c): one process, --jobs 2, and 2 tool workers (the ones (b) left running)."""
     from srh_core.sweep import EmbeddedSweepBackend, SweepRunner, load_sweep
     from srh_workers.flow.tasks import sender
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.sweeps import CelerySweepBackend
 
     spec = load_sweep(sweep_file(cluster.dir, seeds))
@@ -222,7 +222,7 @@ def bench_latency(cluster: Cluster) -> dict[str, Any]:
     import srh_core.tools.catalogue  # noqa: F401 - imports as warm as the workers' (one-off cost)
     from srh_core.agent import SearchSettings, SRAgent
     from srh_workers.flow.tasks import sender
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.submit import submit_run, wait_for_result
     from tests.support.openai_payloads import evaluating_reply
     from tests.support.openai_server import FakeOpenAIServer
@@ -279,7 +279,7 @@ def bench_control_plane(cluster: Cluster, widths: list[int]) -> list[dict[str, A
     """(e): W worker threads, 50 ms sleep tool, many branches, K=4 samples of 4 calls."""
     from srh_core.agent import SearchSettings
     from srh_workers.flow.tasks import sender
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.submit import submit_run, wait_for_result
 
     client = redis_client(cluster.url)
@@ -319,7 +319,7 @@ def bench_commands_per_step(cluster: Cluster) -> dict[str, Any]:
     from srh_core.agent import SearchSettings
     from srh_core.problems import load_suite
     from srh_workers.flow.tasks import sender
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.submit import submit_run, wait_for_result
 
     cluster.stop_workers()

@@ -27,7 +27,7 @@ uses ``--cores`` cores (default 2: the search's islands, pyoperon's
   complexity is the engine node count of the reported formula, for pyoperon
   and gplearn of their model text when the engine parses it). The search
   reports the formula of PySR's "best" rule on its front
-  (``SearchResult.selected``; the agent reports by its ``selection``
+  (``ExpressionSearchResult.selected``; the agent reports by its ``selection``
   setting, "best" by default); "on the front" counts the problems whose
   front holds such a formula (what a perfect choice could pick).
 

@@ -93,7 +93,7 @@ def bench_scale(cells: int, processes: int, threads: int, cap: int | None,
                 artifacts: bool = False) -> dict[str, Any]:
     from srh_core.sweep import cells as sweep_cells
     from srh_core.sweep import load_sweep
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.sweeps.control import submit_sweep
     from tests.support.openai_payloads import evaluating_reply
     from tests.support.openai_server import FakeOpenAIServer
@@ -143,7 +143,7 @@ def bench_scale(cells: int, processes: int, threads: int, cap: int | None,
 
 def bench_overhead(seeds: list[int]) -> dict[str, Any]:
     from srh_core.sweep import EmbeddedSweepBackend, SweepRunner, load_sweep
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.sweeps.control import submit_sweep
 
     cluster = Cluster()

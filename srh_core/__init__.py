@@ -1,8 +1,8 @@
 """SRHarness core: the agent loop, tools, evaluator, model adapters, run state, CLI.
 
-The light contracts (types, errors, ranking, run state) import eagerly; the
-heavier parts (agent, model adapters, tools, context) load on first use, so
-``import srh_core`` stays fast and imports no network client.
+Every name loads its module on first use, so ``import srh_core`` (which every
+``srh_core.<module>`` import runs, ``srh --help`` among them) costs nothing
+and imports no network client.
 """
 
 from __future__ import annotations
@@ -10,31 +10,27 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from srh_core.errors import (
-    ConfigurationError,
-    ContextManifestError,
-    DataError,
-    ModelAPIError,
-    ModelResponseTruncatedError,
-    SRHarnessError,
-    ToolRunAbort,
-)
-from srh_core.ranking import ExactFitRule, RankingPolicy
-from srh_core.state import SearchRunState
-from srh_core.types import (
-    CandidateRecord,
-    ParentLink,
-    ParentRelation,
-    SearchCoordinate,
-    SearchNode,
-    SearchResult,
-    ToolCall,
-    ToolCallResult,
-    ToolMetadata,
-    json_value,
-)
-
 _LAZY = {
+    "ConfigurationError": "srh_core.errors",
+    "ContextManifestError": "srh_core.errors",
+    "DataError": "srh_core.errors",
+    "ModelAPIError": "srh_core.errors",
+    "ModelResponseTruncatedError": "srh_core.errors",
+    "SRHarnessError": "srh_core.errors",
+    "ToolRunAbort": "srh_core.errors",
+    "ExactFitRule": "srh_core.ranking",
+    "RankingPolicy": "srh_core.ranking",
+    "SearchRunState": "srh_core.state",
+    "CandidateRecord": "srh_core.types",
+    "ParentLink": "srh_core.types",
+    "ParentRelation": "srh_core.types",
+    "SearchCoordinate": "srh_core.types",
+    "SearchNode": "srh_core.types",
+    "SearchResult": "srh_core.types",
+    "ToolCall": "srh_core.types",
+    "ToolCallResult": "srh_core.types",
+    "ToolMetadata": "srh_core.types",
+    "json_value": "srh_core.types",
     "AgentContext": "srh_core.context",
     "load_context_data": "srh_core.context",
     "inspect_context_data": "srh_core.context",
@@ -57,13 +53,7 @@ _LAZY = {
     "load_suite": "srh_core.problems",
 }
 
-__all__ = [
-    "CandidateRecord", "ConfigurationError", "ContextManifestError", "DataError",
-    "ExactFitRule", "ModelAPIError", "ModelResponseTruncatedError", "ParentLink",
-    "ParentRelation", "RankingPolicy", "SRHarnessError", "SearchCoordinate", "SearchNode",
-    "SearchResult", "SearchRunState", "ToolCall", "ToolCallResult", "ToolMetadata",
-    "ToolRunAbort", "json_value", *sorted(_LAZY),
-]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:

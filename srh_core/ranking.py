@@ -19,15 +19,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import srh_engine as engine
 from srh_core.types import CandidateRecord, SearchResult, finite_float
 from srh_engine.search.selection import LOSS_FACTOR, LOSS_FLOOR, steepest
 
 SortKey = tuple[float, int, str, str]
+T = TypeVar("T")
 Selection = Literal["best", "accuracy"]
 SELECTIONS: tuple[Selection, ...] = ("best", "accuracy")
 
@@ -85,16 +86,35 @@ def rank_candidates(
     return ranked
 
 
-def pareto_indices(ranked: Sequence[CandidateRecord]) -> list[int]:
-    """Indices of the Pareto front in an already ranked list."""
+def front_indices(ordered: Sequence[T], size: Callable[[T], float | None]) -> list[int]:
+    """Indices of the Pareto front of a list ordered best first: walk it and keep each item
+    whose ``size`` is strictly lower than that of every item kept before (None: never kept).
+
+    The one front of the harness: the candidate pool's (``size`` the complexity) and any
+    other trade-off of accuracy against size a tool reports.
+    """
     indices: list[int] = []
     lowest = float("inf")
-    for index, candidate in enumerate(ranked):
-        complexity = candidate.complexity
-        if complexity is not None and complexity < lowest:
+    for index, item in enumerate(ordered):
+        measure = size(item)
+        if measure is not None and measure < lowest:
             indices.append(index)
-            lowest = complexity
+            lowest = measure
     return indices
+
+
+def pareto_indices(ranked: Sequence[CandidateRecord]) -> list[int]:
+    """Indices of the Pareto front in an already ranked list."""
+    return front_indices(ranked, _complexity)
+
+
+def pareto_front(ranked: Sequence[CandidateRecord]) -> list[CandidateRecord]:
+    """The Pareto front of an already ranked list, best first."""
+    return [ranked[index] for index in pareto_indices(ranked)]
+
+
+def _complexity(candidate: CandidateRecord) -> int | None:
+    return candidate.complexity
 
 
 def selection_loss(candidate: CandidateRecord, policy: RankingPolicy) -> float | None:

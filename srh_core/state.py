@@ -30,6 +30,7 @@ from srh_core.errors import SearchStateError
 from srh_core.ranking import (
     RankingPolicy,
     Selection,
+    pareto_front,
     pareto_indices,
     rank_candidates,
     ranked_result,
@@ -318,8 +319,7 @@ class SearchRunState:
         return pareto_indices(self.ranked_candidates() if candidates is None else candidates)
 
     def pareto_front(self) -> list[CandidateRecord]:
-        ranked = self.ranked_candidates()
-        return [ranked[index] for index in pareto_indices(ranked)]
+        return pareto_front(self.ranked_candidates())
 
     get_pareto_front = pareto_front
 

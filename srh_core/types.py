@@ -13,13 +13,12 @@ readers treat it as unrankable.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, get_args
-
-import numpy as np
 
 ParentRelation = Literal["continuation", "restart_seed", "context_merge"]
 SearchStatus = Literal["completed", "early_stopped", "interrupted", "failed"]
@@ -45,9 +44,10 @@ def json_value(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # a NumPy value exists only once NumPy is imported
+    if numpy is not None and isinstance(value, numpy.generic):
         return json_value(value.item())
-    if isinstance(value, np.ndarray):
+    if numpy is not None and isinstance(value, numpy.ndarray):
         return json_value(value.tolist())
     if isinstance(value, Mapping):
         return {str(key): json_value(item) for key, item in value.items()}

@@ -33,90 +33,55 @@ Decisions (the details live in the module docstrings):
   reads ``x`` at ``t - tau`` (``time=``, ``delay_resolver=``). See
   :mod:`srh_engine.graph_nodes` and :mod:`srh_engine.graph_evaluation`.
 
-Importing this package imports NumPy only: SciPy is imported on the first
-fit (or ``sigmoid``), SymPy never. Modules are named ``evaluation``,
-``fitting`` and ``rendering`` so that they are not shadowed by the
-functions ``evaluate``, ``fit`` and ``render`` exported here.
+Importing this package imports nothing: each name loads its module on first
+use (NumPy with the nodes, SciPy on the first fit or ``sigmoid``, SymPy
+never). Modules are named ``evaluation``, ``fitting`` and ``rendering``
+so that they are not shadowed by the functions ``evaluate``, ``fit`` and
+``render`` exported here.
 """
 
 from __future__ import annotations
 
-from .builders import (
-    abs,
-    aggr,
-    arccos,
-    arcsin,
-    arctan,
-    cos,
-    cosh,
-    cot,
-    csc,
-    delay,
-    exp,
-    function,
-    gather,
-    grouped_param,
-    inv,
-    log,
-    log10,
-    param,
-    reduction,
-    sec,
-    sech,
-    sigmoid,
-    sign,
-    sin,
-    sinh,
-    sour,
-    sqrt,
-    tan,
-    tanh,
-    targ,
-)
-from .canonical import canonical_key
-from .constants import StructuralConstant, recognise_constants, structural_constants
-from .desugaring import desugar
-from .dimensional import DimensionCheck, check_dimensions
-from .errors import EngineError, EvaluationError, ExpressionError, FitError, ParseError, UnitError
-from .evaluation import evaluate
-from .fitting import FitResult, fit
-from .functions import FUNCTIONS
-from .graph_nodes import (
-    Aggregate,
-    Delay,
-    Gather,
-    Index,
-    Indexed,
-    Reduction,
-    RelationField,
-    RelationLift,
-)
-from .nodes import (
-    Binary,
-    Expression,
-    Function,
-    GroupedParameter,
-    Number,
-    Parameter,
-    Symbol,
-    Unary,
-    Variable,
-)
-from .parser import Equation, parse, parse_equation
-from .rendering import render, to_str, to_tree
-from .snapping import snap_constants
-from .transform import (
-    bind_parameters,
-    complexity,
-    copy,
-    count_parameters,
-    fold_constants,
-    parameter_values,
-    replace,
-    symbols,
-    unbound_parameters,
-)
-from .units import DIMENSIONLESS, Dimension, parse_units
+import importlib
+from typing import Any
+
+# name -> the module defining it: imported on first use, so that ``import srh_engine``
+# (which every ``srh_engine.<module>`` import runs) costs nothing.
+_LAZY = {
+    "abs": "builders", "aggr": "builders", "arccos": "builders", "arcsin": "builders",
+    "arctan": "builders", "cos": "builders", "cosh": "builders", "cot": "builders",
+    "csc": "builders", "delay": "builders", "exp": "builders", "function": "builders",
+    "gather": "builders", "grouped_param": "builders", "inv": "builders", "log": "builders",
+    "log10": "builders", "param": "builders", "reduction": "builders", "sec": "builders",
+    "sech": "builders", "sigmoid": "builders", "sign": "builders", "sin": "builders",
+    "sinh": "builders", "sour": "builders", "sqrt": "builders", "tan": "builders",
+    "tanh": "builders", "targ": "builders",
+    "canonical_key": "canonical",
+    "StructuralConstant": "constants", "recognise_constants": "constants",
+    "structural_constants": "constants",
+    "desugar": "desugaring",
+    "EngineError": "errors", "EvaluationError": "errors", "ExpressionError": "errors",
+    "FitError": "errors", "ParseError": "errors",
+    "evaluate": "evaluation",
+    "FitResult": "fitting", "fit": "fitting",
+    "FUNCTIONS": "functions",
+    "Aggregate": "graph_nodes", "Delay": "graph_nodes", "Gather": "graph_nodes",
+    "Index": "graph_nodes", "Indexed": "graph_nodes", "Reduction": "graph_nodes",
+    "RelationField": "graph_nodes", "RelationLift": "graph_nodes",
+    "Binary": "nodes", "Expression": "nodes", "Function": "nodes", "GroupedParameter": "nodes",
+    "Number": "nodes", "Parameter": "nodes", "Symbol": "nodes", "Unary": "nodes",
+    "Variable": "nodes",
+    "Equation": "parser", "parse": "parser", "parse_equation": "parser",
+    "render": "rendering", "to_str": "rendering", "to_tree": "rendering",
+    "bind_parameters": "transform", "complexity": "transform", "copy": "transform",
+    "count_parameters": "transform", "fold_constants": "transform",
+    "parameter_values": "transform", "replace": "transform", "symbols": "transform",
+    "unbound_parameters": "transform",
+    "DimensionCheck": "dimensional", "check_dimensions": "dimensional",
+    "UnitError": "errors",
+    "snap_constants": "snapping",
+    "DIMENSIONLESS": "units", "Dimension": "units", "parse_units": "units",
+}
 
 __all__ = [
     "Aggregate",
@@ -203,3 +168,16 @@ __all__ = [
     "to_tree",
     "unbound_parameters",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'srh_engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"srh_engine.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -114,6 +114,14 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def available_cores() -> int:
+    """The cores this process may use (its CPU affinity), at least one."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def pool_processes(pool: ProcessPoolExecutor) -> list[Any]:
     """The worker processes of ``pool`` now (empty once it has shut down)."""
     processes = getattr(pool, "_processes", None) or {}

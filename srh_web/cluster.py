@@ -57,7 +57,7 @@ class ClusterSource:
     """
 
     def __init__(self, redis_url: str) -> None:
-        from srh_workers.reliability import redis_client
+        from srh_workers.store.client import redis_client
 
         self.redis_url = redis_url
         self.client = redis_client(redis_url)

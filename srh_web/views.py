@@ -16,7 +16,7 @@ from typing import Any
 from srh_core.ranking import (
     RankingPolicy,
     Selection,
-    pareto_indices,
+    pareto_front,
     rank_candidates,
     select_best,
 )
@@ -100,7 +100,7 @@ def front_view(candidates: Iterable[CandidateRecord], metric: str,
     """The ranked pool's head, its Pareto front and the best candidate (by ``selection``)."""
     policy = RankingPolicy(metric, larger_is_better)
     ranked = rank_candidates(candidates, policy)
-    front = [candidate_row(ranked[i], metric) for i in pareto_indices(ranked)]
+    front = [candidate_row(candidate, metric) for candidate in pareto_front(ranked)]
     best = select_best(ranked, policy, selection)
     return {"metric": metric, "larger_is_better": larger_is_better, "ranked_count": len(ranked),
             "best": candidate_row(ranked[best], metric) if best is not None else None,

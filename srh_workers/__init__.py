@@ -21,7 +21,7 @@ Layout:
 - :mod:`srh_workers.submit`, :mod:`srh_workers.sweeps`: submitting and reading runs,
   the sweep backend;
 - :mod:`srh_workers.observability`: structured logs and Prometheus metrics;
-- :mod:`srh_workers.cli`, :mod:`srh_workers.worker_cli`: ``srh worker``, ``status``,
+- :mod:`srh_workers.cli`: ``srh worker``, ``status``,
   ``result``, ``cancel``, ``kick`` and the ``celery`` backends of ``run`` and ``sweep``.
 
 The names below are imported on first use, so ``import srh_workers`` is cheap.

@@ -48,7 +48,11 @@ BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THR
 EX_CONFIG = 78  # sysexits.h: configuration error (systemd does not restart-loop on it)
 #: Imported once when a worker starts, before its pool forks: the first task of a
 #: process must not pay seconds of imports inside its time limit.
-WARM_MODULES = ("srh_core.agent", "srh_core.context", "srh_core.tools.catalogue",
+#: Modules, not packages: the packages load their names on first use.
+WARM_MODULES = ("srh_core.agent.sragent", "srh_core.api.openai_api", "srh_core.api.presets",
+                "srh_core.api.manual", "srh_core.api.offline", "srh_core.api.router",
+                "srh_core.context", "srh_core.tools.catalogue", "srh_engine.search.core",
+                "srh_engine.parser", "srh_engine.canonical", "srh_engine.constants",
                 "scipy.optimize", "scipy.interpolate", "scipy.special")
 OPTIONAL_WARM_MODULES = ("matplotlib.pyplot",)  # the run directory's plot (``plot`` extra)
 logger = logging.getLogger("srh.workers.app")
@@ -217,7 +221,7 @@ def _publish_endpoints(settings: WorkerSettings, registry: EndpointRegistry) -> 
     from redis.exceptions import RedisError
 
     from srh_workers.endpoints import publish_endpoints
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
 
     try:
         publish_endpoints(redis_client(str(settings.redis_url)), registry)
@@ -262,7 +266,7 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
 
 def start_watchdog(celery_app: Celery, owner: str) -> Any:
     """Start this worker's watchdog thread (None when ``SRH_STALL_SECONDS`` is 0)."""
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.watchdog import Watchdog
 
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
@@ -281,7 +285,7 @@ def start_watchdog(celery_app: Celery, owner: str) -> Any:
 
 def start_sweep_coordinator(celery_app: Celery, owner: str) -> Any:
     """Start this worker's sweep coordinator thread (None when ``SRH_SWEEP_INTERVAL`` is 0)."""
-    from srh_workers.reliability import redis_client
+    from srh_workers.store.client import redis_client
     from srh_workers.sweeps.coordinator import SweepCoordinator
 
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]

@@ -17,18 +17,18 @@ the result is never lost, and an export later writes the directory.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from redis import Redis
+from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import atomic_write_json
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 logger = logging.getLogger("srh.workers.artifacts")
 JUDGEMENT_FILE = "judgement.json"
@@ -97,7 +97,7 @@ def _write_partial(rt: Any, path: Path) -> None:
     from srh_core.embedded.run_dir import RunDirectory, run_inputs
 
     problem, arrays = run_inputs(rt.context, rt.spec.description, rt.spec.run_id)
-    snapshot = rt.store.save_snapshot({"restart": rt.store.latest_restart(),
+    snapshot = rt.store.save_snapshot({"restart": rt.store.flow.latest_restart(),
                                        "status": "running", "backend": "celery"})
     directory = RunDirectory(path)
     directory.write_start(rt.settings, problem, arrays)
@@ -169,32 +169,6 @@ def ensure_run_directory(client: Redis, run_id: str, run_dir: Path, *,
     write_run_files(rt, result, run_dir)
     rt.store.compact(exported_to=str(run_dir))
     return True
-
-
-# ------------------------------------------------------------------- the CLI
-def add_export_command(subparsers: Any) -> None:
-    export = subparsers.add_parser(
-        "export", help="(cluster) write a run's directory from Redis, then shrink its keys",
-        description="Write a distributed run's directory (the files an embedded run leaves) "
-                    "from Redis to DIR; a finished run's Redis keys then shrink to what "
-                    "srh status and srh result read.")
-    export.add_argument("run_id")
-    export.add_argument("directory", metavar="DIR")
-    export.add_argument("--partial", action="store_true",
-                        help="export a run that is still running (no result; not compacted)")
-    export.add_argument("--keep", action="store_true",
-                        help="keep every Redis key of the run (no compaction)")
-    export.set_defaults(handler=handle_export)
-
-
-def handle_export(args: argparse.Namespace) -> int:
-    from srh_workers.cli import _checked, _connections
-
-    client, _ = _connections()
-    path = export_run(_checked(client), args.run_id, args.directory, partial=args.partial,
-                      compact=not args.keep)
-    print(path)
-    return 0
 
 
 __all__ = ["DIRECTORY_GRACE_SECONDS", "ensure_run_directory", "export_run",

@@ -10,27 +10,26 @@ worker of a cluster should read the same file.
 
 from __future__ import annotations
 
-import json
 import logging
 
 from redis import Redis
 
 from srh_core.api.endpoints import EndpointRegistry, ModelAccess
 from srh_workers.spec import RunSpec
-from srh_workers.store.keys import ENDPOINTS_KEY
+from srh_workers.store.cluster import ClusterIndex
 
 logger = logging.getLogger("srh.workers")
 
 
 def publish_endpoints(client: Redis, registry: EndpointRegistry) -> None:
     """Publish the public view of ``registry`` (what submitters check runs against)."""
-    client.set(ENDPOINTS_KEY, json.dumps(registry.public()))
+    ClusterIndex(client).publish_endpoints(registry.public())
 
 
 def published_endpoints(client: Redis) -> EndpointRegistry:
     """The endpoints the workers published (none when no worker has started yet)."""
-    raw = client.get(ENDPOINTS_KEY)
-    return EndpointRegistry() if raw is None else EndpointRegistry.from_public(json.loads(raw))
+    public = ClusterIndex(client).endpoints()
+    return EndpointRegistry() if public is None else EndpointRegistry.from_public(public)
 
 
 def worker_access(spec: RunSpec, client: Redis | None = None) -> ModelAccess:

@@ -63,6 +63,7 @@ from redis.exceptions import RedisError
 from srh_core.api.endpoints import Endpoint
 from srh_core.api.gate import RequestOutcome
 from srh_core.errors import ModelRequestCancelledError, ModelRequestError
+from srh_workers.observability.metrics import ModelMetrics, enable_model_metrics, model_metrics
 from srh_workers.store.keys import quota_key
 
 #: Seconds of each rate a burst may use at once (then the steady rate applies).
@@ -181,60 +182,6 @@ class Limits:
     @property
     def any(self) -> bool:
         return any(value is not None for value in (self.rpm, self.tpm, self.max_in_flight))
-
-
-class ModelMetrics:
-    """The model request metrics (prometheus-client; in multiprocess mode on a worker)."""
-
-    def __init__(self, registry: Any = None) -> None:
-        from prometheus_client import Counter, Histogram
-
-        from srh_workers.observability.metrics import LATENCY_BUCKETS
-
-        self.requests = Counter("srh_model_requests", "Model HTTP requests by outcome.",
-                                ["endpoint", "status"], registry=registry)
-        self.seconds = Histogram("srh_model_request_seconds", "Model request latency.",
-                                 ["endpoint"], buckets=LATENCY_BUCKETS, registry=registry)
-        self.tokens = Counter("srh_model_tokens", "Model tokens by direction.",
-                              ["endpoint", "direction"], registry=registry)
-        self.cost = Counter("srh_model_cost_usd", "Model spend in US dollars (priced models).",
-                            ["endpoint"], registry=registry)
-        self.waits = Histogram("srh_quota_wait_seconds",
-                               "Time model requests waited for the cluster quota, by reason.",
-                               ["endpoint", "reason"], buckets=LATENCY_BUCKETS,
-                               registry=registry)
-
-    def request(self, endpoint: str, outcome: RequestOutcome) -> None:
-        self.requests.labels(endpoint=endpoint, status=outcome.status).inc()
-        self.seconds.labels(endpoint=endpoint).observe(outcome.seconds)
-        usage = outcome.usage
-        if usage is not None:
-            self.tokens.labels(endpoint=endpoint, direction="prompt").inc(usage.prompt_tokens)
-            self.tokens.labels(endpoint=endpoint, direction="completion").inc(
-                usage.completion_tokens)
-            if usage.price:
-                self.cost.labels(endpoint=endpoint).inc(usage.price)
-
-    def waited(self, endpoint: str, reason: str, seconds: float) -> None:
-        self.waits.labels(endpoint=endpoint, reason=reason).observe(seconds)
-
-
-_metrics: ModelMetrics | None = None
-_metrics_lock = threading.Lock()
-
-
-def enable_model_metrics(registry: Any = None) -> ModelMetrics:
-    """Count model requests in this process from now on (the worker's metrics call it)."""
-    global _metrics
-    with _metrics_lock:
-        if _metrics is None:
-            _metrics = ModelMetrics(registry)
-        return _metrics
-
-
-def model_metrics() -> ModelMetrics | None:
-    """The process's model metrics, None when metrics are off."""
-    return _metrics
 
 
 class _Lease:

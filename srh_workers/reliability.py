@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -58,6 +57,7 @@ from srh_workers.config import TASK_KINDS, TaskKind, WorkerSettings
 from srh_workers.errors import PoisonTaskError, TransientTaskError
 from srh_workers.observability.logs import TaskContext, bound_context, task_context
 from srh_workers.store import RedisRunStore
+from srh_workers.store.client import redis_client
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -146,36 +146,21 @@ class DeliveryCounter:
     def record(self, scope: str, task_id: str, retries: int = 0) -> int:
         """Count one delivery and return the count so far (1 on the first delivery)."""
         store = RedisRunStore(self.client, scope, register=False)
-        return store.count_delivery(task_id, retries, self.ttl_seconds)
+        return store.delivery.count_delivery(task_id, retries, self.ttl_seconds)
 
     def is_poison(self, deliveries: int) -> bool:
         return deliveries > self.max_deliveries
 
     def report(self, record: PoisonRecord) -> None:
         """Write ``record`` to the run's poison hash (idempotent by task id)."""
-        RedisRunStore(self.client, record.run_id, register=False).report_poison(
+        RedisRunStore(self.client, record.run_id, register=False).delivery.report_poison(
             record.task_id, record.to_json())
 
 
 def poison_records(client: redis.Redis, run_id: str) -> list[PoisonRecord]:
     """The poison tasks of a run, oldest first (for ``srh status``)."""
-    values = RedisRunStore(client, run_id, register=False).poison_reports()
+    values = RedisRunStore(client, run_id, register=False).delivery.poison_reports()
     return sorted((PoisonRecord.from_json(value) for value in values), key=lambda r: r.at)
-
-
-_clients: dict[str, redis.Redis] = {}
-_clients_lock = threading.Lock()
-
-
-def redis_client(url: str) -> redis.Redis:
-    """One shared client per URL and process (redis-py resets its pool after a fork)."""
-    with _clients_lock:
-        client = _clients.get(url)
-        if client is None:
-            client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=10,
-                                          health_check_interval=30)
-            _clients[url] = client
-        return client
 
 
 def task_kind(name: str | None) -> TaskKind | None:
@@ -289,5 +274,5 @@ class SRHTask(Task):
 __all__ = [
     "DELIVERY_TTL_SECONDS", "WORKERS_SCOPE", "DeliveryCounter", "PoisonRecord", "PoisonTaskError",
     "SRHTask", "TransientTaskError", "app_settings", "is_transient", "poison_records",
-    "redis_client", "retry_countdown", "task_kind",
+    "retry_countdown", "task_kind",
 ]

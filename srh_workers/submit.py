@@ -27,7 +27,8 @@ from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
 from srh_workers.flow.runtime import resolve_granularity, runtime_for
 from srh_workers.spec import RunSpec, load_spec, refuse_custom_evaluator
-from srh_workers.store import RUNS_INDEX, RedisRunStore
+from srh_workers.store import RedisRunStore
+from srh_workers.store.cluster import ClusterIndex
 
 Send = Callable[[Action], Any]
 #: What a follower waits out: Redis restarting, unreachable or loading its AOF.
@@ -107,7 +108,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         send(first)
     except Exception as error:  # the broker refused or is unreachable: leave no orphan run
         store.delete_run()
-        client.zrem(RUNS_INDEX, settings.run_id)
+        store.cluster.unindex_run(settings.run_id)
         raise BrokerSendError(f"The run's first task could not be sent to the broker "
                               f"({type(error).__name__}: {error}); the run was not created. "
                               f"Check SRH_BROKER_URL and that the broker is up.") from error
@@ -146,10 +147,10 @@ def run_status(client: Redis, run_id: str) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "status": result.status if result is not None else "running",
-        "stop_reason": result.stop_reason if result is not None else store.stop_reason(),
+        "stop_reason": result.stop_reason if result is not None else store.flow.stop_reason(),
         "granularity": resolve_granularity(settings),
         "nodes": store.node_count, "max_nodes": settings.max_nodes,
-        "model_requests": store.model_requests(),
+        "model_requests": store.flow.model_requests(),
         "branches": branch_summary(store, settings),
         "best_formula": best.formula if best else None,
         "best_metric": best.metric(settings.ranking_metric, "train") if best else None,
@@ -186,8 +187,8 @@ def _finished_at(store: RedisRunStore, result: SearchResult | None) -> float:
 
 def branch_summary(store: RedisRunStore, settings: SearchSettings) -> list[dict[str, Any]]:
     rows = []
-    for R in range(1, max(1, store.latest_restart()) + 1):
-        for branch in store.load_branches(R, settings.global_width):
+    for R in range(1, max(1, store.flow.latest_restart()) + 1):
+        for branch in store.flow.load_branches(R, settings.global_width):
             if branch is not None:
                 rows.append({"R": R, "C": branch.C, "L": branch.L, "status": branch.status,
                              "stop_reason": branch.stop_reason})
@@ -196,7 +197,7 @@ def branch_summary(store: RedisRunStore, settings: SearchSettings) -> list[dict[
 
 def list_runs(client: Redis, limit: int = 20) -> list[str]:
     """The most recently submitted run ids, newest first."""
-    return [_text(run_id) for run_id in client.zrevrange(RUNS_INDEX, 0, limit - 1)]
+    return ClusterIndex(client).recent_runs(limit)
 
 
 def cancel_run(client: Redis, run_id: str, send: Send | None = None) -> list[Action]:
@@ -222,7 +223,7 @@ def cancel_run(client: Redis, run_id: str, send: Send | None = None) -> list[Act
     from srh_workers.control.runtime import release_stopped
 
     store = _store(client, run_id)[1]
-    store.request_stop(STOP_CANCELLED)
+    store.flow.request_stop(STOP_CANCELLED)
     if send is None:
         return []
     actions = release_stopped(store)
@@ -260,7 +261,3 @@ def wait_for_result(client: Redis, run_id: str, *, timeout: float | None = None,
         if deadline is not None and time.monotonic() > deadline:
             raise SearchStateError(f"Run {run_id} has no result after {timeout:g}s.")
         time.sleep(poll if not failures else min(MAX_OUTAGE_BACKOFF_SECONDS, poll * 2**failures))
-
-
-def _text(value: Any) -> Any:
-    return value.decode() if isinstance(value, bytes) else value

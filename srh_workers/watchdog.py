@@ -46,8 +46,8 @@ import redis
 
 from srh_core.errors import SearchStateError
 from srh_workers.flow.names import Action
-from srh_workers.store import ACTIVE_RUNS, WATCHDOG_LOCK, RedisRunStore
-from srh_workers.store.scripts import reply_text
+from srh_workers.store import RedisRunStore
+from srh_workers.store.cluster import ClusterIndex
 
 logger = logging.getLogger("srh.workers.watchdog")
 LOCK_FRACTION = 0.9
@@ -98,7 +98,7 @@ class Watchdog:
               ) -> list[Kick] | None:
         """One check, if this worker wins the interval's lock; None when another one did."""
         ms = max(1, int(self.interval * LOCK_FRACTION * 1000))
-        if not self.client.set(WATCHDOG_LOCK, self.owner, nx=True, px=ms):
+        if not ClusterIndex(self.client).take_watchdog_turn(self.owner, ms):
             return None
         return self.check_runs(now, outage_began)
 
@@ -115,10 +115,9 @@ class Watchdog:
                 the outage is not.
         """
         now = time.time() if now is None else now
-        watched = self.client.zrange(ACTIVE_RUNS, 0, MAX_RUNS_PER_CHECK - 1, withscores=True)
         kicks = []
-        for raw, since in watched:
-            kick = self._check_run(reply_text(raw), float(since), now, outage_began)
+        for run_id, since in ClusterIndex(self.client).watched_runs(MAX_RUNS_PER_CHECK):
+            kick = self._check_run(run_id, since, now, outage_began)
             if kick is not None:
                 kicks.append(kick)
         return kicks
@@ -129,16 +128,18 @@ class Watchdog:
 
         store = RedisRunStore(self.client, run_id, register=False)
         if store.spec_json() is None or store.stored_result() is not None:
-            store.forget_active()
+            store.cluster.forget_active(run_id)
             return None
         # after an outage every branch may have lost a message: one branch's progress
         # (a redelivered task) must not hide another's loss, so the marker is not asked
         after_outage = outage_began is not None and since <= outage_began
-        if store.watch_progress(store.progress_marker(), now) and not after_outage:
+        if store.cluster.watch_progress(run_id, store.progress_marker(), now) \
+                and not after_outage:
             return None
         if not after_outage and now - since < self.stall_seconds:
             return None
-        store.touch_active(now)  # first: a kick that fails half-way waits one more stall
+        # first: a kick that fails half-way waits one more stall
+        store.cluster.touch_active(run_id, now)
         if _paused(store):
             return None
         try:
@@ -183,9 +184,9 @@ class Watchdog:
 
 def _paused(store: RedisRunStore) -> bool:
     """Paused on purpose: a stopped run is not, its parked steps must run to end it."""
-    state = store.control_state()
+    state = store.controls.control_state()
     return state is not None and (state.get("manager") or {}).get("state") == "paused" \
-        and store.stop_reason() is None
+        and store.flow.stop_reason() is None
 
 
 __all__ = ["Kick", "Watchdog"]

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from srh_core.ranking import RankingPolicy, pareto_indices, rank_candidates
+from srh_core.ranking import RankingPolicy, pareto_front, rank_candidates
 from srh_core.types import CandidateRecord, ParentLink, SearchCoordinate, json_value
 
 BranchStatus = Literal["running", "done", "stopped"]
@@ -100,4 +100,4 @@ def updated_front(front: Sequence[CandidateRecord], candidates: Sequence[Candida
                   policy: RankingPolicy) -> list[dict[str, Any]]:
     """The branch front after a step: the Pareto front of the old front and the new candidates."""
     ranked = rank_candidates([*front, *candidates], policy)
-    return [ranked[index].to_dict() for index in pareto_indices(ranked)]
+    return [candidate.to_dict() for candidate in pareto_front(ranked)]

@@ -10,25 +10,42 @@ lets a human type the responses. (The offline proposer lives elsewhere.)
 
 from __future__ import annotations
 
-from srh_core.api.base import BaseAPI
-from srh_core.api.call_result import APICallResult, SampleDelta
-from srh_core.api.cancel import CancelToken
-from srh_core.api.manual import ManualAPI
-from srh_core.api.offline import OfflineAPI
-from srh_core.api.openai_api import ApiStyle, EndpointConfig, OpenAIAPI
-from srh_core.api.options import RequestOptions
-from srh_core.api.presets import DeepSeekAPI, GeminiAPI, LMStudioAPI, OpenRouterAPI, SiliconFlowAPI
-from srh_core.api.providers import ProviderPreset, normalize_lmstudio_base_url
-from srh_core.api.response import CallSummary, ModelPrice, ModelResponse, Usage
-from srh_core.api.retry import RetryPolicy
-from srh_core.api.router import ModelRoute, ModelRouter
-from srh_core.errors import (
-    ModelAPIError,
-    ModelRequestCancelledError,
-    ModelRequestError,
-    ModelResponseTruncatedError,
-)
-from srh_core.parsers import ToolParserName
+import importlib
+from typing import Any
+
+# name -> its module, imported on first use: the settings read the endpoint rules
+# (srh_core.api.endpoints) without loading the openai client.
+_LAZY = {
+    "BaseAPI": "srh_core.api.base",
+    "APICallResult": "srh_core.api.call_result",
+    "SampleDelta": "srh_core.api.call_result",
+    "CancelToken": "srh_core.api.cancel",
+    "ManualAPI": "srh_core.api.manual",
+    "OfflineAPI": "srh_core.api.offline",
+    "ApiStyle": "srh_core.api.openai_api",
+    "EndpointConfig": "srh_core.api.openai_api",
+    "OpenAIAPI": "srh_core.api.openai_api",
+    "RequestOptions": "srh_core.api.options",
+    "DeepSeekAPI": "srh_core.api.presets",
+    "GeminiAPI": "srh_core.api.presets",
+    "LMStudioAPI": "srh_core.api.presets",
+    "OpenRouterAPI": "srh_core.api.presets",
+    "SiliconFlowAPI": "srh_core.api.presets",
+    "ProviderPreset": "srh_core.api.providers",
+    "normalize_lmstudio_base_url": "srh_core.api.providers",
+    "CallSummary": "srh_core.api.response",
+    "ModelPrice": "srh_core.api.response",
+    "ModelResponse": "srh_core.api.response",
+    "Usage": "srh_core.api.response",
+    "RetryPolicy": "srh_core.api.retry",
+    "ModelRoute": "srh_core.api.router",
+    "ModelRouter": "srh_core.api.router",
+    "ModelAPIError": "srh_core.errors",
+    "ModelRequestCancelledError": "srh_core.errors",
+    "ModelRequestError": "srh_core.errors",
+    "ModelResponseTruncatedError": "srh_core.errors",
+    "ToolParserName": "srh_core.parsers",
+}
 
 __all__ = [
     "APICallResult",
@@ -61,3 +78,12 @@ __all__ = [
     "Usage",
     "normalize_lmstudio_base_url",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'srh_core.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -9,6 +9,7 @@ validation and cancellation. Subclasses implement :meth:`BaseAPI._generate`.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import weakref
@@ -33,8 +34,15 @@ def _unknown_provider(message: str) -> ConfigurationError:
     return ConfigurationError(message, setting="provider")
 
 
+def _load_builtin_providers() -> None:
+    """Import the modules that register the built-in providers (on the first lookup)."""
+    for module in ("openai_api", "presets", "manual", "offline"):
+        importlib.import_module(f"srh_core.api.{module}")
+
+
 PROVIDERS: Registry[type[BaseAPI]] = Registry(
-    "model provider", "Available providers", attribute="provider", error=_unknown_provider)
+    "model provider", "Available providers", attribute="provider", error=_unknown_provider,
+    loader=_load_builtin_providers)
 
 
 class BaseAPI(ABC):

@@ -32,22 +32,20 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import Any, NoReturn
 
+from srh_core.cli.plugins import (
+    BACKENDS,
+    SWEEP_ACTIONS,
+    SWEEP_BACKENDS,
+    SWEEP_FOLLOWERS,
+    SWEEP_SOURCES,
+    Backend,
+)
 from srh_core.errors import SRHarnessError
 
-Backend = Callable[[argparse.Namespace], int]
-BACKENDS: dict[str, Backend] = {}
-#: Sweep backends by name: a factory from the parsed arguments to a SweepBackend.
-SWEEP_BACKENDS: dict[str, Callable[[argparse.Namespace], Any]] = {}
-#: Sweep backends that coordinate the sweep elsewhere (the cluster): ``(args, spec, out)``
-#: submits and follows it, returning the exit code.
-SWEEP_FOLLOWERS: dict[str, Callable[..., int]] = {}
-#: Adders of ``srh sweep`` actions (``submit``, ``status``, ...): called with the actions'
-#: subparsers. Plugins append to it when they register.
-SWEEP_ACTIONS: list[Callable[[Any], None]] = []
-#: Finders of sweeps by name beyond local directories: ``name -> (name, status, rows)``
-#: or None.
-SWEEP_SOURCES: list[Callable[[str], Any]] = []
 PLUGIN_GROUP = "srh.commands"
+__all__ = ["BACKENDS", "OUTPUT_CLOSED_EXIT", "PLUGIN_GROUP", "SWEEP_ACTIONS", "SWEEP_BACKENDS",
+           "SWEEP_FOLLOWERS", "SWEEP_SOURCES", "USAGE_EXIT", "Backend", "UsageError",
+           "build_parser", "configure_logging", "main", "one_line", "sweep_shorthand"]
 USAGE_EXIT = 2
 #: Exit code when the reader of the output went away (``srh ... | head``): 128 + SIGPIPE,
 #: what a shell reports for a command the signal ended.
@@ -72,7 +70,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from srh_core.cli import commands
+    from srh_core.cli import (
+        authoring_commands,
+        benchmark_commands,
+        commands,
+        control_commands,
+        model_check,
+        tool_commands,
+    )
 
     parser = _Parser(prog="srh", description=(
         "SRHarness: agentic symbolic regression, embedded or on a Celery + Redis cluster."))
@@ -82,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     BACKENDS.setdefault("embedded", commands.run_embedded)
     commands.register(subparsers)
+    benchmark_commands.register(subparsers)
+    tool_commands.register(subparsers)
+    authoring_commands.register(subparsers)
+    model_check.register(subparsers)
+    control_commands.register_control_commands(subparsers)
     for plugin in _plugins():
         plugin(subparsers, BACKENDS)
     sweep_actions = _subcommands(subparsers.choices["sweep"])

@@ -38,7 +38,7 @@ DEFAULT_METHODS = "srh,gplearn,pyoperon"
 
 
 def register(subparsers: Any) -> None:
-    from srh_core.sweep import default_jobs
+    from srh_engine.processes import available_cores
 
     benchmark = subparsers.add_parser(
         "benchmark", help="SRBench-style benchmarks: methods x problems x seeds x noise",
@@ -85,7 +85,7 @@ def register(subparsers: Any) -> None:
                      help="the benchmark's (sweep's) name (default bench-SUITE)")
     run.add_argument("--out", default=None, help="output directory (default benchmarks/NAME)")
     run.add_argument("--backend", default="embedded", help="embedded (default) or celery")
-    run.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+    run.add_argument("--jobs", type=int, default=available_cores(), metavar="N",
                      help="embedded: cells at once, one process each (default %(default)s)")
     output = run.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="rows and summary as JSON")

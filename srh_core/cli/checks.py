@@ -17,8 +17,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from srh_core.errors import ConfigurationError
 
 MAX_SAMPLES = 100_000_000
@@ -101,6 +99,8 @@ def check_run_data(settings: Any, data: Any) -> None:
     Raises:
         DataError: The data breaks the data policy (names, values, rows).
     """
+    import numpy as np
+
     from srh_core.context.structured import StructuredData
     from srh_core.context.validation import (
         DataLayout,

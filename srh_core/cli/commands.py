@@ -9,16 +9,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from srh_core.agent.settings import SearchSettings
-from srh_core.cli import run_options, tool_commands
-from srh_core.embedded.run_dir import run_path
+from srh_core.cli import run_options
 from srh_core.errors import ConfigurationError
 from srh_core.runtime.cli import add_interactive_arguments, interactive_options
-from srh_core.types import SearchResult
+
+if TYPE_CHECKING:  # the handlers import what they use: ``srh --help`` starts at once
+    import numpy as np
+
+    from srh_core.agent.settings import SearchSettings
+    from srh_core.types import SearchResult
 
 DEFAULT_RUNS_DIR = "runs"
 
@@ -59,24 +60,11 @@ def register(subparsers: Any) -> None:
     problems.add_argument("--json", action="store_true")
     problems.set_defaults(handler=handle_problems)
     add_sweep_command(subparsers)
-    from srh_core.cli import benchmark_commands
-
-    benchmark_commands.register(subparsers)
-    tool_commands.register(subparsers)
-    from srh_core.cli import authoring_commands
-
-    authoring_commands.register(subparsers)
-    from srh_core.cli import model_check
-
-    model_check.register(subparsers)
-    from srh_core.cli.control_commands import register_control_commands
-
-    register_control_commands(subparsers)
 
 
 def add_sweep_command(subparsers: Any) -> None:
     """``srh sweep run|report``; plugins add actions through ``srh_core.cli.SWEEP_ACTIONS``."""
-    from srh_core.sweep import default_jobs
+    from srh_engine.processes import available_cores
 
     sweep = subparsers.add_parser(
         "sweep", help="run problems x seeds x settings as many runs, one results table",
@@ -93,7 +81,7 @@ def add_sweep_command(subparsers: Any) -> None:
     run.add_argument("--backend", default="embedded",
                      help="embedded (default: this machine) or celery (the cluster: submit, "
                           "then follow)")
-    run.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+    run.add_argument("--jobs", type=int, default=available_cores(), metavar="N",
                      help="embedded: cells running at once, each in its own process "
                           "(default: the cores available, here %(default)s)")
     add_sweep_budget_arguments(run)
@@ -129,6 +117,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     """Settings from ``--config`` plus the flags given on the command line."""
+    from srh_core.agent.settings import SearchSettings
+    from srh_core.embedded.run_dir import run_path
+
     provider, model = _llm(args.llm)
     run_id = args.run_id or uuid.uuid4().hex[:12]
     flags = {"llm_provider": provider, "llm_model": model, "run_id": run_id,
@@ -209,7 +200,7 @@ def manifest_data(path: Path, target: str | None, description: str | None) -> Pr
 
 
 def handle_run(args: argparse.Namespace) -> int:
-    from srh_core.cli import BACKENDS
+    from srh_core.cli.plugins import BACKENDS
 
     backend = BACKENDS.get(args.backend)
     if backend is None:
@@ -240,6 +231,7 @@ def agent_class_from_args(args: argparse.Namespace) -> Any:
 def run_embedded(args: argparse.Namespace) -> int:
     from srh_core.cli.checks import check_run
     from srh_core.cli.display import ProgressLine
+    from srh_core.types import SearchResult
 
     settings = settings_from_args(args)
     data = load_run_data(args)
@@ -338,6 +330,8 @@ def handle_problems(args: argparse.Namespace) -> int:
 
 def problem_row(problem: Any) -> dict[str, Any]:
     """A problem as ``srh problems --json`` lists it (ranges and units when it has them)."""
+    import numpy as np
+
     row: dict[str, Any] = {"name": problem.name, "id": problem.id, "output": problem.output,
                            "formula": problem.formula, "variables": problem.feature_names}
     ranges = getattr(problem, "variables", None)
@@ -381,7 +375,7 @@ def drive_sweep(args: argparse.Namespace, spec: Any, out: Path,
 
     ``on_final`` gets each cell's row as the cell becomes final during this invocation
     (on the cluster: as the follower sees it), so a caller can record it at once."""
-    from srh_core.cli import SWEEP_BACKENDS, SWEEP_FOLLOWERS
+    from srh_core.cli.plugins import SWEEP_BACKENDS, SWEEP_FOLLOWERS
     from srh_core.sweep import EmbeddedSweepBackend, SweepRunner
 
     if args.jobs < 1:
@@ -415,7 +409,7 @@ def print_sweep_rows(name: str, rows: list[dict[str, Any]], out: Path, as_json: 
 
 def sweep_source(name: str) -> tuple[str, str, list[dict[str, Any]]]:
     """(sweep name, status, rows) of a sweep directory, or of a sweep a plugin knows."""
-    from srh_core.cli import SWEEP_SOURCES
+    from srh_core.cli.plugins import SWEEP_SOURCES
     from srh_core.sweep.runner import FileSweepState, sweep_status, table_row
 
     for folder in (Path(name), Path("sweeps") / name):

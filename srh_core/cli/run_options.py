@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_X_LOW, DEFAULT_X_HIGH = 1.0, 5.0
 
@@ -282,6 +283,8 @@ def synthetic_data(args: argparse.Namespace) -> tuple[dict[str, np.ndarray],
         ConfigurationError: The equation does not parse, uses a variable that is
             not a feature, or is not finite on the sampled points.
     """
+    import numpy as np
+
     from srh_core.cli.synthetic import synthetic_problem
 
     low = DEFAULT_X_LOW if args.x_low is None else args.x_low

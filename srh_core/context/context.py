@@ -31,6 +31,12 @@ import numpy as np
 
 from srh_core.context import selection
 from srh_core.context.commits import DataCommits
+from srh_core.context.payload import (
+    ContextPayload,
+    check_arrays,
+    context_to_payload,
+    restore_evaluator,
+)
 from srh_core.context.settings import ContextSettings, resolve_context_settings
 from srh_core.context.validation import (
     DataLayout,
@@ -277,21 +283,17 @@ class AgentContext(DataCommits):
 
     # ------------------------------------------------------- payload, pickling
 
-    def to_payload(self) -> Any:
+    def to_payload(self) -> ContextPayload:
         """Return a :class:`~srh_core.context.payload.ContextPayload` of this context."""
-        from srh_core.context.payload import context_to_payload
-
         return context_to_payload(self)
 
     @classmethod
     def from_payload(cls, payload: Any, **overrides: Any) -> AgentContext:
         """Rebuild a context from a payload.
 
-        See :func:`srh_core.context.payload.context_from_payload` for the overrides
-        (``args``, ``evaluator``, ``workspace``).
+        See :func:`context_from_payload` for the overrides (``args``, ``evaluator``,
+        ``workspace``).
         """
-        from srh_core.context.payload import context_from_payload
-
         return context_from_payload(payload, **overrides)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -338,3 +340,45 @@ def _checked_splits(splits: Any) -> dict[str, AgentContext | None]:
 def _args_value(args: Any, name: str) -> Any:
     """One runtime setting of ``args`` (a mapping, Namespace or settings object), or None."""
     return args.get(name) if isinstance(args, Mapping) else getattr(args, name, None)
+
+
+def context_from_payload(
+    payload: ContextPayload,
+    *,
+    args: Any = None,
+    evaluator: Any = None,
+    workspace: Any = None,
+) -> AgentContext:
+    """Rebuild the context a payload describes.
+
+    Args:
+        payload: Metadata and arrays (see :meth:`ContextPayload.from_parts`).
+        args: Runtime settings; defaults to a Namespace of the payload's settings.
+        evaluator: Evaluator to use; by default the payload's default evaluator,
+            or its custom evaluator reloaded from the recorded file.
+        workspace: Workspace; defaults to the recorded path.
+
+    Returns:
+        A context with the payload's data, metadata and revision.
+
+    Raises:
+        DataError: An array is missing, extra, or differs from its recorded digest.
+        ConfigurationError: The evaluator cannot be restored without ``evaluator``.
+    """
+    meta = payload.metadata
+    check_arrays(meta, payload.arrays)
+    context = AgentContext(
+        args=args if args is not None else argparse.Namespace(**meta.settings),
+        data={name: payload.arrays[name] for name in meta.arrays},
+        target=meta.target,
+        variable_descriptions=meta.variable_descriptions,
+        variable_units=meta.variable_units,
+        variable_axes={name: tuple(axes) for name, axes in meta.variable_axes.items()},
+        variable_structures=meta.variable_structures,
+        relation_names=set(meta.relation_names),
+        num_nodes=meta.num_nodes,
+        evaluator=evaluator if evaluator is not None else restore_evaluator(meta.evaluator),
+        workspace=workspace if workspace is not None else meta.workspace,
+    )
+    context._revision = meta.revision  # the payload's revision, not a fresh 0
+    return context

@@ -2,15 +2,16 @@
 
 A run publishes its arrays once (how is the worker runtime's business: a
 shared directory, Redis, an ``.npz``...) together with the JSON
-:class:`ContextMetadata`. A worker calls :func:`context_from_payload` with
-both and gets a context with the same data, metadata, settings, revision
-and evaluator, so its splits are identical. Each array's sha256 is checked,
-so a stale or corrupted array is rejected with the variable's name.
+:class:`ContextMetadata`. A worker calls
+:func:`srh_core.context.context.context_from_payload` with both (the context
+module reads this one, never the other way) and gets a context with the same
+data, metadata, settings, revision and evaluator, so its splits are identical.
+Each array's sha256 is checked, so a stale or corrupted array is rejected
+with the variable's name.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,51 +125,7 @@ def context_to_payload(context: AgentContext) -> ContextPayload:
     return ContextPayload(metadata=metadata, arrays=data)
 
 
-def context_from_payload(
-    payload: ContextPayload,
-    *,
-    args: Any = None,
-    evaluator: Any = None,
-    workspace: Any = None,
-) -> AgentContext:
-    """Rebuild the context a payload describes.
-
-    Args:
-        payload: Metadata and arrays (see :meth:`ContextPayload.from_parts`).
-        args: Runtime settings; defaults to a Namespace of the payload's settings.
-        evaluator: Evaluator to use; by default the payload's default evaluator,
-            or its custom evaluator reloaded from the recorded file.
-        workspace: Workspace; defaults to the recorded path.
-
-    Returns:
-        A context with the payload's data, metadata and revision.
-
-    Raises:
-        DataError: An array is missing, extra, or differs from its recorded digest.
-        ConfigurationError: The evaluator cannot be restored without ``evaluator``.
-    """
-    from srh_core.context.context import AgentContext
-
-    meta = payload.metadata
-    _check_arrays(meta, payload.arrays)
-    context = AgentContext(
-        args=args if args is not None else argparse.Namespace(**meta.settings),
-        data={name: payload.arrays[name] for name in meta.arrays},
-        target=meta.target,
-        variable_descriptions=meta.variable_descriptions,
-        variable_units=meta.variable_units,
-        variable_axes={name: tuple(axes) for name, axes in meta.variable_axes.items()},
-        variable_structures=meta.variable_structures,
-        relation_names=set(meta.relation_names),
-        num_nodes=meta.num_nodes,
-        evaluator=evaluator if evaluator is not None else _restore_evaluator(meta.evaluator),
-        workspace=workspace if workspace is not None else meta.workspace,
-    )
-    context._revision = meta.revision  # the payload's revision, not a fresh 0
-    return context
-
-
-def _check_arrays(meta: ContextMetadata, arrays: Mapping[str, Any]) -> None:
+def check_arrays(meta: ContextMetadata, arrays: Mapping[str, Any]) -> None:
     missing = [name for name in meta.arrays if name not in arrays]
     extra = [name for name in arrays if name not in meta.arrays]
     if missing or extra:
@@ -191,7 +148,7 @@ def _evaluator_ref(evaluator: Any) -> EvaluatorRef:
                         path=str(path) if path else None)
 
 
-def _restore_evaluator(ref: EvaluatorRef) -> Any:
+def restore_evaluator(ref: EvaluatorRef) -> Any:
     from srh_core.evaluator.default import DefaultEvaluator
     from srh_core.evaluator.loading import load_custom_evaluator
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from srh_core.errors import ConfigurationError
+from srh_core.problems.formula import Judgement
 
 SOLVED_TOLERANCE = 1e-6
 ROLLOUT_TOLERANCE = 1e-3
@@ -176,8 +177,6 @@ class OdeProblem:
     # ------------------------------------------------------------- judging
     def judge(self, formula: str, seed: int = 0, n: int = 1000) -> Any:
         """Fresh-point error and rollout error of a derivative formula (see the module)."""
-        from srh_core.problems import Judgement
-
         data = self.simulate(n, np.random.default_rng([seed, 1]))
         values = {**data.states, TIME: data.times}
         truth = data.derivatives[self.state]

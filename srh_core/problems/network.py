@@ -39,6 +39,7 @@ from srh_core.problems.dynamics import (
     _ranges,
     scale_error,
 )
+from srh_core.problems.formula import Judgement
 
 RELATION = "A"
 
@@ -172,8 +173,6 @@ class NetworkProblem:
     # ------------------------------------------------------------- judging
     def judge(self, formula: str, seed: int = 0, n: int = 1000) -> Any:
         """Fresh-point error and rollout error of a node-derivative formula."""
-        from srh_core.problems import Judgement
-
         states, truth = self.simulate(max(n // self.num_nodes, 2 * self.trajectories),
                                       np.random.default_rng([seed, 1]))
         values = self.values(states)

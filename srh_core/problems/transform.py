@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from srh_core.errors import ConfigurationError
-from srh_core.problems import (
+from srh_core.problems.formula import (
     DEFAULT_SAMPLES,
     JUDGE_SAMPLES,
     Judgement,

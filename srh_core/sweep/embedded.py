@@ -17,6 +17,7 @@ there is no stall to watch: :meth:`~EmbeddedSweepBackend.progress` says so.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing
 import os
@@ -31,7 +32,7 @@ from srh_core.embedded.run_dir import run_path
 from srh_core.sweep.runner import CellData
 from srh_core.sweep.spec import Cell
 from srh_core.types import SearchResult
-from srh_engine.processes import end_with_parent, pool_processes, stop_pool
+from srh_engine.processes import available_cores, end_with_parent, pool_processes, stop_pool
 
 logger = logging.getLogger("srh.sweep")
 
@@ -42,15 +43,16 @@ INTERRUPT_SECONDS = 8.0
 CLOSE_SECONDS = 2.0
 
 
-def default_jobs() -> int:
-    """The cores this process may use (its CPU affinity), at least one."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+#: The cells a sweep runs at once by default: the cores this process may use.
+default_jobs = available_cores
 
 
 _in_cell = threading.Event()
+
+
+#: Imported once when a cell process starts, so that no cell's time budget pays for them
+#: (the packages load their names on first use).
+WARM_MODULES = ("srh_core.agent.sragent", "srh_core.embedded.runner", "srh_engine.search.core")
 
 
 def _cell_process(owner_pid: int) -> None:
@@ -58,6 +60,8 @@ def _cell_process(owner_pid: int) -> None:
     end_with_parent(owner_pid)
     signal.signal(signal.SIGTERM, _on_sigterm)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for module in WARM_MODULES:
+        importlib.import_module(module)
 
 
 def _on_sigterm(signum: int, _frame: object) -> None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from srh_core.sweep.runner import counts_by_state, eta_seconds, summary_of
+from srh_core.sweep.summary import counts_by_state, eta_seconds, summary_of
 
 
 def duration(seconds: float | None) -> str:

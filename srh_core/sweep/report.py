@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from srh_core.errors import ConfigurationError
-from srh_core.sweep.runner import CELL_STATES
+from srh_core.sweep.summary import CELL_STATES
 
 MIN_RESAMPLES = 1000
 CONFIDENCE = 0.95

@@ -41,14 +41,15 @@ import numpy as np
 from srh_core.agent.outcome import INTERRUPTED_BY_USER, STOP_CANCELLED
 from srh_core.errors import SRHarnessError
 from srh_core.jsonio import atomic_write_json, read_json
+from srh_core.sweep.progress import SweepProgress
 from srh_core.sweep.spec import Cell, SweepSpec, cells, problem_suite
+from srh_core.sweep.summary import counts_by_state
 from srh_core.types import SearchResult
 
 logger = logging.getLogger("srh.sweep")
 
 FINAL = ("done", "failed", "skipped", "cancelled")
 #: Cell states, in the order they are shown.
-CELL_STATES = ("pending", "running", "done", "failed", "skipped", "cancelled")
 #: What a sweep's controls ask: no new cell (pause), no new cell and end once the running
 #: ones finished (stop), every running cell cancelled (cancel); None: run.
 CONTROLS = ("pause", "stop", "cancel")
@@ -193,47 +194,6 @@ def is_over(status: str, entries: Mapping[str, Mapping[str, Any]]) -> bool:
                                                            and not running)
 
 
-def counts_by_state(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
-    totals = {state: 0 for state in CELL_STATES}
-    for entry in entries.values():
-        totals[entry["status"]] = totals.get(entry["status"], 0) + 1
-    return totals
-
-
-def eta_seconds(entries: Mapping[str, Mapping[str, Any]], parallel: int,
-                now: float | None = None) -> float | None:
-    """Time left, from the finished cells' median time and the cells still to run.
-
-    None until a cell finished. With ``parallel`` cells at a time, the cells left
-    take ``ceil(left / parallel)`` rounds of the median cell; the running ones are
-    credited with the time they already ran.
-    """
-    now = time.time() if now is None else now
-    times = sorted(float(entry["seconds"]) for entry in entries.values()
-                   if entry["status"] in ("done", "failed") and entry.get("seconds") is not None)
-    if not times:
-        return None
-    median = times[len(times) // 2] if len(times) % 2 else sum(
-        times[len(times) // 2 - 1:len(times) // 2 + 1]) / 2
-    pending = sum(entry["status"] == "pending" for entry in entries.values())
-    running = [entry for entry in entries.values() if entry["status"] == "running"]
-    slots = max(1, parallel)
-    rest = max((max(0.0, median - (now - float(entry.get("submitted_at") or now)))
-                for entry in running), default=0.0)
-    return rest + -(-pending // slots) * median
-
-
-def summary_of(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Cells by state, solved, the solve rate over judged finished cells, spend."""
-    judged = [entry for entry in entries.values()
-              if entry["status"] in ("done", "failed") and not entry.get("dataset")]
-    solved = sum(entry.get("solved") is True for entry in judged)
-    return {"cells": len(entries), "by_state": counts_by_state(entries), "solved": solved,
-            "judged": len(judged), "solve_rate": solved / len(judged) if judged else None,
-            "tokens": sum(int(entry.get("spent_tokens") or 0) for entry in entries.values()),
-            "cost": sum(float(entry.get("spent_cost") or 0.0) for entry in entries.values())}
-
-
 class SweepRunner:
     """Drives the cells of a sweep on a backend until every cell is final.
 
@@ -252,8 +212,6 @@ class SweepRunner:
     def __init__(self, spec: SweepSpec, out_dir: str | Path | None, backend: SweepBackend, *,
                  progress: Any = None, state: SweepState | None = None,
                  on_final: Callable[[dict[str, Any]], None] | None = None) -> None:
-        from srh_core.sweep.progress import SweepProgress
-
         self.spec = spec
         self.out = None if out_dir is None else Path(out_dir)
         self.backend = backend

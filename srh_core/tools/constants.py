@@ -37,6 +37,7 @@ from srh_core.errors import DataError, ToolArgumentError
 from srh_core.evaluator.default import observed_data
 from srh_core.evaluator.metrics import calc_R2
 from srh_core.evaluator.splits import row_aligned_names
+from srh_core.ranking import front_indices
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import number_text
 from srh_core.tools.formula import DataTerm, FormulaTool, display_formula, formula_text
@@ -353,18 +354,9 @@ def _chosen(trials: list[Trial], atol: float) -> Trial:
 
 
 def _pareto(trials: list[Trial]) -> list[Trial]:
-    """Best R2 per count of unchanged numbers, kept when it beats every simpler count."""
-    by_count: dict[int, Trial] = {}
-    for trial in trials:
-        held = by_count.get(trial.n_unchanged)
-        if held is None or trial.r2 > held.r2:
-            by_count[trial.n_unchanged] = trial
-    front, best = [], -math.inf
-    for count in sorted(by_count):
-        if by_count[count].r2 > best:
-            front.append(by_count[count])
-            best = by_count[count].r2
-    return front
+    """The front of R2 against the count of unchanged numbers, fewest unchanged first."""
+    ordered = sorted(trials, key=lambda t: (-t.r2, t.n_unchanged))  # stable: first of ties
+    return [ordered[i] for i in reversed(front_indices(ordered, lambda t: t.n_unchanged))]
 
 
 def _summary(trial: Trial, chosen: bool) -> dict[str, Any]:

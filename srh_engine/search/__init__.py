@@ -16,14 +16,28 @@ enumeration with Levenberg-Marquardt constants (:mod:`.evolution`), and a
 final refit of the best trees on every row by :func:`srh_engine.fit`
 (:mod:`.core`). Islands with other seeds run on the other cores
 (:mod:`.pool`); BLAS runs single-threaded meanwhile (:mod:`.threads`).
-``SearchResult.best`` is the lowest-error formula, ``SearchResult.selected``
-the one PySR's "best" rule picks (:mod:`.selection`).
+``ExpressionSearchResult.best`` is the lowest-error formula,
+``ExpressionSearchResult.selected`` the one PySR's "best" rule picks (:mod:`.selection`).
 """
 
 from __future__ import annotations
 
-from .core import FrontEntry, SearchResult, pareto_front, search
-from .operators import DEFAULT_OPERATORS, OPERATORS
+import importlib
+from typing import Any
 
-__all__ = ["DEFAULT_OPERATORS", "FrontEntry", "OPERATORS", "SearchResult", "pareto_front",
-           "search"]
+# name -> its module, imported on first use: srh_core.ranking takes PySR's selection
+# rule (.selection) without loading the search (NumPy, SciPy).
+_LAZY = {"ExpressionSearchResult": "core", "FrontEntry": "core", "pareto_front": "core",
+         "search": "core", "DEFAULT_OPERATORS": "operators", "OPERATORS": "operators"}
+
+__all__ = ["DEFAULT_OPERATORS", "ExpressionSearchResult", "FrontEntry", "OPERATORS",
+           "pareto_front", "search"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'srh_engine.search' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"srh_engine.search.{module}"), name)
+    globals()[name] = value
+    return value

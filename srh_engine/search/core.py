@@ -72,11 +72,11 @@ from .operators import resolve_operators
 from .pi_groups import Reduction, merged_powers, reduce_by_units
 from .pool import available_workers, broken, forget, submit_islands
 from .refit import exact_on_all_rows, refit, snap_front
-from .results import FrontEntry, SearchResult, pareto_front
+from .results import ExpressionSearchResult, FrontEntry, pareto_front
 from .threads import one_blas_thread
 from .views import Found, Run, View
 
-__all__ = ["FrontEntry", "SearchResult", "pareto_front", "search"]
+__all__ = ["ExpressionSearchResult", "FrontEntry", "pareto_front", "search"]
 
 
 REFIT_SHARE = 0.2
@@ -120,7 +120,7 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
            time_budget: float = 10.0, seed: int = 0, operators: Sequence[str] | None = None,
            max_complexity: int = 30, max_evaluations: int | None = None,
            workers: int | None = None, units: Mapping[str, str | Dimension] | None = None,
-           target_units: str | Dimension | None = None) -> SearchResult:
+           target_units: str | Dimension | None = None) -> ExpressionSearchResult:
     """Search for formulas ``y = f(X)``: a Pareto front of complexity against error.
 
     Args:
@@ -194,7 +194,7 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
     if dimensions:
         entries = _consistent(entries, dimensions, wanted, notes)
-    return SearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
+    return ExpressionSearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
                         tuple(dict.fromkeys(notes)))
 
 

@@ -34,7 +34,7 @@ import threading
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from typing import Any
 
-from srh_engine.processes import end_with_parent, stop_pool
+from srh_engine.processes import available_cores, end_with_parent, stop_pool
 
 __all__ = ["available_workers", "broken", "forget", "shutdown", "submit_islands"]
 
@@ -54,11 +54,7 @@ def available_workers() -> int:
     """Islands this process can run: its CPUs (affinity), 1 in a daemonic process."""
     if multiprocessing.current_process().daemon:
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, cpus))
+    return min(MAX_WORKERS, available_cores())
 
 
 def _executor(size: int) -> ProcessPoolExecutor:

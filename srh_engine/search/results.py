@@ -10,7 +10,7 @@ from ..nodes import Expression
 from ..rendering import to_str
 from .selection import steepest
 
-__all__ = ["FrontEntry", "SearchResult", "pareto_front"]
+__all__ = ["ExpressionSearchResult", "FrontEntry", "pareto_front"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class FrontEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchResult:
+class ExpressionSearchResult:
     """The outcome of :func:`search`.
 
     Attributes:
@@ -60,7 +60,11 @@ class SearchResult:
 
 
 def pareto_front(entries: Sequence[FrontEntry]) -> tuple[FrontEntry, ...]:
-    """Simplest first; each entry strictly better than every simpler one."""
+    """Simplest first; each entry strictly better than every simpler one.
+
+    The rule of :func:`srh_core.ranking.front_indices` read from the simple end; the
+    engine keeps its own copy because it imports nothing above it.
+    """
     front, best = [], math.inf
     for entry in sorted(entries, key=lambda e: (e.complexity, e.mse)):
         if entry.mse < best:

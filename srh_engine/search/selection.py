@@ -1,7 +1,7 @@
 """PySR's "best" rule: the formula whose loss falls fastest with complexity.
 
-One implementation for the search's own front (:attr:`SearchResult.selected
-<srh_engine.search.SearchResult.selected>`) and a run's reported best
+One implementation for the search's own front (:attr:`ExpressionSearchResult.selected
+<srh_engine.search.ExpressionSearchResult.selected>`) and a run's reported best
 (:func:`srh_core.ranking.select_best`).
 """
 

@@ -67,7 +67,7 @@ class RedisCancelSignal:
             if time.monotonic() - self._read_at < self.cache_seconds:
                 return self._value
         try:
-            state = self.store.control_state()
+            state = self.store.controls.control_state()
         except RedisError as error:  # a control read must not fail the work it watches
             logger.warning("Run %s: cannot read the force-pause flag: %s", self.store.run_id,
                            error)
@@ -101,25 +101,26 @@ class RedisAgentControls:
     def boundary(self, R: int, C: int, L: int) -> BoundaryDecision:
         """What the step takes (kept per step: a re-delivered task takes the same)."""
         field = f"{R}:{C}:{L}"
-        stored, taken = self.store.control_reads(field)
+        stored, taken = self.store.controls.control_reads(field)
         if taken is not None:
             return BoundaryDecision.from_dict(taken)
         if runs_freely(stored, R):
             return BoundaryDecision()
-        decision = self.store.update_control(boundary_taken(R), taken_field=field).outcome
+        decision = self.store.controls.update_control(boundary_taken(R), taken_field=field).outcome
         return decision if isinstance(decision, BoundaryDecision) else BoundaryDecision()
 
     def request_pause(self) -> None:
-        self.store.update_control(pause_requested())
+        self.store.controls.update_control(pause_requested())
 
     def publish_event(self, kind: InteractionEventKind, payload: Mapping[str, Any]) -> None:
-        self.store.publish_events([timeline_event(kind, payload)])
+        self.store.controls.publish_events([timeline_event(kind, payload)])
 
     def publish_events(self, events: Sequence[tuple[InteractionEventKind, Mapping[str, Any]]]
                        ) -> None:
         """Publish in one script call (events are numbered together, in order)."""
         if events:
-            self.store.publish_events([timeline_event(kind, payload) for kind, payload in events])
+            self.store.controls.publish_events([timeline_event(kind, payload)
+                                                for kind, payload in events])
 
     @contextmanager
     def cancellable(self, cancel: Callable[[], None]) -> Iterator[None]:

@@ -71,9 +71,9 @@ class RedisControlChannel:
         if self.send_action is None:
             raise ControlChannelError(f"This channel of run {self.run_id} is read-only: "
                                       "give it a send_action to send commands.")
-        if self.store.control_state() is None:
+        if self.store.controls.control_state() is None:
             raise ControlChannelError(NOT_INTERACTIVE.format(run_id=self.run_id))
-        update = self.store.update_control(commanded(command))
+        update = self.store.controls.update_control(commanded(command))
         for action in parked_actions(self.run_id, update.released):
             self.send_action(action)
         if isinstance(update.outcome, InteractionError):
@@ -85,11 +85,11 @@ class RedisControlChannel:
         if isinstance(after_sequence, bool) or not isinstance(after_sequence, int) \
                 or after_sequence < 0:
             raise ValueError(f"after_sequence must be an int >= 0. Got {after_sequence!r}.")
-        last = self.store.last_event_seq()
+        last = self.store.controls.last_event_seq()
         cursor_reset = after_sequence > last
         cursor = 0 if cursor_reset else after_sequence
-        events = self.store.read_events(cursor)
-        first = self.store.first_event_seq()
+        events = self.store.controls.read_events(cursor)
+        first = self.store.controls.first_event_seq()
         discarded = last if first is None else first - 1  # the cap trimmed what is older
         return {"events": events, "truncated": cursor < discarded,
                 "discarded_through": discarded, "cursor_reset": cursor_reset,
@@ -97,7 +97,7 @@ class RedisControlChannel:
 
     def read_status(self) -> dict[str, Any] | None:
         """The run's control status (None for a run that takes no commands)."""
-        view = self.store.control_view()
+        view = self.store.controls.control_view()
         moving = None if view.state is None else self._moving(view.held, view.finished)
         return status_view(view.state, view.held, view.last_seq, view.finished, moving)
 
@@ -111,10 +111,10 @@ class RedisControlChannel:
             settings = load_spec(self.store).search_settings()
         except SearchStateError:
             return None
-        restart = self.store.latest_restart()
+        restart = self.store.flow.latest_restart()
         if restart == 0:
             return None
-        branches = [b for b in self.store.load_branches(restart, settings.global_width)
+        branches = [b for b in self.store.flow.load_branches(restart, settings.global_width)
                     if b is not None]
         return sum(1 for b in branches if not b.finished
                    and step_member(b.R, b.C, b.L) not in held
@@ -124,12 +124,13 @@ class RedisControlChannel:
     def receive(self, cursor: str | None, timeout: float) -> tuple[list[ControlCommand],
                                                                    str | None]:
         """Logged commands after the stream id ``cursor``, waiting up to ``timeout``."""
-        entries = self.store.command_log(cursor, block_ms=max(1, int(timeout * 1000)))
+        entries = self.store.controls.command_log(cursor, block_ms=max(1, int(timeout * 1000)))
         commands = [ControlCommand.from_dict(record) for _, record in entries]
         return commands, entries[-1][0] if entries else cursor
 
     def publish(self, events: Sequence[Mapping[str, Any]]) -> None:
-        self.store.publish_events([{k: v for k, v in e.items() if k != "seq"} for e in events])
+        self.store.controls.publish_events([{k: v for k, v in e.items() if k != "seq"}
+                                            for e in events])
 
     def save_state(self, state: Mapping[str, Any]) -> None:
         raise ControlChannelError("A cluster run's control state changes only through its "
@@ -137,10 +138,10 @@ class RedisControlChannel:
                                   "drive it.")
 
     def load_state(self) -> dict[str, Any] | None:
-        return self.store.control_state()
+        return self.store.controls.control_state()
 
     def last_sequence(self) -> int:
-        return self.store.last_event_seq()
+        return self.store.controls.last_event_seq()
 
 
 def open_controls(client: Redis, run_id: str, options: Mapping[str, bool] | None = None
@@ -150,7 +151,7 @@ def open_controls(client: Redis, run_id: str, options: Mapping[str, bool] | None
     Returns:
         True when they were created, False when the run already had them.
     """
-    update = RedisRunStore(client, run_id, register=False).update_control(opened(options))
+    update = RedisRunStore(client, run_id, register=False).controls.update_control(opened(options))
     return update.change is not None
 
 

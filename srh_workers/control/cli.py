@@ -25,11 +25,11 @@ def cluster_target(target: str) -> Any:
         RunKeys(target)
     except ConfigurationError:
         return None
-    from srh_workers.cli import _checked, _connections
+    from srh_workers.cli.connections import checked, connections
     from srh_workers.control.channel import RedisControlChannel
     from srh_workers.flow.tasks import sender
 
-    client, app = _connections()
-    if RedisRunStore(_checked(client), target, register=False).spec_json() is None:
+    client, app = connections()
+    if RedisRunStore(checked(client), target, register=False).spec_json() is None:
         return None
     return RedisControlChannel(client, target, sender(app))

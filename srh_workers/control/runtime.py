@@ -72,7 +72,7 @@ def run_controls(rt: RunRuntime) -> RedisAgentControls:
     with _CONTROLS_LOCK:
         controls = _CONTROLS.get(rt)
         if controls is None:
-            stored = rt.store.control_state() or {}
+            stored = rt.store.controls.control_state() or {}
             controls = RedisAgentControls(rt.store, stored.get("options"))
             _CONTROLS[rt] = controls
         return controls
@@ -93,9 +93,9 @@ def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action
         Whether the step is parked (the task returns), and the parked steps a
         release at this boundary (input queued) or a stop lets go.
     """
-    if not is_interactive(rt) or is_running(rt.store.control_state()):
+    if not is_interactive(rt) or is_running(rt.store.controls.control_state()):
         return False, []
-    update = rt.store.update_control(parked(step_member(R, C, L), R))
+    update = rt.store.controls.update_control(parked(step_member(R, C, L), R))
     released = parked_actions(rt.run_id, update.released)
     if update.outcome:
         released += _released_by_stop(rt)
@@ -108,9 +108,10 @@ def park_run(rt: RunRuntime, owner: str) -> tuple[bool, list[Action]]:
     Returns:
         Whether the run is parked (the chunk ends), and what a stop lets go.
     """
-    if not is_interactive(rt) or is_running(rt.store.control_state()):
+    if not is_interactive(rt) or is_running(rt.store.controls.control_state()):
         return False, []
-    update = rt.store.update_control(parked(RUN_MEMBER, None, unlock=True), lock_owner=owner)
+    update = rt.store.controls.update_control(parked(RUN_MEMBER, None, unlock=True),
+                                              lock_owner=owner)
     if not update.outcome:
         return False, []
     return True, _released_by_stop(rt)
@@ -121,19 +122,19 @@ def release_stopped(store: RedisRunStore) -> list[Action]:
 
     Whoever takes a parked step re-sends it, once; nothing for a run without controls.
     """
-    return parked_actions(store.run_id, store.update_control(stopping()).released)
+    return parked_actions(store.run_id, store.controls.update_control(stopping()).released)
 
 
 def _released_by_stop(rt: RunRuntime) -> list[Action]:
     # A stop that came while this step parked may have taken the held set before the step
     # joined it: read the flag after parking, so one of the two re-sends the step.
-    return release_stopped(rt.store) if rt.store.stop_reason() is not None else []
+    return release_stopped(rt.store) if rt.store.flow.stop_reason() is not None else []
 
 
 def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
     """The run has its result: the controls go idle and say how it ended (idempotent)."""
     if is_interactive(rt):
-        rt.store.update_control(finished(result.status, result.stop_reason))
+        rt.store.controls.update_control(finished(result.status, result.stop_reason))
 
 
 __all__ = ["RUN_MEMBER", "agent_options", "finish_controls", "is_interactive", "park_run",

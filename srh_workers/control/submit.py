@@ -58,5 +58,5 @@ def submit_interactive(client: Redis, send: Send, settings: SearchSettings,
                           api_key=api_key)
     except BaseException:
         if created:
-            store.delete_controls()
+            store.controls.delete_controls()
         raise

@@ -237,7 +237,7 @@ class RunRuntime:
 
 def _stop_reason(rt: RunRuntime) -> str | None:
     try:
-        return rt.store.stop_reason()
+        return rt.store.flow.stop_reason()
     except Exception:  # a Redis blip must not cut the request; the time limit still does
         return None
 

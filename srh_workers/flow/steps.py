@@ -78,12 +78,12 @@ def start_restart(rt: RunRuntime, R: int) -> list[Action]:
     """Create the C branches of restart R (once) and start their first steps."""
     if rt.store.stored_result() is not None:
         return []
-    branches = rt.store.load_branches(R, rt.width)
+    branches = rt.store.flow.load_branches(R, rt.width)
     if any(branch is None for branch in branches):
         if R == 1 and all(branch is None for branch in branches):
             log_run_started(rt)
-        rt.store.save_branches(rt.agent().start_restart(R), only_new=True)
-        branches = rt.store.load_branches(R, rt.width)
+        rt.store.flow.save_branches(rt.agent().start_restart(R), only_new=True)
+        branches = rt.store.flow.load_branches(R, rt.width)
     states = [branch for branch in branches if branch is not None]
     actions: list[Action] = []
     for branch in states:
@@ -98,20 +98,20 @@ def continue_branch(rt: RunRuntime, branch: BranchState,
         return end_branch(rt, branch)
     if rt.settings.early_stop:
         if siblings is None:
-            siblings = [b for b in rt.store.load_branches(branch.R, rt.width) if b is not None]
+            siblings = [b for b in rt.store.flow.load_branches(branch.R, rt.width) if b is not None]
         gate = step_gate(branch, siblings, True)
         if gate == "wait":
             return []
         if gate == "stop":
             branch.stop(STOP_EARLY)
-            rt.store.save_branches([branch])
+            rt.store.flow.save_branches([branch])
             return end_branch(rt, branch)
     return [step_action(rt.run_id, branch.R, branch.C, branch.L)]
 
 
 def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
     """Open step L (sample the model once, stored) and fan out its K samples."""
-    branch, plan, stop = rt.store.step_state(R, C, L)
+    branch, plan, stop = rt.store.flow.step_state(R, C, L)
     if branch.finished or branch.L > L:
         return continue_branch(rt, branch)
     if branch.L < L:
@@ -120,7 +120,7 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
     if plan is None:
         if stop is not None:
             branch.stop(stop)
-            rt.store.save_branches([branch])
+            rt.store.flow.save_branches([branch])
             return end_branch(rt, branch)
         parked, released = park_step(rt, R, C, L)  # interactive: a paused run parks the step
         if parked:
@@ -129,7 +129,7 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         with rt.bounded_requests(agent):
             plan = agent.open_step(branch)
         if plan is None:
-            rt.store.save_branches([branch])
+            rt.store.flow.save_branches([branch])
             return released + end_branch(rt, branch)
         plan = rt.store.save_plan(plan)
     return released + [sample_action(rt.run_id, R, C, L, k) for k in range(1, plan.K + 1)]
@@ -137,7 +137,7 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
 
 def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
     """Run sample K: its tool calls, node and candidates; the K-set's last one closes the step."""
-    plan, stored = rt.store.sample_state(R, C, L, K)
+    plan, stored = rt.store.flow.sample_state(R, C, L, K)
     if plan is None:
         logger.warning("R%d-C%d-L%d-K%d: no step plan; nothing to do", R, C, L, K)
         return []
@@ -150,14 +150,14 @@ def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
 
 def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
     """Close step L of a branch from its K samples' results; what the branch does next."""
-    branch, plan, results = rt.store.close_state(R, C, L)
+    branch, plan, results = rt.store.flow.close_state(R, C, L)
     if branch.finished or branch.L != L:
         return continue_branch(rt, branch) if branch.L > L or branch.finished else []
     if plan is None or any(k not in results for k in range(1, plan.K + 1)):
         logger.warning("R%d-C%d-L%d: closing before every sample was recorded", R, C, L)
         return []
     after = rt.agent().close_step(branch, plan, [results[k] for k in range(1, plan.K + 1)])
-    rt.store.save_branches([after])
+    rt.store.flow.save_branches([after])
     if after.finished:
         return end_branch(rt, after)
     if not rt.settings.early_stop:
@@ -167,9 +167,9 @@ def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
 
 def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
     """Branch C is done with level L; the last branch done with it moves the others on."""
-    if not rt.store.level_done(R, L, C, rt.width):
+    if not rt.store.flow.level_done(R, L, C, rt.width):
         return []
-    siblings = [b for b in rt.store.load_branches(R, rt.width) if b is not None]
+    siblings = [b for b in rt.store.flow.load_branches(R, rt.width) if b is not None]
     actions: list[Action] = []
     for branch in siblings:
         if not branch.finished and branch.L == L + 1:
@@ -179,13 +179,13 @@ def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
 
 def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
     """Count the ended branch; the last branch of a restart moves the run on."""
-    count = rt.store.finish_branch(branch)
+    count = rt.store.flow.finish_branch(branch)
     actions: list[Action] = []
     if rt.settings.early_stop:
         for level in sorted({max(1, branch.L - 1), branch.L}):
             actions += level_done(rt, branch.R, level, branch.C)
-    if count >= rt.width and rt.store.claim_restart(branch.R, claimant=branch.C):
-        siblings = [b for b in rt.store.load_branches(branch.R, rt.width) if b is not None]
+    if count >= rt.width and rt.store.flow.claim_restart(branch.R, claimant=branch.C):
+        siblings = [b for b in rt.store.flow.load_branches(branch.R, rt.width) if b is not None]
         settings = rt.settings
         if restart_is_last(siblings, branch.R, settings.max_restart_loop, settings.early_stop):
             actions.append(finalize_action(rt.run_id))
@@ -201,14 +201,14 @@ def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
     set to the reason, so the other branches end at their next step and the
     run ends "failed" with it. Idempotent (an ended branch is left as it is).
     """
-    rt.store.request_stop(reason)
-    reason = rt.store.stop_reason() or reason  # a cancel (or a failure) that came first wins
+    rt.store.flow.request_stop(reason)
+    reason = rt.store.flow.stop_reason() or reason  # a cancel (or a failure) that came first wins
     released = release_stopped(rt)  # a paused run's parked siblings end now, not at a resume
-    branch = rt.store.load_branch(R, C)
+    branch = rt.store.flow.load_branch(R, C)
     if branch.finished:
         return released
     branch.stop(reason)
-    rt.store.save_branches([branch])
+    rt.store.flow.save_branches([branch])
     return released + end_branch(rt, branch)
 
 
@@ -227,8 +227,9 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
             write_finished_directory(rt, existing, path)
         finish_controls(rt, existing)
         return existing
-    last = rt.store.latest_restart()
-    branches = [b for b in rt.store.load_branches(last, rt.width) if b is not None] if last else []
+    last = rt.store.flow.latest_restart()
+    branches = [b for b in rt.store.flow.load_branches(last, rt.width)
+                if b is not None] if last else []
     settings = rt.settings
     outcome = run_outcome(branches, early_stop=settings.early_stop,
                           time_limit=settings.time_limit, failure=failure, settings=settings)
@@ -307,12 +308,12 @@ def write_run_files(rt: RunRuntime, result: SearchResult, path: Path) -> None:
     """The run directory's files (raises OSError)."""
     spec = rt.spec
     problem, arrays = run_inputs(rt.context, spec.description, spec.run_id)
-    last = rt.store.latest_restart()
-    branches = rt.store.load_branches(last, rt.width) if last else []
+    last = rt.store.flow.latest_restart()
+    branches = rt.store.flow.load_branches(last, rt.width) if last else []
     snapshot = rt.store.save_snapshot({
         "restart": last, "status": result.status, "backend": "celery",
         "branches": [b.to_dict() for b in branches if b is not None]})
-    logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.plans()}
+    logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.flow.plans()}
     RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)
 
 
@@ -328,10 +329,10 @@ def repair_actions(rt: RunRuntime) -> list[Action]:
         return []
     if rt.granularity == "run":
         return [whole_run_action(rt.run_id)]
-    restart = rt.store.latest_restart()
+    restart = rt.store.flow.latest_restart()
     if restart == 0:
         return [restart_action(rt.run_id, 1)]
-    branches = rt.store.load_branches(restart, rt.width)
+    branches = rt.store.flow.load_branches(restart, rt.width)
     if any(branch is None for branch in branches):
         return [restart_action(rt.run_id, restart)]
     states = [branch for branch in branches if branch is not None]

@@ -37,7 +37,8 @@ from srh_workers.flow import names, steps
 from srh_workers.flow.names import Action, whole_run_action
 from srh_workers.flow.runtime import REQUEST_BUDGET, RunRuntime, runtime_for
 from srh_workers.flow.whole_run import run_whole
-from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient, redis_client
+from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient
+from srh_workers.store.client import redis_client
 
 logger = logging.getLogger("srh.workers.tasks")
 
@@ -143,17 +144,17 @@ def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
     message = record if isinstance(record, str) else (
         f"The tool call crashed its worker {record.deliveries} times and was "
         "abandoned; try something else.")
-    runtime.store.store_results(R, C, L, K, [ToolCallResult.failure(message, tool=c.name)
+    runtime.store.flow.store_results(R, C, L, K, [ToolCallResult.failure(message, tool=c.name)
                                              for c in calls])
     return steps.run_sample(runtime, R, C, L, K)
 
 
 def _end_branch(runtime: RunRuntime, R: int, C: int, record: PoisonRecord) -> list[Action]:
-    branch = runtime.store.load_branch(R, C)
+    branch = runtime.store.flow.load_branch(R, C)
     if branch.finished:
         return []
     branch.stop(f"poison task {record.task_name}")
-    runtime.store.save_branches([branch])
+    runtime.store.flow.save_branches([branch])
     return steps.end_branch(runtime, branch)
 
 

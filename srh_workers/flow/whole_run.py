@@ -49,13 +49,13 @@ class ChunkControl:
                                                      CHUNK_MARGIN_FRACTION * first)
 
     def stop_reason(self) -> str | None:
-        return self.rt.store.stop_reason()
+        return self.rt.store.flow.stop_reason()
 
     def paused(self) -> bool:
         left = self.budget()
         if self.margin is not None and left is not None and left < self.margin:
             return True
-        if not self.rt.store.hold_lock(self.owner, LOCK_SECONDS):
+        if not self.rt.store.flow.hold_lock(self.owner, LOCK_SECONDS):
             return True
         if self.stop_reason() is not None:  # a stopped run ends its branches, never parks
             return False
@@ -81,18 +81,18 @@ def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
     if store.stored_result() is not None:
         finalize_run(rt)  # completes a run directory an interrupted finalizer left unwritten
         return []
-    if not store.hold_lock(owner, LOCK_SECONDS):
+    if not store.flow.hold_lock(owner, LOCK_SECONDS):
         return []
     agent = rt.agent()
-    if not store.latest_restart():
+    if not store.flow.latest_restart():
         log_run_started(rt)
-    restart = max(1, store.latest_restart())
-    loaded = store.load_branches(restart, rt.width) if store.latest_restart() else []
+    restart = max(1, store.flow.latest_restart())
+    loaded = store.flow.load_branches(restart, rt.width) if store.flow.latest_restart() else []
     branches = [b for b in loaded if b is not None] or None
     control = ChunkControl(rt, owner, budget)
 
     def checkpoint(R: int, states: Sequence[BranchState]) -> None:
-        store.save_branches(states)
+        store.flow.save_branches(states)
 
     started = time.monotonic()
     try:
@@ -101,7 +101,7 @@ def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
             finalize_run(rt)
             return []
     finally:
-        store.release_lock(owner)
+        store.flow.release_lock(owner)
     if control.parked:  # a release of the pause (or a stop) sends the continuation
         return control.released
     logger.info("run %s: chunk of %.1f s done; continuing in a new task", rt.run_id,

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
     from prometheus_client.registry import Collector
 
+    from srh_core.api.gate import RequestOutcome
+
 LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0,
                    90.0, 120.0)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -226,8 +228,6 @@ def start_worker_metrics(port: int, broker_url: str, queues: Sequence[str], *,
     global _worker_metrics
     directory = prepare_multiprocess_dir()
     _worker_metrics = TaskMetrics(registry=None)
-    from srh_workers.quota import enable_model_metrics
-
     enable_model_metrics(registry=None)  # the model requests of this worker's threads
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(directory))
@@ -235,6 +235,59 @@ def start_worker_metrics(port: int, broker_url: str, queues: Sequence[str], *,
     for collector in collectors:  # e.g. the sweeps' gauges (observability.sweep_metrics)
         registry.register(collector)
     return start_metrics_server(port, registry, addr=addr)
+
+
+class ModelMetrics:
+    """The model request metrics (prometheus-client; in multiprocess mode on a worker)."""
+
+    def __init__(self, registry: Any = None) -> None:
+        from prometheus_client import Counter, Histogram
+
+        self.requests = Counter("srh_model_requests", "Model HTTP requests by outcome.",
+                                ["endpoint", "status"], registry=registry)
+        self.seconds = Histogram("srh_model_request_seconds", "Model request latency.",
+                                 ["endpoint"], buckets=LATENCY_BUCKETS, registry=registry)
+        self.tokens = Counter("srh_model_tokens", "Model tokens by direction.",
+                              ["endpoint", "direction"], registry=registry)
+        self.cost = Counter("srh_model_cost_usd", "Model spend in US dollars (priced models).",
+                            ["endpoint"], registry=registry)
+        self.waits = Histogram("srh_quota_wait_seconds",
+                               "Time model requests waited for the cluster quota, by reason.",
+                               ["endpoint", "reason"], buckets=LATENCY_BUCKETS,
+                               registry=registry)
+
+    def request(self, endpoint: str, outcome: RequestOutcome) -> None:
+        self.requests.labels(endpoint=endpoint, status=outcome.status).inc()
+        self.seconds.labels(endpoint=endpoint).observe(outcome.seconds)
+        usage = outcome.usage
+        if usage is not None:
+            self.tokens.labels(endpoint=endpoint, direction="prompt").inc(usage.prompt_tokens)
+            self.tokens.labels(endpoint=endpoint, direction="completion").inc(
+                usage.completion_tokens)
+            if usage.price:
+                self.cost.labels(endpoint=endpoint).inc(usage.price)
+
+    def waited(self, endpoint: str, reason: str, seconds: float) -> None:
+        self.waits.labels(endpoint=endpoint, reason=reason).observe(seconds)
+
+
+_metrics: ModelMetrics | None = None
+_metrics_lock = threading.Lock()
+
+
+def enable_model_metrics(registry: Any = None) -> ModelMetrics:
+    """Count model requests in this process from now on (the worker's metrics call it)."""
+    global _metrics
+    with _metrics_lock:
+        if _metrics is None:
+            _metrics = ModelMetrics(registry)
+        return _metrics
+
+
+def model_metrics() -> ModelMetrics | None:
+    """The process's model metrics, None when metrics are off."""
+    return _metrics
+
 
 
 def on_task_prerun(task_id: str | None = None, **_: Any) -> None:
@@ -255,7 +308,8 @@ def on_task_postrun(task_id: str | None = None, task: Task | None = None,
 
 
 __all__ = [
-    "LATENCY_BUCKETS", "MULTIPROC_ENV", "QueueDepthCollector", "TaskMetrics",
+    "LATENCY_BUCKETS", "MULTIPROC_ENV", "ModelMetrics", "QueueDepthCollector", "TaskMetrics",
+    "enable_model_metrics", "model_metrics",
     "exporter_registry", "on_task_postrun", "on_task_prerun", "prepare_multiprocess_dir",
     "queue_depths", "redis_queue_keys", "run_exporter", "start_metrics_server",
     "start_worker_metrics",

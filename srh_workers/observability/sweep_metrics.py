@@ -31,7 +31,7 @@ class SweepCollector:
 
     def _redis(self) -> Any:
         if self._client is None:
-            from srh_workers.reliability import redis_client
+            from srh_workers.store.client import redis_client
 
             self._client = redis_client(self.redis_url)
         return self._client
@@ -40,8 +40,8 @@ class SweepCollector:
         from prometheus_client.core import GaugeMetricFamily
         from redis.exceptions import RedisError
 
-        from srh_core.sweep.runner import CELL_STATES
-        from srh_workers.store.keys import ACTIVE_RUNS
+        from srh_core.sweep.summary import CELL_STATES
+        from srh_workers.store.cluster import ClusterIndex
         from srh_workers.sweeps.store import SweepRecord, active_sweeps
 
         up = GaugeMetricFamily("srh_sweeps_up", "1 when the last scrape read the sweeps.")
@@ -54,7 +54,7 @@ class SweepCollector:
         runs = GaugeMetricFamily("srh_runs_in_flight", "Runs submitted and without a result.")
         try:
             client = self._redis()
-            runs.add_metric([], client.zcard(ACTIVE_RUNS))
+            runs.add_metric([], ClusterIndex(client).watched_count())
             names = active_sweeps(client)
             flight.add_metric([], len(names))
             for name in names[:MAX_SWEEPS_PER_SCRAPE]:

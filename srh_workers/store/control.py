@@ -1,8 +1,7 @@
 """The Redis side of an interactive run's controls: state, command log, events, parked steps.
 
-:class:`ControlRecords` is part of :class:`~srh_workers.store.RedisRunStore`
-(mixed in), so the store stays the one class that reads and writes a run.
-It knows the keys and how to change them atomically, not the rules: the
+:class:`ControlRecords` is ``RedisRunStore.controls``: the one owner of the
+run's ``control*`` keys. It knows the keys and how to change them atomically, not the rules: the
 state machine lives in :mod:`srh_core.runtime`, applied by
 :mod:`srh_workers.control`, which hands the store a function from the state
 it read to a :class:`ControlChange`.
@@ -39,6 +38,7 @@ from srh_workers.store.scripts import reply_text
 if TYPE_CHECKING:
     from redis import Redis
 
+    from srh_workers.store.flow import FlowState
     from srh_workers.store.keys import RunKeys
     from srh_workers.store.scripts import RunScripts
 
@@ -109,11 +109,22 @@ def _json(raw: Any) -> dict[str, Any] | None:
 
 
 class ControlRecords:
-    """The control keys of one run (a part of :class:`~srh_workers.store.RedisRunStore`)."""
+    """The control keys of one run (``RedisRunStore.controls``).
 
-    client: Redis
-    keys: RunKeys
-    _scripts: RunScripts
+    Args:
+        client: A redis-py client.
+        keys: The run's key names.
+        scripts: The store's registered Lua scripts.
+        flow: The run's flow state, whose whole-run lock a change may release in the
+            same transaction.
+    """
+
+    def __init__(self, client: Redis, keys: RunKeys, scripts: RunScripts,
+                 flow: FlowState) -> None:
+        self.client = client
+        self.keys = keys
+        self._scripts = scripts
+        self.flow = flow
 
     def control_state(self) -> dict[str, Any] | None:
         """The control state, or None for a run without controls."""
@@ -152,12 +163,12 @@ class ControlRecords:
         for _ in range(UPDATE_ATTEMPTS):
             with self.client.pipeline(transaction=True) as pipe:
                 try:
-                    watched = [keys.control] + ([keys.lock] if lock_owner else [])
-                    pipe.watch(*watched)
+                    lock = self.flow.lock_key
+                    pipe.watch(*[keys.control] + ([lock] if lock_owner else []))
                     state = _json(pipe.get(keys.control))
                     taken = _json(pipe.hget(keys.control_taken, taken_field)) \
                         if taken_field else None
-                    holder = pipe.get(keys.lock) if lock_owner else None
+                    holder = pipe.get(lock) if lock_owner else None
                     change = decide(state, taken)
                     if change is None or not change.writes:
                         pipe.unwatch()
@@ -196,7 +207,7 @@ class ControlRecords:
         if change.taken is not None and taken_field is not None:
             pipe.hset(keys.control_taken, taken_field, dumps(dict(change.taken)))
         if change.unlock and owns_lock:
-            pipe.delete(keys.lock)
+            self.flow.queue_unlock(pipe)
         if change.events:
             self._publish(change.events, pipe)
         return released_at

@@ -5,12 +5,17 @@ Redis Cluster hash tag: every key of a run hashes to the same slot, so the
 Lua scripts (which take several keys of one run) also work on a cluster.
 
 The schema is :data:`KEY_SCHEMA`: one :class:`KeySpec` per key (template,
-Redis type, writers, readers, TTL); every reader and writer
-is a method of :class:`srh_workers.store.RedisRunStore`; the column says which.
+family, Redis type, writers, readers, TTL). Each family has one owner
+(:data:`FAMILY_OWNERS`) whose methods are the only writers of its keys:
+:class:`srh_workers.store.RedisRunStore` (the run's record and its candidate
+records) and its parts ``flow``, ``controls`` and ``delivery``. A write that
+spans families is one Lua script of the store, taking each family's KEYS from
+that family's owner. The cluster-wide keys (:data:`CLUSTER_KEY_SCHEMA`) belong
+to :class:`srh_workers.store.cluster.ClusterIndex`.
 
 TTL policy: while a run is running no key expires; once it is finished,
 :meth:`RedisRunStore.result` (or ``expire_run``) gives every key of the
-run the store's TTL (:data:`FINISHED_RUN_TTL_SECONDS`, 7 days, by default).
+run, of every family, the store's TTL (:data:`FINISHED_RUN_TTL_SECONDS`, 7 days, by default).
 Keys with a coordinate in their name are made on the fly, so their writer
 adds the name to the ``keys`` set in the same atomic step; that set is how
 ``expire_run`` and ``delete_run`` find them.
@@ -41,11 +46,24 @@ _TERMINATOR = "\x00\x01"
 _ESCAPED_NUL = "\x00\x02"
 
 
+#: The key families of a run, each with its one owner (rq's "each concept owns its keys"):
+#: ``candidates`` the candidate store (RedisRunStore: nodes, pool, tool log, spend),
+#: ``run`` the run's record (RedisRunStore: meta, spec and data, result, the key registry),
+#: ``flow`` RedisRunStore.flow (FlowState), ``controls`` RedisRunStore.controls
+#: (ControlRecords), ``delivery`` RedisRunStore.delivery (DeliveryGuard); the cluster's own
+#: keys (:data:`CLUSTER_KEY_SCHEMA`) belong to ClusterIndex.
+FAMILY_OWNERS = {
+    "candidates": "RedisRunStore", "run": "RedisRunStore", "flow": "FlowState",
+    "controls": "ControlRecords", "delivery": "DeliveryGuard", "cluster": "ClusterIndex",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class KeySpec:
-    """Documentation of one key: its template, Redis type, writers, readers and TTL."""
+    """Documentation of one key: its template, family, Redis type, writers, readers and TTL."""
 
     template: str
+    family: str
     type: str
     writer: str
     reader: str
@@ -53,53 +71,98 @@ class KeySpec:
 
 
 KEY_SCHEMA: tuple[KeySpec, ...] = (
-    KeySpec("meta", "hash", "store (create, result)", "store, srh status"),
-    KeySpec("nodes", "hash", "record_node, record_sample", "store listings"),
-    KeySpec("node_detail", "hash", "record_node, record_sample", "node_record, export_state"),
-    KeySpec("node_order", "list", "record_node, record_sample", "records, latest_coordinate"),
-    KeySpec("cands", "hash", "push_candidate, record_sample", "ranked, front, export_state"),
-    KeySpec("cand_order", "list", "push_candidate, record_sample", "candidates, export_state"),
-    KeySpec("rank", "zset", "push_candidate, record_sample", "ranked, front scripts"),
-    KeySpec("best", "hash", "push_candidate, record_sample", "push_candidate (dedup)"),
-    KeySpec("result", "string", "store.result", "srh result, stored_result"),
-    KeySpec("stop", "string", "runtime (early stop)", "runtime branch steps"),
-    KeySpec("keys", "set", "every writer of a registered key", "expire_run, delete_run"),
-    KeySpec("branch:{R}:{C}", "string", "runtime, finish_branch", "runtime branch_step"),
-    KeySpec("plan:{R}:{C}:{L}", "string", "runtime branch_step", "runtime tool_calls"),
-    KeySpec("done:{R}:{C}:{L}", "set", "record_sample", "record_sample (K-set fan-in)"),
-    KeySpec("advanced:{R}:{C}:{L}", "string", "claim_advance (SET NX)", "claim_advance"),
-    KeySpec("restart:{R}:finished", "set", "finish_branch", "finish_branch (barrier)"),
-    KeySpec("restart:{R}:advanced", "string", "claim_restart (SET NX)", "claim_restart"),
-    KeySpec("spec", "string", "submit (publish_run)", "every task (load the run)"),
-    KeySpec("context", "hash", "submit (publish_run)", "workers (context cache)"),
-    KeySpec("requests", "string", "runtime branch_step (INCR per model request)",
-            "srh status, tests"),
-    KeySpec("spend", "string", "save_plan (Lua: adds each kept step's spend)",
+    # the run's record: RedisRunStore
+    KeySpec("meta", "run", "hash", "store (create, result, compact)", "store, srh status"),
+    KeySpec("result", "run", "string", "store.result (store_result.lua)",
+            "srh result, stored_result"),
+    KeySpec("keys", "run", "set", "every writer of a registered key (all families)",
+            "expire_run, compact, delete_run"),
+    KeySpec("spec", "run", "string", "store.publish (submit)", "every task (load the run)"),
+    KeySpec("context", "run", "hash", "store.publish (submit)", "workers (context cache)"),
+    # candidate records: RedisRunStore (the CandidateStore seam)
+    KeySpec("nodes", "candidates", "hash", "record_node, record_sample", "store listings"),
+    KeySpec("node_detail", "candidates", "hash", "record_node, record_sample",
+            "node_record, export_state"),
+    KeySpec("node_order", "candidates", "list", "record_node, record_sample",
+            "records, latest_coordinate"),
+    KeySpec("cands", "candidates", "hash", "push_candidate, record_sample",
+            "ranked, export_state"),
+    KeySpec("cand_order", "candidates", "list", "push_candidate, record_sample",
+            "candidates, export_state"),
+    KeySpec("rank", "candidates", "zset", "push_candidate, record_sample", "ranked script"),
+    KeySpec("best", "candidates", "hash", "push_candidate, record_sample",
+            "push_candidate (dedup)"),
+    KeySpec("spend", "candidates", "string", "save_plan (Lua: adds each kept step's spend)",
             "budgets (branch steps), srh status, result totals"),
-    KeySpec("results:{R}:{C}:{L}", "hash", "runtime tool_calls (HSETNX per K)",
-            "runtime tool_calls, branch_advance"),
-    KeySpec("poison", "hash", "SRHTask delivery guard (task id -> PoisonRecord JSON)",
-            "srh status, poison_records"),
-    KeySpec("toollog", "list", "record_sample, log_tool_calls", "tool_log (tool_calls.jsonl)"),
-    KeySpec("level:{R}:{L}", "set", "level_done (early stop: branches done with step L)",
-            "level_done"),
-    KeySpec("level:{R}:{L}:released", "string", "level_done (SET NX)", "level_done"),
-    KeySpec("lock", "string", "run-granularity task (SET NX PX: who runs the run)",
-            "run-granularity task"),
-    KeySpec("delivery:{task_id}:{retries}", "string", "SRHTask delivery guard (INCR)",
-            "SRHTask delivery guard", ttl="24 h from the first delivery"),
-    KeySpec("control", "string", "update_control (interactive runs: WATCH/MULTI)",
+    KeySpec("toollog", "candidates", "list", "record_sample, log_tool_calls",
+            "tool_log (tool_calls.jsonl)"),
+    # flow state: RedisRunStore.flow (FlowState)
+    KeySpec("branch:{R}:{C}", "flow", "string", "flow.save_branches, flow.finish_branch",
+            "flow.step_state, flow.load_branches"),
+    KeySpec("plan:{R}:{C}:{L}", "flow", "string", "store.save_plan (flow.plan_keys)",
+            "flow.sample_state, flow.load_plan"),
+    KeySpec("requests", "flow", "string", "store.save_plan (INCR per model request)",
+            "flow.model_requests (srh status)"),
+    KeySpec("results:{R}:{C}:{L}", "flow", "hash",
+            "record_sample (flow.sample_keys), flow.store_results (HSETNX per K)",
+            "flow.sample_state, flow.close_state"),
+    KeySpec("done:{R}:{C}:{L}", "flow", "set", "record_sample (flow.sample_keys)",
+            "record_sample (K-set fan-in)"),
+    KeySpec("advanced:{R}:{C}:{L}", "flow", "string",
+            "record_sample, flow.claim_advance (SET NX)", "flow.claim_advance"),
+    KeySpec("restart:{R}:finished", "flow", "set", "flow.finish_branch",
+            "flow.finish_branch, flow.level_done (barrier)"),
+    KeySpec("restart:{R}:advanced", "flow", "string", "flow.claim_restart (SET NX)",
+            "flow.claim_restart"),
+    KeySpec("level:{R}:{L}", "flow", "set",
+            "flow.level_done (early stop: branches done with step L)", "flow.level_done"),
+    KeySpec("level:{R}:{L}:released", "flow", "string", "flow.level_done (SET NX)",
+            "flow.level_done"),
+    KeySpec("stop", "flow", "string", "flow.request_stop (SET NX: cancel, failure)",
+            "flow.stop_reason, flow.step_state"),
+    KeySpec("lock", "flow", "string", "flow.hold_lock (SET NX PX: who runs a whole run)",
+            "flow.hold_lock, controls.update_control (WATCH)"),
+    # controls: RedisRunStore.controls (ControlRecords)
+    KeySpec("control", "controls", "string", "controls.update_control (WATCH/MULTI)",
             "update_control, control_view, the cancel signal"),
-    KeySpec("control:commands", "stream", "update_control (XADD MAXLEN ~: the command log)",
-            "command_log"),
-    KeySpec("control:events", "stream", "publish_events (id <seq>-0, MAXLEN ~)",
-            "read_events (srh web)"),
-    KeySpec("control:seq", "string", "publish_events (INCR)", "read_events, control_view"),
-    KeySpec("control:held", "set", "update_control (a paused run parks a step)",
+    KeySpec("control:commands", "controls", "stream",
+            "controls.update_control (XADD MAXLEN ~: the command log)", "controls.command_log"),
+    KeySpec("control:events", "controls", "stream",
+            "controls.publish_events (id <seq>-0, MAXLEN ~)", "controls.read_events (srh web)"),
+    KeySpec("control:seq", "controls", "string", "controls.publish_events (INCR)",
+            "controls.read_events, controls.control_view"),
+    KeySpec("control:held", "controls", "set",
+            "controls.update_control (a paused run parks a step)",
             "update_control (a release takes them all), control_view"),
-    KeySpec("control:taken", "hash", "update_control (R:C:L -> a step's boundary decision)",
+    KeySpec("control:taken", "controls", "hash",
+            "controls.update_control (R:C:L -> a step's boundary decision)",
             "update_control (a re-delivered step takes the same)"),
+    # delivery guard: RedisRunStore.delivery (DeliveryGuard)
+    KeySpec("delivery:{task_id}:{retries}", "delivery", "string",
+            "delivery.count_delivery (SRHTask: SET NX EX, INCR)", "delivery.count_delivery",
+            ttl="24 h from the first delivery"),
+    KeySpec("poison", "delivery", "hash",
+            "delivery.report_poison (task id -> PoisonRecord JSON)",
+            "delivery.poison_reports (srh status)"),
 )
+
+CLUSTER_KEY_SCHEMA: tuple[KeySpec, ...] = (
+    KeySpec("srh:runs", "cluster", "zset", "index_run (store.publish), unindex_run",
+            "recent_runs (srh status), submitted_at", ttl="none"),
+    KeySpec("srh:active", "cluster", "zset",
+            "index_run, touch_active, forget_active, store_result.lua (finished_keys)",
+            "watched_runs (the watchdog)", ttl="none"),
+    KeySpec("srh:active:progress", "cluster", "hash", "watch_progress, forget_active",
+            "watch_progress", ttl="none"),
+    KeySpec("srh:watchdog:lock", "cluster", "string", "take_watchdog_turn (SET NX PX)",
+            "take_watchdog_turn", ttl="90 % of the watchdog's interval"),
+    KeySpec("srh:endpoints", "cluster", "string", "publish_endpoints (a worker's start)",
+            "endpoints (submit_access)", ttl="none"),
+    KeySpec("srh:workers:drained", "cluster", "hash", "drain_worker, undrain_worker",
+            "drained_worker(s) (srh status)", ttl="none"),
+)
+"""The keys of the whole cluster, every one read and written by
+:class:`srh_workers.store.cluster.ClusterIndex` (quota keys: :func:`quota_key`)."""
 
 RUNS_INDEX = "srh:runs"
 """Zset of every submitted run id, scored by submission time (``srh status`` lists it)."""

@@ -1,10 +1,14 @@
-"""RedisRunStore: every Redis read and write of one run, through the key schema.
+"""RedisRunStore: one run in Redis, its key families composed, through the key schema.
 
 It is the ``CandidateStore`` seam on Redis (nodes, candidates, ranking,
-Pareto front, step plans, tool-call log) and also the distributed runtime's
-state of the run (branch states, sample results, the stop flag, the step
-and level claims, the spec and data, the stored result and key retention).
-Nothing else in srh_workers builds a key or talks to Redis about a run.
+Pareto front, step plans, tool-call log) and the run's record (meta, spec and
+data, the stored result, key retention, snapshots). The run's other key
+families are parts of it, each the one owner of its keys, as rq gives each
+concept its keys: ``store.flow`` (:mod:`srh_workers.store.flow`),
+``store.controls`` (:mod:`srh_workers.store.control`), ``store.delivery``
+(:mod:`srh_workers.store.delivery`); the cluster's keys belong to
+:class:`~srh_workers.store.cluster.ClusterIndex`. Nothing else in srh_workers
+builds a key or talks to Redis about a run.
 
 It answers every query exactly as the embedded :class:`srh_core.state.SearchRunState`
 does: the ranking metric and the sort key come from
@@ -20,14 +24,13 @@ orders what Python computed:
 - ``best`` maps a canonical key to its entry in ``rank``; a new entry of the
   same key is added to ``rank`` and whichever of the two ranks lower is
   removed, so the zset decides, never a Lua comparison.
-- The Pareto front is not stored: a short script walks ``rank`` on read.
-
-The keys of an interactive run's controls are read and written by the
-methods of :class:`~srh_workers.store.control.ControlRecords`, a part of
-this class.
+- The Pareto front is not stored: :func:`srh_core.ranking.pareto_front` walks
+  the ranked pool on read.
 
 Every write is a Lua script (``lua/``) or a MULTI transaction, atomic and
-idempotent by node id, (node id, canonical key) or coordinate. One sample's
+idempotent by node id, (node id, canonical key) or coordinate. A write that
+spans families (a sample's write, a kept plan, the result) is still one
+script: it takes each family's KEYS from that family's owner. One sample's
 writes (its results, node, log lines and candidates, the K-set fan-in and
 the advance claim) are batched by :meth:`RedisRunStore.sample` into one
 script call: a tool task costs two round trips to Redis, one to read its
@@ -48,12 +51,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from srh_core.agent.accounting import RunTotals, plan_spend, tool_seconds
-from srh_core.agent.branch import BranchState
 from srh_core.agent.steps import StepPlan
 from srh_core.embedded.run_dir import tool_call_record
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
-from srh_core.ranking import RankingPolicy, Selection, pareto_indices, ranked_result
+from srh_core.ranking import (
+    RankingPolicy,
+    Selection,
+    pareto_front,
+    pareto_indices,
+    ranked_result,
+)
 from srh_core.state import SNAPSHOT_VERSION, SearchRunState, coordinate_order
 from srh_core.types import (
     CandidateRecord,
@@ -65,13 +73,13 @@ from srh_core.types import (
     ToolCallResult,
     json_value,
 )
+from srh_workers.store.cluster import ClusterIndex
 from srh_workers.store.control import ControlRecords
+from srh_workers.store.delivery import DeliveryGuard
+from srh_workers.store.flow import FlowState
 from srh_workers.store.keys import (
-    ACTIVE_PROGRESS,
-    ACTIVE_RUNS,
     COMPLEXITY_DIGITS,
     FINISHED_RUN_TTL_SECONDS,
-    RUNS_INDEX,
     PoolEntry,
     RunKeys,
     pool_entry,
@@ -151,8 +159,19 @@ class SampleBatch:
             self.R, self.C, self.L, self.K)
 
 
-class RedisRunStore(ControlRecords):
-    """Everything one run keeps in Redis, read and written through :class:`RunKeys`.
+class RedisRunStore:
+    """One run in Redis: its candidate records (the ``CandidateStore`` seam), its spec and
+    data, its result and the retention of its keys; the other key families of the run are
+    its parts, each owning its keys (all named by :class:`RunKeys`):
+
+    - :attr:`flow`, a :class:`~srh_workers.store.flow.FlowState`: branches, plans, sample
+      results, claims, levels, the stop flag and the whole-run lock;
+    - :attr:`controls`, a :class:`~srh_workers.store.control.ControlRecords`: an
+      interactive run's control state, command log, events and parked steps;
+    - :attr:`delivery`, a :class:`~srh_workers.store.delivery.DeliveryGuard`: delivery
+      counts and poison records;
+    - :attr:`cluster`, the :class:`~srh_workers.store.cluster.ClusterIndex` it lists the
+      run in (the run index and the watched runs).
 
     Creating a store registers the run (its ranking policy and metadata) in
     ``meta`` unless it is already there (``register=False`` skips that round
@@ -190,6 +209,10 @@ class RedisRunStore(ControlRecords):
         self._naming = SearchRunState(None, ranking_metric, larger_is_better, run_id=run_id)
         self._scripts = RunScripts(client)
         self._local = threading.local()
+        self.flow = FlowState(client, self.keys, self._scripts)
+        self.controls = ControlRecords(client, self.keys, self._scripts, self.flow)
+        self.delivery = DeliveryGuard(client, self.keys)
+        self.cluster = ClusterIndex(client)
         if register:
             self._register_run()
 
@@ -298,9 +321,9 @@ class RedisRunStore(ControlRecords):
         entries = [c if isinstance(c, PoolEntry) or c is None else pool_entry(c, self.policy)
                    for c in candidates]
         keys, at = self.keys, node.coordinate
-        script_keys = (*keys.node_keys, *keys.pool_keys, keys.done(at.R, at.C, at.L),
-                       keys.registry, keys.results(at.R, at.C, at.L), keys.tool_log,
-                       keys.advanced(at.R, at.C, at.L))
+        done, results_key, advanced = self.flow.sample_keys(at.R, at.C, at.L)
+        script_keys = (*keys.node_keys, *keys.pool_keys, done, keys.registry, results_key,
+                       keys.tool_log, advanced)
         payload = "" if results is None else dumps([r.to_dict() for r in results])
         argv: list[Any] = [*node_args(node), at.K, samples, payload, len(log_lines), *log_lines]
         argv += [value for entry in entries if entry is not None for value in entry.argv()]
@@ -370,8 +393,7 @@ class RedisRunStore(ControlRecords):
         Counts the model request that made it in ``requests`` (every request
         sent counts, also one whose plan lost the race to a re-delivered twin).
         """
-        keys = (self.keys.plan(plan.R, plan.C, plan.L), self.keys.registry, self.keys.requests,
-                self.keys.spend)
+        keys = (*self.flow.plan_keys(plan.R, plan.C, plan.L), self.keys.spend)
         spent = plan_spend(plan).to_dict()
         delta = {name: spent[name] for name in SPEND_FIELDS}
         text = dumps(plan.to_dict())
@@ -393,176 +415,11 @@ class RedisRunStore(ControlRecords):
                                        wall_seconds=self._wall_seconds())
 
     def _wall_seconds(self) -> float:
-        submitted = self.client.zscore(RUNS_INDEX, self.run_id)
-        return 0.0 if submitted is None else max(time.time() - float(submitted), 0.0)
+        submitted = self.cluster.submitted_at(self.run_id)
+        return 0.0 if submitted is None else max(time.time() - submitted, 0.0)
 
     def load_plan(self, R: int, C: int, L: int) -> StepPlan | None:
-        raw = self.client.get(self.keys.plan(R, C, L))
-        return None if raw is None else StepPlan.from_dict(json.loads(raw))
-
-    def plans(self) -> list[dict[str, Any]]:
-        """Every stored step plan, by coordinate (for ``plans.jsonl``)."""
-        names = sorted(reply_text(k) for k in self.client.smembers(self.keys.registry)
-                       if ":plan:" in reply_text(k))
-        values = self.client.mget(names) if names else []
-        plans = [json.loads(value) for value in values if value is not None]
-        return sorted(plans, key=lambda p: (p["R"], p["L"], p["C"]))
-
-    # ------------------------------------------------------------ branches
-    def load_branch(self, R: int, C: int) -> BranchState:
-        raw = self.client.get(self.keys.branch(R, C))
-        if raw is None:
-            raise SearchStateError(f"Run {self.run_id}: branch R{R}-C{C} has no state.")
-        return BranchState.from_dict(json.loads(raw))
-
-    def load_branches(self, R: int, width: int) -> list[BranchState | None]:
-        """The states of branches 1..width of restart R (None where none is stored)."""
-        values = self.client.mget([self.keys.branch(R, C) for C in range(1, width + 1)])
-        return [None if v is None else BranchState.from_dict(json.loads(v)) for v in values]
-
-    def save_branches(self, branches: Iterable[BranchState], *, only_new: bool = False) -> None:
-        """Store branch states (with ``only_new``, only where none is stored yet).
-
-        Each branch's state is one SET, whole by itself; the states of several
-        branches need not change together (every reader takes each as it is).
-        """
-        pipe = self.client.pipeline(transaction=False)
-        for branch in branches:
-            key = self.keys.branch(branch.R, branch.C)
-            pipe.sadd(self.keys.registry, key)
-            pipe.set(key, dumps(branch.to_dict()), nx=only_new)
-        pipe.execute()
-
-    def latest_restart(self) -> int:
-        """The highest restart with stored branches (0 before the first)."""
-        restart = 0
-        while self.client.exists(self.keys.branch(restart + 1, 1)):
-            restart += 1
-        return restart
-
-    def step_state(self, R: int, C: int, L: int) -> tuple[BranchState, StepPlan | None,
-                                                           str | None]:
-        """A branch step task's reads, in one round trip: branch, plan, stop reason."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.get(self.keys.branch(R, C))
-        pipe.get(self.keys.plan(R, C, L))
-        pipe.get(self.keys.stop)
-        branch, plan, stop = pipe.execute()
-        if branch is None:
-            raise SearchStateError(f"Run {self.run_id}: branch R{R}-C{C} has no state.")
-        return (BranchState.from_dict(json.loads(branch)),
-                None if plan is None else StepPlan.from_dict(json.loads(plan)),
-                None if stop is None else reply_text(stop))
-
-    def sample_state(self, R: int, C: int, L: int, K: int
-                     ) -> tuple[StepPlan | None, list[ToolCallResult] | None]:
-        """A tool task's reads, in one round trip: the step plan and sample K's stored results."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.get(self.keys.plan(R, C, L))
-        pipe.hget(self.keys.results(R, C, L), str(K))
-        plan, results = pipe.execute()
-        return (None if plan is None else StepPlan.from_dict(json.loads(plan)),
-                None if results is None else _results(results))
-
-    def close_state(self, R: int, C: int, L: int
-                    ) -> tuple[BranchState, StepPlan | None, dict[int, list[ToolCallResult]]]:
-        """A step's closing reads, in one round trip: branch, plan and every sample's results."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.get(self.keys.branch(R, C))
-        pipe.get(self.keys.plan(R, C, L))
-        pipe.hgetall(self.keys.results(R, C, L))
-        branch, plan, results = pipe.execute()
-        if branch is None:
-            raise SearchStateError(f"Run {self.run_id}: branch R{R}-C{C} has no state.")
-        by_sample = {int(reply_text(k)): _results(v) for k, v in results.items()}
-        return (BranchState.from_dict(json.loads(branch)),
-                None if plan is None else StepPlan.from_dict(json.loads(plan)), by_sample)
-
-    def store_results(self, R: int, C: int, L: int, K: int,
-                      results: Sequence[ToolCallResult]) -> None:
-        """Store sample K's results unless stored (first write wins)."""
-        key = self.keys.results(R, C, L)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.sadd(self.keys.registry, key)
-        pipe.hsetnx(key, str(K), dumps([r.to_dict() for r in results]))
-        pipe.execute()
-
-    # ------------------------------------------------------ coordination
-    def stop_reason(self) -> str | None:
-        raw = self.client.get(self.keys.stop)
-        return None if raw is None else reply_text(raw)
-
-    def request_stop(self, reason: str) -> None:
-        self.client.set(self.keys.stop, reason, nx=True)
-
-    def model_requests(self) -> int:
-        return int(self.client.get(self.keys.requests) or 0)
-
-    def finish_branch(self, branch: BranchState) -> int:
-        """Store the branch's final state and count it finished; how many of its restart are.
-
-        Idempotent: a re-delivered call counts the branch once. Whoever sees
-        the count reach the number of branches calls :meth:`claim_restart`.
-        """
-        keys = (self.keys.restart_finished(branch.R), self.keys.registry,
-                self.keys.branch(branch.R, branch.C))
-        return int(self._scripts.call("finish_branch", keys,
-                                      [branch.C, dumps(branch.to_dict())]))
-
-    def level_done(self, R: int, L: int, C: int, width: int) -> bool:
-        """Branch C is done with step level L; True for the one caller that releases the level."""
-        keys = (self.keys.level(R, L), self.keys.restart_finished(R),
-                self.keys.level_released(R, L), self.keys.registry)
-        return bool(self._scripts.call("level_done", keys, [C, width]))
-
-    def _claim(self, flag: str, claimant: str | int) -> bool:
-        return bool(self._scripts.call("claim", (flag, self.keys.registry), [str(claimant)]))
-
-    def claim_advance(self, R: int, C: int, L: int, claimant: str | int) -> bool:
-        """SET NX the step's advanced flag: True for one claimant only (and its re-deliveries)."""
-        return self._claim(self.keys.advanced(R, C, L), claimant)
-
-    def claim_restart(self, R: int, claimant: str | int) -> bool:
-        """SET NX the flag that moves the run past restart R; True for one claimant (branch C)."""
-        return self._claim(self.keys.restart_advanced(R), claimant)
-
-    def hold_lock(self, owner: str, seconds: float) -> bool:
-        """Take or renew the run's lock for ``owner``; False while another owner holds it."""
-        key, ms = self.keys.lock, max(1, int(seconds * 1000))
-        pipe = self.client.pipeline(transaction=False)
-        pipe.set(key, owner, nx=True, px=ms)
-        pipe.get(key)
-        _, holder = pipe.execute()
-        if holder is not None and reply_text(holder) == owner:
-            self.client.pexpire(key, ms)
-            return True
-        return False
-
-    def release_lock(self, owner: str) -> bool:
-        """Give the run's lock up, if ``owner`` holds it."""
-        return bool(self._scripts.call("release", (self.keys.lock,), [owner]))
-
-    def count_delivery(self, task_id: str, retries: int, ttl_seconds: int) -> int:
-        """Count one delivery of a task message (per retry); the count so far.
-
-        The counter gets its TTL when it is created (SET NX EX), so it expires
-        whatever happens after; one round trip, no transaction needed.
-        """
-        key = self.keys.delivery(task_id, retries)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.set(key, 0, ex=ttl_seconds, nx=True)
-        pipe.incr(key)
-        return int(pipe.execute()[1])
-
-    def report_poison(self, task_id: str, record_json: str) -> None:
-        """Keep a poison task's record in the run's ``poison`` hash (idempotent by task id)."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(self.keys.poison, task_id, record_json)
-        pipe.sadd(self.keys.registry, self.keys.poison)
-        pipe.execute()
-
-    def poison_reports(self) -> list[str]:
-        return [reply_text(value) for value in self.client.hvals(self.keys.poison)]
+        return self.flow.load_plan(R, C, L)
 
     # ----------------------------------------------------------- spec, data
     def publish(self, spec_json: str, payload: Any, submitted_at: float) -> None:
@@ -575,8 +432,7 @@ class RedisRunStore(ControlRecords):
         pipe.set(self.keys.spec, spec_json)
         pipe.delete(self.keys.context)
         pipe.hset(self.keys.context, mapping=mapping)
-        pipe.zadd(RUNS_INDEX, {self.run_id: submitted_at})
-        pipe.zadd(ACTIVE_RUNS, {self.run_id: submitted_at})
+        self.cluster.index_run(self.run_id, submitted_at, pipe)
         pipe.execute()
 
     def spec_json(self) -> str | None:
@@ -628,9 +484,9 @@ class RedisRunStore(ControlRecords):
         return pareto_indices(self.ranked_candidates() if candidates is None else candidates)
 
     def pareto_front(self) -> list[CandidateRecord]:
-        """The Pareto front of the ranked pool, best first (one atomic script)."""
-        keys = (self.keys.rank, self.keys.cands)
-        return self._candidates(self._scripts.call("front", keys, [COMPLEXITY_DIGITS]))
+        """The Pareto front of the ranked pool, best first (:func:`srh_core.ranking.pareto_front`
+        of one atomic read of the ranked pool)."""
+        return pareto_front(self.ranked_candidates())
 
     get_pareto_front = pareto_front
 
@@ -675,7 +531,7 @@ class RedisRunStore(ControlRecords):
                                progress=progress, run_id=self.run_id, stop_reason=stop_reason,
                                totals=self.run_totals().to_dict())
         stored = self._scripts.call(
-            "store_result", (self.keys.result, self.keys.meta, ACTIVE_RUNS, ACTIVE_PROGRESS),
+            "store_result", (self.keys.result, self.keys.meta, *self.cluster.finished_keys()),
             [dumps(result.to_dict()), status, repr(time.time()), self.run_id])
         if not stored:
             return self.stored_result() or result
@@ -731,28 +587,6 @@ class RedisRunStore(ControlRecords):
         pipe.exists(self.keys.result)
         return "|".join(str(reply_text(v) if isinstance(v, bytes) else v)
                         for v in pipe.execute())
-
-    def watch_progress(self, marker: str, now: float) -> bool:
-        """Record the marker the watchdog saw; True (and the clock reset) when it changed."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hget(ACTIVE_PROGRESS, self.run_id)
-        pipe.hset(ACTIVE_PROGRESS, self.run_id, marker)
-        seen = pipe.execute()[0]
-        moved = seen is None or reply_text(seen) != marker
-        if moved:
-            self.touch_active(now)
-        return moved
-
-    def touch_active(self, at: float | None = None) -> None:
-        """Restart the run's stall clock (only while it is watched: XX)."""
-        self.client.zadd(ACTIVE_RUNS, {self.run_id: time.time() if at is None else at}, xx=True)
-
-    def forget_active(self) -> None:
-        """Stop watching the run (it has a result, or its keys are gone)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zrem(ACTIVE_RUNS, self.run_id)
-        pipe.hdel(ACTIVE_PROGRESS, self.run_id)
-        pipe.execute()
 
     #: What a finished run keeps after :meth:`compact`: what ``srh status``, ``srh result``
     #: and a sweep report read (spec, meta, result, spend, requests, stop, node summaries,
@@ -874,10 +708,6 @@ def _npy(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(array), allow_pickle=False)
     return buffer.getvalue()
-
-
-def _results(raw: bytes | str) -> list[ToolCallResult]:
-    return [ToolCallResult.from_dict(r) for r in json.loads(raw)]
 
 
 __all__ = ["RedisRunStore", "SampleBatch", "SampleOutcome"]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from redis.commands.core import Script
 
 SCRIPTS = ("record_node", "push_candidate", "record_sample", "claim", "finish_branch",
-           "level_done", "release", "set_ttl", "ranked", "front", "values", "publish_events",
+           "level_done", "release", "set_ttl", "ranked", "values", "publish_events",
            "save_plan", "store_result")
 _USES_LIB = frozenset({"record_node", "push_candidate", "record_sample"})
 

@@ -10,6 +10,19 @@
 - :mod:`srh_workers.sweeps.cli`: ``srh sweep submit|status|list|pause|resume|stop|cancel``.
 """
 
-from srh_workers.sweeps.backend import CelerySweepBackend
+
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["CelerySweepBackend"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: ``srh sweep``'s cluster actions register through
+    # srh_workers.sweeps.cli without importing the Redis client.
+    if name != "CelerySweepBackend":
+        raise AttributeError(f"module 'srh_workers.sweeps' has no attribute {name!r}")
+    from srh_workers.sweeps.backend import CelerySweepBackend
+
+    return CelerySweepBackend

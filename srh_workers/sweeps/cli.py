@@ -65,10 +65,10 @@ def add_actions(actions: Any) -> None:
 
 
 def _client() -> Any:
-    from srh_workers.cli import _checked, _connections
+    from srh_workers.cli.connections import checked, connections
 
-    client, app = _connections()
-    return _checked(client), app
+    client, app = connections()
+    return checked(client), app
 
 
 def handle_submit(args: argparse.Namespace) -> int:

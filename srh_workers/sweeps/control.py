@@ -20,15 +20,9 @@ from redis import Redis
 
 from srh_core.errors import ConfigurationError, InputTooLargeError
 from srh_core.skills.bundle import skill_files
-from srh_core.sweep.runner import (
-    eta_seconds,
-    is_over,
-    new_entry,
-    summary_of,
-    sweep_status,
-    table_row,
-)
+from srh_core.sweep.runner import is_over, new_entry, sweep_status, table_row
 from srh_core.sweep.spec import SweepSpec, cells
+from srh_core.sweep.summary import eta_seconds, summary_of
 from srh_workers.sweeps.store import SweepRecord, list_sweeps
 
 #: The most a sweep's files (a suite file, datasets) may weigh in Redis together.

@@ -336,7 +336,7 @@ def test_a_cell_saved_but_never_submitted_is_submitted_by_the_successor_as_the_s
 
 
 def test_the_eta_counts_the_cells_the_backend_runs_at_once_not_max_parallel(tmp_path):
-    from srh_core.sweep.runner import eta_seconds
+    from srh_core.sweep.summary import eta_seconds
 
     spec = load_sweep(write(tmp_path, SWEEP))  # max_parallel 16 by default
     runner = SweepRunner(spec, tmp_path / "out", EmbeddedSweepBackend(jobs=2),

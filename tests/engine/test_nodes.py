@@ -135,7 +135,7 @@ def test_public_api_is_declared() -> None:
 
 def test_import_is_light_and_has_no_side_effects() -> None:
     code = ("import sys, srh_engine; "
-            "print(sorted(m for m in ('sympy', 'scipy') if m in sys.modules))")
+            "print(sorted(m for m in ('numpy', 'scipy', 'sympy') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "[]"

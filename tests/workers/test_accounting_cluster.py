@@ -10,7 +10,7 @@ import pytest
 
 import tests.workers.cluster_plugins  # noqa: F401 - registers the test-metered provider
 from srh_core.agent import SearchSettings, SRAgent
-from srh_workers.cli import _status_text
+from srh_workers.cli.runs import _status_text
 from srh_workers.store import RedisRunStore
 from srh_workers.submit import run_status
 from tests.support.results import without_times

@@ -291,7 +291,7 @@ def test_srh_worker_runs_both_queues_and_stops_on_sigterm(redis_server_factory, 
     producer = make_app(producer_settings(server.url))
     began = time.monotonic()
     supervisor = WorkerProcess.start(
-        [sys.executable, "-m", "srh_workers.worker_cli", "worker", "--queues", "tools,branches",
+        [sys.executable, "-m", "srh_workers.cli", "worker", "--queues", "tools,branches",
          "--concurrency", "1"], worker_env(server.url), tmp_path / "srh-worker.log")
     workers.append(supervisor)
     answers = {name: producer.send_task(name, args=[name]) for name in PING_TASKS}
@@ -339,7 +339,7 @@ def test_worker_refuses_a_task_whose_limit_races_the_visibility_timeout(
 
 # --------------------------------------------------------------- srh worker
 def test_worker_commands_choose_the_pool_per_queue() -> None:
-    from srh_workers.worker_cli import worker_commands
+    from srh_workers.cli.worker import worker_commands
 
     tools, branches = worker_commands(["tools", "branches"], WorkerSettings(), python="py",
                                       metrics_port=9100,
@@ -367,7 +367,7 @@ def test_worker_commands_choose_the_pool_per_queue() -> None:
 ], ids=["default", "given", "two-kinds-unique", "order-kept"])
 def test_node_names_are_unique_per_kind(queues: list[str], hostname: str | None,
                                         expected: list[str]) -> None:
-    from srh_workers.worker_cli import worker_commands
+    from srh_workers.cli.worker import worker_commands
 
     commands = worker_commands(queues, WorkerSettings(), hostname=hostname, concurrency=3)
     assert [command.argv[command.argv.index("-n") + 1] for command in commands] == expected
@@ -376,7 +376,7 @@ def test_node_names_are_unique_per_kind(queues: list[str], hostname: str | None,
 
 def test_srh_worker_dry_run_prints_the_commands(capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from srh_workers.worker_cli import main
+    from srh_workers.cli.worker import main
 
     for name in SETTINGS_ENV.values():
         monkeypatch.delenv(name, raising=False)
@@ -396,7 +396,7 @@ def test_srh_worker_dry_run_prints_the_commands(capsys: pytest.CaptureFixture[st
 ], ids=["typo", "empty", "zero-concurrency", "metrics-unknown-queue"])
 def test_srh_worker_rejects_bad_arguments(argv: list[str], message: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    from srh_workers.worker_cli import build_parser
+    from srh_workers.cli.worker import build_parser
 
     with pytest.raises(SystemExit) as caught:
         build_parser().parse_args(argv)
@@ -405,7 +405,7 @@ def test_srh_worker_rejects_bad_arguments(argv: list[str], message: str,
 
 
 def test_supervisor_stops_the_other_worker_and_returns_the_first_exit_code() -> None:
-    from srh_workers.worker_cli import WorkerCommand, exit_code, supervise
+    from srh_workers.cli.worker import WorkerCommand, exit_code, supervise
 
     began = time.monotonic()
     code = supervise([

@@ -142,12 +142,12 @@ def snapshot(cluster: Cluster, run_id: str) -> dict[str, Any]:
         "pool": [c.to_dict() for c in store.candidates()],
         "ranked": [c.canonical_key for c in store.ranked_candidates()],
         "branches": [b.to_dict() if b else None for r in range(1, R + 2)
-                     for b in store.load_branches(r, C)],
-        "model_requests": store.model_requests(),
+                     for b in store.flow.load_branches(r, C)],
+        "model_requests": store.flow.model_requests(),
         "tool_log": len(store.tool_log()),
         "result": result.to_dict() if result else None,
         "run_dir": (cluster.directory / "runs" / run_id / "result.json").read_text(),
-        "stop": store.stop_reason(),
+        "stop": store.flow.stop_reason(),
     }
 
 

@@ -88,7 +88,7 @@ def test_commands_follow_the_managers_rules_and_are_logged(client):
     assert [(p["action"], p["accepted"]) for p in received] == [
         ("pause", True), ("force_pause", True), ("resume", True), ("resume", False),
         ("message", True)]
-    logged = [record["action"] for _, record in control.store.command_log()]
+    logged = [record["action"] for _, record in control.store.controls.command_log()]
     assert logged == ["pause", "force_pause", "resume", "resume", "message"]
     commands, cursor = control.receive(None, 0.01)
     assert [c.action for c in commands] == logged and control.receive(cursor, 0.01)[0] == []
@@ -109,8 +109,8 @@ def test_a_run_without_controls_and_a_read_only_channel_refuse_commands(client):
 def test_events_are_numbered_in_order_and_read_by_cursor(client, monkeypatch):
     one, two = RedisRunStore(client, RUN), RedisRunStore(client, RUN)
     for index in range(30):
-        (one if index % 2 else two).publish_events([{"id": str(index), "kind": "context",
-                                                     "timestamp": 0.0, "payload": {}}])
+        (one if index % 2 else two).controls.publish_events([{
+            "id": str(index), "kind": "context", "timestamp": 0.0, "payload": {}}])
     control = channel(client)
     batch = control.read_events(25)
     assert [e["seq"] for e in batch["events"]] == [26, 27, 28, 29, 30]
@@ -119,7 +119,7 @@ def test_events_are_numbered_in_order_and_read_by_cursor(client, monkeypatch):
     reset = control.read_events(99)
     assert reset["cursor_reset"] and len(reset["events"]) == 30
     monkeypatch.setattr(control_keys, "EVENT_STREAM_LENGTH", 10)
-    one.publish_events([{"id": f"x{i}", "kind": "context", "timestamp": 0.0, "payload": {}}
+    one.controls.publish_events([{"id": f"x{i}", "kind": "context", "timestamp": 0.0, "payload": {}}
                         for i in range(400)])
     capped = control.read_events(0)
     assert capped["truncated"] and capped["discarded_through"] >= 30
@@ -142,7 +142,7 @@ def test_concurrent_controllers_lose_no_command(client):
         thread.start()
     for thread in threads:
         thread.join()
-    state = RedisRunStore(client, RUN).control_state()
+    state = RedisRunStore(client, RUN).controls.control_state()
     texts = sorted(m["content"] for m in state["manager"]["messages"])
     assert texts == sorted(f"{n}-{i}" for n in range(6) for i in range(15))
     events = channel(client).read_events(0)["events"]
@@ -210,7 +210,7 @@ def test_a_paused_run_parks_its_steps_and_resumes_with_nothing_lost(server_clien
     run.step()
     assert run.store.stored_result().status == "completed"
     assert sorted(run.labels()) == sorted(plain.labels()) and len(run.labels()) == 24
-    assert run.store.model_requests() == plain.store.model_requests() == 12
+    assert run.store.flow.model_requests() == plain.store.flow.model_requests() == 12
     final = run.control.read_status()
     assert final["interaction_state"] == "idle" and not final["alive"]
     kinds = [e["kind"] for e in run.control.read_events(0)["events"]]
@@ -227,7 +227,7 @@ def test_messages_and_branch_transitions_on_inline_tasks(server_client):
     assert hints == [f"{MESSAGE_PREFIX}\nHint: square x2."]
     run.send("next_c")
     run.step()                                    # C2 takes next_c at L1; C1 goes on
-    branches = run.store.load_branches(1, 2)
+    branches = run.store.flow.load_branches(1, 2)
     assert {(b.C, b.status, b.stop_reason) for b in branches} == {
         (1, "done", "depth"), (2, "done", "next_c")}
     assert run.store.stored_result().status == "completed"
@@ -237,7 +237,7 @@ def test_messages_and_branch_transitions_on_inline_tasks(server_client):
     other.step(2)
     other.send("next_r")
     other.step()
-    assert {b.stop_reason for b in other.store.load_branches(1, 2)} == {"next_r"}
+    assert {b.stop_reason for b in other.store.flow.load_branches(1, 2)} == {"next_r"}
     assert [label for label in other.labels() if label.startswith("R1")] == [
         "R1-C1-L1-K1", "R1-C1-L1-K2"]
     assert other.store.stored_result().status == "completed"
@@ -296,7 +296,7 @@ def test_a_cancel_ends_a_parked_run_without_a_kick(server_client, granularity):
     assert (result.status, result.stop_reason) == ("interrupted", "cancelled")
     status = run.control.read_status()
     assert status["interaction_state"] == "idle" and status["held"] == []
-    assert run.store.model_requests() == 0                 # parked before its first step
+    assert run.store.flow.model_requests() == 0                 # parked before its first step
 
 
 @pytest.mark.integration
@@ -315,7 +315,7 @@ def test_a_step_that_parks_while_a_cancel_is_sent_lets_itself_go(server_client):
     assert run.control.read_status()["held"] == []
     whole = InlineRun(server_client, "late-park-run", granularity="run", **VALUES)
     whole.send("pause")
-    whole.store.request_stop("cancelled")
+    whole.store.flow.request_stop("cancelled")
     parked, released = park_run(runtime_for(server_client, whole.run_id), "owner")
     assert parked and [a.args for a in released] == [(whole.run_id,)]
 
@@ -348,7 +348,7 @@ def test_submit_interactive_checks_the_class_and_the_run_id(client):
     submit_interactive(client, [].append, settings, *problem(), agent_class=SRAgentInteractive)
     with pytest.raises(ConfigurationError, match="already used"):
         submit_interactive(client, [].append, settings, *problem())
-    assert RedisRunStore(client, "sub", register=False).control_state() is not None
+    assert RedisRunStore(client, "sub", register=False).controls.control_state() is not None
 
 
 def test_the_cancel_signal_caches_a_clear_flag_only(client):

@@ -163,7 +163,7 @@ def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
     run.wait_for_requests(1)
     assert run.send("pause")["interaction_state"] in ("pausing", "paused")
     status = run.wait_parked()
-    branches = run.store.load_branches(1, 2)
+    branches = run.store.flow.load_branches(1, 2)
     assert sorted(status["held"]) == sorted(f"step:1:{b.C}:{b.L}" for b in branches)
     run.assert_nothing_in_flight(status)
     assert run.send("resume")["interaction_state"] == "running"
@@ -186,7 +186,8 @@ def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
     result = run.result()
 
     assert result.status == "completed", result.stop_reason
-    reasons = {(b.R, b.C): b.stop_reason for R in (1, 2) for b in run.store.load_branches(R, 2)}
+    reasons = {(b.R, b.C): b.stop_reason
+               for R in (1, 2) for b in run.store.flow.load_branches(R, 2)}
     assert sorted(reasons[1, C] for C in (1, 2)) == ["depth", "next_c"]
     assert {reasons[2, C] for C in (1, 2)} == {"next_r"}
     steps = run.assert_each_step_requested_once()

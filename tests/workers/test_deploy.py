@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from srh_workers.cli.worker import build_parser, worker_commands
 from srh_workers.config import SETTINGS_ENV, WorkerSettings
-from srh_workers.worker_cli import build_parser, worker_commands
 from tests.workers.support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

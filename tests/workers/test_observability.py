@@ -208,7 +208,7 @@ def test_worker_endpoint_counts_tasks_from_prefork_children(redis_server_factory
         port = probe.getsockname()[1]
     env = worker_env(server.url, PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"))
     worker = WorkerProcess.start(
-        [sys.executable, "-m", "srh_workers.worker_cli", "worker", "--queues", "tools",
+        [sys.executable, "-m", "srh_workers.cli", "worker", "--queues", "tools",
          "--concurrency", "2", "--metrics-port", str(port)], env, tmp_path / "worker.log")
     producer = make_app(WorkerSettings(broker_url=server.url, task_modules=()))
     try:
@@ -238,7 +238,7 @@ def test_every_listener_binds_loopback_unless_told_otherwise() -> None:
     assert WorkerSettings().metrics_addr == "127.0.0.1"
     told = WorkerSettings.from_env({"SRH_METRICS_ADDR": "0.0.0.0"})
     assert told.metrics_addr == "0.0.0.0"
-    from srh_workers.worker_cli import worker_commands
+    from srh_workers.cli.worker import worker_commands
 
     [command] = worker_commands(["tools"], told, metrics_port=9100, metrics_addr="0.0.0.0")
     assert command.env["SRH_METRICS_ADDR"] == "0.0.0.0"

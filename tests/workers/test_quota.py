@@ -20,6 +20,7 @@ from srh_core.api.openai_api import OpenAIAPI
 from srh_core.api.response import Usage
 from srh_core.errors import ConfigurationError, ModelRequestCancelledError
 from srh_workers import quota
+from srh_workers.observability import metrics as observed
 from srh_workers.quota import EndpointGate, Limits, ModelMetrics, quota_state
 from srh_workers.store.keys import quota_key
 from tests.support.openai_payloads import chat_completion, usage
@@ -39,7 +40,7 @@ def client(redis_server: str) -> Iterator[redis.Redis]:
 def metrics(monkeypatch: pytest.MonkeyPatch) -> tuple[ModelMetrics, CollectorRegistry]:
     registry = CollectorRegistry()
     made = ModelMetrics(registry)
-    monkeypatch.setattr(quota, "_metrics", made)
+    monkeypatch.setattr(observed, "_metrics", made)  # the process's model metrics
     return made, registry
 
 

@@ -287,16 +287,16 @@ def test_exactly_one_concurrent_caller_wins_claim_advance(store, callers):
 
     def claim(sample: int) -> bool:
         barrier.wait()
-        return store.claim_advance(1, 1, 1, claimant=sample)
+        return store.flow.claim_advance(1, 1, 1, claimant=sample)
 
     with ThreadPoolExecutor(callers) as pool:
         wins = list(pool.map(claim, range(1, callers + 1)))
     assert wins.count(True) == 1
     winner = wins.index(True) + 1
-    assert store.claim_advance(1, 1, 1, claimant=winner)  # a re-delivered winner
-    assert not any(store.claim_advance(1, 1, 1, claimant=k) for k in range(1, callers + 1)
+    assert store.flow.claim_advance(1, 1, 1, claimant=winner)  # a re-delivered winner
+    assert not any(store.flow.claim_advance(1, 1, 1, claimant=k) for k in range(1, callers + 1)
                    if k != winner)
-    assert store.claim_advance(1, 1, 2, claimant=2)  # another step, another flag
+    assert store.flow.claim_advance(1, 1, 2, claimant=2)  # another step, another flag
 
 
 def test_k_set_fan_in_advances_once_under_concurrent_redelivery(store):
@@ -309,7 +309,7 @@ def test_k_set_fan_in_advances_once_under_concurrent_redelivery(store):
         outcome = store.record_sample(node, [candidate("x", node.node_id, 0.1, 1)],
                                       samples=samples)
         K = node.coordinate.K
-        return K if outcome.complete and store.claim_advance(1, 1, 1, claimant=K) else None
+        return K if outcome.complete and store.flow.claim_advance(1, 1, 1, claimant=K) else None
 
     with ThreadPoolExecutor(2 * samples) as pool:
         advanced = [K for K in pool.map(tool_task, nodes + nodes) if K is not None]
@@ -322,22 +322,22 @@ def ended(R: int, C: int, L: int = 2) -> BranchState:
 
 
 def test_finish_branch_counts_each_branch_once(store, client):
-    assert store.finish_branch(ended(1, 1)) == 1
-    assert store.finish_branch(ended(1, 1)) == 1
+    assert store.flow.finish_branch(ended(1, 1)) == 1
+    assert store.flow.finish_branch(ended(1, 1)) == 1
     state = ended(1, 2, L=4)
-    assert store.finish_branch(state) == 2
-    assert store.finish_branch(ended(2, 1)) == 1
+    assert store.flow.finish_branch(state) == 2
+    assert store.flow.finish_branch(ended(2, 1)) == 1
     assert json.loads(client.get(store.keys.branch(1, 2))) == state.to_dict()
-    assert [store.claim_restart(1, c) for c in (2, 1, 2)] == [True, False, True]
+    assert [store.flow.claim_restart(1, c) for c in (2, 1, 2)] == [True, False, True]
 
 
 def test_level_done_releases_a_level_once_every_branch_is_done_with_it(store):
-    assert not store.level_done(1, 1, 1, 3)
-    store.finish_branch(ended(1, 3))  # an ended branch is done with every level
-    assert store.level_done(1, 1, 2, 3)
-    assert store.level_done(1, 1, 2, 3)  # the releaser again (a re-delivery)
-    assert not store.level_done(1, 1, 1, 3)
-    assert not store.level_done(1, 2, 1, 3)
+    assert not store.flow.level_done(1, 1, 1, 3)
+    store.flow.finish_branch(ended(1, 3))  # an ended branch is done with every level
+    assert store.flow.level_done(1, 1, 2, 3)
+    assert store.flow.level_done(1, 1, 2, 3)  # the releaser again (a re-delivery)
+    assert not store.flow.level_done(1, 1, 1, 3)
+    assert not store.flow.level_done(1, 2, 1, 3)
 
 
 # ---------------------------------------------------- result, TTL, deletion
@@ -346,8 +346,8 @@ def test_result_is_stored_and_starts_the_ttl(store, client):
     node = node_of(store)
     store.record_sample(node, [candidate("x", node.node_id, 0.0, 1)], samples=1)
     state.push_candidate(candidate("x", node.node_id, 0.0, 1))
-    store.claim_advance(1, 1, 1, 1)
-    store.finish_branch(ended(1, 1))
+    store.flow.claim_advance(1, 1, 1, 1)
+    store.flow.finish_branch(ended(1, 1))
     assert all(client.ttl(key) == -1 for key in run_keys_in_redis(client, RUN))
     result = store.result("early_stopped", "done", stop_reason="exact fit")
     assert without_times(result.to_dict()) == without_times(state.result(
@@ -407,9 +407,9 @@ def test_delete_run_removes_every_key_of_the_run_only(client):
     for each in (store, other):
         node = node_of(each)
         each.record_sample(node, [candidate("x", node.node_id, 0.1, 1)], samples=2)
-        each.claim_advance(1, 1, 1, 1)
-        each.finish_branch(ended(1, 1))
-        each.claim_restart(1, 1)
+        each.flow.claim_advance(1, 1, 1, 1)
+        each.flow.finish_branch(ended(1, 1))
+        each.flow.claim_restart(1, 1)
     assert store.delete_run() == 14
     assert run_keys_in_redis(client, RUN) == set()
     assert len(run_keys_in_redis(client, "other")) == 14

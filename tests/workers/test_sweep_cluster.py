@@ -165,16 +165,16 @@ def test_pause_resume_stop_and_cancel(sweep_cluster: Cluster, tmp_path: Path) ->
     wait_until(lambda: states()["running"] == 1, 30, "a cell to start after resume")
     running = next(r for r in control.sweep_rows(client, "knobs") if r["status"] == "running")
     wait_until(lambda: RedisRunStore(client, running["run_id"],
-                                     register=False).model_requests() >= 1, 30, "a request")
+                                     register=False).flow.model_requests() >= 1, 30, "a request")
     cancelled_at = time.monotonic()
     assert control.cancel_sweep(client, "knobs")["status"] == "cancelled"
     wait_until(lambda: view(cluster, "knobs")["over"], 30, "the cancel to end the sweep")
     assert time.monotonic() - cancelled_at < 30
     assert states()["cancelled"] == 1 and states()["done"] == 2 and states()["pending"] == 1
     store = RedisRunStore(client, running["run_id"], register=False)
-    requests = store.model_requests()
+    requests = store.flow.model_requests()
     time.sleep(1.5)
-    assert store.model_requests() == requests
+    assert store.flow.model_requests() == requests
 
     # a later submission runs the cancelled and pending cells; a cell cancelled by
     # `srh cancel RUN_ID` is counted as cancelled, never as done

@@ -102,7 +102,7 @@ def test_progress_restarts_the_clock_and_deliveries_do_not(client: redis.Redis) 
     dog = watchdog(client, [])
     since = float(client.zscore(ACTIVE_RUNS, run_id))
     dog.check_runs(now=since)
-    store.count_delivery("a-duplicate", 0, 60)  # a re-delivered task that changes nothing
+    store.delivery.count_delivery("a-duplicate", 0, 60)  # a re-delivered task that changes nothing
     assert [k.run_id for k in dog.check_runs(now=since + STALL + 1)].count(run_id) == 1
     dispatch(client, first[0])  # restart 1 ran: branches stored, keys registered
     assert [k.run_id for k in dog.check_runs(now=since + 3 * STALL)].count(run_id) == 0
@@ -144,7 +144,7 @@ def test_a_paused_run_asked_to_stop_is_kicked(client: redis.Redis) -> None:
     run_id, _ = submitted(client)
     store = RedisRunStore.open(client, run_id)
     client.set(store.keys.control, json.dumps({"manager": {"state": "paused"}}))
-    store.request_stop("cancelled")         # its parked steps must run to end the run
+    store.flow.request_stop("cancelled")         # its parked steps must run to end the run
     client.zadd(ACTIVE_RUNS, {run_id: 0})
     sent: list[Action] = []
     dog = watchdog(client, sent)
@@ -191,9 +191,9 @@ def test_a_cancel_that_came_first_wins_over_a_failure(client: redis.Redis) -> No
     forget_run(run_id)
     dispatch(client, first[0])
     rt = runtime_for(client, run_id)
-    rt.store.request_stop(STOP_CANCELLED)
+    rt.store.flow.request_stop(STOP_CANCELLED)
     fail_branch(rt, 1, 1, failed_reason("ModelRequestError: cut"))
-    assert rt.store.load_branch(1, 1).stop_reason == STOP_CANCELLED
+    assert rt.store.flow.load_branch(1, 1).stop_reason == STOP_CANCELLED
 
 
 @pytest.mark.parametrize(("reasons", "expected"), [

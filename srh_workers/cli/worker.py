@@ -27,7 +27,7 @@ mingle and gossip are off (start-up is faster and nothing here needs them).
 ``--dry-run`` prints the commands. The core CLI loads these through its
 ``srh.commands`` plugin: call :func:`add_worker_command` and
 :func:`add_metrics_command` from the plugin's ``register``. Without the
-plugin, ``python -m srh_workers.worker_cli worker ...`` does the same.
+plugin, ``python -m srh_workers.cli worker ...`` does the same.
 """
 
 from __future__ import annotations
@@ -36,13 +36,11 @@ import argparse
 import contextlib
 import ctypes
 import importlib.util
-import json
 import os
 import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
@@ -274,15 +272,15 @@ def run_worker(args: argparse.Namespace) -> int:
 def run_drain(args: argparse.Namespace) -> int:
     """``srh worker drain NODE [--undo]``: stop (or restart) a worker's consuming."""
     from srh_workers.app import get_app
-    from srh_workers.reliability import redis_client
-    from srh_workers.store.keys import DRAINED_WORKERS
+    from srh_workers.store.client import redis_client
+    from srh_workers.store.cluster import ClusterIndex
 
     if not args.node:
         raise ConfigurationError("srh worker drain needs the node name of a worker (srh status "
                                  "lists them).", setting="node")
     settings = WorkerSettings.from_env()
     app = get_app()
-    client = redis_client(str(settings.redis_url))
+    index = ClusterIndex(redis_client(str(settings.redis_url)))
     node = args.node
     # limit=1: the one node's reply ends the wait (only an unknown node waits the timeout)
     answered = app.control.inspect(destination=[node], timeout=DRAIN_TIMEOUT,
@@ -291,20 +289,20 @@ def run_drain(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"No worker {node!r} answers; srh status lists the workers "
                                  "that do.", setting="node")
     if args.undo:
-        raw = client.hget(DRAINED_WORKERS, node)
-        queues = json.loads(raw)["queues"] if raw else list(QUEUES)
+        drained = index.drained_worker(node)
+        queues = list(drained["queues"]) if drained else list(QUEUES)
         for queue in queues:
             app.control.add_consumer(queue, destination=[node], reply=True,
                                      timeout=DRAIN_TIMEOUT, limit=1)
-        client.hdel(DRAINED_WORKERS, node)
+        index.undrain_worker(node)
         print(f"{node} consumes {', '.join(queues)} again.")
         return 0
     queues = sorted({queue["name"] for queue in answered[node]} & set(QUEUES)) or (
-        json.loads(client.hget(DRAINED_WORKERS, node) or "{}").get("queues") or [])
+        (index.drained_worker(node) or {}).get("queues") or [])
     for queue in queues:
         app.control.cancel_consumer(queue, destination=[node], reply=True,
                                     timeout=DRAIN_TIMEOUT, limit=1)
-    client.hset(DRAINED_WORKERS, node, json.dumps({"queues": queues, "at": time.time()}))
+    index.drain_worker(node, queues)
     print(f"{node} drained: it takes no new task from {', '.join(queues) or 'its queues'}; "
           "its running tasks finish. Stop it once srh status shows it idle "
           f"(srh worker drain {node} --undo to take it back).")
@@ -374,7 +372,7 @@ def add_metrics_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A parser with ``worker`` and ``metrics`` alone (``python -m srh_workers.worker_cli``)."""
+    """A parser with ``worker`` and ``metrics`` alone (``python -m srh_workers.cli``)."""
     parser = argparse.ArgumentParser(prog="srh")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_worker_command(subparsers)
@@ -383,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m srh_workers.worker_cli``."""
+    """Entry point of ``python -m srh_workers.cli``."""
     from srh_core.errors import SRHarnessError
 
     args = build_parser().parse_args(argv)
@@ -394,5 +392,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

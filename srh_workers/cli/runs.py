@@ -1,69 +1,18 @@
-"""The cluster commands of ``srh``, plugged in through the ``srh.commands`` entry point.
-
-Adds ``srh worker``, ``srh metrics``, ``srh status``, ``srh result``,
-``srh cancel`` and ``srh kick``, and the ``celery`` backend of ``srh run`` (with
-``--detach``) and of ``srh sweep``. Connection settings come from the environment
-(``SRH_BROKER_URL``, ``SRH_RESULT_BACKEND``, ``SRH_REDIS_URL``).
-"""
+"""The run commands of the cluster: ``srh status``, ``result``, ``cancel``, ``kick`` and the
+``celery`` backend of ``srh run`` (with ``--detach``) and of ``srh sweep``."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srh_core.errors import ConfigurationError, SRHarnessError
-from srh_core.types import SearchResult
+from srh_workers.cli.connections import checked, connections, redis_of_runs
 
-CONNECTION_HINT = ("start Redis (redis-server) or point SRH_REDIS_URL / SRH_BROKER_URL at it; "
-                   "workers start with `srh worker`")
-
-
-def register(subparsers: Any, backends: dict[str, Any]) -> None:
-    """The plugin hook: add the cluster commands and the celery backend."""
-    from srh_workers.worker_cli import add_metrics_command, add_worker_command
-
-    add_worker_command(subparsers)
-    add_metrics_command(subparsers)
-    backends["celery"] = run_celery
-    run = subparsers.choices.get("run")
-    if run is not None:
-        run.add_argument("--detach", action="store_true",
-                         help="(celery) submit, print the run id and exit")
-        run.add_argument("--own-key", action="store_true",
-                         help="(celery) send the provider's key from this shell's environment "
-                              "(e.g. OPENAI_API_KEY) with the run; it is stored with the run "
-                              "in Redis and is the only key workers send to its --base-url")
-    status = subparsers.add_parser("status", help="runs, branches, queue depth and workers")
-    status.add_argument("run_id", nargs="?")
-    status.add_argument("--json", action="store_true")
-    status.set_defaults(handler=handle_status)
-    result = subparsers.add_parser("result", help="the result of a distributed run")
-    result.add_argument("run_id")
-    result.add_argument("--wait", type=float, default=None, metavar="SECONDS",
-                        help="wait up to SECONDS for the run to finish")
-    result.add_argument("--json", action="store_true")
-    result.set_defaults(handler=handle_result)
-    cancel = subparsers.add_parser("cancel", help="stop a distributed run at its next step")
-    cancel.add_argument("run_id")
-    cancel.set_defaults(handler=handle_cancel)
-    kick = subparsers.add_parser("kick", help="re-send a stalled run's next tasks (idempotent)")
-    kick.add_argument("run_id")
-    kick.set_defaults(handler=handle_kick)
-    from srh_core.cli import SWEEP_BACKENDS
-    from srh_core.cli.control_commands import CONTROL_TARGETS
-    from srh_workers.control.cli import cluster_target
-
-    SWEEP_BACKENDS["celery"] = celery_sweep_backend
-    from srh_workers.sweeps.cli import register as register_sweeps
-
-    register_sweeps()
-    from srh_workers.artifacts import add_export_command
-
-    add_export_command(subparsers)
-    if cluster_target not in CONTROL_TARGETS:
-        CONTROL_TARGETS.append(cluster_target)
+if TYPE_CHECKING:  # each handler imports what it uses: ``srh --help`` starts at once
+    from srh_core.types import SearchResult
 
 
 def celery_sweep_backend(args: argparse.Namespace) -> Any:
@@ -71,27 +20,8 @@ def celery_sweep_backend(args: argparse.Namespace) -> Any:
     from srh_workers.flow.tasks import sender
     from srh_workers.sweeps import CelerySweepBackend
 
-    client, app = _connections()
-    return CelerySweepBackend(_checked(client), sender(app))
-
-
-def _connections() -> tuple[Any, Any]:
-    from srh_workers.app import get_app
-    from srh_workers.config import WorkerSettings
-    from srh_workers.reliability import redis_client
-
-    settings = WorkerSettings.from_env()
-    return redis_client(str(settings.redis_url)), get_app()
-
-
-def _checked(client: Any) -> Any:
-    import redis
-
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as error:
-        raise ConfigurationError(f"Redis is not reachable ({error}): {CONNECTION_HINT}.") from None
-    return client
+    client, app = connections()
+    return CelerySweepBackend(checked(client), sender(app))
 
 
 def run_celery(args: argparse.Namespace) -> int:
@@ -105,8 +35,8 @@ def run_celery(args: argparse.Namespace) -> int:
     from srh_workers.flow.tasks import sender
     from srh_workers.submit import submit_run, wait_for_result
 
-    client, app = _connections()
-    _checked(client)
+    client, app = connections()
+    checked(client)
     settings = _cluster_settings(args)
     data = load_run_data(args)
     from srh_core.cli.checks import check_run_data
@@ -205,15 +135,17 @@ def _progress(total: int) -> Any:
 
 
 def handle_status(args: argparse.Namespace) -> int:
-    from srh_workers.submit import list_runs, run_status
+    from srh_workers.store.cluster import ClusterIndex
 
-    client, app = _connections()
-    _checked(client)
+    client = checked(redis_of_runs())  # before the run store's imports: no Redis fails at once
     if args.run_id:
+        from srh_workers.submit import run_status
+
         report = run_status(client, args.run_id)
     else:
-        report = {"runs": [_safe_status(client, run_id) for run_id in list_runs(client)],
-                  **cluster_overview(app)}
+        report = {"runs": [_safe_status(client, run_id)
+                           for run_id in ClusterIndex(client).recent_runs()],
+                  **cluster_overview()}
     if args.json:
         print(json.dumps(report, default=str))
     else:
@@ -230,8 +162,13 @@ def _safe_status(client: Any, run_id: str) -> dict[str, Any]:
         return {"run_id": run_id, "status": "unknown", "stop_reason": str(error)}
 
 
-def cluster_overview(app: Any) -> dict[str, Any]:
-    """Queue depths from the broker and the workers that answer a ping."""
+def cluster_overview(app: Any = None) -> dict[str, Any]:
+    """Queue depths from the broker and the workers that answer a ping.
+
+    The ping waits for as many replies as the broker has listeners on the workers'
+    broadcast channel (none: no ping, and no Celery app is built), at most
+    ``PING_SECONDS``.
+    """
     from srh_workers.config import QUEUES, WorkerSettings
     from srh_workers.observability.metrics import queue_depths
 
@@ -240,21 +177,57 @@ def cluster_overview(app: Any) -> dict[str, Any]:
         depths, _ = queue_depths(settings.broker_url, QUEUES)
     except Exception as error:  # status must still print what it can
         depths = {"error": str(error)}
-    replies = app.control.inspect(timeout=1.0).ping() or {}
+    listeners = broadcast_listeners(settings)
+    replies: dict[str, Any] = {}
+    if listeners != 0:
+        if app is None:
+            from srh_workers.app import get_app
+
+            app = get_app()
+        replies = app.control.inspect(timeout=PING_SECONDS, limit=listeners).ping() or {}
     return {"queues": depths, "workers": sorted(replies),
             "drained": sorted(set(drained_workers(settings)) & set(replies))}
+
+
+#: How long ``srh status`` waits for the workers' ping replies.
+PING_SECONDS = 1.0
+#: The exchange of Celery's remote control (a worker listens to it while it runs).
+BROADCAST_EXCHANGE = "celery.pidbox"
+
+
+def broadcast_listeners(settings: Any) -> int | None:
+    """How many clients listen to the workers' broadcast channel, an upper bound on the
+    workers a ping can reach; None when it cannot be told (not a Redis broker, or an error).
+
+    Counts the Redis server's pattern subscriptions (kombu subscribes to the fanout
+    exchange by pattern) plus the exact-channel ones: other pattern subscribers make it
+    larger, so a ping waits for more replies than come (until its timeout), never fewer.
+    """
+    from redis.exceptions import RedisError
+
+    from srh_workers.store.client import redis_client
+
+    if settings.broker_kind != "redis":
+        return None
+    try:
+        client = redis_client(str(settings.broker_url))
+        database = client.connection_pool.connection_kwargs.get("db", 0)
+        channel = f"/{database}.{BROADCAST_EXCHANGE}"
+        return int(client.pubsub_numpat()) + sum(
+            int(count) for _, count in client.pubsub_numsub(channel))
+    except RedisError:
+        return None
 
 
 def drained_workers(settings: Any) -> list[str]:
     """Node names ``srh worker drain`` drained (whether or not they still run)."""
     from redis.exceptions import RedisError
 
-    from srh_workers.reliability import redis_client
-    from srh_workers.store.keys import DRAINED_WORKERS
+    from srh_workers.store.client import redis_client
+    from srh_workers.store.cluster import ClusterIndex
 
     try:
-        return [key.decode() if isinstance(key, bytes) else key
-                for key in redis_client(str(settings.redis_url)).hkeys(DRAINED_WORKERS)]
+        return ClusterIndex(redis_client(str(settings.redis_url))).drained_workers()
     except RedisError:
         return []
 
@@ -289,8 +262,8 @@ def handle_result(args: argparse.Namespace) -> int:
     from srh_workers.store import RedisRunStore
     from srh_workers.submit import run_result, wait_for_result
 
-    client, _ = _connections()
-    _checked(client)
+    client, _ = connections()
+    checked(client)
     spec = load_spec(RedisRunStore(client, args.run_id, register=False))
     if args.wait is not None:
         result: SearchResult | None = wait_for_result(client, args.run_id, timeout=args.wait)
@@ -306,8 +279,8 @@ def handle_cancel(args: argparse.Namespace) -> int:
     from srh_workers.flow.tasks import sender
     from srh_workers.submit import cancel_run
 
-    client, app = _connections()
-    released = cancel_run(_checked(client), args.run_id, sender(app))
+    client, app = connections()
+    released = cancel_run(checked(client), args.run_id, sender(app))
     parked = f"; its {len(released)} parked step(s) were sent to end now" if released else ""
     print(f"Run {args.run_id} will stop at its branches' next steps{parked}.", file=sys.stderr)
     return 0
@@ -317,9 +290,33 @@ def handle_kick(args: argparse.Namespace) -> int:
     from srh_workers.flow.tasks import sender
     from srh_workers.submit import kick_run
 
-    client, app = _connections()
-    actions = kick_run(_checked(client), sender(app), args.run_id)
+    client, app = connections()
+    actions = kick_run(checked(client), sender(app), args.run_id)
     print(f"Re-sent {len(actions)} task(s) of run {args.run_id}: "
           f"{', '.join(a.task for a in actions) or 'none (the run has a result)'}",
           file=sys.stderr)
+    return 0
+
+
+def add_export_command(subparsers: Any) -> None:
+    export = subparsers.add_parser(
+        "export", help="(cluster) write a run's directory from Redis, then shrink its keys",
+        description="Write a distributed run's directory (the files an embedded run leaves) "
+                    "from Redis to DIR; a finished run's Redis keys then shrink to what "
+                    "srh status and srh result read.")
+    export.add_argument("run_id")
+    export.add_argument("directory", metavar="DIR")
+    export.add_argument("--partial", action="store_true",
+                        help="export a run that is still running (no result; not compacted)")
+    export.add_argument("--keep", action="store_true",
+                        help="keep every Redis key of the run (no compaction)")
+    export.set_defaults(handler=handle_export)
+
+
+def handle_export(args: argparse.Namespace) -> int:
+    from srh_workers.artifacts import export_run
+
+    path = export_run(checked(redis_of_runs()), args.run_id, args.directory, partial=args.partial,
+                      compact=not args.keep)
+    print(path)
     return 0
