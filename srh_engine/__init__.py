@@ -79,7 +79,7 @@ _LAZY = {
     "unbound_parameters": "transform",
     "DimensionCheck": "dimensional", "check_dimensions": "dimensional",
     "UnitError": "errors",
-    "snap_constants": "snapping",
+    "snap_constants": "snapping", "recognise_and_snap": "snapping",
     "DIMENSIONLESS": "units", "Dimension": "units", "parse_units": "units",
 }
 
@@ -146,6 +146,7 @@ __all__ = [
     "parse",
     "parse_equation",
     "parse_units",
+    "recognise_and_snap",
     "recognise_constants",
     "snap_constants",
     "reduction",

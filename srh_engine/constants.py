@@ -26,8 +26,9 @@ are left as they are.
 The product that holds a recognised constant is written over one
 denominator: ``0.0795...*q1/epsilon/r**2`` becomes ``q1/(4*pi*epsilon*r**2)``.
 
-When the formula does not fit exactly (noisy data), the numbers are then snapped
-together with a refit of the others, under the Bayesian information criterion
+When the formula does not fit exactly (noisy data),
+:func:`srh_engine.snapping.recognise_and_snap` then snaps the numbers together
+with a refit of the others, under the Bayesian information criterion
 (:func:`srh_engine.snapping.snap_constants`): at 1% noise
 ``exp(-0.9152 - 0.5031*theta**1.9931)`` becomes ``exp(-(theta**2/2))/sqrt(2*pi)``.
 """
@@ -185,12 +186,7 @@ def recognise_constants(expression: Expression, y: Any, evaluate: Evaluate) -> E
                 tree, current = trial, error
                 replaced.append(path)
                 break
-    result = _tidy(tree, replaced) if replaced else expression
-    if current > EXACT_NMSE:  # noisy: snap with the other numbers refitted
-        from .snapping import snap_constants
-
-        result = snap_constants(result, y, evaluate)
-    return result
+    return _tidy(tree, replaced) if replaced else expression
 
 
 # ------------------------------------------------------------------ the tree

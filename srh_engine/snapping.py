@@ -56,11 +56,12 @@ from .constants import (
     _quotient,
     _replace_at,
     _tidy,
+    recognise_constants,
     structural_constants,
 )
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
 
-__all__ = ["SNAP_MAX_NMSE", "snap_candidates", "snap_constants"]
+__all__ = ["SNAP_MAX_NMSE", "recognise_and_snap", "snap_candidates", "snap_constants"]
 
 SNAP_MAX_NMSE = 1e-2
 """Formulas that leave more than this share of the variance unexplained are not snapped."""
@@ -317,3 +318,22 @@ def _is_log(node: Expression) -> bool:
 
 def _is(node: Expression, value: float) -> bool:
     return isinstance(node, Number) and node.value == value
+
+
+def recognise_and_snap(expression: Expression, y: object, evaluate: Evaluate) -> Expression:
+    """:func:`~srh_engine.constants.recognise_constants`, then, when the formula does not
+    fit exactly (noisy data), :func:`snap_constants` with the other numbers refitted.
+
+    Args:
+        expression: A fitted formula (bound parameters count as numbers).
+        y: The target values it is fitted to.
+        evaluate: Evaluates an expression on the rows of ``y`` (the caller's data).
+
+    Returns:
+        The same tree when nothing changed, else the rewritten one.
+    """
+    result = recognise_constants(expression, y, evaluate)
+    error = _error(evaluate, _inline_bound(result), np.asarray(y, dtype=float))
+    if error is None or error <= EXACT_NMSE:
+        return result
+    return snap_constants(result, y, evaluate)

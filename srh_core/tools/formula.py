@@ -301,7 +301,7 @@ class FormulaTool(BaseTool):
             y = evaluate_on(target.expression, split)
         except engine.EngineError:
             return f
-        return engine.recognise_constants(f, y, lambda expression: evaluate_on(expression, split))
+        return engine.recognise_and_snap(f, y, lambda expression: evaluate_on(expression, split))
 
     def score_formula(self, f: engine.Expression, target: DataTerm, *,
                       show_diagnostics: bool = True) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from srh_engine import evaluate, parse, recognise_constants, snap_constants, to_str
+from srh_engine import evaluate, parse, recognise_and_snap, snap_constants, to_str
 from srh_engine.constants import _replace_at
 from srh_engine.nodes import Number
 from srh_engine.search.refit import snap_front
@@ -77,9 +77,9 @@ def test_a_formula_that_does_not_fit_is_left_alone():
     assert snap_constants(tree, y, on_data) is tree
 
 
-def test_recognise_constants_snaps_noisy_formulas_with_a_refit():
+def test_recognise_and_snap_snaps_noisy_formulas_with_a_refit():
     y = noisy(on_data(parse("exp(-theta**2/2)/sqrt(2*pi)")), 0.01)
-    result = recognise_constants(parse("exp(-0.9152 - 0.5031*theta**1.9931)"), y, on_data)
+    result = recognise_and_snap(parse("exp(-0.9152 - 0.5031*theta**1.9931)"), y, on_data)
     assert same_function(to_str(result), "exp(-theta**2/2)/sqrt(2*pi)")
 
 
