@@ -102,6 +102,7 @@ from .nodes import (
     Variable,
 )
 from .parser import Equation, parse, parse_equation
+from .readable import readable
 from .rendering import render, to_str, to_tree
 from .transform import (
     bind_parameters,
@@ -172,6 +173,7 @@ __all__ = [
     "parameter_values",
     "parse",
     "parse_equation",
+    "readable",
     "recognise_constants",
     "reduction",
     "render",

@@ -304,8 +304,14 @@ class FormulaTool(BaseTool):
 
     def score_formula(self, f: engine.Expression, target: DataTerm, *,
                       show_diagnostics: bool = True) -> dict[str, Any]:
-        """Score a formula whose parameters are bound; no fitting, no back-transform."""
+        """Score a formula whose parameters are bound; no fitting, no back-transform.
+
+        The formula is first rewritten for reading (:func:`srh_engine.readable`:
+        ``x*T**-1`` -> ``x/T``, ``a + -b`` -> ``a - b``, ``exp(log(n) + u)`` -> ``n*exp(u)``
+        for a variable positive on the data), and scored as rewritten.
+        """
         context = self.require_context()
+        f = engine.readable(f, positive=self.positive_variables(f))
         unbound = engine.unbound_parameters(f)
         if unbound:
             raise ToolArgumentError(
@@ -329,6 +335,11 @@ class FormulaTool(BaseTool):
         if show_diagnostics:
             entry["diagnostics"] = self._diagnostics(f, target, context.train_split)
         return entry
+
+    def positive_variables(self, f: engine.Expression) -> list[str]:
+        """The variables of ``f`` that are positive on every row of the data."""
+        data = self.require_context().data
+        return [name for name in engine.symbols(f) if name in data and _all_positive(data[name])]
 
     def _split_metrics(self, f: engine.Expression, target: DataTerm, split: Any) -> dict:
         evaluator = self.require_context().evaluator
@@ -428,6 +439,14 @@ class FormulaTool(BaseTool):
 
 
 # --------------------------------------------------------------------- helpers
+def _all_positive(values: Any) -> bool:
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return bool(array.size) and bool(np.all(array > 0))
+
+
 def split_results(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """The reference's ``data_split_results`` view of ``{split: metric dict}``."""
     return {split: {"metrics": values} for split, values in metrics.items()}
