@@ -46,6 +46,35 @@ class ProgressLine:
         self.stream.flush()
 
 
+class StepLog:
+    """Observer that writes one line per restart and per closed step (``verbosity=1``):
+    where the search is, the run's best formula so far and its ranking metric."""
+
+    def __init__(self, agent: Any, stream: TextIO | None = None) -> None:
+        self.agent = agent
+        self.stream = stream or sys.stdout
+        self.started = time.monotonic()
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "restart":
+            self._write(f"restart {event['R']}: {len(event.get('seeds') or [])} seed formula(s)")
+        elif kind == "step":
+            best = self.agent.best_candidate()
+            if best is None:
+                text = "no candidate yet"
+            else:
+                label, value = self.agent.get_ranking_metric(best)
+                text = f"best {label or 'metric'} {_number(value)}: {best.formula}"
+            self._write(f"R{event['R']} C{event['C']} L{event['L']}: {text}")
+        elif kind == "finished":
+            self._write(f"finished: {event.get('status')}")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(f"[srh {time.monotonic() - self.started:6.1f}s] {text}\n")
+        self.stream.flush()
+
+
 def _number(value: Any) -> str:
     number = finite_float(value)
     return "-" if number is None else f"{number:.4g}"

@@ -36,6 +36,7 @@ import numpy as np
 import srh_engine as engine
 from srh_core import formats
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
+from srh_core.operators import missing_operators, operator_limits
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import (
     diagnostic_lines,
@@ -332,9 +333,25 @@ class FormulaTool(BaseTool):
         elif not target.is_target and context.target is not None:
             entry["warnings"].append(f"not a candidate: scored against {target.text!r}, not the "
                                      f"target {context.target!r}")
+        outside = self.outside_limits(f)
+        if outside and entry["is_candidate"]:
+            entry["is_candidate"] = False
+            entry["warnings"].append(f"not a candidate: {outside}")
         if show_diagnostics:
             entry["diagnostics"] = self._diagnostics(f, target, context.train_split)
         return entry
+
+    def outside_limits(self, f: engine.Expression) -> str | None:
+        """Why ``f`` breaks the run's operator set or ``maxsize`` (None: it does not)."""
+        binary, unary, maxsize = operator_limits(self.require_context().args)
+        missing = missing_operators(f, binary, unary)
+        if missing:
+            return (f"it uses {', '.join(missing)}, outside the run's operators "
+                    f"({' '.join([*(binary or []), *(unary or [])]) or 'the defaults'})")
+        size = engine.complexity(f)
+        if maxsize is not None and size > maxsize:
+            return f"its complexity {size} is above the run's maxsize {maxsize}"
+        return None
 
     def positive_variables(self, f: engine.Expression) -> list[str]:
         """The variables of ``f`` that are positive on every row of the data."""
