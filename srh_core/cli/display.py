@@ -103,8 +103,10 @@ def _front_row(candidate: CandidateRecord, metric: str) -> tuple[str, ...]:
             _number(candidate.metric("r2", split)), formula)
 
 
-def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
-    """Status line, best formula and the front, for humans."""
+def summary(result: SearchResult, metric: str, run_dir: str | None,
+            validation_fraction: float | None = None) -> str:
+    """Status line, best formula (with the split its metrics are on, and why it was chosen
+    when the front holds a more accurate one) and the front, for humans."""
     lines = [f"Status: {result.status}" + (f" ({result.stop_reason})" if result.stop_reason
                                            else ""), f"Progress: {result.progress}"]
     if result.totals:
@@ -112,10 +114,49 @@ def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
     best = result.best
     if best is not None:
         lines.append(f"Best formula: {best.formula}")
+        lines.append(split_line(best, validation_fraction))
+        reason = choice_line(result, metric)
+        if reason:
+            lines.append(reason)
     lines += ["", front_table(result, metric)]
     if run_dir:
         lines += ["", f"Run directory: {run_dir}"]
     return "\n".join(lines)
+
+
+def split_line(best: CandidateRecord, validation_fraction: float | None) -> str:
+    """Which split the ranking and the choice read, and why."""
+    if best.split_metrics("validation"):
+        share = "" if validation_fraction is None else f" ({validation_fraction:g} of the rows)"
+        return (f"Metrics: on the validation split{share}, rows no formula was fitted on, so "
+                "ranking and choice do not reward fitting noise")
+    why = ("validation_fraction is 0" if validation_fraction in (0, 0.0) else
+           "the run has no validation split")
+    return f"Metrics: on the train split ({why}: the rows the formulas were fitted on)"
+
+
+def choice_line(result: SearchResult, metric: str) -> str | None:
+    """Why the reported formula beat a more accurate one of the front (None when it did not)."""
+    best = result.best
+    if best is None or result.best_candidate == 0:
+        return None
+    accurate = result.candidates[0]
+    split = "validation" if best.split_metrics("validation") else "train"
+    losses = [finite_float(c.metric("r2", split)) for c in (best, accurate)]
+    loss_text = ""
+    if None not in losses:
+        chosen, lowest = (max(1.0 - r2, 0.0) for r2 in losses)  # type: ignore[operator]
+        loss_text = f", loss 1-R^2 {chosen:.3g} against {lowest:.3g}"
+    return (f"Chosen over the more accurate {_short(accurate.formula)} (complexity "
+            f"{accurate.complexity} against {best.complexity}; {split} {metric} "
+            f"{_number(accurate.metric(metric, split))} against "
+            f"{_number(best.metric(metric, split))}{loss_text}): among the front's formulas "
+            "within 1.5x of the lowest loss, its loss falls fastest per unit of complexity "
+            "(--selection best, PySR's rule; --selection accuracy reports the most accurate)")
+
+
+def _short(formula: str) -> str:
+    return formula if len(formula) <= 60 else formula[:57] + "..."
 
 
 def spend_line(totals: Mapping[str, Any]) -> str:
