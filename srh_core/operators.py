@@ -89,7 +89,7 @@ def search_operators(binary: Sequence[str] | None, unary: Sequence[str] | None
         return None
     from srh_engine.search import DEFAULT_OPERATORS
 
-    binary = list(binary) if binary is not None else [o for o in BINARY_OPERATORS if o != "^"]
+    binary = list(binary if binary is not None else BINARY_OPERATORS)
     unary = list(unary) if unary is not None else [
         o for o in DEFAULT_OPERATORS if o in UNARY_OPERATORS]
     names = [o for o in binary if o != "^"] + unary
