@@ -6,8 +6,10 @@ value, up to floating-point rounding, wherever the original is defined):
 * products and quotients are flattened into numerator and denominator
   factors: a negative numeric power moves to the denominator
   (``m*x*T**-1*g`` -> ``m*x*g/T``, ``x*kb**-2`` -> ``x/kb**2``, ``inv(y)`` ->
-  ``1/y``), numbers lead the numerator, factors of 1 are dropped, ``x**1``
-  is ``x``, and a coefficient of -1 becomes a minus sign;
+  ``1/y``), the plain numbers of each side are multiplied into one leading
+  number (``2*x*3`` -> ``6*x``; ``pi`` and ``e`` stay factors, ``4*pi``),
+  factors of 1 are dropped, ``x**1`` is ``x``, and the signs of the numbers
+  become one minus sign in front (``x/-2`` -> ``-x/2``, ``-1*x`` -> ``-x``);
 * signs move to where they read best, exactly (no reassociation of sums,
   so no new rounding or cancellation): ``a + -b`` is ``a - b``, ``a - -b`` is
   ``a + b``, a term led by a negative number is subtracted (``a + -0.5*t`` ->
