@@ -281,6 +281,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         matrix, vector = self._validate(X, y, reset=True)
         names = _variable_names(variable_names or getattr(self, "feature_names_in_", None),
                                 matrix.shape[1])
+        _check_guesses(settings.guesses, names)
         if previous and previous[0] == names:
             settings = settings.replace(guesses=list(dict.fromkeys(
                 [*settings.guesses, *previous[1]]))[:MAX_GUESSES])
@@ -385,6 +386,20 @@ def expected_failed_checks(estimator: SRHarnessRegressor) -> dict[str, str]:
         return {}
     return dict.fromkeys(_REFIT_COMPARISONS, "two searches on the same data may return "
                          "different formulas (model replies or the time limit vary)")
+
+
+def _check_guesses(guesses: Sequence[str], names: Sequence[str]) -> None:
+    """Every variable of a guess is a column of X.
+
+    Raises:
+        ConfigurationError: A guess names another variable (with a "did you mean").
+    """
+    for guess in guesses:
+        for name in engine.symbols(engine.parse(guess)):
+            if name not in names:
+                raise ConfigurationError(
+                    f"The guess {guess!r} uses {name!r}, which is not a variable of X "
+                    f"({', '.join(names)}).{did_you_mean(name, names)}", setting="guesses")
 
 
 def _variable_names(given: Sequence[Any] | None, n_features: int) -> list[str]:

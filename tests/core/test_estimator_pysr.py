@@ -49,8 +49,10 @@ def test_the_operator_set_restricts_every_formula_found():
     ("binary_operators", ["exp"], "'exp' is a unary operator"),
     ("binary_operators", ["^"], "need one of"),
     ("guesses", ["x1 +"], "the guess 'x1 \\+' is not a formula"),
+    ("guesses", ["x3*x1"], "uses 'x3', which is not a variable of X \\(x1, x2\\)"),
     ("maxsize", 2, "maxsize"),
-], ids=["unknown-unary", "unary-as-binary", "no-arithmetic", "bad-guess", "tiny-maxsize"])
+], ids=["unknown-unary", "unary-as-binary", "no-arithmetic", "bad-guess", "guess-variable",
+        "tiny-maxsize"])
 def test_bad_pysr_parameters_are_configuration_errors(setting, value, message):
     X, y = kinetic(30)
     with pytest.raises(ConfigurationError, match=message) as caught:
