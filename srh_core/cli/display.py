@@ -147,11 +147,14 @@ def choice_line(result: SearchResult, metric: str) -> str | None:
     if None not in losses:
         chosen, lowest = (max(1.0 - r2, 0.0) for r2 in losses)  # type: ignore[operator]
         loss_text = f", loss 1-R^2 {chosen:.3g} against {lowest:.3g}"
+    from srh_core.ranking import SELECTION_LOSS_FACTOR
+
     return (f"Chosen over the more accurate {_short(accurate.formula)} (complexity "
             f"{accurate.complexity} against {best.complexity}; {split} {metric} "
             f"{_number(accurate.metric(metric, split))} against "
             f"{_number(best.metric(metric, split))}{loss_text}): among the front's formulas "
-            "within 1.5x of the lowest loss, its loss falls fastest per unit of complexity "
+            f"within {SELECTION_LOSS_FACTOR:g}x of the lowest loss, its loss falls fastest per "
+            "unit of complexity "
             "(--selection best, PySR's rule; --selection accuracy reports the most accurate)")
 
 
