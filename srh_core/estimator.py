@@ -8,8 +8,9 @@ scikit-learn's own helpers, passes ``check_estimator`` (see
 alone, on the stand-ins of :mod:`srh_core.estimator_compat`.
 
 Every parameter is a :class:`~srh_core.agent.SearchSettings` field (same name,
-same default) except ``problem_description`` and PySR's ``X_units`` / ``y_units``
-(which make the ``units`` setting); they are stored untouched and
+same default) except ``problem_description``, ``warm_start``, ``verbosity`` and
+PySR's ``X_units`` / ``y_units``, which make the ``units`` setting
+(:data:`ESTIMATOR_ONLY`); they are stored untouched and
 validated when ``fit`` builds the settings. The fitted formula is
 the search's best candidate; when the search found none, it is the mean of
 ``y`` (a constant) and a :class:`NoFormulaFoundWarning` says so.
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import srh_engine as engine
+from srh_core.agent.settings import MAX_GUESSES
 from srh_core.errors import ConfigurationError, SRHarnessError, did_you_mean
 from srh_core.estimator_compat import ParamsBase, RegressorScoreMixin, validate_input
 from srh_core.types import SearchResult
@@ -41,6 +43,8 @@ except ImportError:  # scikit-learn is an optional extra
         pass
 
 SKLEARN_AVAILABLE = validate_data is not None
+ESTIMATOR_ONLY = ("problem_description", "warm_start", "verbosity", "X_units", "y_units")
+"""Parameters of the estimator that are not search settings."""
 _NAME_CHARACTERS = re.compile(r"\W+")
 _REFIT_COMPARISONS = ("check_fit_idempotent", "check_supervised_y_2d", "check_regressors_int",
                       "check_regressor_data_not_an_array")
@@ -106,6 +110,20 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         rollout_state: For a derivative target: its state variable (adds rollout_rmse).
         rollout_time: Time variable of the rollout.
         verbose: Debug logging.
+        binary_operators: PySR's binary operators a formula may use ("+", "-", "*", "/",
+            "^"); None: no restriction. An unknown name is a ConfigurationError.
+        unary_operators: PySR's unary operators a formula may use ("sqrt", "square",
+            "cube", "exp", "log", "sin", "cos", "tanh", "abs", "inv", "neg"); None: no
+            restriction.
+        maxsize: Largest complexity (engine nodes) of a formula found; None: no bound.
+        guesses: Formulas to start from (engine syntax; ``param("a")`` for a constant to
+            fit), evaluated with their constants fitted at the first step.
+        evaluator: A ``.py`` file defining the run's evaluator (a ``DefaultEvaluator``
+            subclass, loaded as ``load_custom_evaluator`` does); None: the default.
+        warm_start: A second ``fit`` starts from the previous fit's Pareto front (its
+            formulas join ``guesses``) when the variables are the same.
+        verbosity: 0 silent; 1 one line per restart and per step on stdout (where the
+            search is, the best formula so far and its ranking metric).
         problem_description: What the data is, for the model.
         X_units: Units of X's columns (PySR's parameter): one unit text per column
             (``["kg", "m/s"]``) or a mapping by variable name; None for none.
@@ -141,7 +159,12 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         tool_timeout: float = 120.0,
         save_path: str | None = None, workspace: str | None = None, branch_threads: int = 8,
         granularity: str = "auto", min_train_rows: int = 3, rollout_state: str | None = None,
-        rollout_time: str = "t", verbose: bool = False, problem_description: str = "",
+        rollout_time: str = "t", verbose: bool = False,
+        binary_operators: Sequence[str] | None = None,
+        unary_operators: Sequence[str] | None = None, maxsize: int | None = None,
+        guesses: Sequence[str] | None = None, evaluator: str | None = None,
+        warm_start: bool = False, verbosity: int = 0,
+        problem_description: str = "",
         X_units: Sequence[str] | Mapping[str, str] | None = None, y_units: str | None = None,
     ) -> None:
         self.llm_provider = llm_provider
@@ -189,6 +212,13 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.rollout_state = rollout_state
         self.rollout_time = rollout_time
         self.verbose = verbose
+        self.binary_operators = binary_operators
+        self.unary_operators = unary_operators
+        self.maxsize = maxsize
+        self.guesses = guesses
+        self.evaluator = evaluator
+        self.warm_start = warm_start
+        self.verbosity = verbosity
         self.problem_description = problem_description
         self.X_units = X_units
         self.y_units = y_units
@@ -203,10 +233,11 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         from srh_core.agent.settings import SearchSettings
 
         values = {name: value for name, value in self.get_params(deep=False).items()
-                  if name not in ("problem_description", "X_units", "y_units")}
-        for name in ("tools", "skills"):
+                  if name not in ESTIMATOR_ONLY}
+        for name in ("tools", "skills", "binary_operators", "unary_operators"):
             values[name] = None if values[name] is None else list(values[name])
         values["ban_tools"] = list(values["ban_tools"] or [])
+        values["guesses"] = list(values["guesses"] or [])
         if isinstance(values["prices"], Mapping):
             values["prices"] = {key: dict(rates) if isinstance(rates, Mapping) else rates
                                 for key, rates in values["prices"].items()}
@@ -243,7 +274,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
             X: ``(n_samples, n_features)`` array-like or DataFrame.
             y: ``(n_samples,)`` array-like.
             variable_names: Variable names of X's columns in formulas (default:
-                DataFrame column names when they are usable identifiers, else x0, x1, ...).
+                DataFrame column names when they are usable identifiers, else x1, x2, ...).
             problem_description: Overrides the ``problem_description`` parameter.
 
         Returns:
@@ -252,16 +283,31 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         from srh_core.agent import SRAgent
 
         settings = self._resolve()
+        if not isinstance(self.verbosity, int) or isinstance(self.verbosity, bool) or \
+                self.verbosity not in (0, 1):
+            raise ConfigurationError("The 'verbosity' parameter of SRHarnessRegressor must be "
+                                     f"0 or 1. Got {self.verbosity!r} instead.",
+                                     setting="verbosity")
+        previous = self._warm_front()
         matrix, vector = self._validate(X, y, reset=True)
         names = _variable_names(variable_names or getattr(self, "feature_names_in_", None),
                                 matrix.shape[1])
+        _check_guesses(settings.guesses, names)
+        if previous and previous[0] == names:
+            settings = settings.replace(guesses=list(dict.fromkeys(
+                [*settings.guesses, *previous[1]]))[:MAX_GUESSES])
         target = _free_name("y", names)
         units = _units(self.X_units, self.y_units, names, target)
         if units:
             settings = settings.replace(units=units)
         data = {name: matrix[:, i] for i, name in enumerate(names)}
         text = self.problem_description if problem_description is None else problem_description
-        result = SearchResult.from_dict(SRAgent(settings).run(data, {target: vector}, text))
+        agent = SRAgent(settings)
+        if self.verbosity:
+            from srh_core.cli.display import StepLog
+
+            agent.observers.append(StepLog(agent))
+        result = SearchResult.from_dict(agent.run(data, {target: vector}, text))
         self.result_ = result
         self.variable_names_ = names
         self.best_formula_ = result.best.formula if result.best is not None else None
@@ -271,6 +317,12 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
             warnings.warn(f"The search found no formula ({result.stop_reason or result.status});"
                           " predicting the mean of y.", NoFormulaFoundWarning, stacklevel=2)
         return self
+
+    def _warm_front(self) -> tuple[list[str], list[str]] | None:
+        """``(variable names, front formulas)`` of the previous fit when ``warm_start``."""
+        if not self.warm_start or not self.__sklearn_is_fitted__():
+            return None
+        return list(self.variable_names_), [row["formula"] for row in self.pareto_front_]
 
     def _validate(self, X: Any, y: Any = None, *, reset: bool) -> Any:
         if validate_data is None:
@@ -328,8 +380,9 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         try:
             import pandas as pd
         except ImportError as error:
-            raise ImportError("equations_ needs pandas (pip install pandas); "
-                              "front_table() gives the same rows as dicts.") from error
+            raise ImportError("equations_ needs pandas, part of the sklearn extra "
+                              "(pip install 'srh[sklearn]'); front_table() gives the same rows "
+                              "as dicts.") from error
         return pd.DataFrame(self.front_table())
 
 
@@ -378,12 +431,28 @@ def _units(X_units: Sequence[str] | Mapping[str, str] | None, y_units: str | Non
     return units
 
 
+def _check_guesses(guesses: Sequence[str], names: Sequence[str]) -> None:
+    """Every variable of a guess is a column of X.
+
+    Raises:
+        ConfigurationError: A guess names another variable (with a "did you mean").
+    """
+    for guess in guesses:
+        for name in engine.symbols(engine.parse(guess)):
+            if name not in names:
+                raise ConfigurationError(
+                    f"The guess {guess!r} uses {name!r}, which is not a variable of X "
+                    f"({', '.join(names)}).{did_you_mean(name, names)}", setting="guesses")
+
+
 def _variable_names(given: Sequence[Any] | None, n_features: int) -> list[str]:
-    """One distinct engine variable name per column: usable given names, else x0, x1, ..."""
+    """One distinct engine variable name per column: usable given names, else x1, x2, ...
+    (1-based, like the native search's and the built-in problems' names)."""
     names: list[str] = []
     for i in range(n_features):
-        name = str(given[i]) if given is not None and i < len(given) else f"x{i}"
-        name = name if _usable(name) else _usable_or(_NAME_CHARACTERS.sub("_", name), f"x{i}")
+        default = f"x{i + 1}"
+        name = str(given[i]) if given is not None and i < len(given) else default
+        name = name if _usable(name) else _usable_or(_NAME_CHARACTERS.sub("_", name), default)
         names.append(_free_name(name, names))
     return names
 

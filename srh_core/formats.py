@@ -43,6 +43,29 @@ VARIABLE_LINE = re.compile(r"^(- Target: |  - )(\w+): range \[[^\]]*\](?: \((.*)
 """Groups: the prefix (target or feature), the name, the note."""
 MORE_FEATURES_LINE = re.compile(r"^  - \.\.\. and \d+ more: (.+)$", re.M)
 
+OPERATORS_PREFIX = "- Operators allowed: "
+MAXSIZE_PREFIX = "- Largest formula: "
+GUESS_PREFIX = "- Formula to start from: "
+
+
+def operators_line(names: Sequence[str]) -> str:
+    """``- Operators allowed: + - * / sin (...)``: the run's operator set."""
+    return (f"{OPERATORS_PREFIX}{' '.join(names)} (a formula using another operation is not a "
+            "candidate)")
+
+
+def maxsize_line(maxsize: int) -> str:
+    return f"{MAXSIZE_PREFIX}{maxsize} nodes (a larger formula is not a candidate)"
+
+
+def guess_line(formula: str) -> str:
+    return f"{GUESS_PREFIX}{formula}"
+
+
+OPERATORS_LINE = re.compile(r"^- Operators allowed: (.+?) \(", re.M)
+MAXSIZE_LINE = re.compile(r"^- Largest formula: (\d+) nodes", re.M)
+GUESS_LINE = re.compile(r"^- Formula to start from: (.+)$", re.M)
+
 # ------------------------------------------------------------- the progress message
 def progress_line(step: int, max_depth: int, where: str, seconds_left: float | None) -> str:
     """``[Progress] Step 2 of 6 (restart 1/1, branch 1/2); 4 more after it.``"""

@@ -81,6 +81,7 @@ _LAZY = {
     "UnitError": "errors",
     "snap_constants": "snapping", "recognise_and_snap": "snapping",
     "DIMENSIONLESS": "units", "Dimension": "units", "parse_units": "units",
+    "readable": "readable",
 }
 
 __all__ = [
@@ -147,6 +148,7 @@ __all__ = [
     "parse_equation",
     "parse_units",
     "recognise_and_snap",
+    "readable",
     "recognise_constants",
     "snap_constants",
     "reduction",

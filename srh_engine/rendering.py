@@ -5,7 +5,12 @@ evaluates bit for bit like ``e``. Floats render with ``repr`` (shortest
 round trip), ``math.pi``/``math.e`` render as ``pi``/``e``, parentheses are
 added exactly where Python's precedence would otherwise change the tree
 (``a - (b - c)``, ``a/(b*c)``, ``(-2)**x``, ``(a**b)**c``), plus around a
-negative right operand of ``+ - * /`` for readability. Parameters render as
+negative right operand of ``+ - * /`` for readability. A negative number or a
+product led by one, right of ``+`` or ``-``, prints with the sign folded into
+the operator: ``a + -0.5*t`` prints ``a - 0.5*t`` and ``a - -2`` prints
+``a + 2``; IEEE negation is exact, so the values stay bit for bit the same.
+An integral float exponent prints as an int (``x**2.0`` prints ``x**2``).
+Parameters render as
 ``param("a")`` / ``param("a", 1.5)`` (the form ``parse`` accepts) unless
 another ``parameter_style`` is asked for.
 """
@@ -30,6 +35,9 @@ SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
 PRECEDENCE = {"+": SUM, "-": SUM, "*": PRODUCT, "/": PRODUCT, "**": POWER}
 TEXT_OPERATORS = {"+": " + ", "-": " - ", "*": "*", "/": "/", "**": "**"}
 NAMED_CONSTANTS = {math.pi: ("pi", "\\pi"), math.e: ("e", "e")}
+INTEGRAL_EXPONENT_LIMIT = 1000
+"""Integral float exponents up to this size print as ints (``x**2``, not ``x**2.0``)."""
+FOLDED_SIGNS = {"+": "-", "-": "+"}
 GREEK = frozenset(
     "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau "
     "upsilon phi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega".split())
@@ -98,6 +106,11 @@ class _Renderer:
         operator = node.operator
         if self.latex and operator == "/":
             return f"\\frac{{{self.render(node.left)}}}{{{self.render(node.right)}}}"
+        negated = _negated(node.right) if operator in FOLDED_SIGNS and not _int_zero_possible(
+            node.right) else None
+        if negated is not None:
+            node = Binary(FOLDED_SIGNS[operator], node.left, negated)
+            operator = node.operator
         own = PRECEDENCE[operator]
         left_precedence = precedence(node.left)
         right_precedence = precedence(node.right)
@@ -108,7 +121,8 @@ class _Renderer:
             left_parens = left_precedence < own
             right_parens = right_precedence <= own or right_precedence == UNARY
         left = self.wrapped(node.left, left_parens)
-        right = self.wrapped(node.right, right_parens)
+        right = self.wrapped(_integral(node.right) if operator == "**" else node.right,
+                             right_parens)
         if self.latex:
             return _latex_binary(operator, left, right)
         return f"{left}{TEXT_OPERATORS[operator]}{right}"
@@ -170,6 +184,40 @@ class _Renderer:
 
     def arguments(self, arguments: list[Expression]) -> str:
         return ", ".join(self.render(argument) for argument in arguments)
+
+
+def _integral(exponent: Expression) -> Expression:
+    """An integral float exponent as an int Number (``2.0`` -> ``2``)."""
+    if isinstance(exponent, Number) and isinstance(exponent.value, float) and \
+            exponent.value.is_integer() and abs(exponent.value) <= INTEGRAL_EXPONENT_LIMIT:
+        return Number(int(exponent.value))
+    return exponent
+
+
+def _int_zero_possible(node: Expression) -> bool:
+    """Whether ``node`` is Python-int arithmetic other than a nonzero literal: its zero has
+    no sign, so ``a + -(0)`` and ``a - 0`` differ for ``a = -0.0``."""
+    if isinstance(node, Number):
+        return node.value == 0 and isinstance(node.value, int)
+    return all(isinstance(n, Number) and isinstance(n.value, int) if not n.operands else
+               isinstance(n, Binary | Unary) for n in node.iter_preorder())
+
+
+def _negated(node: Expression) -> Expression | None:
+    """``-node`` when that is exact and reads better (``-0.5*t`` -> ``0.5*t``), else None.
+
+    A negative number, or a ``*``/``/`` chain whose leftmost factor is a negative
+    number (negating that factor negates every partial product exactly, NaNs
+    included). A unary minus stays: ``a + -(nan)`` and ``a - nan`` differ in the
+    NaN's sign bit (:func:`srh_engine.readable.readable` rewrites that tree instead).
+    """
+    if isinstance(node, Number):
+        return Number(-node.value) if math.copysign(1.0, node.value) < 0 else None
+    if isinstance(node, Binary) and node.operator in ("*", "/"):
+        left = _negated(node.left)
+        if left is not None:
+            return Binary(node.operator, left, node.right)
+    return None
 
 
 LATEX_OPERATORS = {"+": " + ", "-": " - ", "*": " \\cdot "}

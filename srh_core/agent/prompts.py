@@ -57,8 +57,10 @@ def user_prompt(
     descriptions: Mapping[str, str],
     restart_records: Sequence[CandidateRecord],
     metric: str,
+    limits: Sequence[str] = (),
 ) -> str:
-    """The task: description, variables with ranges, and restart evidence."""
+    """The task: description, variables with ranges, the run's limits (:func:`limit_lines`)
+    and restart evidence."""
     lines = [problem_description.strip() or "Find the formula behind the data.", ""]
     lines.append(formats.TARGET_PREFIX + _variable_line(target, target_values, descriptions))
     lines.append(f"- Features ({len(features)}):")
@@ -69,12 +71,28 @@ def user_prompt(
         more = len(features) - MAX_VARIABLES_LISTED - len(rest)
         lines.append(formats.more_features_line(len(features) - MAX_VARIABLES_LISTED, rest, more))
     lines.append(f"- Samples: {np.size(target_values)}")
+    lines += list(limits)
     if restart_records:
         lines += ["", "Best formulas of earlier restarts (best first):"]
         lines += [f"{i}. {_record_line(record, metric)}" for i, record in
                   enumerate(restart_records, 1)]
         lines.append("Use them as evidence: improve on them or find simpler alternatives.")
     return "\n".join(lines)
+
+
+def limit_lines(settings: Any) -> list[str]:
+    """The prompt lines of a run's operator set, ``maxsize`` and guesses (none by default)."""
+    lines = []
+    binary, unary = settings.binary_operators, settings.unary_operators
+    if binary is not None or unary is not None:
+        from srh_core.operators import BINARY_OPERATORS, UNARY_OPERATORS
+
+        lines.append(formats.operators_line([*(BINARY_OPERATORS if binary is None else binary),
+                                             *(UNARY_OPERATORS if unary is None else unary)]))
+    if settings.maxsize is not None:
+        lines.append(formats.maxsize_line(settings.maxsize))
+    lines += [formats.guess_line(guess) for guess in settings.guesses]
+    return lines
 
 
 def _variable_line(name: str, values: Any, descriptions: Mapping[str, str]) -> str:

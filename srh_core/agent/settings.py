@@ -31,6 +31,7 @@ ToolParserName = Literal["openai", "json", "text", "xml"]
 #: Run ids name directories and Redis keys: no "." or ".." and no separators.
 RUN_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
 MAX_SEED = 2**32 - 1
+MAX_GUESSES = 20
 #: The table of a settings file that holds the settings (a file without it holds them flat).
 SEARCH_TABLE = "search"
 #: Tables of a sweep file (``srh sweep FILE``), named in the hint when one is given as --config.
@@ -126,6 +127,14 @@ class SearchSettings(BaseModel):
         units: Units of the variables and the target by name (``{"v": "m/s"}``, unit
             text of :func:`srh_engine.parse_units`); the tools check formulas against
             them and the expression search reduces the problem by them. None: no units.
+        binary_operators: PySR's binary operators a formula may use (``+ - * / ^``);
+            None: no restriction (see :mod:`srh_core.operators`).
+        unary_operators: PySR's unary operators a formula may use (``sqrt square cube exp
+            log sin cos tanh abs inv neg``); None: no restriction.
+        maxsize: Largest complexity (engine nodes) of a candidate and of the native
+            search's formulas; None: no bound.
+        guesses: Formulas to start from (engine syntax, ``param("a")`` for constants to
+            fit): the first step evaluates them, fitted, as candidates.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, strict=True)
@@ -178,6 +187,29 @@ class SearchSettings(BaseModel):
     rollout_state: str | None = None
     rollout_time: str = "t"
     units: dict[str, str] | None = Field(default=None, strict=False)
+    binary_operators: list[str] | None = Field(default=None, strict=False)
+    unary_operators: list[str] | None = Field(default=None, strict=False)
+    maxsize: int | None = Field(default=None, ge=3, le=60)
+    guesses: list[str] = Field(default_factory=list, strict=False, max_length=MAX_GUESSES)
+
+    @field_validator("binary_operators", "unary_operators")
+    @classmethod
+    def _known_operators(cls, value: list[str] | None, info: Any) -> list[str] | None:
+        from srh_core.operators import check_operators
+
+        return check_operators(info.field_name.split("_")[0], value)
+
+    @field_validator("guesses")
+    @classmethod
+    def _parsed_guesses(cls, value: list[str]) -> list[str]:
+        import srh_engine as engine
+
+        for text in value:
+            try:
+                engine.parse(text)
+            except engine.EngineError as error:
+                raise ValueError(f"the guess {text!r} is not a formula: {error}") from None
+        return value
 
     @field_validator("split_ood_variable")
     @classmethod

@@ -259,7 +259,8 @@ class SRAgent(Agent):
         target, values = next(iter(y.items()))
         descriptions = getattr(self.context, "variable_descriptions", {}) or {}
         return prompts.user_prompt(problem_description, X, target, values, descriptions,
-                                   restart_records, self.settings.ranking_metric)
+                                   restart_records, self.settings.ranking_metric,
+                                   prompts.limit_lines(self.settings))
 
     def customize_initial_prompts(self, messages: list[Message], *, X: Mapping[str, Any],
                                   y: Mapping[str, Any]) -> list[Message]:

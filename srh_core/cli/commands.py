@@ -268,7 +268,8 @@ def print_result(result: SearchResult, settings: SearchSettings, as_json: bool) 
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), allow_nan=False) + "\n")
     else:
-        print(summary(result, settings.ranking_metric, settings.save_path))
+        print(summary(result, settings.ranking_metric, settings.save_path,
+                      settings.validation_fraction))
     return exit_code(result)
 
 

@@ -46,6 +46,35 @@ class ProgressLine:
         self.stream.flush()
 
 
+class StepLog:
+    """Observer that writes one line per restart and per closed step (``verbosity=1``):
+    where the search is, the run's best formula so far and its ranking metric."""
+
+    def __init__(self, agent: Any, stream: TextIO | None = None) -> None:
+        self.agent = agent
+        self.stream = stream or sys.stdout
+        self.started = time.monotonic()
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "restart":
+            self._write(f"restart {event['R']}: {len(event.get('seeds') or [])} seed formula(s)")
+        elif kind == "step":
+            best = self.agent.best_candidate()
+            if best is None:
+                text = "no candidate yet"
+            else:
+                label, value = self.agent.get_ranking_metric(best)
+                text = f"best {label or 'metric'} {_number(value)}: {best.formula}"
+            self._write(f"R{event['R']} C{event['C']} L{event['L']}: {text}")
+        elif kind == "finished":
+            self._write(f"finished: {event.get('status')}")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(f"[srh {time.monotonic() - self.started:6.1f}s] {text}\n")
+        self.stream.flush()
+
+
 def _number(value: Any) -> str:
     number = finite_float(value)
     return "-" if number is None else f"{number:.4g}"
@@ -74,8 +103,10 @@ def _front_row(candidate: CandidateRecord, metric: str) -> tuple[str, ...]:
             _number(candidate.metric("r2", split)), formula)
 
 
-def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
-    """Status line, best formula and the front, for humans."""
+def summary(result: SearchResult, metric: str, run_dir: str | None,
+            validation_fraction: float | None = None) -> str:
+    """Status line, best formula (with the split its metrics are on, and why it was chosen
+    when the front holds a more accurate one) and the front, for humans."""
     lines = [f"Status: {result.status}" + (f" ({result.stop_reason})" if result.stop_reason
                                            else ""), f"Progress: {result.progress}"]
     if result.totals:
@@ -83,10 +114,52 @@ def summary(result: SearchResult, metric: str, run_dir: str | None) -> str:
     best = result.best
     if best is not None:
         lines.append(f"Best formula: {best.formula}")
+        lines.append(split_line(best, validation_fraction))
+        reason = choice_line(result, metric)
+        if reason:
+            lines.append(reason)
     lines += ["", front_table(result, metric)]
     if run_dir:
         lines += ["", f"Run directory: {run_dir}"]
     return "\n".join(lines)
+
+
+def split_line(best: CandidateRecord, validation_fraction: float | None) -> str:
+    """Which split the ranking and the choice read, and why."""
+    if best.split_metrics("validation"):
+        share = "" if validation_fraction is None else f" ({validation_fraction:g} of the rows)"
+        return (f"Metrics: on the validation split{share}, rows no formula was fitted on, so "
+                "ranking and choice do not reward fitting noise")
+    why = ("validation_fraction is 0" if validation_fraction in (0, 0.0) else
+           "the run has no validation split")
+    return f"Metrics: on the train split ({why}: the rows the formulas were fitted on)"
+
+
+def choice_line(result: SearchResult, metric: str) -> str | None:
+    """Why the reported formula beat a more accurate one of the front (None when it did not)."""
+    best = result.best
+    if best is None or result.best_candidate == 0:
+        return None
+    accurate = result.candidates[0]
+    split = "validation" if best.split_metrics("validation") else "train"
+    losses = [finite_float(c.metric("r2", split)) for c in (best, accurate)]
+    loss_text = ""
+    if None not in losses:
+        chosen, lowest = (max(1.0 - r2, 0.0) for r2 in losses)  # type: ignore[operator]
+        loss_text = f", loss 1-R^2 {chosen:.3g} against {lowest:.3g}"
+    from srh_core.ranking import SELECTION_LOSS_FACTOR
+
+    return (f"Chosen over the more accurate {_short(accurate.formula)} (complexity "
+            f"{accurate.complexity} against {best.complexity}; {split} {metric} "
+            f"{_number(accurate.metric(metric, split))} against "
+            f"{_number(best.metric(metric, split))}{loss_text}): among the front's formulas "
+            f"within {SELECTION_LOSS_FACTOR:g}x of the lowest loss, its loss falls fastest per "
+            "unit of complexity "
+            "(--selection best, PySR's rule; --selection accuracy reports the most accurate)")
+
+
+def _short(formula: str) -> str:
+    return formula if len(formula) <= 60 else formula[:57] + "..."
 
 
 def spend_line(totals: Mapping[str, Any]) -> str:

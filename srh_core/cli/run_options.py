@@ -33,6 +33,8 @@ SETTING_OF_FLAG = {
     "branch_threads": "branch_threads", "granularity": "granularity", "selection": "selection",
     "max_cost": "max_cost", "max_tokens": "max_tokens", "endpoint": "endpoint",
     "skills": "skills", "skills_dir": "skills_dir", "evaluator": "evaluator",
+    "binary_operators": "binary_operators",
+    "unary_operators": "unary_operators", "maxsize": "maxsize", "guesses": "guesses",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
 
@@ -100,8 +102,8 @@ def _manifest_units(directory: Path) -> dict[str, str]:
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Every option of ``srh run``, in the groups its ``--help`` shows."""
-    for build in (_data_options, _model_options, _tool_options, _budget_options,
-                  _validation_options, _output_options, _runtime_options):
+    for build in (_data_options, _model_options, _tool_options, _formula_options,
+                  _budget_options, _validation_options, _output_options, _runtime_options):
         build(parser)
 
 
@@ -169,6 +171,23 @@ def _tool_options(parser: argparse.ArgumentParser) -> None:
     tools.add_argument("--skills-dir", metavar="DIR",
                        help="folder of custom skills (a sub-folder with a SKILL.md each), "
                             "offered beside the built-in ones; shipped with a cluster run")
+
+
+def _formula_options(parser: argparse.ArgumentParser) -> None:
+    formulas = parser.add_argument_group("formulas", "PySR's limits on what a formula may be")
+    formulas.add_argument("--operators", type=name_list, metavar="OPS",
+                          help="operators a formula may use, binary and unary in one list, "
+                               "e.g. '+,-,*,/,sin,exp' (PySR's names; default: no restriction)")
+    formulas.add_argument("--binary-operators", type=name_list, metavar="OPS",
+                          help="binary operators a formula may use, from +,-,*,/,^")
+    formulas.add_argument("--unary-operators", type=name_list, metavar="OPS",
+                          help="unary operators a formula may use, from sqrt,square,cube,exp,"
+                               "log,sin,cos,tanh,abs,inv,neg")
+    formulas.add_argument("--maxsize", type=int, metavar="N",
+                          help="largest complexity (nodes) of a formula found, 3 to 60")
+    formulas.add_argument("--guess", dest="guesses", action="append", metavar="FORMULA",
+                          help="a formula to start from, evaluated with its constants fitted "
+                               "at the first step (repeatable; param(\"a\") for a constant)")
 
 
 def _budget_options(parser: argparse.ArgumentParser) -> None:
@@ -254,6 +273,14 @@ def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
     strong = getattr(args, "strong_llm", None)
     if strong is not None:
         flags["strong_llm_provider"], flags["strong_llm_model"] = strong
+    operators = getattr(args, "operators", None)
+    if operators is not None:
+        from srh_core.operators import ALIASES, BINARY_OPERATORS
+
+        binary = [o for o in operators if ALIASES.get(o, o) in BINARY_OPERATORS]
+        flags["binary_operators"] = flags["binary_operators"] or binary
+        flags["unary_operators"] = flags["unary_operators"] or [
+            o for o in operators if o not in binary]
     return {name: value for name, value in flags.items() if value is not None}
 
 

@@ -36,6 +36,7 @@ import numpy as np
 import srh_engine as engine
 from srh_core import formats
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
+from srh_core.operators import missing_operators, operator_limits
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import (
     diagnostic_lines,
@@ -305,8 +306,14 @@ class FormulaTool(BaseTool):
 
     def score_formula(self, f: engine.Expression, target: DataTerm, *,
                       show_diagnostics: bool = True) -> dict[str, Any]:
-        """Score a formula whose parameters are bound; no fitting, no back-transform."""
+        """Score a formula whose parameters are bound; no fitting, no back-transform.
+
+        The formula is first rewritten for reading (:func:`srh_engine.readable`:
+        ``x*T**-1`` -> ``x/T``, ``a + -b`` -> ``a - b``, ``exp(log(n) + u)`` -> ``n*exp(u)``
+        for a variable positive on the data), and scored as rewritten.
+        """
         context = self.require_context()
+        f = engine.readable(f, positive=self.positive_variables(f))
         unbound = engine.unbound_parameters(f)
         if unbound:
             raise ToolArgumentError(
@@ -330,9 +337,30 @@ class FormulaTool(BaseTool):
         units = units_report(f, target.expression, context)
         if units is not None:
             entry["units"] = units
+        outside = self.outside_limits(f)
+        if outside and entry["is_candidate"]:
+            entry["is_candidate"] = False
+            entry["warnings"].append(f"not a candidate: {outside}")
         if show_diagnostics:
             entry["diagnostics"] = self._diagnostics(f, target, context.train_split)
         return entry
+
+    def outside_limits(self, f: engine.Expression) -> str | None:
+        """Why ``f`` breaks the run's operator set or ``maxsize`` (None: it does not)."""
+        binary, unary, maxsize = operator_limits(self.require_context().args)
+        missing = missing_operators(f, binary, unary)
+        if missing:
+            return (f"it uses {', '.join(missing)}, outside the run's operators "
+                    f"({' '.join([*(binary or []), *(unary or [])]) or 'the defaults'})")
+        size = engine.complexity(f)
+        if maxsize is not None and size > maxsize:
+            return f"its complexity {size} is above the run's maxsize {maxsize}"
+        return None
+
+    def positive_variables(self, f: engine.Expression) -> list[str]:
+        """The variables of ``f`` that are positive on every row of the data."""
+        data = self.require_context().data
+        return [name for name in engine.symbols(f) if name in data and _all_positive(data[name])]
 
     def _split_metrics(self, f: engine.Expression, target: DataTerm, split: Any) -> dict:
         evaluator = self.require_context().evaluator
@@ -436,6 +464,14 @@ class FormulaTool(BaseTool):
 
 
 # --------------------------------------------------------------------- helpers
+def _all_positive(values: Any) -> bool:
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return bool(array.size) and bool(np.all(array > 0))
+
+
 def split_results(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """The reference's ``data_split_results`` view of ``{split: metric dict}``."""
     return {split: {"metrics": values} for split, values in metrics.items()}

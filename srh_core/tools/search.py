@@ -18,6 +18,7 @@ from typing import Any
 
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
+from srh_core.operators import operator_limits, search_operators
 from srh_core.tools.base import BaseTool
 from srh_core.tools.dimensions import context_dimensions, target_dimension
 from srh_core.tools.formula import DataTerm, FormulaTool
@@ -73,8 +74,10 @@ class ExpressionSearchTool(FormulaTool):
                 1 to 64. Default: the CPUs this process may use, and 1 inside a Celery
                 prefork child; set 1 on a worker that already runs one process per core.
         """
-        checked = self._operators(operators)
+        checked = self._run_operators(self._operators(operators))
         size = self.check_int("max_complexity", max_complexity, MIN_COMPLEXITY, MAX_COMPLEXITY)
+        maxsize = operator_limits(self.require_context().args)[2]
+        size = size if maxsize is None else min(size, maxsize)
         budget = self.check_float("time_budget", time_budget, MIN_BUDGET, MAX_BUDGET)
         seed = self.check_int("seed", seed, 0, MAX_SEED)
         limit = self.check_int("max_samples", max_samples, MIN_SAMPLES, MAX_SAMPLES)
@@ -118,6 +121,20 @@ class ExpressionSearchTool(FormulaTool):
                 f"{list(OPERATORS)}, with at least one of + - * /. Got {operators!r:.80} "
                 "instead.", parameter="operators")
         return list(dict.fromkeys(operators))
+
+    def _run_operators(self, operators: list[str] | None) -> list[str] | None:
+        """The call's operators within the run's set (``binary_operators``/``unary_operators``)."""
+        allowed = search_operators(*operator_limits(self.require_context().args)[:2])
+        if allowed is None:
+            return operators
+        if operators is None:
+            return allowed
+        kept = [name for name in operators if name in allowed]
+        if not any(name in ("+", "-", "*", "/") for name in kept):
+            raise ToolArgumentError(f"The 'operators' parameter of expression_search must stay "
+                                    f"within the run's operators {allowed}. Got {operators!r:.80} "
+                                    "instead.", parameter="operators")
+        return kept
 
     def _results(self, formulas: Sequence[engine.Expression], target: DataTerm,
                  show_diagnostics: bool, result: Any) -> dict[str, Any]:

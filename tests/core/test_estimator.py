@@ -14,6 +14,7 @@ import pytest
 from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError
 from srh_core.estimator import (
+    ESTIMATOR_ONLY,
     NoFormulaFoundWarning,
     NotFittedError,
     SRHarnessRegressor,
@@ -60,7 +61,7 @@ def test_every_search_setting_is_a_parameter_with_the_same_default():
     parameters = inspect.signature(SRHarnessRegressor).parameters
     fields = {name: field for name, field in SearchSettings.model_fields.items()
               if name not in ("run_id", "units")}  # X_units and y_units make the units
-    assert set(parameters) == {*fields, "problem_description", "X_units", "y_units"}
+    assert set(parameters) == {*fields, *ESTIMATOR_ONLY}
     for name, field in fields.items():
         default = field.get_default(call_default_factory=True)
         assert parameters[name].default == (None if default == [] else default), name
@@ -97,7 +98,7 @@ def test_dataframe_columns_become_usable_variable_names():
     frame = pd.DataFrame(X, columns=["mass (kg)", "e"])
     model = SRHarnessRegressor(**TINY).fit(frame, y)
     assert list(model.feature_names_in_) == ["mass (kg)", "e"]
-    assert model.variable_names_ == ["mass_kg_", "x1"]  # e is Euler's number in formulas
+    assert model.variable_names_ == ["mass_kg_", "x2"]  # e is Euler's number in formulas
     assert model.score(frame, y) > 0.999999
 
 

@@ -55,6 +55,25 @@ def test_the_task_prompt_gives_target_and_feature_ranges():
     assert view.feature("m").positive and not v.positive
 
 
+def test_the_task_prompt_gives_the_operators_maxsize_and_guesses():
+    from srh_core.agent.settings import SearchSettings
+    from srh_core.api.offline.search_step import search_move
+
+    settings = SearchSettings.build(binary_operators=["+", "*", "^"], unary_operators=["sin"],
+                                    maxsize=11, guesses=['param("a")*m*v**2', "m + v"])
+    text = prompts.user_prompt("Find E.", X, "E", Y, {}, [], "mse",
+                               prompts.limit_lines(settings))
+    view = read_conversation([{"role": "user", "content": text}], PARSER)
+    assert view.operators == ("+", "*", "^", "sin") and view.maxsize == 11
+    assert view.guesses == ['param("a")*m*v**2', "m + v"]
+    plain = read_conversation([task()], PARSER)
+    assert (plain.operators, plain.maxsize, plain.guesses) == (None, None, [])
+    view.step = 2
+    move = search_move(view, [])
+    assert move.params["operators"] == ["+", "*", "sin", "square", "cube", "sqrt"]
+    assert move.params["max_complexity"] == 11
+
+
 def test_features_beyond_the_listed_ones_are_named():
     many = {f"x{i}": RNG.uniform(1, 2, 10) for i in range(prompts.MAX_VARIABLES_LISTED + 5)}
     message = task(features=many, values=RNG.uniform(1, 2, 10))

@@ -68,6 +68,16 @@ def factor_analysis(view: ConversationView) -> Move | None:
                 "|target| as a product of powers: which variables enter as clean powers")
 
 
+GUESS_TIER = -1
+"""The user's guesses come before every other move."""
+
+
+def guess_moves(view: ConversationView) -> list[Move]:
+    """Evaluate each formula the user gave to start from, its constants fitted."""
+    return [Move("evaluate_formula", {"f": guess, "fit": True}, GUESS_TIER,
+                 "a formula given to start from, its constants fitted") for guess in view.guesses]
+
+
 def pinned_moves(view: ConversationView) -> list[Move]:
     """Moves every sample carries: the factor analysis until its result is visible."""
     move = factor_analysis(view)
@@ -84,7 +94,8 @@ def portfolio(view: ConversationView) -> list[Move]:
     """Every move worth trying for this conversation, with its tier."""
     if view.target is None:
         return [Move("statistics_analysis", {}, 0, "learn the variables first")]
-    moves = opening(view) + blind_fits(view) + angle_target_fits(view) + refinements(view)
+    moves = (guess_moves(view) + opening(view) + blind_fits(view) + angle_target_fits(view)
+             + refinements(view))
     if analysed(view):
         moves += hypothesis_moves(view) + sum_moves(view)
     return moves

@@ -114,6 +114,11 @@ class ConversationView:
     power_laws: dict[str, PowerLawReport] = field(default_factory=dict)
     branch: int = 1
     branches: int = 1
+    operators: tuple[str, ...] | None = None
+    """The run's operator set, PySR's names (None: no restriction)."""
+    maxsize: int | None = None
+    guesses: list[str] = field(default_factory=list)
+    """Formulas the user gave to start from."""
 
     @property
     def final_step(self) -> bool:
@@ -194,6 +199,11 @@ def _read_facts(view: ConversationView, text: str) -> None:
         view.target = Variable(match.group(1), float(match.group(2)), float(match.group(3)))
         view.features = [Variable(m.group(1), float(m.group(2)), float(m.group(3)))
                          for m in formats.FEATURE_LINE.finditer(text)]
+        operators = formats.OPERATORS_LINE.search(text)
+        view.operators = tuple(operators.group(1).split()) if operators else None
+        maxsize = formats.MAXSIZE_LINE.search(text)
+        view.maxsize = int(maxsize.group(1)) if maxsize else None
+        view.guesses = [m.group(1).strip() for m in formats.GUESS_LINE.finditer(text)]
     if (step := formats.STEP_LINE.search(text)) is not None:
         view.step, view.max_steps = int(step.group(1)), int(step.group(2))
         view.front = [_front_row(match) for match in formats.FRONT_ROW.finditer(text)]

@@ -25,6 +25,7 @@ from srh_core.api.offline.moves import Move
 from srh_core.api.offline.policy import Proposal
 from srh_core.api.offline.reader import PLAN_HEADER, ConversationView
 from srh_core.errors import ConfigurationError
+from srh_core.operators import BINARY_OPERATORS, search_operators
 
 SEARCH_TOOL = "expression_search"
 DEFAULT_SECONDS = 10.0
@@ -83,7 +84,13 @@ def search_move(view: ConversationView, messages: Sequence[Mapping[str, Any]],
                                           float("inf") if configured is None else configured)
     if budget < MIN_SECONDS:
         return None
-    params = {"time_budget": round(budget, 1), "seed": view.branch - 1}
+    params: dict[str, Any] = {"time_budget": round(budget, 1), "seed": view.branch - 1}
+    if view.operators is not None:
+        params["operators"] = search_operators(
+            [o for o in view.operators if o in BINARY_OPERATORS],
+            [o for o in view.operators if o not in BINARY_OPERATORS])
+    if view.maxsize is not None:
+        params["max_complexity"] = view.maxsize
     return Move(SEARCH_TOOL, params, 0, "no closed form fits exactly: search formulas of "
                                         "any shape (decomposition, enumeration, evolution)")
 

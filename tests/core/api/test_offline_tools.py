@@ -100,5 +100,5 @@ def test_constant_fit_snaps_a_pi_multiple_and_writes_no_unit_factor():
     eq = f"{1 / (4 * math.pi) * (1 + 1e-10)!r}*q**2/eps/r*1.0000000003"
     result = BaseTool.create("constant_fit", found)(eq=eq)
     assert result.ok, result.result_str
-    assert result.result["formula"] == "1/(4*pi)*q**2/eps/r"
+    assert result.result["formula"] == "q**2/(4*pi*eps*r)"
     assert result.result["metrics"]["train"]["mse"] < 1e-25

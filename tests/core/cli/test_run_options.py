@@ -36,9 +36,27 @@ def parse(*flags: str):
     (["--strong-llm", "deepseek:deepseek-reasoner"], "strong_llm_provider", "deepseek"),
     (["--llm-max-tokens", "2048"], "llm_max_tokens", 2048),
     (["-R", "2", "-C", "3"], "global_width", 3),
+    (["--binary-operators", "+,*,pow"], "binary_operators", ["+", "*", "^"]),
+    (["--unary-operators", "sin,exp"], "unary_operators", ["sin", "exp"]),
+    (["--operators", "+,-,*,sin"], "binary_operators", ["+", "-", "*"]),
+    (["--operators", "+,-,*,sin"], "unary_operators", ["sin"]),
+    (["--maxsize", "12"], "maxsize", 12),
+    (["--guess", "x1**2", "--guess", 'param("a")*x1*x2'], "guesses",
+     ["x1**2", 'param("a")*x1*x2']),
 ], ids=lambda value: value if isinstance(value, str) else None)
 def test_each_flag_sets_its_setting(flags, field, value):
     assert getattr(settings_from_args(parse(*flags)), field) == value
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--unary-operators", "sinn"], "did you mean 'sin'"),
+    (["--operators", "+,frobnicate"], "unknown unary operator 'frobnicate'"),
+    (["--maxsize", "100"], "maxsize"),
+    (["--guess", "x1 +"], "not a formula"),
+], ids=["unknown-unary", "unknown-in-operators", "maxsize-range", "bad-guess"])
+def test_bad_formula_limits_are_configuration_errors(flags, message):
+    with pytest.raises(ConfigurationError, match=message):
+        settings_from_args(parse(*flags))
 
 
 def test_unset_flags_keep_the_defaults_and_the_config_file(tmp_path):

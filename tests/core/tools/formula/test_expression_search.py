@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import srh_engine as engine
 from srh_core.tools.base import BaseTool
 
 
@@ -57,3 +58,25 @@ def test_bad_arguments_are_a_readable_failure(make_context, run, arguments, mess
     context = make_context(three_inputs, "y", ratio_of_a_sum, n=50)
     result = run("expression_search", context, **arguments)
     assert not result.ok and message in result.result_str
+
+
+def test_the_runs_operators_and_maxsize_bound_the_search():
+    from srh_core import AgentContext, BaseTool
+    from srh_core.operators import missing_operators
+
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(1, 3, (2, 200))
+    context = AgentContext(args={"validation_fraction": 0.0, "binary_operators": ["+", "*"],
+                                 "unary_operators": [], "maxsize": 9}, target="y",
+                           data={"x1": x1, "x2": x2, "y": x1 * x2 + np.sin(x1)})
+    tool = BaseTool.create("expression_search", context)
+    result = tool(time_budget=0.5, workers=1, max_samples=100)
+    assert result.ok, result.result_str
+    for entry in [result.result, *result.result.get("all_formulas", [])]:
+        assert "sin" not in entry["formula"]  # the search had only + and *
+        if entry["is_candidate"]:
+            formula = engine.parse(entry["formula"])
+            assert missing_operators(formula, ["+", "*"], []) == [], entry["formula"]
+            assert engine.complexity(formula) <= 9
+    refused = tool(operators=["exp", "/"], time_budget=0.5, workers=1)
+    assert not refused.ok and "within the run's operators" in refused.result_str

@@ -226,3 +226,18 @@ def test_tools_without_data_or_target_fail_clearly(run):
     no_target = AgentContext(data={"x": np.arange(5.0)})
     result = run("polynomial_fit", no_target)
     assert not result.ok and "No target is configured" in result.result_str
+
+
+def test_the_scored_formula_is_written_for_reading():
+    from srh_core import AgentContext, BaseTool
+
+    rng = np.random.default_rng(0)
+    n0, m, x, temperature = rng.uniform(1, 3, (4, 60))
+    y = n0 * np.exp(-m * x / temperature)
+    context = AgentContext(args={"validation_fraction": 0.0}, target="y", data={
+        "n0": n0, "m": m, "x": x, "T": temperature, "y": y, "s": x - 2})
+    run = BaseTool.create("evaluate_formula", context)
+    result = run(f="exp(log(n0) - m*x*T**-1)")
+    assert result.result["formula"] == "n0*exp(-m*x/T)"
+    assert result.result["metrics"]["train"]["r2"] == 1.0
+    assert run(f="exp(log(s) + x)").result["formula"] == "exp(log(s) + x)"  # s < 0 somewhere
