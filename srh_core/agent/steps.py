@@ -12,6 +12,7 @@ run or a re-delivered task reads the plan back and goes on from it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -79,16 +80,28 @@ class StepPlan:
             buffer=None if buffer is None else list(buffer))
 
 
-def opened_step(agent: SRAgent, branch: BranchState) -> StepPlan | None:
+#: ``opened_step``'s ``stored`` when the caller did not read the stored plan.
+UNREAD: Any = object()
+
+
+def opened_step(agent: SRAgent, branch: BranchState, *, stored: StepPlan | None = UNREAD,
+                requests: AbstractContextManager[Any] | None = None) -> StepPlan | None:
     """The plan of the branch's next step: the stored one, else a new one, stored first.
 
     None when ``prepare_iteration`` stopped the branch (the branch says why).
+
+    Args:
+        agent: The bound agent.
+        branch: The branch about to open step ``branch.L``.
+        stored: The stored plan when the caller read it already (None: there is none).
+        requests: Entered around the opening (a Celery step bounds its model request).
     """
     store = agent.require_store()
-    plan = store.load_plan(branch.R, branch.C, branch.L)
+    plan = store.load_plan(branch.R, branch.C, branch.L) if stored is UNREAD else stored
     if plan is not None:
         return plan
-    plan = agent.open_step(branch)
+    with requests or nullcontext():
+        plan = agent.open_step(branch)
     return None if plan is None else store.save_plan(plan)
 
 

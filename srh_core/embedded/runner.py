@@ -34,13 +34,17 @@ import numpy as np
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import (
     INTERRUPTED_BY_USER,
-    STOP_EARLY,
     STOP_INTERRUPTED,
     RunOutcome,
-    restart_is_last,
     resumable,
     run_outcome,
-    step_gate,
+)
+from srh_core.agent.scheduler import (
+    FinishRun,
+    OpenStep,
+    StopBranch,
+    next_steps,
+    on_restart_ended,
 )
 from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
@@ -110,22 +114,17 @@ class LocalBranchRunner:
         return [states[C] for C in sorted(states)]
 
     def _next(self, states: dict[int, BranchState], busy: set[int]) -> BranchState | None:
-        """The first branch (by C) allowed to open its next step; ends gated branches."""
-        if self.control.paused():
-            return None
-        siblings = list(states.values())
-        for C in sorted(states):
-            branch = states[C]
-            if branch.finished or C in busy:
-                continue
-            stop = self.control.stop_reason()
-            gate = "stop" if stop else step_gate(branch, siblings,
-                                                 self.agent.settings.early_stop)
-            if gate == "stop":
-                self._stepped(states, branch.stop(stop or STOP_EARLY))
-            elif gate == "open":
-                return branch
-        return None
+        """The first branch (by C) the scheduler opens a step of; ends the branches it stops."""
+        actions = next_steps(list(states.values()), early_stop=self.agent.settings.early_stop,
+                             stop_reason=self.control.stop_reason(),
+                             paused=self.control.paused, busy=busy)
+        opened = None
+        for action in actions:
+            if isinstance(action, StopBranch):
+                self._stepped(states, action.branch.stop(action.reason))
+            elif isinstance(action, OpenStep) and opened is None:
+                opened = action.branch
+        return opened  # a Hold (a pause) or nothing to open: None
 
     def _stepped(self, states: dict[int, BranchState], branch: BranchState) -> None:
         with self._lock:
@@ -332,7 +331,8 @@ def _resume_point(runtime: Mapping[str, Any], settings: Any
     restart = int(runtime["restart"])
     branches = [resumable(BranchState.from_dict(b)) for b in runtime.get("branches") or []]
     if branches and all(branch.finished for branch in branches):
-        if restart_is_last(branches, restart, settings.max_restart_loop, settings.early_stop):
+        if isinstance(on_restart_ended(branches, restart, max_restart=settings.max_restart_loop,
+                                       early_stop=settings.early_stop), FinishRun):
             return restart, branches
         return restart + 1, None
     return restart, branches or None
@@ -380,7 +380,8 @@ def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None
         states = runner.run_restart(states)
         if not all(branch.finished for branch in states):
             return None
-        if restart_is_last(states, R, settings.max_restart_loop, settings.early_stop):
+        if isinstance(on_restart_ended(states, R, max_restart=settings.max_restart_loop,
+                                       early_stop=settings.early_stop), FinishRun):
             break
     return run_outcome(states, early_stop=settings.early_stop, time_limit=settings.time_limit,
                        settings=settings)

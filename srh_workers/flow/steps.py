@@ -32,8 +32,23 @@ from pathlib import Path
 from redis import Redis
 
 from srh_core.agent.branch import BranchState
-from srh_core.agent.outcome import STOP_EARLY, restart_is_last, run_outcome, step_gate
-from srh_core.agent.steps import sample_results
+from srh_core.agent.outcome import run_outcome
+from srh_core.agent.scheduler import (
+    EndBranch,
+    FinishRun,
+    LevelDone,
+    OpenStep,
+    SchedulerAction,
+    StartRestart,
+    StopBranch,
+    gate,
+    next_steps,
+    on_branch_ended,
+    on_level_done,
+    on_restart_ended,
+    on_step_closed,
+)
+from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.run_dir import RunDirectory, run_inputs
 from srh_core.errors import ConfigurationError
 from srh_core.types import SearchResult
@@ -85,28 +100,39 @@ def start_restart(rt: RunRuntime, R: int) -> list[Action]:
         rt.store.save_branches(rt.agent().start_restart(R), only_new=True)
         branches = rt.store.load_branches(R, rt.width)
     states = [branch for branch in branches if branch is not None]
-    actions: list[Action] = []
-    for branch in states:
-        actions += continue_branch(rt, branch, states)
-    return actions
+    return scheduled(rt, next_steps(states, early_stop=rt.settings.early_stop))
 
 
 def continue_branch(rt: RunRuntime, branch: BranchState,
                     siblings: list[BranchState] | None = None) -> list[Action]:
     """What moves a branch on from its stored state (idempotent: safe to send twice)."""
-    if branch.finished:
-        return end_branch(rt, branch)
-    if rt.settings.early_stop:
-        if siblings is None:
-            siblings = [b for b in rt.store.load_branches(branch.R, rt.width) if b is not None]
-        gate = step_gate(branch, siblings, True)
-        if gate == "wait":
-            return []
-        if gate == "stop":
-            branch.stop(STOP_EARLY)
-            rt.store.save_branches([branch])
-            return end_branch(rt, branch)
-    return [step_action(rt.run_id, branch.R, branch.C, branch.L)]
+    if not branch.finished and rt.settings.early_stop and siblings is None:
+        siblings = [b for b in rt.store.load_branches(branch.R, rt.width) if b is not None]
+    return scheduled(rt, next_steps([branch], early_stop=rt.settings.early_stop,
+                                    siblings=siblings or [branch]))
+
+
+def scheduled(rt: RunRuntime, actions: list[SchedulerAction]) -> list[Action]:
+    """The scheduler's actions as this flow carries them out: tasks to send, store writes."""
+    sent: list[Action] = []
+    for action in actions:
+        if isinstance(action, OpenStep):
+            sent.append(step_action(rt.run_id, action.branch.R, action.branch.C,
+                                    action.branch.L))
+        elif isinstance(action, StopBranch):
+            action.branch.stop(action.reason)
+            rt.store.save_branches([action.branch])
+            sent += end_branch(rt, action.branch)
+        elif isinstance(action, EndBranch):
+            sent += end_branch(rt, action.branch)
+        elif isinstance(action, LevelDone):
+            sent += level_done(rt, action.R, action.L, action.C)
+        elif isinstance(action, StartRestart):
+            sent.append(restart_action(rt.run_id, action.R))
+        elif isinstance(action, FinishRun):
+            sent.append(finalize_action(rt.run_id))
+        # Hold: the step task parked the step (park_step); its release re-sends it
+    return sent
 
 
 def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
@@ -118,20 +144,23 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         return []
     released: list[Action] = []
     if plan is None:
-        if stop is not None:
-            branch.stop(stop)
-            rt.store.save_branches([branch])
-            return end_branch(rt, branch)
-        parked, released = park_step(rt, R, C, L)  # interactive: a paused run parks the step
-        if parked:
-            return released  # what a stop sent while it parked lets go (this step included)
+        def paused() -> bool:  # interactive: a paused run parks the step
+            parked, let_go = park_step(rt, R, C, L)
+            released.extend(let_go)  # what a stop sent while it parked (this step included)
+            return parked
+
+        # the early-stop part of the gate passed where the step was sent (continue_branch)
+        verdict = gate(branch, None, early_stop=rt.settings.early_stop, stop_reason=stop,
+                       paused=paused)
+        if verdict.verdict == "stop":
+            return scheduled(rt, [StopBranch(branch, verdict.reason or stop or "")])
+        if verdict.verdict == "hold":
+            return released
         agent = rt.agent()
-        with rt.bounded_requests(agent):
-            plan = agent.open_step(branch)
+        plan = opened_step(agent, branch, stored=None, requests=rt.bounded_requests(agent))
         if plan is None:
             rt.store.save_branches([branch])
             return released + end_branch(rt, branch)
-        plan = rt.store.save_plan(plan)
     return released + [sample_action(rt.run_id, R, C, L, k) for k in range(1, plan.K + 1)]
 
 
@@ -158,11 +187,7 @@ def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         return []
     after = rt.agent().close_step(branch, plan, [results[k] for k in range(1, plan.K + 1)])
     rt.store.save_branches([after])
-    if after.finished:
-        return end_branch(rt, after)
-    if not rt.settings.early_stop:
-        return [step_action(rt.run_id, R, C, after.L)]
-    return level_done(rt, R, L, C)
+    return scheduled(rt, on_step_closed(after, early_stop=rt.settings.early_stop))
 
 
 def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
@@ -170,27 +195,19 @@ def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
     if not rt.store.level_done(R, L, C, rt.width):
         return []
     siblings = [b for b in rt.store.load_branches(R, rt.width) if b is not None]
-    actions: list[Action] = []
-    for branch in siblings:
-        if not branch.finished and branch.L == L + 1:
-            actions += continue_branch(rt, branch, siblings)
-    return actions
+    return scheduled(rt, on_level_done(siblings, L, early_stop=rt.settings.early_stop))
 
 
 def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
     """Count the ended branch; the last branch of a restart moves the run on."""
     count = rt.store.finish_branch(branch)
-    actions: list[Action] = []
-    if rt.settings.early_stop:
-        for level in sorted({max(1, branch.L - 1), branch.L}):
-            actions += level_done(rt, branch.R, level, branch.C)
+    actions = scheduled(rt, on_branch_ended(branch, early_stop=rt.settings.early_stop))
     if count >= rt.width and rt.store.claim_restart(branch.R, claimant=branch.C):
         siblings = [b for b in rt.store.load_branches(branch.R, rt.width) if b is not None]
         settings = rt.settings
-        if restart_is_last(siblings, branch.R, settings.max_restart_loop, settings.early_stop):
-            actions.append(finalize_action(rt.run_id))
-        else:
-            actions.append(restart_action(rt.run_id, branch.R + 1))
+        actions += scheduled(rt, [on_restart_ended(siblings, branch.R,
+                                                   max_restart=settings.max_restart_loop,
+                                                   early_stop=settings.early_stop)])
     return actions
 
 
@@ -335,10 +352,7 @@ def repair_actions(rt: RunRuntime) -> list[Action]:
     if any(branch is None for branch in branches):
         return [restart_action(rt.run_id, restart)]
     states = [branch for branch in branches if branch is not None]
-    actions: list[Action] = []
-    for branch in states:
-        actions += continue_branch(rt, branch, states)
-    return actions
+    return scheduled(rt, next_steps(states, early_stop=rt.settings.early_stop))
 
 
 def _finalize(rt: RunRuntime) -> list[Action]:

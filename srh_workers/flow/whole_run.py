@@ -57,8 +57,7 @@ class ChunkControl:
             return True
         if not self.rt.store.hold_lock(self.owner, LOCK_SECONDS):
             return True
-        if self.stop_reason() is not None:  # a stopped run ends its branches, never parks
-            return False
+        # asked by the scheduler's gate only when no stop is set (a stopped run never parks)
         from srh_workers.control.runtime import park_run
 
         self.parked, self.released = park_run(self.rt, self.owner)  # a paused run parks here
