@@ -71,22 +71,29 @@ class CandidateStore(Protocol):
         """Build (without recording) the node of one sample."""
         ...
 
-    def record_node(self, node: SearchNode) -> bool:
-        """Add a node; False when its id is already recorded."""
+    def record_node(self, node: SearchNode, *, batch: SampleScope | None = None) -> bool:
+        """Add a node; False when its id is known to be recorded already.
+
+        With ``batch`` (a scope from :meth:`sample`) a store may queue the
+        write: it then answers True, and the batch's outcome says whether the
+        node was new (the Redis store's, so a sample costs one round trip).
+        """
         ...
 
-    def push_candidate(self, candidate: CandidateRecord) -> bool:
-        """Add a candidate; False when unrankable or already recorded."""
+    def push_candidate(self, candidate: CandidateRecord, *,
+                       batch: SampleScope | None = None) -> bool:
+        """Add a candidate; False when unrankable or already recorded (queued: True)."""
         ...
 
     def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
-                       results: Sequence[ToolCallResult], forced: bool) -> None:
-        """Append executed calls to the run's tool-call log."""
+                       results: Sequence[ToolCallResult], forced: bool, *,
+                       batch: SampleScope | None = None) -> None:
+        """Append executed calls to the run's tool-call log (with ``batch``: maybe queued)."""
         ...
 
     def sample(self, R: int, C: int, L: int, K: int, samples: int
                ) -> AbstractContextManager[SampleScope]:
-        """A scope around sample K's writes (of ``samples``); a store may batch them."""
+        """A scope around sample K's writes (of ``samples``): the batch its writers get."""
         ...
 
     def save_plan(self, plan: StepPlan) -> StepPlan:

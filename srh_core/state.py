@@ -130,8 +130,11 @@ class SearchRunState:
         return ParentLink(parent_node_id=parent_node_id, relation=relation)
 
     # --------------------------------------------------------------- nodes
-    def record_node(self, node: SearchNode) -> bool:
-        """Add one node; False (and no change) when its id is already recorded."""
+    def record_node(self, node: SearchNode, *, batch: SampleScope | None = None) -> bool:
+        """Add one node; False (and no change) when its id is already recorded.
+
+        ``batch`` is ignored: in memory every write applies at once.
+        """
         with self._lock:
             if node.node_id in self.nodes:
                 return False
@@ -220,8 +223,9 @@ class SearchRunState:
         return [node.to_dict(include_detail=include_detail) for node in nodes]
 
     # ---------------------------------------------------------- candidates
-    def push_candidate(self, candidate: CandidateRecord) -> bool:
-        """Add a candidate to the pool.
+    def push_candidate(self, candidate: CandidateRecord, *,
+                       batch: SampleScope | None = None) -> bool:
+        """Add a candidate to the pool (``batch`` is ignored: applied at once).
 
         Returns:
             False, without raising, when the candidate is unrankable (missing
@@ -241,7 +245,8 @@ class SearchRunState:
         return True
 
     def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
-                       results: Sequence[ToolCallResult], forced: bool) -> None:
+                       results: Sequence[ToolCallResult], forced: bool, *,
+                       batch: SampleScope | None = None) -> None:
         """Append executed calls to ``tool_calls.jsonl`` (nothing is kept in memory)."""
         from srh_core.agent.accounting import RunTotals, call_seconds
 

@@ -30,20 +30,26 @@ path with them.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from srh_core.agent import accounting, prompts
 from srh_core.agent.branch import BranchState, updated_front
-from srh_core.agent.candidates import choose_sample, is_evaluation, sample_candidates
+from srh_core.agent.candidates import (
+    SampleResults,
+    carried_candidates,
+    choose_sample,
+    is_evaluation,
+    sample_candidates,
+)
 from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT, budget_stop
 from srh_core.agent.settings import SearchSettings
-from srh_core.agent.steps import StepPlan
+from srh_core.agent.steps import SampleRun, StepPlan
 from srh_core.api import ModelResponse
 from srh_core.errors import ConfigurationError, ModelResponseTruncatedError, SearchStateError
 from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
@@ -56,12 +62,6 @@ logger = logging.getLogger("srh.agent")
 Message = dict[str, Any]
 Observer = Callable[[Mapping[str, Any]], None]
 ExecutorFactory = Callable[[Mapping[str, BaseTool]], ToolExecutor]
-
-# The branch whose progress messages are being built, per thread: the
-# embedded runtime runs branches on threads and the Celery branch worker
-# shares one process between tasks.
-_ACTIVE_BRANCH: ContextVar[BranchState | None] = ContextVar("srh_active_branch", default=None)
-
 
 class SRAgent:
     """Agent that runs an R-C-L-K symbolic-regression search.
@@ -241,6 +241,16 @@ class SRAgent:
     def node_id(self, R: int, C: int, L: int, K: int) -> str:
         return self.require_store().node_id(R, C, L, K)
 
+    def writing_to(self, store: CandidateStore) -> SRAgent:
+        """This agent with ``store`` as its store (one sample's batched view of it).
+
+        A shallow copy: the run's parts are shared, only the store differs, so
+        branches on threads each write with their own sample's batch.
+        """
+        view = copy.copy(self)
+        view.store = store
+        return view
+
     def require_store(self) -> CandidateStore:
         """The run's store; SearchStateError when no run is bound."""
         if self.store is None:
@@ -284,12 +294,16 @@ class SRAgent:
         return self.customize_initial_prompts(messages, X=X, y=y)
 
     def create_initial_buffer(self, problem_description: str, X: Mapping[str, Any],
-                              y: Mapping[str, Any],
-                              restart_records: list[CandidateRecord]) -> list[Message]:
-        """System and user prompts plus the first progress message of a branch."""
+                              y: Mapping[str, Any], restart_records: list[CandidateRecord],
+                              *, branch: BranchState | None = None) -> list[Message]:
+        """System and user prompts plus the first progress message of a branch.
+
+        Args:
+            branch: The branch the buffer starts (its restart, seeds and front).
+        """
         messages = self.create_initial_prompt_messages(problem_description, X, y,
                                                        restart_records)
-        return messages + [self.build_progress_message(0)]
+        return messages + [self.build_progress_message(0, branch=branch)]
 
     def on_buffer_messages_added(self, messages: list[Message], **coordinate: int) -> None:
         """Hook: ``messages`` just entered a branch's buffer (at ``R``, ``C`` and, after a
@@ -304,8 +318,8 @@ class SRAgent:
         front = updated_front([], records, self.policy)
         X, y = self.problem_arrays()
         template = BranchState(store.run_id, R, 0, 1, [], seeds=seeds, front=front)
-        with self.active_branch(template):
-            buffer = self.create_initial_buffer(self.problem_description, X, y, records)
+        buffer = self.create_initial_buffer(self.problem_description, X, y, records,
+                                            branch=template)
         links = [ParentLink(record.node_id, "restart_seed") for record in records]
         self.emit("restart", R=R, seeds=[record.formula for record in records])
         for C in range(1, self.settings.global_width + 1):
@@ -321,22 +335,18 @@ class SRAgent:
         return X, {self.context.target: data[self.context.target]}
 
     # ------------------------------------------------------- progress messages
-    @contextmanager
-    def active_branch(self, branch: BranchState) -> Iterator[BranchState]:
-        """Make ``branch`` the one progress messages describe, in this thread."""
-        token = _ACTIVE_BRANCH.set(branch)
-        try:
-            yield branch
-        finally:
-            _ACTIVE_BRANCH.reset(token)
-
     def visible_front(self, branch: BranchState | None) -> list[CandidateRecord]:
         """The Pareto front of what ``branch`` has seen: its seeds and its own candidates."""
         return [] if branch is None else branch.front_records()
 
-    def build_progress_message(self, L: int) -> dict[str, str]:
-        """Step L+1 of the active branch, its Pareto front and the time left."""
-        branch = _ACTIVE_BRANCH.get()
+    def build_progress_message(self, L: int, *, branch: BranchState | None = None
+                               ) -> dict[str, str]:
+        """Step L+1 of ``branch``, the Pareto front it has seen and the time left.
+
+        Args:
+            L: The step just done (0 before the first).
+            branch: The branch the message is for (None: no restart, branch or front).
+        """
         settings = self.settings
         where = f"restart {branch.R if branch else 1}/{settings.max_restart_loop}"
         if branch is not None and branch.C > 0:
@@ -471,26 +481,32 @@ class SRAgent:
         """
         R, C, L = branch.R, branch.C, branch.L
         buffer = [dict(message) for message in branch.buffer]
-        with self.active_branch(branch):
-            reason = self.prepare_iteration(buffer, R, L, C)
-            if reason is not None:
-                branch.stop(reason, "done" if reason in MOVE_ON_REASONS else "stopped")
-                return None
-            prompt = self.prepare_model_messages(buffer, R, L, C)
-            responses, usage = self.request_llm(prompt, R, L, C)
+        reason = self.prepare_iteration(buffer, R, L, C)
+        if reason is not None:
+            branch.stop(reason, "done" if reason in MOVE_ON_REASONS else "stopped")
+            return None
+        prompt = self.prepare_model_messages(buffer, R, L, C)
+        responses, usage = self.request_llm(prompt, R, L, C)
         return StepPlan(R, C, L, prompt, responses, list(branch.parents), usage,
                         buffer=None if buffer == prompt else buffer)
 
     # ------------------------------------------------------ step 2: one sample
-    def run_sample(self, plan: StepPlan, K: int) -> list[ToolCallResult]:
-        """Run sample K of an opened step: its tool calls, its node and its candidates."""
+    def run_sample(self, plan: StepPlan, K: int) -> SampleRun:
+        """Run sample K of an opened step: its tool calls, its node and its candidates.
+
+        The sample's candidates are computed once here and carried (in the
+        ``results_list`` the hooks get, and in the returned run) to the step's close.
+        """
         R, C, L = plan.R, plan.C, plan.L
         response = [plan.responses[K - 1]]
-        results_list = self.execute_tool_calls(response, R, L, C)
+        grouped = self.execute_tool_calls(response, R, L, C)
+        candidates = self.sample_candidates(response[0], grouped[0], R, C, L, K)
+        results_list = SampleResults(grouped, [candidates])
         self.record_search_iteration(response, results_list, plan.parents, plan.prompt,
                                      plan.usage, R, L, C)
-        self.collect_candidates(response, results_list, R, L, C)
-        return results_list[0]
+        kept = [replace(c, details=dict(c.details)) for c in candidates]  # as found: a pool
+        self.collect_candidates(response, results_list, R, L, C)  # may add diagnostics later
+        return SampleRun(list(grouped[0]), kept)
 
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
                            C: int) -> list[list[ToolCallResult]]:
@@ -536,7 +552,11 @@ class SRAgent:
                       parents: Sequence[ParentLink], prompt: list[Message] | None,
                       usage: Mapping[str, Any] | None, R: int, C: int, L: int, K: int
                       ) -> bool:
-        """Record the node of sample K; False when it was already recorded."""
+        """Record the node of sample K; False when the store knows it was recorded already.
+
+        Inside a sample whose store batches its writes (the Redis store) the node
+        is queued and True is returned; the batch's outcome says whether it was new.
+        """
         store = self.require_store()
         node = store.build_node(response, results, tuple(parents), R=R, C=C, L=L, K=K,
                                 prompt=prompt if K == 1 else None, usage=usage)
@@ -546,10 +566,13 @@ class SRAgent:
                            results_list: Sequence[Sequence[ToolCallResult]], R: int, L: int,
                            C: int) -> list[CandidateRecord]:
         """Push the samples' eligible candidates to the pool; return them, ranked."""
+        carried = carried_candidates(results_list)
         collected = []
-        for response, results in zip(response_list, results_list, strict=True):
-            for candidate in self.sample_candidates(response, results, R, C, L,
-                                                    response.sample):
+        for index, (response, results) in enumerate(zip(response_list, results_list,
+                                                        strict=True)):
+            found = carried[index] if carried is not None else self.sample_candidates(
+                response, results, R, C, L, response.sample)
+            for candidate in found:
                 self.push_candidate(candidate)
                 collected.append(candidate)
         return rank_candidates(collected, self.policy)
@@ -603,22 +626,34 @@ class SRAgent:
 
     # ------------------------------------------------------ step 3: close a step
     def close_step(self, branch: BranchState, plan: StepPlan,
-                   results_list: Sequence[Sequence[ToolCallResult]]) -> BranchState:
-        """The branch's state after step ``plan.L``, from the K samples' results."""
+                   results_list: Sequence[Sequence[ToolCallResult]], *,
+                   candidates: Sequence[Sequence[CandidateRecord]] | None = None
+                   ) -> BranchState:
+        """The branch's state after step ``plan.L``, from the K samples' results.
+
+        Args:
+            branch: The branch as it was before the step.
+            plan: The step's plan.
+            results_list: Each sample's tool results (K lists).
+            candidates: Each sample's candidates as :meth:`run_sample` found them;
+                None computes them here (a step closed in another process).
+        """
         R, C, L = plan.R, plan.C, plan.L
-        candidates = [c for k, (response, results) in
-                      enumerate(zip(plan.responses, results_list, strict=True), 1)
-                      for c in self.sample_candidates(response, results, R, C, L, k)]
+        if candidates is None:
+            candidates = [self.sample_candidates(response, results, R, C, L, k)
+                          for k, (response, results) in
+                          enumerate(zip(plan.responses, results_list, strict=True), 1)]
+        carried = SampleResults(results_list, candidates)
+        candidates = [c for found in carried.candidates or () for c in found]
         exact = branch.exact_level
         if exact is None and any(self.exact_fit.reached(c) for c in candidates):
             exact = L
         front = updated_front(branch.front_records(), candidates, self.policy)
         seen = BranchState(branch.run_id, R, C, L, plan.branch_buffer(), list(plan.parents),
                            seeds=branch.seeds, front=front, exact_level=exact)
-        with self.active_branch(seen):
-            buffer, parents = self.update_conversation(seen.buffer, plan.responses,
-                                                       results_list, plan.parents, R, L, C)
-            reason = self.finish_iteration(buffer, R, L, C)
+        buffer, parents = self.update_conversation(seen.buffer, plan.responses, carried,
+                                                   plan.parents, R, L, C, branch=seen)
+        reason = self.finish_iteration(buffer, R, L, C)
         after = BranchState(branch.run_id, R, C, L + 1, buffer, parents, seeds=branch.seeds,
                             front=front, exact_level=exact)
         if reason is not None:
@@ -629,15 +664,22 @@ class SRAgent:
 
     def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
                             results_list: Sequence[Sequence[ToolCallResult]],
-                            node_parents: Sequence[ParentLink], R: int, L: int, C: int
+                            node_parents: Sequence[ParentLink], R: int, L: int, C: int, *,
+                            branch: BranchState | None = None
                             ) -> tuple[list[Message], list[ParentLink]]:
         """Continue with the best sample; merge the others' analysis output.
+
+        Args:
+            branch: The branch as the step left it (its front includes the step's
+                candidates): what the progress message describes.
 
         Returns:
             The new buffer and the parent links of the next step's nodes.
         """
-        candidates = [self.sample_candidates(r, res, R, C, L, k) for k, (r, res) in
-                      enumerate(zip(response_list, results_list, strict=True), 1)]
+        candidates = carried_candidates(results_list)
+        if candidates is None:
+            candidates = [self.sample_candidates(r, res, R, C, L, k) for k, (r, res) in
+                          enumerate(zip(response_list, results_list, strict=True), 1)]
         errors = [sum(not r.ok for r in results) + len(response.parse_issues or ())
                   for response, results in zip(response_list, results_list, strict=True)]
         chosen = choose_sample(candidates, errors, self.policy)
@@ -655,7 +697,7 @@ class SRAgent:
         added = self.conversation_messages(response_list[chosen], calls, results)
         added += self.build_response_followup_messages(response_list, results_list,
                                                        R=R, L=L, C=C, chosen=chosen)
-        added.append(self.build_progress_message(L))
+        added.append(self.build_progress_message(L, branch=branch))
         self.on_buffer_messages_added(added, R=R, C=C, L=L)
         return list(buffer) + added, parents
 
@@ -825,6 +867,4 @@ def pad_responses(responses: list[ModelResponse], k: int) -> list[ModelResponse]
 def _numbered(response: ModelResponse, sample: int) -> ModelResponse:
     if response.sample == sample:
         return response
-    from dataclasses import replace
-
     return replace(response, sample=sample)

@@ -11,17 +11,25 @@ run or a re-delivered task reads the plan back and goes on from it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from srh_core.api import ModelResponse
-from srh_core.types import ParentLink, ToolCallResult, json_value
+from srh_core.types import (
+    CandidateRecord,
+    ParentLink,
+    SearchNode,
+    ToolCall,
+    ToolCallResult,
+    json_value,
+)
 
 if TYPE_CHECKING:
     from srh_core.agent.branch import BranchState
     from srh_core.agent.sragent import SRAgent
+    from srh_core.seams import CandidateStore
 
 
 @dataclass(slots=True)
@@ -105,15 +113,61 @@ def opened_step(agent: SRAgent, branch: BranchState, *, stored: StepPlan | None 
     return None if plan is None else store.save_plan(plan)
 
 
-def sample_results(agent: SRAgent, plan: StepPlan, K: int) -> SampleScope:
-    """Run sample K of ``plan`` inside the store's sample scope; the scope, with the results.
+def sample_results(agent: SRAgent, plan: StepPlan, K: int) -> SampleRun:
+    """Run sample K of ``plan`` inside the store's sample scope: its results and candidates.
 
     A store may batch the sample's writes into one (the Redis store does);
-    the scope then also says what that write did.
+    the run's ``outcome`` then says what that write did.
     """
-    with agent.require_store().sample(plan.R, plan.C, plan.L, K, plan.K) as scope:
-        scope.keep_results(agent.run_sample(plan, K))
-    return scope
+    store = agent.require_store()
+    with store.sample(plan.R, plan.C, plan.L, K, plan.K) as scope:
+        run = agent.writing_to(SampleStore(store, scope)).run_sample(plan, K)
+        scope.keep_results(run.results)
+    run.outcome = getattr(scope, "outcome", None)
+    return run
+
+
+class SampleStore:
+    """A run's store as the hooks of one sample see it: its writes carry the sample's batch.
+
+    Reads go to the store; ``record_node``, ``push_candidate`` and
+    ``log_tool_calls`` pass ``batch`` explicitly, so a store may send the
+    sample's writes at once (the Redis store does) with no ambient state.
+    """
+
+    def __init__(self, store: CandidateStore, batch: SampleScope) -> None:
+        self.store = store
+        self.batch = batch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def record_node(self, node: SearchNode, *, batch: SampleScope | None = None) -> bool:
+        return self.store.record_node(node, batch=batch or self.batch)
+
+    def push_candidate(self, candidate: CandidateRecord, *,
+                       batch: SampleScope | None = None) -> bool:
+        return self.store.push_candidate(candidate, batch=batch or self.batch)
+
+    def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
+                       results: Sequence[ToolCallResult], forced: bool, *,
+                       batch: SampleScope | None = None) -> None:
+        self.store.log_tool_calls(coordinate, calls, results, forced, batch=batch or self.batch)
+
+
+@dataclass(slots=True)
+class SampleRun:
+    """One sample of a step, run: its tool results and its candidates (computed once).
+
+    Attributes:
+        results: The sample's tool results, in call order.
+        candidates: Its eligible candidates (``SRAgent.sample_candidates``), in call order.
+        outcome: What the store's batched write did (the Redis store's), else None.
+    """
+
+    results: list[ToolCallResult]
+    candidates: list[CandidateRecord]
+    outcome: Any = None
 
 
 class SampleScope:

@@ -70,8 +70,9 @@ def run_branch_step(agent: SRAgent, branch: BranchState) -> BranchState:
     plan = opened_step(agent, branch)
     if plan is None:
         return branch
-    results = [sample_results(agent, plan, K).results for K in range(1, plan.K + 1)]
-    return agent.close_step(branch, plan, results)
+    runs = [sample_results(agent, plan, K) for K in range(1, plan.K + 1)]
+    return agent.close_step(branch, plan, [run.results for run in runs],
+                            candidates=[run.candidates for run in runs])
 
 
 class StopFlag:

@@ -233,8 +233,8 @@ class SRAgentInteractive(SRAgent):
 
     def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
                             results_list: Sequence[Sequence[ToolCallResult]],
-                            node_parents: Sequence[Any], R: int, L: int, C: int
-                            ) -> tuple[list[Message], list[Any]]:
+                            node_parents: Sequence[Any], R: int, L: int, C: int,
+                            **kwargs: Any) -> tuple[list[Message], list[Any]]:
         """Note what the step's samples were (tool-free, truncated, cut) for ``finish_iteration``.
 
         Read from the responses and results themselves, in the hook that runs
@@ -251,7 +251,7 @@ class SRAgentInteractive(SRAgent):
         if cut:
             self._flag(R, C, L, "interrupted")
         return super().update_conversation(buffer, response_list, results_list, node_parents,
-                                           R, L, C)
+                                           R, L, C, **kwargs)
 
     def finish_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
         """Note a force-pause for the model, or ask for a pause after a tool-free reply."""

@@ -16,7 +16,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,11 +34,11 @@ logger = logging.getLogger("srh.workers")
 
 RUN_CACHE_SIZE = 8
 Granularity = Literal["step", "run"]
-#: Seconds left before the current task's soft time limit (set by the branch tasks: the
-#: threads pool enforces no limit, so a model request that never answers is cut here).
 CUT_POLL_SECONDS = 1.0
-REQUEST_BUDGET: ContextVar[Callable[[], float | None] | None] = ContextVar(
-    "srh_request_budget", default=None)
+#: Seconds left before a task's soft time limit (None: no limit). A step task passes its
+#: own to :meth:`RunRuntime.bounded_requests`: the threads pool enforces no limit, so a
+#: model request that never answers is cut there.
+Budget = Callable[[], float | None]
 
 
 def resolve_granularity(settings: SearchSettings) -> Granularity:
@@ -123,11 +122,13 @@ class RunRuntime:
                 self._context = AgentContext.from_payload(self.store.payload())
             return self._context
 
-    def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None) -> SRAgent:
+    def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None, *,
+              bounded: bool = False) -> SRAgent:
         """The run's agent, bound to its store, with a serial executor over its tools.
 
         Args:
             stored: Results already stored for samples, by node id (a tool task's).
+            bounded: The agent's model requests will be cut (:meth:`bounded_requests`).
         """
 
         def executor(tools: Mapping[str, Any]) -> Any:
@@ -138,7 +139,6 @@ class RunRuntime:
         # it must not share a client with the other threads' steps; a client of its own
         # per thread (kept: building one costs an HTTP client and a TLS context, tens of ms)
         # is cut alone, and calls made after a cancel are not affected.
-        bounded = REQUEST_BUDGET.get() is not None
         shared = getattr(self._thread_api, "api", None) if bounded else self._api
         agent = self.agent_class(settings=self.settings, context=self.context,
                                  api=shared,
@@ -154,18 +154,17 @@ class RunRuntime:
         return agent
 
     @contextlib.contextmanager
-    def bounded_requests(self, agent: SRAgent) -> Iterator[None]:
+    def bounded_requests(self, agent: SRAgent, budget: Budget | None) -> Iterator[None]:
         """Cut ``agent``'s model requests at the task's soft time limit or at a stop request.
 
-        The limit is :data:`REQUEST_BUDGET`'s; the run's stop flag (``srh cancel``,
+        The limit is ``budget``'s (None: not cut); the run's stop flag (``srh cancel``,
         a failed branch) is read every :data:`CUT_POLL_SECONDS`, so a cancel does not
-        wait for a model that never answers.
+        wait for a model that never answers. ``agent`` is built with ``bounded=True``.
 
         Raises:
             ModelRequestError: The model had not answered when the time was up
                 or the run was stopped (not retryable: the branch ends with the reason).
         """
-        budget = REQUEST_BUDGET.get()
         seconds = None if budget is None else budget()
         if seconds is None:
             yield

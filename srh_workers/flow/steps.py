@@ -66,7 +66,7 @@ from srh_workers.flow.names import (
     step_action,
     whole_run_action,
 )
-from srh_workers.flow.runtime import RunRuntime, runtime_for
+from srh_workers.flow.runtime import Budget, RunRuntime, runtime_for
 
 
 def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action]]:
@@ -135,8 +135,12 @@ def scheduled(rt: RunRuntime, actions: list[SchedulerAction]) -> list[Action]:
     return sent
 
 
-def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
-    """Open step L (sample the model once, stored) and fan out its K samples."""
+def run_step(rt: RunRuntime, R: int, C: int, L: int, budget: Budget | None = None
+             ) -> list[Action]:
+    """Open step L (sample the model once, stored) and fan out its K samples.
+
+    ``budget`` (seconds left before the task's soft limit) cuts the model request.
+    """
     branch, plan, stop = rt.store.step_state(R, C, L)
     if branch.finished or branch.L > L:
         return continue_branch(rt, branch)
@@ -156,8 +160,9 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
             return scheduled(rt, [StopBranch(branch, verdict.reason or stop or "")])
         if verdict.verdict == "hold":
             return released
-        agent = rt.agent()
-        plan = opened_step(agent, branch, stored=None, requests=rt.bounded_requests(agent))
+        agent = rt.agent(bounded=budget is not None)
+        plan = opened_step(agent, branch, stored=None,
+                           requests=rt.bounded_requests(agent, budget))
         if plan is None:
             rt.store.save_branches([branch])
             return released + end_branch(rt, branch)
@@ -171,8 +176,8 @@ def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
         logger.warning("R%d-C%d-L%d-K%d: no step plan; nothing to do", R, C, L, K)
         return []
     known = {rt.store.node_id(R, C, L, K): stored} if stored is not None else {}
-    scope = sample_results(rt.agent(known), plan, K)
-    if scope.outcome is not None and scope.outcome.claimed:
+    run = sample_results(rt.agent(known), plan, K)
+    if run.outcome is not None and run.outcome.claimed:
         return close_step(rt, R, C, L)
     return []
 

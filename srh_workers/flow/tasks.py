@@ -35,7 +35,7 @@ from srh_core.types import ToolCallResult
 from srh_workers.errors import PoisonTaskError
 from srh_workers.flow import names, steps
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import REQUEST_BUDGET, RunRuntime, runtime_for
+from srh_workers.flow.runtime import Budget, RunRuntime, runtime_for
 from srh_workers.flow.whole_run import run_whole
 from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient, redis_client
 
@@ -66,10 +66,13 @@ def _send_all(task: SRHTask, actions: Sequence[Action]) -> dict[str, Any]:
     return {"enqueued": [[action.task, *action.args[1:]] for action in actions]}
 
 
-def _run(task: SRHTask, name: str, run_id: str, *coordinate: int) -> dict[str, Any]:
+def _run(task: SRHTask, name: str, run_id: str, *coordinate: int,
+         budget: Budget | None = None) -> dict[str, Any]:
     runtime = _runtime(task, run_id)
     try:
-        actions = steps.HANDLERS[name](runtime, *coordinate)
+        handler = steps.HANDLERS[name]
+        actions = (handler(runtime, *coordinate, budget=budget) if budget is not None
+                   else handler(runtime, *coordinate))
     except EndpointAccessError as error:  # the run asks for an endpoint it may not use
         logger.error("run %s refused: %s", run_id, error)
         steps.refuse_run(runtime, str(error))
@@ -166,11 +169,7 @@ def branch_restart(self: FlowTask, run_id: str, R: int) -> dict[str, Any]:
 @shared_task(name=names.STEP, bind=True, base=FlowTask)
 def branch_step(self: FlowTask, run_id: str, R: int, C: int, L: int) -> dict[str, Any]:
     """Open one refinement step: request the K responses (once) and fan out."""
-    token = REQUEST_BUDGET.set(self.time_budget)
-    try:
-        return _run(self, names.STEP, run_id, R, C, L)
-    finally:
-        REQUEST_BUDGET.reset(token)
+    return _run(self, names.STEP, run_id, R, C, L, budget=self.time_budget)
 
 
 @shared_task(name=names.SAMPLE, bind=True, base=FlowTask)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from srh_core.agent.branch import BranchState
 from srh_core.embedded.runner import search_loop
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import RunRuntime
+from srh_workers.flow.runtime import Budget, RunRuntime
 from srh_workers.flow.steps import finalize_run, log_run_started
 
 logger = logging.getLogger("srh.workers")
@@ -31,8 +31,6 @@ CHUNK_MARGIN_FRACTION = 0.25
 MIN_CHUNK_MARGIN_SECONDS = 2.0
 #: How long the run's lock lasts without renewal (renewed after every step).
 LOCK_SECONDS = 120.0
-
-Budget = Callable[[], float | None]
 
 
 class ChunkControl:
