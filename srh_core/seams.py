@@ -31,10 +31,9 @@ from srh_core.types import (
 )
 
 if TYPE_CHECKING:
-    from srh_core.agent.accounting import RunTotals
     from srh_core.agent.branch import BranchState
-    from srh_core.agent.steps import SampleScope, StepPlan
     from srh_core.ranking import Selection
+    from srh_core.records import RunTotals, SampleScope, StepPlan
 
 
 @runtime_checkable

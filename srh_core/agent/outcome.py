@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from srh_core.agent.branch import BranchState
 
 if TYPE_CHECKING:
-    from srh_core.agent.accounting import RunTotals
+    from srh_core.records import RunTotals
 
 STOP_DEPTH = "depth"
 STOP_EARLY = "early_stopped"

@@ -5,7 +5,7 @@ same arguments, and nothing else of the loop's logic lives in a runtime:
 
 1. :meth:`SRAgent.open_step` -- ``prepare_iteration``, ``prepare_model_messages``
    and ``request_llm``: the prompt and the K model responses (a
-   :class:`~srh_core.agent.steps.StepPlan`). A Celery ``branch_step`` task.
+   :class:`~srh_core.records.StepPlan`). A Celery ``branch_step`` task.
 2. :meth:`SRAgent.run_sample` -- one sample's ``execute_tool_calls``,
    ``record_search_iteration`` and ``collect_candidates``: its tool results,
    its node and its candidates. A Celery ``tool_calls`` task; the embedded
@@ -49,10 +49,11 @@ from srh_core.agent.candidates import (
 )
 from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT, budget_stop
 from srh_core.agent.settings import SearchSettings
-from srh_core.agent.steps import SampleRun, StepPlan
+from srh_core.agent.steps import SampleRun
 from srh_core.api import ModelResponse
 from srh_core.errors import ConfigurationError, ModelResponseTruncatedError, SearchStateError
 from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
+from srh_core.records import StepPlan
 from srh_core.seams import CandidateStore, ToolExecutor
 from srh_core.tools.base import BaseTool
 from srh_core.types import CandidateRecord, ParentLink, SearchResult, ToolCall, ToolCallResult
@@ -761,6 +762,11 @@ class SRAgent:
         return self.result_.to_dict()
 
     @classmethod
+    def import_path(cls) -> str:
+        """The import path a worker rebuilds this class from (:func:`agent_class_path`)."""
+        return agent_class_path(cls)
+
+    @classmethod
     def resume(cls, path: str | Path, **overrides: Any) -> dict[str, Any]:
         """Continue a run directory; finished steps are not repeated."""
         from srh_core.embedded.runner import resume_search
@@ -829,6 +835,22 @@ def load_agent_class(path: str) -> type[SRAgent]:
     if not (isinstance(found, type) and issubclass(found, SRAgent)):
         raise ConfigurationError(f"{path!r} is not an SRAgent subclass.", setting="agent_class")
     return found
+
+
+def recorded_agent_class(path: str | Path) -> type[SRAgent]:
+    """The agent class a run directory recorded (SRAgent when it names none it can load)."""
+    from srh_core.embedded.run_dir import RunDirectory
+
+    try:
+        recorded = RunDirectory(path).run_record().get("agent", {}).get("class")
+    except SearchStateError:
+        recorded = None
+    if recorded and ":" in str(recorded):
+        try:
+            return load_agent_class(str(recorded))
+        except ConfigurationError as error:
+            logger.warning("%s Resuming with SRAgent.", error)
+    return SRAgent
 
 
 def _as_candidate(record: CandidateRecord | Mapping[str, Any]) -> CandidateRecord:

@@ -270,11 +270,14 @@ def handle_resume(args: argparse.Namespace) -> int:
 
     overrides = {name: getattr(args, name) for name in ("time_limit", "max_cost", "max_tokens")
                  if getattr(args, name) is not None}
-    agent_class: Any = None  # the class the run recorded
     if args.interactive:
         from srh_core.runtime import SRAgentInteractive
 
-        agent_class = SRAgentInteractive  # resumes with the class's pause defaults
+        agent_class: Any = SRAgentInteractive  # resumes with the class's pause defaults
+    else:
+        from srh_core.agent.sragent import recorded_agent_class
+
+        agent_class = recorded_agent_class(args.run_dir)  # the class the run recorded
     result = resume_search(args.run_dir, agent_class=agent_class, **overrides)
     settings = RunDirectory(args.run_dir).settings()
     return print_result(result, settings, args.json)

@@ -254,10 +254,8 @@ def _deadline(agent: SRAgent) -> float | None:
 
 def agent_metadata(agent: SRAgent) -> dict[str, Any]:
     """What ``run.json`` records of the agent: its class (an import path) and settings."""
-    from srh_core.agent.sragent import agent_class_path
-
     try:
-        path = agent_class_path(type(agent))
+        path = type(agent).import_path()
     except ConfigurationError:
         path = type(agent).__qualname__
     return {"class": path, **agent.settings.model_dump()}
@@ -279,8 +277,8 @@ def run_search(agent: SRAgent, X: Mapping[str, Any], y: Any, problem_description
     return _guarded(agent, store, 1, None)
 
 
-def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
-                  **overrides: Any) -> SearchResult:
+def resume_search(path: str | Path, agent_class: type[SRAgent], **overrides: Any
+                  ) -> SearchResult:
     """Continue a run directory from its last snapshot.
 
     Finished steps are never repeated: the store, the branch states, the
@@ -297,7 +295,7 @@ def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
     if runtime.get("status") in ("completed", "early_stopped") and run_dir.has_result():
         return run_dir.result()
     settings = run_dir.settings(save_path=str(run_dir.path), **overrides)
-    agent = (agent_class or _recorded_class(run_dir))(settings=settings)
+    agent = agent_class(settings=settings)
     problem = run_dir.problem()
     X, y, layout = resumed_inputs(problem, run_dir.arrays())
     store = SearchRunState.from_state(snapshot, run_dir.path)
@@ -308,21 +306,6 @@ def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
     logger.info("Resuming run %s at restart %d with %d node(s) recorded",
                 store.run_id, restart, store.node_count)
     return _guarded(agent, store, restart, branches)
-
-
-def _recorded_class(run_dir: RunDirectory) -> type[SRAgent]:
-    from srh_core.agent.sragent import SRAgent, load_agent_class
-
-    try:
-        path = run_dir.run_record().get("agent", {}).get("class")
-    except SearchStateError:
-        path = None
-    if path and ":" in str(path):
-        try:
-            return load_agent_class(str(path))
-        except ConfigurationError as error:
-            logger.warning("%s Resuming with SRAgent.", error)
-    return SRAgent
 
 
 def _resume_point(runtime: Mapping[str, Any], settings: Any

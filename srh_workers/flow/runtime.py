@@ -27,6 +27,7 @@ from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
 from srh_core.errors import ModelRequestCancelledError, ModelRequestError
 from srh_core.types import ToolCall, ToolCallResult
+from srh_workers.control.runtime import agent_options
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 
@@ -207,8 +208,6 @@ class RunRuntime:
 
     def agent_options(self) -> dict[str, Any]:
         """Further constructor arguments: an interactive agent's Redis controls and options."""
-        from srh_workers.control.runtime import agent_options
-
         return agent_options(self)
 
     def deadline(self) -> float | None:

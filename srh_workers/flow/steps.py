@@ -26,10 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from pathlib import Path
-
-from redis import Redis
 
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import run_outcome
@@ -52,13 +49,13 @@ from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.run_dir import RunDirectory, run_inputs
 from srh_core.errors import ConfigurationError
 from srh_core.types import SearchResult
+from srh_workers.control.runtime import (
+    finish_controls,
+    is_interactive,
+    park_step,
+    release_stopped,
+)
 from srh_workers.flow.names import (
-    ADVANCE,
-    FINALIZE,
-    RESTART,
-    SAMPLE,
-    STEP,
-    WHOLE_RUN,
     Action,
     finalize_action,
     restart_action,
@@ -66,25 +63,7 @@ from srh_workers.flow.names import (
     step_action,
     whole_run_action,
 )
-from srh_workers.flow.runtime import Budget, RunRuntime, runtime_for
-
-
-def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action]]:
-    from srh_workers.control.runtime import park_step
-
-    return park_step(rt, R, C, L)
-
-
-def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
-    from srh_workers.control.runtime import finish_controls
-
-    finish_controls(rt, result)
-
-
-def release_stopped(rt: RunRuntime) -> list[Action]:
-    from srh_workers.control.runtime import is_interactive, release_stopped
-
-    return release_stopped(rt.store) if is_interactive(rt) else []
+from srh_workers.flow.runtime import Budget, RunRuntime
 
 logger = logging.getLogger("srh.workers")
 
@@ -225,7 +204,8 @@ def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
     """
     rt.store.request_stop(reason)
     reason = rt.store.stop_reason() or reason  # a cancel (or a failure) that came first wins
-    released = release_stopped(rt)  # a paused run's parked siblings end now, not at a resume
+    # a paused run's parked siblings end now, not at a resume
+    released = release_stopped(rt.store) if is_interactive(rt) else []
     branch = rt.store.load_branch(R, C)
     if branch.finished:
         return released
@@ -358,44 +338,3 @@ def repair_actions(rt: RunRuntime) -> list[Action]:
         return [restart_action(rt.run_id, restart)]
     states = [branch for branch in branches if branch is not None]
     return scheduled(rt, next_steps(states, early_stop=rt.settings.early_stop))
-
-
-def _finalize(rt: RunRuntime) -> list[Action]:
-    finalize_run(rt)
-    return []
-
-
-def _whole_run(rt: RunRuntime) -> list[Action]:
-    from srh_workers.flow.whole_run import run_whole
-
-    return run_whole(rt, owner="inline", budget=lambda: None)
-
-
-HANDLERS = {
-    RESTART: start_restart,
-    STEP: run_step,
-    SAMPLE: run_sample,
-    ADVANCE: close_step,
-    FINALIZE: _finalize,
-    WHOLE_RUN: _whole_run,
-}
-
-
-def dispatch(client: Redis, action: Action, runs_dir: Path | None = None) -> list[Action]:
-    """Run one action's body in this process; the actions it asks for next."""
-    run_id, *coordinate = action.args
-    return HANDLERS[action.task](runtime_for(client, run_id, runs_dir), *coordinate)
-
-
-def run_inline(client: Redis, first: Action, *, max_actions: int = 1_000_000,
-               runs_dir: Path | None = None) -> int:
-    """Drive a run to its end in this process, FIFO (for tests and debugging).
-
-    Returns:
-        How many actions ran.
-    """
-    queue, done = deque([first]), 0
-    while queue and done < max_actions:
-        queue.extend(dispatch(client, queue.popleft(), runs_dir))
-        done += 1
-    return done

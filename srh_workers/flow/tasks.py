@@ -34,6 +34,7 @@ from srh_core.errors import ModelRequestError
 from srh_core.types import ToolCallResult
 from srh_workers.errors import PoisonTaskError
 from srh_workers.flow import names, steps
+from srh_workers.flow.dispatch import HANDLERS
 from srh_workers.flow.names import Action, whole_run_action
 from srh_workers.flow.runtime import Budget, RunRuntime, runtime_for
 from srh_workers.flow.whole_run import run_whole
@@ -70,7 +71,7 @@ def _run(task: SRHTask, name: str, run_id: str, *coordinate: int,
          budget: Budget | None = None) -> dict[str, Any]:
     runtime = _runtime(task, run_id)
     try:
-        handler = steps.HANDLERS[name]
+        handler = HANDLERS[name]
         actions = (handler(runtime, *coordinate, budget=budget) if budget is not None
                    else handler(runtime, *coordinate))
     except EndpointAccessError as error:  # the run asks for an endpoint it may not use

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from srh_core.agent.branch import BranchState
 from srh_core.embedded.runner import search_loop
+from srh_workers.control.runtime import park_run
 from srh_workers.flow.names import Action, whole_run_action
 from srh_workers.flow.runtime import Budget, RunRuntime
 from srh_workers.flow.steps import finalize_run, log_run_started
@@ -56,8 +57,6 @@ class ChunkControl:
         if not self.rt.store.hold_lock(self.owner, LOCK_SECONDS):
             return True
         # asked by the scheduler's gate only when no stop is set (a stopped run never parks)
-        from srh_workers.control.runtime import park_run
-
         self.parked, self.released = park_run(self.rt, self.owner)  # a paused run parks here
         return self.parked
 

@@ -46,13 +46,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from srh_core.agent.accounting import RunTotals, plan_spend, tool_seconds
 from srh_core.agent.branch import BranchState
-from srh_core.agent.steps import StepPlan
-from srh_core.embedded.run_dir import tool_call_record
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
 from srh_core.ranking import RankingPolicy, Selection, pareto_indices, ranked_result
+from srh_core.records import RunTotals, StepPlan, plan_spend, tool_call_record, tool_seconds
 from srh_core.state import SNAPSHOT_VERSION, SearchRunState, coordinate_order
 from srh_core.types import (
     CandidateRecord,
@@ -126,7 +124,7 @@ class SampleOutcome:
 class SampleBatch:
     """The writes of one sample, queued by the store until the scope ends.
 
-    It is the store's :class:`~srh_core.agent.steps.SampleScope`: the loop
+    It is the store's :class:`~srh_core.records.SampleScope`: the loop
     hands it the sample's results with :meth:`keep_results`.
     """
 

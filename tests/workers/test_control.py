@@ -28,8 +28,8 @@ from srh_core.runtime import (
 from srh_core.runtime.interactive import MESSAGE_PREFIX
 from srh_workers.control.channel import RedisControlChannel, open_controls
 from srh_workers.control.submit import submit_interactive
+from srh_workers.flow.dispatch import dispatch
 from srh_workers.flow.names import STEP, WHOLE_RUN, Action
-from srh_workers.flow.steps import dispatch
 from srh_workers.store import RedisRunStore, RunKeys
 from srh_workers.store import control as control_keys
 

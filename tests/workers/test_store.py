@@ -553,8 +553,8 @@ def test_a_run_survives_a_redis_kill_with_aof(redis_server_factory):
 
 def test_status_elapsed_time_stops_when_the_result_is_written(client):
     from srh_core.agent.settings import SearchSettings
-    from srh_core.agent.steps import StepPlan
     from srh_core.api import ModelResponse
+    from srh_core.records import StepPlan
     from srh_workers import submit
 
     x = np.linspace(1.0, 2.0, 20)

@@ -25,9 +25,10 @@ from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_CANCELLED, failed_reason, is_failure, run_outcome
 from srh_core.errors import ConfigurationError, ModelRequestError, SearchStateError
 from srh_workers.config import WorkerSettings
+from srh_workers.flow.dispatch import dispatch
 from srh_workers.flow.names import FINALIZE, STEP, Action
 from srh_workers.flow.runtime import forget_run, runtime_for
-from srh_workers.flow.steps import dispatch, fail_branch
+from srh_workers.flow.steps import fail_branch
 from srh_workers.store import ACTIVE_PROGRESS, ACTIVE_RUNS, WATCHDOG_LOCK, RedisRunStore
 from srh_workers.submit import submit_run, wait_for_result
 from srh_workers.transport import TRANSPORT_PATH
