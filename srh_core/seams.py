@@ -12,6 +12,10 @@ protocols on Celery and Redis. Nothing in the loop reaches past them.
   write is idempotent (keyed by node id, or coordinate).
 - :class:`BranchRunner` runs the C branches of one restart to completion
   (the barrier before restart r+1).
+- :class:`ModelAdapter` is a model endpoint as the agent calls it
+  (every ``srh_core.api.BaseAPI``; tests pass scripted ones).
+- :class:`Evaluator` fits and scores a formula on a context
+  (``srh_core.evaluator.DefaultEvaluator``, or the user's).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from srh_core.types import (
 
 if TYPE_CHECKING:
     from srh_core.agent.branch import BranchState
+    from srh_core.api.call_result import APICallResult
+    from srh_core.context import AgentContext
     from srh_core.ranking import Selection
     from srh_core.records import RunTotals, SampleScope, StepPlan
 
@@ -125,6 +131,36 @@ class CandidateStore(Protocol):
 
     def result(self, status: str, progress: str, *, stop_reason: str | None = None,
                selection: Selection = "best") -> SearchResult: ...
+
+
+@runtime_checkable
+class ModelAdapter(Protocol):
+    """A model endpoint: K samples of a conversation per call, cancellable from a thread."""
+
+    model: str | None
+
+    def __call__(self, messages: str | Sequence[Mapping[str, Any]], n: int = 1,
+                 **options: Any) -> APICallResult:
+        """Request ``n`` samples (``options``: ``max_tokens``, ``temperature``, ``seed``...)."""
+        ...
+
+    def cancel(self) -> None:
+        """Cancel every call in flight; they raise ``ModelRequestCancelledError``."""
+        ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Fits a formula's parameters and scores it on a context (one split)."""
+
+    def fit(self, f: Any, y: Any, context: AgentContext, *,
+            fit_constants: bool | None = None) -> Any:
+        """``f`` with its parameters fitted so that it approximates ``y`` on ``context``."""
+        ...
+
+    def evaluate(self, f: Any, y: Any, context: AgentContext) -> Mapping[str, float]:
+        """The metrics of ``y = f`` on ``context`` (mse, r2, ...)."""
+        ...
 
 
 @runtime_checkable

@@ -26,6 +26,24 @@ exact fit) end branches or the run.
 Subclasses must accept the base constructor's keyword arguments (forward
 ``**kwargs``): a Celery worker rebuilds the agent from its class's import
 path with them.
+
+The hook contract:
+
+- the reference's hooks take ``(R, L, C)`` positionally, as there; every
+  other method takes keyword coordinates (``node_id(R=, C=, L=, K=)``,
+  ``record_sample(..., R=, C=, L=, K=)``, ``sample_candidates``,
+  ``sampling_seed``, ``recorded_responses``, ``start_restart(R=)``);
+- a hook's inputs are its arguments: the branch reaches
+  ``update_conversation`` and ``build_progress_message`` as ``branch=``,
+  each sample's candidates travel in the ``results_list``
+  (:class:`~srh_core.agent.candidates.SampleResults`), the store a sample
+  writes to carries its batch (:class:`~srh_core.agent.steps.SampleStore`);
+- **no state on self across phases**: opening a step, each sample and
+  closing it may run in three processes (on a cluster the agent is rebuilt
+  for each task), so no hook may keep on ``self`` what a later phase reads.
+  :meth:`stateless_phase` warns (:class:`~srh_core.errors.PhaseStateWarning`)
+  when a phase sets, rebinds or deletes an attribute; a container changed
+  in place is not caught and is as unsupported.
 """
 
 from __future__ import annotations
@@ -33,10 +51,12 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srh_core.agent import accounting, prompts
 from srh_core.agent.branch import BranchState, updated_front
@@ -51,12 +71,20 @@ from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT,
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import SampleRun
 from srh_core.api import ModelResponse
-from srh_core.errors import ConfigurationError, ModelResponseTruncatedError, SearchStateError
+from srh_core.errors import (
+    ConfigurationError,
+    ModelResponseTruncatedError,
+    PhaseStateWarning,
+    SearchStateError,
+)
 from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
 from srh_core.records import StepPlan
-from srh_core.seams import CandidateStore, ToolExecutor
+from srh_core.seams import CandidateStore, Evaluator, ModelAdapter, ToolExecutor
 from srh_core.tools.base import BaseTool
 from srh_core.types import CandidateRecord, ParentLink, SearchResult, ToolCall, ToolCallResult
+
+if TYPE_CHECKING:
+    from srh_core.context import AgentContext
 
 logger = logging.getLogger("srh.agent")
 
@@ -98,8 +126,9 @@ class SRAgent:
     )
 
     def __init__(self, llm_provider: str | None = None, llm_model: str | None = None, *,
-                 settings: SearchSettings | None = None, context: Any = None,
-                 skill_manager: Any = None, api: Any = None, evaluator: Any = None,
+                 settings: SearchSettings | None = None, context: AgentContext | None = None,
+                 skill_manager: Any = None, api: ModelAdapter | None = None,
+                 evaluator: Evaluator | None = None,
                  store: CandidateStore | None = None, executor: ToolExecutor | None = None,
                  problem_description: str = "", deadline: float | None = None,
                  model_access: Any = None, **settings_values: Any) -> None:
@@ -118,21 +147,21 @@ class SRAgent:
 
             skill_manager = run_skill_manager(self.settings.skills_dir, self.settings.skills)
         self.skill_manager = skill_manager
-        self.api = api
+        self.api: ModelAdapter | None = api
         self.model_access = model_access  # None: ModelAccess.local() (this process's operator)
-        self.evaluator = evaluator
+        self.evaluator: Evaluator | None = evaluator
         self.prices = accounting.price_table(self.settings)
         self.policy = RankingPolicy(self.settings.ranking_metric, self.settings.larger_is_better)
         self.exact_fit = ExactFitRule(self.settings.exact_fit_metric,
                                       self.settings.exact_fit_threshold,
                                       self.settings.exact_fit_metric in ("r2", "pearson",
                                                                          "spearman"))
-        self.context: Any = None
+        self.context: AgentContext | None = None
         self.store: CandidateStore | None = None
         self.executor: ToolExecutor | None = None
         self.tools: dict[str, BaseTool] = {}
         self.parser: Any = None
-        self.strong_api: Any = None
+        self.strong_api: ModelAdapter | None = None
         self.router: Any = None
         self.task_route: tuple[float, list[str]] = (0.0, [])
         self.problem_description = problem_description
@@ -239,7 +268,7 @@ class SRAgent:
     def K(self) -> int:
         return self.settings.local_sample_size
 
-    def node_id(self, R: int, C: int, L: int, K: int) -> str:
+    def node_id(self, *, R: int, C: int, L: int, K: int) -> str:
         return self.require_store().node_id(R, C, L, K)
 
     def writing_to(self, store: CandidateStore) -> SRAgent:
@@ -251,6 +280,19 @@ class SRAgent:
         view = copy.copy(self)
         view.store = store
         return view
+
+    @contextmanager
+    def stateless_phase(self, phase: str) -> Iterator[None]:
+        """Warn (:class:`~srh_core.errors.PhaseStateWarning`) when the hooks of ``phase``
+        set, rebind or delete an attribute of ``self``: the next phase may run in another
+        process (a cluster task) with an agent built afresh."""
+        before = {name: id(value) for name, value in vars(self).items()}
+        yield
+        after = {name: id(value) for name, value in vars(self).items()}
+        changed = sorted(name for name in before.keys() | after.keys()
+                         if before.get(name) != after.get(name))
+        if changed:
+            warnings.warn(PhaseStateWarning(type(self).__name__, phase, changed), stacklevel=3)
 
     def require_store(self) -> CandidateStore:
         """The run's store; SearchStateError when no run is bound."""
@@ -311,7 +353,7 @@ class SRAgent:
         step, ``L``); the base tells the observers (event ``buffer_messages``)."""
         self.emit("buffer_messages", messages=list(messages), **coordinate)
 
-    def start_restart(self, R: int) -> list[BranchState]:
+    def start_restart(self, *, R: int) -> list[BranchState]:
         """The C branches of restart R, seeded from the pool's top-k."""
         store = self.require_store()
         records = store.top_k(self.settings.restart_top_k) if R > 1 else []
@@ -392,7 +434,7 @@ class SRAgent:
         calls = [ToolCall("statistics_analysis", {}), ToolCall("relationship_analysis", {}),
                  ToolCall("read_skill", {"name": "discover-symbolic-laws"})]
         calls = [call for call in calls if call.name in self.tools]
-        results = self.run_calls(calls, key=f"{self.node_id(R, C, L, 1)}:diagnostics")
+        results = self.run_calls(calls, key=f"{self.node_id(R=R, C=C, L=L, K=1)}:diagnostics")
         self.record_tool_calls(calls, results, R, L, C, forced=True)
         sections = [f"## {c.name}\n{r.result_str}" for c, r in zip(calls, results, strict=True)]
         return {"role": "user", "content": "[Initial diagnostics run by the harness]\n\n"
@@ -405,7 +447,7 @@ class SRAgent:
         api, route = self.route_model(L)
         options = {"n": self.K, "max_tokens": self.settings.llm_max_tokens,
                    "temperature": self.settings.llm_temperature,
-                   "seed": self.sampling_seed(R, C, L)}
+                   "seed": self.sampling_seed(R=R, C=C, L=L)}
         started = time.monotonic()
         try:
             call = api(prompt, **options)
@@ -421,9 +463,9 @@ class SRAgent:
             {"responses": responses, "usage": usage,
              "provider": provider or str(getattr(api, "provider", "") or ""),
              "model": model or getattr(api, "model", None),
-             "latency": time.monotonic() - started, "route": route}, R, L, C)
+             "latency": time.monotonic() - started, "route": route}, R=R, L=L, C=C)
 
-    def recorded_responses(self, llm_result: Mapping[str, Any], R: int, L: int, C: int
+    def recorded_responses(self, llm_result: Mapping[str, Any], *, R: int, L: int, C: int
                            ) -> tuple[list[ModelResponse], dict[str, Any]]:
         """The end of every model request (a subclass's own too): the ``record_llm_result``
         and ``log_info`` hooks; the responses and the step's usage record."""
@@ -462,7 +504,7 @@ class SRAgent:
             logger.info("R%d C%d L%d K%d: %s; %s", R, C, L, response.sample, calls,
                         text[:160] + ("..." if len(text) > 160 else ""))
 
-    def sampling_seed(self, R: int, C: int, L: int) -> int:
+    def sampling_seed(self, *, R: int, C: int, L: int) -> int:
         """Seed of one step's sampling: a pure function of the run seed and coordinate."""
         return (self.settings.seed * 1_000_003 + R * 10_007 + C * 101 + L) % (2**31 - 1)
 
@@ -482,12 +524,13 @@ class SRAgent:
         """
         R, C, L = branch.R, branch.C, branch.L
         buffer = [dict(message) for message in branch.buffer]
-        reason = self.prepare_iteration(buffer, R, L, C)
-        if reason is not None:
-            branch.stop(reason, "done" if reason in MOVE_ON_REASONS else "stopped")
-            return None
-        prompt = self.prepare_model_messages(buffer, R, L, C)
-        responses, usage = self.request_llm(prompt, R, L, C)
+        with self.stateless_phase("open_step"):
+            reason = self.prepare_iteration(buffer, R, L, C)
+            if reason is not None:
+                branch.stop(reason, "done" if reason in MOVE_ON_REASONS else "stopped")
+                return None
+            prompt = self.prepare_model_messages(buffer, R, L, C)
+            responses, usage = self.request_llm(prompt, R, L, C)
         return StepPlan(R, C, L, prompt, responses, list(branch.parents), usage,
                         buffer=None if buffer == prompt else buffer)
 
@@ -500,13 +543,14 @@ class SRAgent:
         """
         R, C, L = plan.R, plan.C, plan.L
         response = [plan.responses[K - 1]]
-        grouped = self.execute_tool_calls(response, R, L, C)
-        candidates = self.sample_candidates(response[0], grouped[0], R, C, L, K)
-        results_list = SampleResults(grouped, [candidates])
-        self.record_search_iteration(response, results_list, plan.parents, plan.prompt,
-                                     plan.usage, R, L, C)
-        kept = [replace(c, details=dict(c.details)) for c in candidates]  # as found: a pool
-        self.collect_candidates(response, results_list, R, L, C)  # may add diagnostics later
+        with self.stateless_phase("run_sample"):
+            grouped = self.execute_tool_calls(response, R, L, C)
+            candidates = self.sample_candidates(response[0], grouped[0], R=R, C=C, L=L, K=K)
+            results_list = SampleResults(grouped, [candidates])
+            self.record_search_iteration(response, results_list, plan.parents, plan.prompt,
+                                         plan.usage, R, L, C)
+            kept = [replace(c, details=dict(c.details)) for c in candidates]  # as found: a pool
+            self.collect_candidates(response, results_list, R, L, C)  # may add diagnostics
         return SampleRun(list(grouped[0]), kept)
 
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
@@ -515,7 +559,7 @@ class SRAgent:
         grouped = []
         for response in response_list:
             calls = list(response.tool_calls)
-            results = self.run_calls(calls, key=self.node_id(R, C, L, response.sample))
+            results = self.run_calls(calls, key=self.node_id(R=R, C=C, L=L, K=response.sample))
             self.record_tool_calls(calls, results, R, L, C)
             grouped.append(results)
         return grouped
@@ -546,12 +590,12 @@ class SRAgent:
                                 ) -> None:
         """Record one node per sample (the K=1 node also keeps the prompt)."""
         for response, results in zip(response_list, results_list, strict=True):
-            self.record_sample(response, results, parent_nodes, prompt, usage, R, C, L,
-                               response.sample)
+            self.record_sample(response, results, parent_nodes, prompt, usage, R=R, C=C, L=L,
+                               K=response.sample)
 
     def record_sample(self, response: ModelResponse, results: Sequence[ToolCallResult],
                       parents: Sequence[ParentLink], prompt: list[Message] | None,
-                      usage: Mapping[str, Any] | None, R: int, C: int, L: int, K: int
+                      usage: Mapping[str, Any] | None, *, R: int, C: int, L: int, K: int
                       ) -> bool:
         """Record the node of sample K; False when the store knows it was recorded already.
 
@@ -572,7 +616,7 @@ class SRAgent:
         for index, (response, results) in enumerate(zip(response_list, results_list,
                                                         strict=True)):
             found = carried[index] if carried is not None else self.sample_candidates(
-                response, results, R, C, L, response.sample)
+                response, results, R=R, C=C, L=L, K=response.sample)
             for candidate in found:
                 self.push_candidate(candidate)
                 collected.append(candidate)
@@ -621,8 +665,8 @@ class SRAgent:
         return data
 
     def sample_candidates(self, response: ModelResponse, results: Sequence[ToolCallResult],
-                          R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
-        return sample_candidates(response.tool_calls, results, self.node_id(R, C, L, K),
+                          *, R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
+        return sample_candidates(response.tool_calls, results, self.node_id(R=R, C=C, L=L, K=K),
                                  self.context.target)
 
     # ------------------------------------------------------ step 3: close a step
@@ -641,7 +685,7 @@ class SRAgent:
         """
         R, C, L = plan.R, plan.C, plan.L
         if candidates is None:
-            candidates = [self.sample_candidates(response, results, R, C, L, k)
+            candidates = [self.sample_candidates(response, results, R=R, C=C, L=L, K=k)
                           for k, (response, results) in
                           enumerate(zip(plan.responses, results_list, strict=True), 1)]
         carried = SampleResults(results_list, candidates)
@@ -652,9 +696,10 @@ class SRAgent:
         front = updated_front(branch.front_records(), candidates, self.policy)
         seen = BranchState(branch.run_id, R, C, L, plan.branch_buffer(), list(plan.parents),
                            seeds=branch.seeds, front=front, exact_level=exact)
-        buffer, parents = self.update_conversation(seen.buffer, plan.responses, carried,
-                                                   plan.parents, R, L, C, branch=seen)
-        reason = self.finish_iteration(buffer, R, L, C)
+        with self.stateless_phase("close_step"):
+            buffer, parents = self.update_conversation(seen.buffer, plan.responses, carried,
+                                                       plan.parents, R, L, C, branch=seen)
+            reason = self.finish_iteration(buffer, R, L, C)
         after = BranchState(branch.run_id, R, C, L + 1, buffer, parents, seeds=branch.seeds,
                             front=front, exact_level=exact)
         if reason is not None:
@@ -679,12 +724,12 @@ class SRAgent:
         """
         candidates = carried_candidates(results_list)
         if candidates is None:
-            candidates = [self.sample_candidates(r, res, R, C, L, k) for k, (r, res) in
+            candidates = [self.sample_candidates(r, res, R=R, C=C, L=L, K=k) for k, (r, res) in
                           enumerate(zip(response_list, results_list, strict=True), 1)]
         errors = [sum(not r.ok for r in results) + len(response.parse_issues or ())
                   for response, results in zip(response_list, results_list, strict=True)]
         chosen = choose_sample(candidates, errors, self.policy)
-        parents = [ParentLink(self.node_id(R, C, L, chosen + 1), "continuation")]
+        parents = [ParentLink(self.node_id(R=R, C=C, L=L, K=chosen + 1), "continuation")]
         calls = list(response_list[chosen].tool_calls)
         results = list(results_list[chosen])
         for k, (response, sample_results) in enumerate(zip(response_list, results_list,
@@ -692,7 +737,7 @@ class SRAgent:
             merged = [(c, r) for c, r in zip(response.tool_calls, sample_results, strict=True)
                       if k != chosen and r.ok and not is_evaluation(r)]
             if merged:
-                parents.append(ParentLink(self.node_id(R, C, L, k + 1), "context_merge"))
+                parents.append(ParentLink(self.node_id(R=R, C=C, L=L, K=k + 1), "context_merge"))
                 calls += [renamed_call(c, k + 1) for c, _ in merged]
                 results += [r for _, r in merged]
         added = self.conversation_messages(response_list[chosen], calls, results)

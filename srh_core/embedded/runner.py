@@ -358,7 +358,7 @@ def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None
     runner = LocalBranchRunner(agent, checkpoint, control, threads)
     states: list[BranchState] = []
     for R in range(restart, settings.max_restart_loop + 1):
-        states = branches or agent.start_restart(R)
+        states = branches or agent.start_restart(R=R)
         branches = None
         checkpoint(R, states)
         states = runner.run_restart(states)

@@ -76,7 +76,7 @@ def start_restart(rt: RunRuntime, R: int) -> list[Action]:
     if any(branch is None for branch in branches):
         if R == 1 and all(branch is None for branch in branches):
             log_run_started(rt)
-        rt.store.save_branches(rt.agent().start_restart(R), only_new=True)
+        rt.store.save_branches(rt.agent().start_restart(R=R), only_new=True)
         branches = rt.store.load_branches(R, rt.width)
     states = [branch for branch in branches if branch is not None]
     return scheduled(rt, next_steps(states, early_stop=rt.settings.early_stop))

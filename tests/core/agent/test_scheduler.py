@@ -106,9 +106,9 @@ class CountingAgent(SRAgent):
         self.parsed: list[tuple[int, int, int, int]] = []
 
     def sample_candidates(self, response: ModelResponse, results: Sequence[ToolCallResult],
-                          R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
+                          *, R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
         self.parsed.append((R, C, L, K))
-        return super().sample_candidates(response, results, R, C, L, K)
+        return super().sample_candidates(response, results, R=R, C=C, L=L, K=K)
 
 
 def test_each_sample_s_candidates_are_computed_once_embedded():
