@@ -9,7 +9,7 @@ one process's memory:
   (the rules are :class:`~srh_core.runtime.SRInteractionManager`'s);
 - :mod:`srh_workers.control.channel`: :class:`RedisControlChannel`, what a
   controller (``srh pause``, ``srh web``) talks to;
-- :mod:`srh_workers.control.runtime`: where step tasks park a paused branch
+- :mod:`srh_workers.control.parking`: where step tasks park a paused branch
   (it holds no worker) and what a release re-sends;
 - :mod:`srh_workers.control.agent`: :class:`RedisAgentControls`, the agent's
   view on a worker (events, force-pause watch);

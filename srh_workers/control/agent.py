@@ -2,10 +2,10 @@
 
 :class:`RedisAgentControls` is the :class:`~srh_core.runtime.AgentControls`
 that :class:`~srh_core.runtime.SRAgentInteractive` gets in a step task (see
-:func:`srh_workers.control.runtime.agent_options`): the same hooks as
+:func:`srh_workers.control.parking.agent_options`): the same hooks as
 embedded, with the state in Redis. Its boundary never waits: the runtime
 parked the branch before the step task opened the step when a pause was
-asked (:func:`srh_workers.control.runtime.park_step`). A force-pause reaches
+asked (:func:`srh_workers.control.parking.park_step`). A force-pause reaches
 work in flight through the run's force-pause flag: :class:`RedisCancelSignal`
 (the context's ``cancel_event``, which tools check) reads it, and
 ``cancellable`` watches it on a thread and calls the hook's cancel (which

@@ -13,7 +13,7 @@ and publish their events to the run's stream, which :meth:`read_events`
 reads by cursor with the timeline's truncation metadata.
 
 The run side of the protocol is the step tasks' transactions
-(:mod:`srh_workers.control.runtime`): :meth:`receive` reads the command log
+(:mod:`srh_workers.control.parking`): :meth:`receive` reads the command log
 (for an observer), and :meth:`save_state` is refused, since a
 :class:`~srh_core.runtime.ControlBridge` cannot drive a distributed run.
 """
@@ -29,7 +29,7 @@ from redis import Redis
 from srh_core.agent.outcome import step_gate
 from srh_core.errors import SearchStateError
 from srh_core.runtime import ControlChannelError, ControlCommand, InteractionError
-from srh_workers.control.runtime import RUN_MEMBER, parked_actions, step_member
+from srh_workers.control.parking import RUN_MEMBER, parked_actions, step_member
 from srh_workers.control.state import commanded, opened, status_view
 from srh_workers.flow.names import Action
 from srh_workers.store import RedisRunStore

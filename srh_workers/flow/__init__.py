@@ -1,7 +1,7 @@
 """The distributed run's flow: task names, the worker's view of a run, the task bodies.
 
 - :mod:`srh_workers.flow.names`: every task name, defined once, and :class:`Action`;
-- :mod:`srh_workers.flow.runtime`: :class:`RunRuntime` (spec, store, data, agents) and
+- :mod:`srh_workers.flow.run_view`: :class:`WorkerRunView` (spec, store, data, agents) and
   the granularity rule;
 - :mod:`srh_workers.flow.steps`: one function per task kind (no Celery in them), carrying
   out the scheduler's actions (:mod:`srh_core.agent.scheduler`);
@@ -20,9 +20,9 @@ from typing import Any
 _EXPORTS = {
     "FLOW_TASKS": "srh_workers.flow.names",
     "Action": "srh_workers.flow.names",
-    "RunRuntime": "srh_workers.flow.runtime",
-    "resolve_granularity": "srh_workers.flow.runtime",
-    "runtime_for": "srh_workers.flow.runtime",
+    "WorkerRunView": "srh_workers.flow.run_view",
+    "resolve_granularity": "srh_workers.flow.run_view",
+    "run_view_for": "srh_workers.flow.run_view",
     "dispatch": "srh_workers.flow.dispatch",
     "run_inline": "srh_workers.flow.dispatch",
     "finalize_run": "srh_workers.flow.steps",

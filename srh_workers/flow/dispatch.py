@@ -14,17 +14,17 @@ from pathlib import Path
 from redis import Redis
 
 from srh_workers.flow.names import ADVANCE, FINALIZE, RESTART, SAMPLE, STEP, WHOLE_RUN, Action
-from srh_workers.flow.runtime import RunRuntime, runtime_for
+from srh_workers.flow.run_view import WorkerRunView, run_view_for
 from srh_workers.flow.steps import close_step, finalize_run, run_sample, run_step, start_restart
 from srh_workers.flow.whole_run import run_whole
 
 
-def _finalize(rt: RunRuntime) -> list[Action]:
+def _finalize(rt: WorkerRunView) -> list[Action]:
     finalize_run(rt)
     return []
 
 
-def _whole_run(rt: RunRuntime) -> list[Action]:
+def _whole_run(rt: WorkerRunView) -> list[Action]:
     return run_whole(rt, owner="inline", budget=lambda: None)
 
 
@@ -41,7 +41,7 @@ HANDLERS = {
 def dispatch(client: Redis, action: Action, runs_dir: Path | None = None) -> list[Action]:
     """Run one action's body in this process; the actions it asks for next."""
     run_id, *coordinate = action.args
-    return HANDLERS[action.task](runtime_for(client, run_id, runs_dir), *coordinate)
+    return HANDLERS[action.task](run_view_for(client, run_id, runs_dir), *coordinate)
 
 
 def run_inline(client: Redis, first: Action, *, max_actions: int = 1_000_000,

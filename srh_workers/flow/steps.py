@@ -1,6 +1,6 @@
 """The task bodies of a distributed run, one function per task kind, free of Celery.
 
-Each takes a :class:`~srh_workers.flow.runtime.RunRuntime` and coordinates,
+Each takes a :class:`~srh_workers.flow.run_view.WorkerRunView` and coordinates,
 does one short piece of the search with the agent's step functions (the
 same the embedded runtime calls), writes its result idempotently through
 the run's store, and returns the :class:`~srh_workers.flow.names.Action`\\ s
@@ -49,7 +49,7 @@ from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.run_dir import RunDirectory, run_inputs
 from srh_core.errors import ConfigurationError
 from srh_core.types import SearchResult
-from srh_workers.control.runtime import (
+from srh_workers.control.parking import (
     finish_controls,
     is_interactive,
     park_step,
@@ -63,12 +63,12 @@ from srh_workers.flow.names import (
     step_action,
     whole_run_action,
 )
-from srh_workers.flow.runtime import Budget, RunRuntime
+from srh_workers.flow.run_view import Budget, WorkerRunView
 
 logger = logging.getLogger("srh.workers")
 
 
-def start_restart(rt: RunRuntime, R: int) -> list[Action]:
+def start_restart(rt: WorkerRunView, R: int) -> list[Action]:
     """Create the C branches of restart R (once) and start their first steps."""
     if rt.store.stored_result() is not None:
         return []
@@ -82,7 +82,7 @@ def start_restart(rt: RunRuntime, R: int) -> list[Action]:
     return scheduled(rt, next_steps(states, early_stop=rt.settings.early_stop))
 
 
-def continue_branch(rt: RunRuntime, branch: BranchState,
+def continue_branch(rt: WorkerRunView, branch: BranchState,
                     siblings: list[BranchState] | None = None) -> list[Action]:
     """What moves a branch on from its stored state (idempotent: safe to send twice)."""
     if not branch.finished and rt.settings.early_stop and siblings is None:
@@ -91,7 +91,7 @@ def continue_branch(rt: RunRuntime, branch: BranchState,
                                     siblings=siblings or [branch]))
 
 
-def scheduled(rt: RunRuntime, actions: list[SchedulerAction]) -> list[Action]:
+def scheduled(rt: WorkerRunView, actions: list[SchedulerAction]) -> list[Action]:
     """The scheduler's actions as this flow carries them out: tasks to send, store writes."""
     sent: list[Action] = []
     for action in actions:
@@ -114,7 +114,7 @@ def scheduled(rt: RunRuntime, actions: list[SchedulerAction]) -> list[Action]:
     return sent
 
 
-def run_step(rt: RunRuntime, R: int, C: int, L: int, budget: Budget | None = None
+def run_step(rt: WorkerRunView, R: int, C: int, L: int, budget: Budget | None = None
              ) -> list[Action]:
     """Open step L (sample the model once, stored) and fan out its K samples.
 
@@ -148,7 +148,7 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int, budget: Budget | None = Non
     return released + [sample_action(rt.run_id, R, C, L, k) for k in range(1, plan.K + 1)]
 
 
-def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
+def run_sample(rt: WorkerRunView, R: int, C: int, L: int, K: int) -> list[Action]:
     """Run sample K: its tool calls, node and candidates; the K-set's last one closes the step."""
     plan, stored = rt.store.sample_state(R, C, L, K)
     if plan is None:
@@ -161,7 +161,7 @@ def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
     return []
 
 
-def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
+def close_step(rt: WorkerRunView, R: int, C: int, L: int) -> list[Action]:
     """Close step L of a branch from its K samples' results; what the branch does next."""
     branch, plan, results = rt.store.close_state(R, C, L)
     if branch.finished or branch.L != L:
@@ -174,7 +174,7 @@ def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
     return scheduled(rt, on_step_closed(after, early_stop=rt.settings.early_stop))
 
 
-def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
+def level_done(rt: WorkerRunView, R: int, L: int, C: int) -> list[Action]:
     """Branch C is done with level L; the last branch done with it moves the others on."""
     if not rt.store.level_done(R, L, C, rt.width):
         return []
@@ -182,7 +182,7 @@ def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
     return scheduled(rt, on_level_done(siblings, L, early_stop=rt.settings.early_stop))
 
 
-def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
+def end_branch(rt: WorkerRunView, branch: BranchState) -> list[Action]:
     """Count the ended branch; the last branch of a restart moves the run on."""
     count = rt.store.finish_branch(branch)
     actions = scheduled(rt, on_branch_ended(branch, early_stop=rt.settings.early_stop))
@@ -195,7 +195,7 @@ def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
     return actions
 
 
-def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
+def fail_branch(rt: WorkerRunView, R: int, C: int, reason: str) -> list[Action]:
     """A step of branch C raised for good: end the branch with ``reason``, stop the run.
 
     The failure rule of :mod:`srh_core.agent.outcome`: the run's stop flag is
@@ -214,7 +214,7 @@ def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
     return released + end_branch(rt, branch)
 
 
-def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
+def finalize_run(rt: WorkerRunView, failure: str | None = None) -> SearchResult:
     """Write the result (Redis, starting the TTL, and the run directory); once.
 
     The status comes from :func:`srh_core.agent.outcome.run_outcome` over the
@@ -242,20 +242,20 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     return result
 
 
-def write_finished_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
+def write_finished_directory(rt: WorkerRunView, result: SearchResult, path: Path) -> None:
     """The run directory (best effort); under an artifact root, then the run's keys shrink."""
     if write_run_directory(rt, result, path) and rt.artifacts:
         rt.store.compact(exported_to=str(path))
 
 
-def log_run_started(rt: RunRuntime) -> None:
+def log_run_started(rt: WorkerRunView) -> None:
     """One ``event=run_started`` line per run (its first restart's first task)."""
     logger.info("run %s started", rt.run_id, extra={
         "event": "run_started", "run_id": rt.run_id,
         "queued_seconds": round(time.time() - rt.spec.submitted_at, 3)})
 
 
-def log_run_finished(rt: RunRuntime, result: SearchResult) -> None:
+def log_run_finished(rt: WorkerRunView, result: SearchResult) -> None:
     """One ``event=run_finished`` line per run (when its result is made)."""
     logger.info("run %s finished: %s", rt.run_id, result.status, extra={
         "event": "run_finished", "run_id": rt.run_id, "status": result.status,
@@ -263,7 +263,7 @@ def log_run_finished(rt: RunRuntime, result: SearchResult) -> None:
         "seconds": round(time.time() - rt.spec.submitted_at, 3)})
 
 
-def checked_run_dir(rt: RunRuntime) -> Path | None:
+def checked_run_dir(rt: WorkerRunView) -> Path | None:
     """The run directory to write, or None (none configured, or it would leave SRH_RUNS_DIR:
     then the result stays in Redis only, and the refusal is logged)."""
     try:
@@ -273,7 +273,7 @@ def checked_run_dir(rt: RunRuntime) -> Path | None:
         return None
 
 
-def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
+def refuse_run(rt: WorkerRunView, reason: str) -> SearchResult:
     """End a run that may not run here (e.g. it asks for an endpoint the operator did
     not allow) as failed, with the reason; once."""
     existing = rt.store.stored_result()
@@ -288,7 +288,7 @@ def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
     return result
 
 
-def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> bool:
+def write_run_directory(rt: WorkerRunView, result: SearchResult, path: Path) -> bool:
     """Best effort: the run directory, the same files an embedded run leaves; True if written.
 
     It is written on the disk of the worker that finalizes the run, inside
@@ -305,7 +305,7 @@ def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> boo
     return True
 
 
-def write_run_files(rt: RunRuntime, result: SearchResult, path: Path) -> None:
+def write_run_files(rt: WorkerRunView, result: SearchResult, path: Path) -> None:
     """The run directory's files (raises OSError)."""
     spec = rt.spec
     problem, arrays = run_inputs(rt.context, spec.description, spec.run_id)
@@ -318,7 +318,7 @@ def write_run_files(rt: RunRuntime, result: SearchResult, path: Path) -> None:
     RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)
 
 
-def repair_actions(rt: RunRuntime) -> list[Action]:
+def repair_actions(rt: WorkerRunView) -> list[Action]:
     """The actions that move a stalled run on from its stored state.
 
     A message can be lost outside the tasks' control (e.g. popped from the

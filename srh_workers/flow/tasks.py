@@ -36,7 +36,7 @@ from srh_workers.errors import PoisonTaskError
 from srh_workers.flow import names, steps
 from srh_workers.flow.dispatch import HANDLERS
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import Budget, RunRuntime, runtime_for
+from srh_workers.flow.run_view import Budget, WorkerRunView, run_view_for
 from srh_workers.flow.whole_run import run_whole
 from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient, redis_client
 
@@ -53,9 +53,9 @@ def sender(app: Celery) -> Any:
     return lambda action: send_action(app, action)
 
 
-def _runtime(task: SRHTask, run_id: str) -> RunRuntime:
+def _runtime(task: SRHTask, run_id: str) -> WorkerRunView:
     settings = app_settings(task.app)
-    runtime = runtime_for(redis_client(str(settings.redis_url)), run_id,
+    runtime = run_view_for(redis_client(str(settings.redis_url)), run_id,
                           settings.run_directories)
     runtime.artifacts = settings.artifacts is not None
     return runtime
@@ -138,7 +138,7 @@ def _after_failure(task: FlowTask, args: list[Any], exc: BaseException) -> list[
     return []
 
 
-def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
+def _fail_sample(runtime: WorkerRunView, R: int, C: int, L: int, K: int,
                  record: PoisonRecord | str) -> list[Action]:
     plan = runtime.store.load_plan(R, C, L)
     if plan is None:
@@ -152,7 +152,7 @@ def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
     return steps.run_sample(runtime, R, C, L, K)
 
 
-def _end_branch(runtime: RunRuntime, R: int, C: int, record: PoisonRecord) -> list[Action]:
+def _end_branch(runtime: WorkerRunView, R: int, C: int, record: PoisonRecord) -> list[Action]:
     branch = runtime.store.load_branch(R, C)
     if branch.finished:
         return []

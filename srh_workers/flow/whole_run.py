@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 from srh_core.agent.branch import BranchState
 from srh_core.embedded.runner import search_loop
-from srh_workers.control.runtime import park_run
+from srh_workers.control.parking import park_run
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import Budget, RunRuntime
+from srh_workers.flow.run_view import Budget, WorkerRunView
 from srh_workers.flow.steps import finalize_run, log_run_started
 
 logger = logging.getLogger("srh.workers")
@@ -37,7 +37,7 @@ LOCK_SECONDS = 120.0
 class ChunkControl:
     """RunControl of a whole-run task: the run's stop flag, and a pause before the time limit."""
 
-    def __init__(self, rt: RunRuntime, owner: str, budget: Budget) -> None:
+    def __init__(self, rt: WorkerRunView, owner: str, budget: Budget) -> None:
         self.rt = rt
         self.owner = owner
         self.budget = budget
@@ -61,7 +61,7 @@ class ChunkControl:
         return self.parked
 
 
-def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
+def run_whole(rt: WorkerRunView, owner: str, budget: Budget) -> list[Action]:
     """Run (or continue) the run in this task until it ends or the chunk's time is up.
 
     Args:

@@ -27,7 +27,7 @@ from srh_core.errors import ConfigurationError, ModelRequestError, SearchStateEr
 from srh_workers.config import WorkerSettings
 from srh_workers.flow.dispatch import dispatch
 from srh_workers.flow.names import FINALIZE, STEP, Action
-from srh_workers.flow.runtime import forget_run, runtime_for
+from srh_workers.flow.run_view import forget_run, run_view_for
 from srh_workers.flow.steps import fail_branch
 from srh_workers.store import ACTIVE_PROGRESS, ACTIVE_RUNS, WATCHDOG_LOCK, RedisRunStore
 from srh_workers.submit import submit_run, wait_for_result
@@ -175,7 +175,7 @@ def test_a_failed_step_fails_the_run_with_its_reason(client: redis.Redis) -> Non
     run_id, first = submitted(client)
     forget_run(run_id)
     steps = dispatch(client, first[0])
-    rt = runtime_for(client, run_id)
+    rt = run_view_for(client, run_id)
     reason = failed_reason(ModelRequestError("endpoint down after 5 attempts"))
     assert fail_branch(rt, 1, 1, reason) == []  # branch 2 is still running
     assert fail_branch(rt, 1, 1, reason) == []  # idempotent
@@ -191,7 +191,7 @@ def test_a_cancel_that_came_first_wins_over_a_failure(client: redis.Redis) -> No
     run_id, first = submitted(client)
     forget_run(run_id)
     dispatch(client, first[0])
-    rt = runtime_for(client, run_id)
+    rt = run_view_for(client, run_id)
     rt.store.request_stop(STOP_CANCELLED)
     fail_branch(rt, 1, 1, failed_reason("ModelRequestError: cut"))
     assert rt.store.load_branch(1, 1).stop_reason == STOP_CANCELLED

@@ -27,7 +27,7 @@ from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
 from srh_core.errors import ModelRequestCancelledError, ModelRequestError
 from srh_core.types import ToolCall, ToolCallResult
-from srh_workers.control.runtime import agent_options
+from srh_workers.control.parking import agent_options
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 
@@ -37,7 +37,7 @@ RUN_CACHE_SIZE = 8
 Granularity = Literal["step", "run"]
 CUT_POLL_SECONDS = 1.0
 #: Seconds left before a task's soft time limit (None: no limit). A step task passes its
-#: own to :meth:`RunRuntime.bounded_requests`: the threads pool enforces no limit, so a
+#: own to :meth:`WorkerRunView.bounded_requests`: the threads pool enforces no limit, so a
 #: model request that never answers is cut there.
 Budget = Callable[[], float | None]
 
@@ -77,7 +77,7 @@ class StoredResultsExecutor:
         self.inner.close()
 
 
-class RunRuntime:
+class WorkerRunView:
     """One run in a worker: spec, store, cached data and model adapter, agent factory.
 
     Args:
@@ -233,31 +233,31 @@ class RunRuntime:
         return run_path(self.runs_dir, self.spec.run_id)
 
 
-def _stop_reason(rt: RunRuntime) -> str | None:
+def _stop_reason(rt: WorkerRunView) -> str | None:
     try:
         return rt.store.stop_reason()
     except Exception:  # a Redis blip must not cut the request; the time limit still does
         return None
 
 
-_CACHE: OrderedDict[str, RunRuntime] = OrderedDict()
+_CACHE: OrderedDict[str, WorkerRunView] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
-def runtime_for(client: Redis, run_id: str, runs_dir: Path | None = None) -> RunRuntime:
-    """The cached runtime of ``run_id`` in this process (data decoded once per process)."""
+def run_view_for(client: Redis, run_id: str, runs_dir: Path | None = None) -> WorkerRunView:
+    """The cached view of ``run_id`` in this process (data decoded once per process)."""
     with _CACHE_LOCK:
         cached = _CACHE.get(run_id)
         if cached is not None:
             _CACHE.move_to_end(run_id)
             return cached
-    runtime = RunRuntime(client, load_spec(RedisRunStore(client, run_id, register=False)),
+    view = WorkerRunView(client, load_spec(RedisRunStore(client, run_id, register=False)),
                          runs_dir)
     with _CACHE_LOCK:
-        _CACHE[run_id] = runtime
+        _CACHE[run_id] = view
         while len(_CACHE) > RUN_CACHE_SIZE:
             _CACHE.popitem(last=False)
-    return runtime
+    return view
 
 
 def forget_run(run_id: str) -> None:
