@@ -17,7 +17,7 @@ from srh_core.agent.settings import SearchSettings
 from srh_core.cli import run_options, tool_commands
 from srh_core.embedded.run_dir import run_path
 from srh_core.errors import ConfigurationError
-from srh_core.runtime.cli import add_interactive_arguments, interactive_options
+from srh_core.interactive.cli import add_interactive_arguments, interactive_options
 from srh_core.types import SearchResult
 
 DEFAULT_RUNS_DIR = "runs"
@@ -213,7 +213,7 @@ def run_embedded(args: argparse.Namespace) -> int:
     data = load_run_data(args)
     check_run(settings, data)
     if getattr(args, "interactive", False):
-        from srh_core.runtime import SRAgentInteractive
+        from srh_core.interactive import SRAgentInteractive
 
         agent = SRAgentInteractive(settings=settings, **interactive_options(args))
     else:
@@ -262,7 +262,7 @@ def handle_resume(args: argparse.Namespace) -> int:
     from srh_core.cli.control_commands import apply_and_report, live_target
     from srh_core.embedded.run_dir import RunDirectory
     from srh_core.embedded.runner import resume_search
-    from srh_core.runtime import ControlCommand
+    from srh_core.interactive import ControlCommand
 
     live = live_target(args.run_dir)  # a paused interactive run goes on; a stopped one resumes
     if live is not None:
@@ -271,7 +271,7 @@ def handle_resume(args: argparse.Namespace) -> int:
     overrides = {name: getattr(args, name) for name in ("time_limit", "max_cost", "max_tokens")
                  if getattr(args, name) is not None}
     if args.interactive:
-        from srh_core.runtime import SRAgentInteractive
+        from srh_core.interactive import SRAgentInteractive
 
         agent_class: Any = SRAgentInteractive  # resumes with the class's pause defaults
     else:

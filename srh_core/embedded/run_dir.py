@@ -19,7 +19,7 @@ leave the same set of files. All JSON is strict; nothing is ever pickled::
     result.json         the final SearchResult, with the run's totals (tokens, cost, times)
     pareto.png          Pareto-front plot (when matplotlib is installed)
 
-An interactive run (``srh run --interactive``, :mod:`srh_core.runtime`) adds its
+An interactive run (``srh run --interactive``, :mod:`srh_core.interactive`) adds its
 control channel: ``commands.jsonl`` (appended by a controller such as ``srh web``),
 ``events.jsonl`` (the run's event timeline) and ``interaction.json`` (its state).
 """

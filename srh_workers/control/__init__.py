@@ -6,7 +6,7 @@ at the same step boundaries, with the interaction state in Redis instead of
 one process's memory:
 
 - :mod:`srh_workers.control.state`: the state and what each control does to it
-  (the rules are :class:`~srh_core.runtime.SRInteractionManager`'s);
+  (the rules are :class:`~srh_core.interactive.SRInteractionManager`'s);
 - :mod:`srh_workers.control.channel`: :class:`RedisControlChannel`, what a
   controller (``srh pause``, ``srh web``) talks to;
 - :mod:`srh_workers.control.parking`: where step tasks park a paused branch

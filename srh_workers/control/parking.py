@@ -1,7 +1,7 @@
 """The controls in the distributed flow: where step tasks park, and what a release re-sends.
 
 A run is interactive when its agent class is an
-:class:`~srh_core.runtime.SRAgentInteractive`; for any other run every
+:class:`~srh_core.interactive.SRAgentInteractive`; for any other run every
 function here is a no-op that costs nothing. For an interactive run:
 
 - a step task asks :func:`park_step` before it opens a step (granularity
@@ -44,7 +44,7 @@ _CONTROLS_LOCK = threading.Lock()
 
 
 def is_interactive(rt: WorkerRunView) -> bool:
-    from srh_core.runtime import SRAgentInteractive
+    from srh_core.interactive import SRAgentInteractive
 
     return issubclass(rt.agent_class, SRAgentInteractive)
 

@@ -3,7 +3,7 @@
 :class:`ControlRecords` is part of :class:`~srh_workers.store.RedisRunStore`
 (mixed in), so the store stays the one class that reads and writes a run.
 It knows the keys and how to change them atomically, not the rules: the
-state machine lives in :mod:`srh_core.runtime`, applied by
+state machine lives in :mod:`srh_core.interactive`, applied by
 :mod:`srh_workers.control`, which hands the store a function from the state
 it read to a :class:`ControlChange`.
 

@@ -18,14 +18,14 @@ import pytest
 import redis
 
 from srh_core.agent import SearchSettings
-from srh_core.runtime import (
+from srh_core.interactive import (
     ControlChannel,
     ControlChannelError,
     ControlCommand,
     InteractionStateError,
     SRAgentInteractive,
 )
-from srh_core.runtime.interactive import MESSAGE_PREFIX
+from srh_core.interactive.agent import MESSAGE_PREFIX
 from srh_workers.control.channel import RedisControlChannel, open_controls
 from srh_workers.control.submit import submit_interactive
 from srh_workers.flow.dispatch import dispatch

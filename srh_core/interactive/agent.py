@@ -19,11 +19,11 @@ both runtimes once they call them at the same boundaries:
   ``pause_on_truncated``, after a truncated one) and tells the model when a
   force-pause cut its step, from the step's responses and results alone.
 
-The hooks reach the controls through an :class:`~srh_core.runtime.AgentControls`
-(see :mod:`srh_core.runtime.controls`). Embedded, that is the run's
-:class:`SRInteractionManager`, fed by a :class:`~srh_core.runtime.ControlChannel`:
+The hooks reach the controls through an :class:`~srh_core.interactive.AgentControls`
+(see :mod:`srh_core.interactive.controls`). Embedded, that is the run's
+:class:`SRInteractionManager`, fed by a :class:`~srh_core.interactive.ControlChannel`:
 by default the run directory's files (``srh web`` and ``srh run
---interactive`` use them), or an :class:`~srh_core.runtime.InProcessChannel`
+--interactive`` use them), or an :class:`~srh_core.interactive.InProcessChannel`
 for a controller in this process. The run's start is its first boundary and
 its end the agent's ``finished`` event, so no runner internals are touched.
 On a cluster the workers pass the run's Redis controls instead
@@ -39,10 +39,10 @@ from typing import Any
 from srh_core.agent.sragent import SRAgent
 from srh_core.api import ModelResponse
 from srh_core.errors import ConfigurationError, ModelRequestCancelledError, ToolRunAbort
-from srh_core.runtime.channel import ControlChannel
-from srh_core.runtime.controls import AgentControls, LocalControls
-from srh_core.runtime.manager import PendingMessage
-from srh_core.runtime.sr_manager import SRInteractionManager
+from srh_core.interactive.channel import ControlChannel
+from srh_core.interactive.controls import AgentControls, LocalControls
+from srh_core.interactive.manager import PendingMessage
+from srh_core.interactive.sr_manager import SRInteractionManager
 from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
 
 Message = dict[str, Any]
