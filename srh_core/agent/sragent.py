@@ -71,6 +71,8 @@ from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT,
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import SampleRun
 from srh_core.api import ModelResponse
+from srh_core.embedded.executor import SerialToolExecutor
+from srh_core.embedded.run_dir import RunDirectory
 from srh_core.errors import (
     ConfigurationError,
     ModelResponseTruncatedError,
@@ -186,8 +188,6 @@ class SRAgent:
             problem_description: What the data is, for the model.
             deadline: ``time.monotonic()`` value at which the time budget ends.
         """
-        from srh_core.embedded.executor import SerialToolExecutor
-
         self.context = context
         self.store = store
         self.problem_description = problem_description
@@ -884,8 +884,6 @@ def load_agent_class(path: str) -> type[SRAgent]:
 
 def recorded_agent_class(path: str | Path) -> type[SRAgent]:
     """The agent class a run directory recorded (SRAgent when it names none it can load)."""
-    from srh_core.embedded.run_dir import RunDirectory
-
     try:
         recorded = RunDirectory(path).run_record().get("agent", {}).get("class")
     except SearchStateError:

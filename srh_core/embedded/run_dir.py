@@ -46,6 +46,7 @@ from srh_core.jsonio import (
     read_json,
     read_jsonl,
 )
+from srh_core.records import StepPlan, response_records
 from srh_core.types import SearchResult, finite_float
 
 logger = logging.getLogger("srh.agent")
@@ -259,8 +260,6 @@ class RunDirectory:
 
 
 def _response_lines(run_id: str, plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    from srh_core.records import StepPlan, response_records
-
     return [line for plan in plans for line in response_records(run_id, StepPlan.from_dict(plan))]
 
 

@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from srh_core.interactive import SRAgentInteractive
 from srh_workers.control.agent import RedisAgentControls
 from srh_workers.control.state import finished, is_running, parked, stopping
 from srh_workers.flow.names import Action, step_action, whole_run_action
@@ -44,8 +45,6 @@ _CONTROLS_LOCK = threading.Lock()
 
 
 def is_interactive(rt: WorkerRunView) -> bool:
-    from srh_core.interactive import SRAgentInteractive
-
     return issubclass(rt.agent_class, SRAgentInteractive)
 
 
