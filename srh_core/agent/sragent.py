@@ -16,8 +16,8 @@ same arguments, and nothing else of the loop's logic lives in a runtime:
 Hooks that take a ``response_list`` receive the samples processed together,
 which is one sample in both runtimes (``response.sample`` is its K), so a
 subclass that overrides any hook behaves the same embedded and on a cluster.
-Whether a branch may open its next step, and how the run ends, is decided
-by :mod:`srh_core.agent.outcome`, also shared.
+What runs next is decided by :mod:`srh_core.agent.scheduler` and how the
+run ends by :mod:`srh_core.agent.outcome`, both shared.
 
 The three error families stay apart: the model's mistakes are fed back as
 messages; programmer and configuration errors raise; budgets (steps, time,

@@ -8,8 +8,9 @@ continues a run directory from its last snapshot.
 
 A step here is the agent's three step functions (``open_step``,
 ``run_sample`` for K = 1..K, ``close_step``), the same the Celery tasks
-call; which branch may open a step next, and how the run ends, is decided
-by :mod:`srh_core.agent.outcome`, also shared. With one thread, branches run
+call; what runs next is the shared scheduler's answer
+(:mod:`srh_core.agent.scheduler`: this runner drains its actions), and how
+the run ends is :mod:`srh_core.agent.outcome`'s. With one thread, branches run
 in branch order (level by level when early stop is on, which the stop rule
 needs); with more, in any order: the nodes are the same.
 
