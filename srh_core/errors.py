@@ -190,3 +190,27 @@ class ModelRequestError(ModelAPIError):
 
 class ModelRequestCancelledError(ModelAPIError):
     """A model request was stopped by ``cancel()`` before it finished."""
+
+
+class PhaseStateWarning(RuntimeWarning):
+    """An agent hook bound an attribute of ``self`` during a step phase.
+
+    The phases of a step (open, each sample, close) may run in different
+    processes: on a cluster the agent is rebuilt for each task, so what a hook
+    keeps on ``self`` is not there in the next phase. Pass it in the branch,
+    the plan or the results instead. Attributes set, rebound or deleted are
+    caught; a container mutated in place is not (and is as unsupported).
+
+    Attributes:
+        agent_class: The agent's class name.
+        phase: "open_step", "run_sample" or "close_step".
+        attributes: The attributes that changed.
+    """
+
+    def __init__(self, agent_class: str, phase: str, attributes: Iterable[str]) -> None:
+        self.agent_class, self.phase = agent_class, phase
+        self.attributes = tuple(attributes)
+        super().__init__(
+            f"{agent_class} changed {', '.join(self.attributes)} on self in {phase}; on a "
+            "cluster the agent is rebuilt for each task, so a later phase of the step does not "
+            "see it. Pass it in the branch, the plan or the results instead.")

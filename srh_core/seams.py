@@ -12,6 +12,10 @@ protocols on Celery and Redis. Nothing in the loop reaches past them.
   write is idempotent (keyed by node id, or coordinate).
 - :class:`BranchRunner` runs the C branches of one restart to completion
   (the barrier before restart r+1).
+- :class:`ModelAdapter` is a model endpoint as the agent calls it
+  (every ``srh_core.api.BaseAPI``; tests pass scripted ones).
+- :class:`Evaluator` fits and scores a formula on a context
+  (``srh_core.evaluator.DefaultEvaluator``, or the user's).
 """
 
 from __future__ import annotations
@@ -31,10 +35,11 @@ from srh_core.types import (
 )
 
 if TYPE_CHECKING:
-    from srh_core.agent.accounting import RunTotals
     from srh_core.agent.branch import BranchState
-    from srh_core.agent.steps import SampleScope, StepPlan
+    from srh_core.api.call_result import APICallResult
+    from srh_core.context import AgentContext
     from srh_core.ranking import Selection
+    from srh_core.records import RunTotals, SampleScope, StepPlan
 
 
 @runtime_checkable
@@ -71,22 +76,29 @@ class CandidateStore(Protocol):
         """Build (without recording) the node of one sample."""
         ...
 
-    def record_node(self, node: SearchNode) -> bool:
-        """Add a node; False when its id is already recorded."""
+    def record_node(self, node: SearchNode, *, batch: SampleScope | None = None) -> bool:
+        """Add a node; False when its id is known to be recorded already.
+
+        With ``batch`` (a scope from :meth:`sample`) a store may queue the
+        write: it then answers True, and the batch's outcome says whether the
+        node was new (the Redis store's, so a sample costs one round trip).
+        """
         ...
 
-    def push_candidate(self, candidate: CandidateRecord) -> bool:
-        """Add a candidate; False when unrankable or already recorded."""
+    def push_candidate(self, candidate: CandidateRecord, *,
+                       batch: SampleScope | None = None) -> bool:
+        """Add a candidate; False when unrankable or already recorded (queued: True)."""
         ...
 
     def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
-                       results: Sequence[ToolCallResult], forced: bool) -> None:
-        """Append executed calls to the run's tool-call log."""
+                       results: Sequence[ToolCallResult], forced: bool, *,
+                       batch: SampleScope | None = None) -> None:
+        """Append executed calls to the run's tool-call log (with ``batch``: maybe queued)."""
         ...
 
     def sample(self, R: int, C: int, L: int, K: int, samples: int
                ) -> AbstractContextManager[SampleScope]:
-        """A scope around sample K's writes (of ``samples``); a store may batch them."""
+        """A scope around sample K's writes (of ``samples``): the batch its writers get."""
         ...
 
     def save_plan(self, plan: StepPlan) -> StepPlan:
@@ -119,6 +131,36 @@ class CandidateStore(Protocol):
 
     def result(self, status: str, progress: str, *, stop_reason: str | None = None,
                selection: Selection = "best") -> SearchResult: ...
+
+
+@runtime_checkable
+class ModelAdapter(Protocol):
+    """A model endpoint: K samples of a conversation per call, cancellable from a thread."""
+
+    model: str | None
+
+    def __call__(self, messages: str | Sequence[Mapping[str, Any]], n: int = 1,
+                 **options: Any) -> APICallResult:
+        """Request ``n`` samples (``options``: ``max_tokens``, ``temperature``, ``seed``...)."""
+        ...
+
+    def cancel(self) -> None:
+        """Cancel every call in flight; they raise ``ModelRequestCancelledError``."""
+        ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Fits a formula's parameters and scores it on a context (one split)."""
+
+    def fit(self, f: Any, y: Any, context: AgentContext, *,
+            fit_constants: bool | None = None) -> Any:
+        """``f`` with its parameters fitted so that it approximates ``y`` on ``context``."""
+        ...
+
+    def evaluate(self, f: Any, y: Any, context: AgentContext) -> Mapping[str, float]:
+        """The metrics of ``y = f`` on ``context`` (mse, r2, ...)."""
+        ...
 
 
 @runtime_checkable

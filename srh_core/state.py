@@ -9,7 +9,7 @@ the same records in Redis.
 Every write is idempotent: recording a node id twice, or the same formula
 (canonical key) for the same node twice, changes nothing and returns False.
 
-It also keeps the run's opened steps (:class:`~srh_core.agent.steps.StepPlan`,
+It also keeps the run's opened steps (:class:`~srh_core.records.StepPlan`,
 first write wins) and its tool-call log. With a ``save_path`` every record
 goes to the run directory as it is made (crash-safely; the layout belongs
 to :class:`srh_core.embedded.run_dir.RunDirectory`).
@@ -35,6 +35,18 @@ from srh_core.ranking import (
     rank_candidates,
     ranked_result,
 )
+from srh_core.records import (
+    RunTotals,
+    SampleScope,
+    StepPlan,
+    call_seconds,
+    node_id,
+    node_label,
+    plan_spend,
+    response_records,
+    tool_call_record,
+    tool_seconds,
+)
 from srh_core.types import (
     CandidateRecord,
     ParentLink,
@@ -48,8 +60,6 @@ from srh_core.types import (
 )
 
 if TYPE_CHECKING:
-    from srh_core.agent.accounting import RunTotals
-    from srh_core.agent.steps import SampleScope, StepPlan
     from srh_core.embedded.run_dir import RunDirectory
 
 SNAPSHOT_VERSION = 1
@@ -87,7 +97,6 @@ class SearchRunState:
         self._candidates: dict[tuple[str, str], CandidateRecord] = {}
         self._ranked: list[CandidateRecord] | None = None
         self.plans: dict[tuple[int, int, int], dict[str, Any]] = {}
-        from srh_core.agent.accounting import RunTotals  # not at import: srh_core stays light
 
         self._spend = RunTotals()
         self._started = time.monotonic()
@@ -119,20 +128,21 @@ class SearchRunState:
     def now() -> str:
         return datetime.now(UTC).isoformat(timespec="milliseconds")
 
-    @staticmethod
-    def node_label(R: int, C: int, L: int, K: int) -> str:
-        return SearchCoordinate(R=R, C=C, L=L, K=K).label
+    node_label = staticmethod(node_label)
 
     def node_id(self, R: int, C: int, L: int, K: int) -> str:
-        return f"{self.run_id}:{self.node_label(R, C, L, K)}"
+        return node_id(self.run_id, R, C, L, K)
 
     @staticmethod
     def parent_link(parent_node_id: str, relation: ParentRelation) -> ParentLink:
         return ParentLink(parent_node_id=parent_node_id, relation=relation)
 
     # --------------------------------------------------------------- nodes
-    def record_node(self, node: SearchNode) -> bool:
-        """Add one node; False (and no change) when its id is already recorded."""
+    def record_node(self, node: SearchNode, *, batch: SampleScope | None = None) -> bool:
+        """Add one node; False (and no change) when its id is already recorded.
+
+        ``batch`` is ignored: in memory every write applies at once.
+        """
         with self._lock:
             if node.node_id in self.nodes:
                 return False
@@ -221,8 +231,9 @@ class SearchRunState:
         return [node.to_dict(include_detail=include_detail) for node in nodes]
 
     # ---------------------------------------------------------- candidates
-    def push_candidate(self, candidate: CandidateRecord) -> bool:
-        """Add a candidate to the pool.
+    def push_candidate(self, candidate: CandidateRecord, *,
+                       batch: SampleScope | None = None) -> bool:
+        """Add a candidate to the pool (``batch`` is ignored: applied at once).
 
         Returns:
             False, without raising, when the candidate is unrankable (missing
@@ -242,16 +253,13 @@ class SearchRunState:
         return True
 
     def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
-                       results: Sequence[ToolCallResult], forced: bool) -> None:
+                       results: Sequence[ToolCallResult], forced: bool, *,
+                       batch: SampleScope | None = None) -> None:
         """Append executed calls to ``tool_calls.jsonl`` (nothing is kept in memory)."""
-        from srh_core.agent.accounting import RunTotals, call_seconds
-
         seconds = sum(call_seconds(result.meta_data) for result in results)
         with self._lock:
             self._spend += RunTotals(tool_seconds=seconds)
         if self.run_dir is not None:
-            from srh_core.embedded.run_dir import tool_call_record
-
             self.run_dir.append("tool_calls", [tool_call_record(coordinate, call, result, forced)
                                                for call, result in zip(calls, results,
                                                                        strict=False)])
@@ -259,16 +267,11 @@ class SearchRunState:
     @contextlib.contextmanager
     def sample(self, R: int, C: int, L: int, K: int, samples: int) -> Iterator[SampleScope]:
         """One sample's writes: applied as they are made (nothing to batch in memory)."""
-        from srh_core.agent.steps import SampleScope
-
         yield SampleScope()
 
     # --------------------------------------------------------------- plans
     def save_plan(self, plan: StepPlan) -> StepPlan:
         """Keep an opened step unless one is kept for its coordinate; return the kept one."""
-        from srh_core.agent.accounting import plan_spend, response_records
-        from srh_core.agent.steps import StepPlan
-
         key = (plan.R, plan.C, plan.L)
         with self._lock:
             if key not in self.plans:
@@ -289,8 +292,6 @@ class SearchRunState:
     run_totals = spend
 
     def load_plan(self, R: int, C: int, L: int) -> StepPlan | None:
-        from srh_core.agent.steps import StepPlan
-
         with self._lock:
             stored = self.plans.get((R, C, L))
         return None if stored is None else StepPlan.from_dict(stored)
@@ -413,8 +414,6 @@ class SearchRunState:
         The plans are what was paid for, also the steps after the snapshot;
         the tool log holds every call that ran, re-runs included.
         """
-        from srh_core.agent.accounting import RunTotals, plan_spend, response_records, tool_seconds
-        from srh_core.agent.steps import StepPlan
 
         run_dir = self.run_dir
         plans = [StepPlan.from_dict(record) for record in self.plans.values()]

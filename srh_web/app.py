@@ -37,7 +37,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from srh_core.runtime import ControlCommand, InteractionError
+from srh_core.interactive import ControlCommand, InteractionError
 from srh_core.types import json_value
 from srh_web.catalog import Catalog
 from srh_web.errors import RunNotFoundError, WebError

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from srh_core.runtime.run_dir_channel import run_is_live
+from srh_core.interactive.run_dir_channel import run_is_live
 from srh_core.types import CandidateRecord
 from srh_web import views
 

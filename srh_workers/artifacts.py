@@ -54,7 +54,7 @@ def export_run(client: Redis, run_id: str, directory: str | Path, *, partial: bo
         ConfigurationError: ``directory`` exists and is not empty.
         OSError: The directory cannot be written (nothing changed in Redis).
     """
-    from srh_workers.flow.runtime import runtime_for
+    from srh_workers.flow.run_view import run_view_for
     from srh_workers.flow.steps import write_run_files
     from srh_workers.store import RedisRunStore
 
@@ -74,7 +74,7 @@ def export_run(client: Redis, run_id: str, directory: str | Path, *, partial: bo
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ConfigurationError(f"{target} exists and is not an empty directory; export to a "
                                  "new one.", setting="directory")
-    rt = runtime_for(client, run_id)
+    rt = run_view_for(client, run_id)
     staging = target.with_name(f".{target.name}.export-{time.time_ns()}")
     staging.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -146,7 +146,7 @@ def ensure_run_directory(client: Redis, run_id: str, run_dir: Path, *,
                          grace: float | None = None) -> bool:
     """Make sure a finished run's complete directory is at ``run_dir``; True if written here."""
     from srh_core.embedded.run_dir import RunDirectory
-    from srh_workers.flow.runtime import runtime_for
+    from srh_workers.flow.run_view import run_view_for
     from srh_workers.flow.steps import write_run_files
 
     grace = DIRECTORY_GRACE_SECONDS if grace is None else grace
@@ -157,7 +157,7 @@ def ensure_run_directory(client: Redis, run_id: str, run_dir: Path, *,
         time.sleep(0.1)
     else:
         return False
-    rt = runtime_for(client, run_id)
+    rt = run_view_for(client, run_id)
     if rt.store.is_compacted():  # written meanwhile by a late worker
         return False
     result = rt.store.stored_result()

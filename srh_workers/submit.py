@@ -25,7 +25,7 @@ from srh_core.types import CandidateRecord, SearchResult
 from srh_workers.endpoints import submit_access
 from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
-from srh_workers.flow.runtime import resolve_granularity, runtime_for
+from srh_workers.flow.run_view import resolve_granularity, run_view_for
 from srh_workers.spec import RunSpec, load_spec, refuse_custom_evaluator
 from srh_workers.store import RedisRunStore
 from srh_workers.store.cluster import ClusterIndex
@@ -119,7 +119,7 @@ def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
     """Re-send what a stalled run's stored state says comes next (idempotent)."""
     from srh_workers.flow.steps import repair_actions
 
-    actions = repair_actions(runtime_for(client, run_id))
+    actions = repair_actions(run_view_for(client, run_id))
     for action in actions:
         send(action)
     return actions
@@ -220,7 +220,7 @@ def cancel_run(client: Redis, run_id: str, send: Send | None = None) -> list[Act
         SearchStateError: The run is unknown.
     """
     from srh_core.agent.outcome import STOP_CANCELLED
-    from srh_workers.control.runtime import release_stopped
+    from srh_workers.control.parking import release_stopped
 
     store = _store(client, run_id)[1]
     store.flow.request_stop(STOP_CANCELLED)

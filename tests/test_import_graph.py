@@ -10,12 +10,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The cycles still allowed: each a set of modules a found cycle must lie within.
 ALLOWED_CYCLES = [
-    # removed by the scheduler work: SRAgent.run builds the embedded runner, which drives
-    # the agent's step functions
-    {"srh_core.agent.sragent", "srh_core.embedded.runner"},
-    # removed by the scheduler work: the Celery step tasks and the whole-run task call
-    # each other's entry points
-    {"srh_workers.flow.steps", "srh_workers.flow.whole_run"},
     # stays: the engine's method facade. Expression.evaluate/fit/to_str/... (the engine's
     # public API, srh_engine.expression_methods) call the modules that define those
     # functions, and those modules build and read the node classes; the methods import

@@ -11,7 +11,7 @@ import importlib
 import pytest
 
 LAZY_PACKAGES = ["srh_engine", "srh_engine.search", "srh_core", "srh_core.api",
-                 "srh_core.agent", "srh_core.runtime", "srh_core.tools", "srh_workers.store",
+                 "srh_core.agent", "srh_core.interactive", "srh_core.tools", "srh_workers.store",
                  "srh_workers.sweeps"]
 
 

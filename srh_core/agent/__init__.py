@@ -2,8 +2,10 @@
 share), the authoring agents (DataPreparationAgent, EvaluatorConstructionAgent) and their
 base, Agent.
 
-The names below load their module on first use: reading a run's settings
-(``srh status``) does not import the agent, its tools and model adapters.
+Names are imported on first use: reading a run's settings (``srh status``) does not
+import the agent, its tools and model adapters, and a module below the agent (a store,
+the run directory) may import ``srh_core.agent.settings`` or ``.outcome`` without
+loading SRAgent and the embedded runtime it starts.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ _LAZY = {
     "RunOutcome": "outcome", "run_outcome": "outcome", "step_gate": "outcome",
     "SearchSettings": "settings",
     "SRAgent": "sragent", "agent_class_path": "sragent", "load_agent_class": "sragent",
-    "StepPlan": "steps", "opened_step": "steps", "sample_results": "steps",
+    "recorded_agent_class": "sragent",
+    "opened_step": "steps", "sample_results": "steps",
 }
 
 __all__ = sorted(_LAZY)

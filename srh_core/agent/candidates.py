@@ -14,7 +14,7 @@ itself, and re-checks eligibility (the formula must not use the target).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from srh_core.ranking import RankingPolicy, SortKey
@@ -78,6 +78,31 @@ def sample_candidates(
             if record is not None:
                 candidates.append(record)
     return candidates
+
+
+class SampleResults(list[list[ToolCallResult]]):
+    """Tool results grouped by sample, carrying each sample's candidates once computed.
+
+    The hooks that take a ``results_list`` (``collect_candidates``,
+    ``update_conversation``) get one of these from the step functions, so a
+    sample's formulas are parsed once per step, not once per hook; a list
+    without ``candidates`` (a subclass's own) is read the slow way.
+    """
+
+    def __init__(self, results: Iterable[Sequence[ToolCallResult]],
+                 candidates: Sequence[Sequence[CandidateRecord]] | None = None) -> None:
+        super().__init__(list(group) for group in results)
+        self.candidates = None if candidates is None else [list(c) for c in candidates]
+        if self.candidates is not None and len(self.candidates) != len(self):
+            raise ValueError(f"{len(self)} samples of results but {len(self.candidates)} of "
+                             "candidates.")
+
+
+def carried_candidates(results_list: Sequence[Sequence[ToolCallResult]]
+                       ) -> list[list[CandidateRecord]] | None:
+    """The candidates ``results_list`` carries (a :class:`SampleResults`), else None."""
+    candidates = getattr(results_list, "candidates", None)
+    return None if candidates is None else [list(c) for c in candidates]
 
 
 def choose_sample(

@@ -1,9 +1,10 @@
 """How branches move on and how a run ends: the rules both runtimes apply.
 
 Stop reasons (``BranchState.stop_reason``) are the constants below. The
-embedded runner and the Celery tasks call these functions and nothing
-else decides when a branch may open its next step, when the next restart
-starts, or what status a finished run has.
+scheduler (:mod:`srh_core.agent.scheduler`), which both runtimes drain,
+applies these rules, and nothing else decides when a branch may open its
+next step or when the next restart starts; :func:`run_outcome` gives the
+status of a finished run in both.
 
 The early-stop rule (``early_stop = true``), the same in both runtimes and
 independent of scheduling:
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from srh_core.agent.branch import BranchState
 
 if TYPE_CHECKING:
-    from srh_core.agent.accounting import RunTotals
+    from srh_core.records import RunTotals
 
 STOP_DEPTH = "depth"
 STOP_EARLY = "early_stopped"

@@ -5,7 +5,7 @@ same arguments, and nothing else of the loop's logic lives in a runtime:
 
 1. :meth:`SRAgent.open_step` -- ``prepare_iteration``, ``prepare_model_messages``
    and ``request_llm``: the prompt and the K model responses (a
-   :class:`~srh_core.agent.steps.StepPlan`). A Celery ``branch_step`` task.
+   :class:`~srh_core.records.StepPlan`). A Celery ``branch_step`` task.
 2. :meth:`SRAgent.run_sample` -- one sample's ``execute_tool_calls``,
    ``record_search_iteration`` and ``collect_candidates``: its tool results,
    its node and its candidates. A Celery ``tool_calls`` task; the embedded
@@ -16,8 +16,8 @@ same arguments, and nothing else of the loop's logic lives in a runtime:
 Hooks that take a ``response_list`` receive the samples processed together,
 which is one sample in both runtimes (``response.sample`` is its K), so a
 subclass that overrides any hook behaves the same embedded and on a cluster.
-Whether a branch may open its next step, and how the run ends, is decided
-by :mod:`srh_core.agent.outcome`, also shared.
+What runs next is decided by :mod:`srh_core.agent.scheduler` and how the
+run ends by :mod:`srh_core.agent.outcome`, both shared.
 
 The three error families stay apart: the model's mistakes are fed back as
 messages; programmer and configuration errors raise; budgets (steps, time,
@@ -26,43 +26,74 @@ exact fit) end branches or the run.
 Subclasses must accept the base constructor's keyword arguments (forward
 ``**kwargs``): a Celery worker rebuilds the agent from its class's import
 path with them.
+
+The hook contract:
+
+- the reference's hooks take ``(R, L, C)`` positionally, as there; every
+  other method takes keyword coordinates (``node_id(R=, C=, L=, K=)``,
+  ``record_sample(..., R=, C=, L=, K=)``, ``sample_candidates``,
+  ``sampling_seed``, ``recorded_responses``, ``start_restart(R=)``);
+- a hook's inputs are its arguments: the branch reaches
+  ``update_conversation`` and ``build_progress_message`` as ``branch=``,
+  each sample's candidates travel in the ``results_list``
+  (:class:`~srh_core.agent.candidates.SampleResults`), the store a sample
+  writes to carries its batch (:class:`~srh_core.agent.steps.SampleStore`);
+- **no state on self across phases**: opening a step, each sample and
+  closing it may run in three processes (on a cluster the agent is rebuilt
+  for each task), so no hook may keep on ``self`` what a later phase reads.
+  :meth:`stateless_phase` warns (:class:`~srh_core.errors.PhaseStateWarning`)
+  when a phase sets, rebinds or deletes an attribute; a container changed
+  in place is not caught and is as unsupported.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srh_core.agent import accounting, prompts
 from srh_core.agent.base import Agent
 from srh_core.agent.branch import BranchState, updated_front
-from srh_core.agent.candidates import choose_sample, is_evaluation, sample_candidates
+from srh_core.agent.candidates import (
+    SampleResults,
+    carried_candidates,
+    choose_sample,
+    is_evaluation,
+    sample_candidates,
+)
 from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT, budget_stop
 from srh_core.agent.settings import SearchSettings
-from srh_core.agent.steps import StepPlan
+from srh_core.agent.steps import SampleRun
 from srh_core.api import ModelResponse
-from srh_core.errors import ConfigurationError, ModelResponseTruncatedError, SearchStateError
+from srh_core.embedded.executor import SerialToolExecutor
+from srh_core.embedded.run_dir import RunDirectory
+from srh_core.errors import (
+    ConfigurationError,
+    ModelResponseTruncatedError,
+    PhaseStateWarning,
+    SearchStateError,
+)
 from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
-from srh_core.seams import CandidateStore, ToolExecutor
+from srh_core.records import StepPlan
+from srh_core.seams import CandidateStore, Evaluator, ModelAdapter, ToolExecutor
 from srh_core.tools.base import BaseTool
 from srh_core.types import CandidateRecord, ParentLink, SearchResult, ToolCall, ToolCallResult
+
+if TYPE_CHECKING:
+    from srh_core.context import AgentContext
 
 logger = logging.getLogger("srh.agent")
 
 Message = dict[str, Any]
 Observer = Callable[[Mapping[str, Any]], None]
 ExecutorFactory = Callable[[Mapping[str, BaseTool]], ToolExecutor]
-
-# The branch whose progress messages are being built, per thread: the
-# embedded runtime runs branches on threads and the Celery branch worker
-# shares one process between tasks.
-_ACTIVE_BRANCH: ContextVar[BranchState | None] = ContextVar("srh_active_branch", default=None)
-
 
 class SRAgent(Agent):
     """Agent that runs an R-C-L-K symbolic-regression search.
@@ -99,8 +130,9 @@ class SRAgent(Agent):
     )
 
     def __init__(self, llm_provider: str | None = None, llm_model: str | None = None, *,
-                 settings: SearchSettings | None = None, context: Any = None,
-                 skill_manager: Any = None, api: Any = None, evaluator: Any = None,
+                 settings: SearchSettings | None = None, context: AgentContext | None = None,
+                 skill_manager: Any = None, api: ModelAdapter | None = None,
+                 evaluator: Evaluator | None = None,
                  store: CandidateStore | None = None, executor: ToolExecutor | None = None,
                  problem_description: str = "", deadline: float | None = None,
                  model_access: Any = None, **settings_values: Any) -> None:
@@ -123,21 +155,21 @@ class SRAgent(Agent):
             from srh_core.evaluator import load_custom_evaluator
 
             evaluator = load_custom_evaluator(self.settings.evaluator)
-        self.api = api
+        self.api: ModelAdapter | None = api
         self.model_access = model_access  # None: ModelAccess.local() (this process's operator)
-        self.evaluator = evaluator
+        self.evaluator: Evaluator | None = evaluator
         self.prices = accounting.price_table(self.settings)
         self.policy = RankingPolicy(self.settings.ranking_metric, self.settings.larger_is_better)
         self.exact_fit = ExactFitRule(self.settings.exact_fit_metric,
                                       self.settings.exact_fit_threshold,
                                       self.settings.exact_fit_metric in ("r2", "pearson",
                                                                          "spearman"))
-        self.context: Any = None
+        self.context: AgentContext | None = None
         self.store: CandidateStore | None = None
         self.executor: ToolExecutor | None = None
         self.tools: dict[str, BaseTool] = {}
         self.parser: Any = None
-        self.strong_api: Any = None
+        self.strong_api: ModelAdapter | None = None
         self.router: Any = None
         self.task_route: tuple[float, list[str]] = (0.0, [])
         self.problem_description = problem_description
@@ -162,8 +194,6 @@ class SRAgent(Agent):
             problem_description: What the data is, for the model.
             deadline: ``time.monotonic()`` value at which the time budget ends.
         """
-        from srh_core.embedded.executor import SerialToolExecutor
-
         self.context = context
         self.store = store
         self.problem_description = problem_description
@@ -231,8 +261,31 @@ class SRAgent(Agent):
     def K(self) -> int:
         return self.settings.local_sample_size
 
-    def node_id(self, R: int, C: int, L: int, K: int) -> str:
+    def node_id(self, *, R: int, C: int, L: int, K: int) -> str:
         return self.require_store().node_id(R, C, L, K)
+
+    def writing_to(self, store: CandidateStore) -> SRAgent:
+        """This agent with ``store`` as its store (one sample's batched view of it).
+
+        A shallow copy: the run's parts are shared, only the store differs, so
+        branches on threads each write with their own sample's batch.
+        """
+        view = copy.copy(self)
+        view.store = store
+        return view
+
+    @contextmanager
+    def stateless_phase(self, phase: str) -> Iterator[None]:
+        """Warn (:class:`~srh_core.errors.PhaseStateWarning`) when the hooks of ``phase``
+        set, rebind or delete an attribute of ``self``: the next phase may run in another
+        process (a cluster task) with an agent built afresh."""
+        before = {name: id(value) for name, value in vars(self).items()}
+        yield
+        after = {name: id(value) for name, value in vars(self).items()}
+        changed = sorted(name for name in before.keys() | after.keys()
+                         if before.get(name) != after.get(name))
+        if changed:
+            warnings.warn(PhaseStateWarning(type(self).__name__, phase, changed), stacklevel=3)
 
     def require_store(self) -> CandidateStore:
         """The run's store; SearchStateError when no run is bound."""
@@ -278,19 +331,23 @@ class SRAgent(Agent):
         return self.customize_initial_prompts(messages, X=X, y=y)
 
     def create_initial_buffer(self, problem_description: str, X: Mapping[str, Any],
-                              y: Mapping[str, Any],
-                              restart_records: list[CandidateRecord]) -> list[Message]:
-        """System and user prompts plus the first progress message of a branch."""
+                              y: Mapping[str, Any], restart_records: list[CandidateRecord],
+                              *, branch: BranchState | None = None) -> list[Message]:
+        """System and user prompts plus the first progress message of a branch.
+
+        Args:
+            branch: The branch the buffer starts (its restart, seeds and front).
+        """
         messages = self.create_initial_prompt_messages(problem_description, X, y,
                                                        restart_records)
-        return messages + [self.build_progress_message(0)]
+        return messages + [self.build_progress_message(0, branch=branch)]
 
     def on_buffer_messages_added(self, messages: list[Message], **coordinate: int) -> None:
         """Hook: ``messages`` just entered a branch's buffer (at ``R``, ``C`` and, after a
         step, ``L``); the base tells the observers (event ``buffer_messages``)."""
         self.emit("buffer_messages", messages=list(messages), **coordinate)
 
-    def start_restart(self, R: int) -> list[BranchState]:
+    def start_restart(self, *, R: int) -> list[BranchState]:
         """The C branches of restart R, seeded from the pool's top-k."""
         store = self.require_store()
         records = store.top_k(self.settings.restart_top_k) if R > 1 else []
@@ -298,8 +355,8 @@ class SRAgent(Agent):
         front = updated_front([], records, self.policy)
         X, y = self.problem_arrays()
         template = BranchState(store.run_id, R, 0, 1, [], seeds=seeds, front=front)
-        with self.active_branch(template):
-            buffer = self.create_initial_buffer(self.problem_description, X, y, records)
+        buffer = self.create_initial_buffer(self.problem_description, X, y, records,
+                                            branch=template)
         links = [ParentLink(record.node_id, "restart_seed") for record in records]
         self.emit("restart", R=R, seeds=[record.formula for record in records])
         for C in range(1, self.settings.global_width + 1):
@@ -315,22 +372,18 @@ class SRAgent(Agent):
         return X, {self.context.target: data[self.context.target]}
 
     # ------------------------------------------------------- progress messages
-    @contextmanager
-    def active_branch(self, branch: BranchState) -> Iterator[BranchState]:
-        """Make ``branch`` the one progress messages describe, in this thread."""
-        token = _ACTIVE_BRANCH.set(branch)
-        try:
-            yield branch
-        finally:
-            _ACTIVE_BRANCH.reset(token)
-
     def visible_front(self, branch: BranchState | None) -> list[CandidateRecord]:
         """The Pareto front of what ``branch`` has seen: its seeds and its own candidates."""
         return [] if branch is None else branch.front_records()
 
-    def build_progress_message(self, L: int) -> dict[str, str]:
-        """Step L+1 of the active branch, its Pareto front and the time left."""
-        branch = _ACTIVE_BRANCH.get()
+    def build_progress_message(self, L: int, *, branch: BranchState | None = None
+                               ) -> dict[str, str]:
+        """Step L+1 of ``branch``, the Pareto front it has seen and the time left.
+
+        Args:
+            L: The step just done (0 before the first).
+            branch: The branch the message is for (None: no restart, branch or front).
+        """
         settings = self.settings
         where = f"restart {branch.R if branch else 1}/{settings.max_restart_loop}"
         if branch is not None and branch.C > 0:
@@ -375,7 +428,7 @@ class SRAgent(Agent):
         calls = [ToolCall("statistics_analysis", {}), ToolCall("relationship_analysis", {}),
                  ToolCall("read_skill", {"name": "discover-symbolic-laws"})]
         calls = [call for call in calls if call.name in self.tools]
-        results = self.run_calls(calls, key=f"{self.node_id(R, C, L, 1)}:diagnostics")
+        results = self.run_calls(calls, key=f"{self.node_id(R=R, C=C, L=L, K=1)}:diagnostics")
         self.record_tool_calls(calls, results, R, L, C, forced=True)
         sections = [f"## {c.name}\n{r.result_str}" for c, r in zip(calls, results, strict=True)]
         return {"role": "user", "content": "[Initial diagnostics run by the harness]\n\n"
@@ -388,7 +441,7 @@ class SRAgent(Agent):
         api, route = self.route_model(L)
         options = {"n": self.K, "max_tokens": self.settings.llm_max_tokens,
                    "temperature": self.settings.llm_temperature,
-                   "seed": self.sampling_seed(R, C, L)}
+                   "seed": self.sampling_seed(R=R, C=C, L=L)}
         started = time.monotonic()
         try:
             call = api(prompt, **options)
@@ -404,9 +457,9 @@ class SRAgent(Agent):
             {"responses": responses, "usage": usage,
              "provider": provider or str(getattr(api, "provider", "") or ""),
              "model": model or getattr(api, "model", None),
-             "latency": time.monotonic() - started, "route": route}, R, L, C)
+             "latency": time.monotonic() - started, "route": route}, R=R, L=L, C=C)
 
-    def recorded_responses(self, llm_result: Mapping[str, Any], R: int, L: int, C: int
+    def recorded_responses(self, llm_result: Mapping[str, Any], *, R: int, L: int, C: int
                            ) -> tuple[list[ModelResponse], dict[str, Any]]:
         """The end of every model request (a subclass's own too): the ``record_llm_result``
         and ``log_info`` hooks; the responses and the step's usage record."""
@@ -445,7 +498,7 @@ class SRAgent(Agent):
             logger.info("R%d C%d L%d K%d: %s; %s", R, C, L, response.sample, calls,
                         text[:160] + ("..." if len(text) > 160 else ""))
 
-    def sampling_seed(self, R: int, C: int, L: int) -> int:
+    def sampling_seed(self, *, R: int, C: int, L: int) -> int:
         """Seed of one step's sampling: a pure function of the run seed and coordinate."""
         return (self.settings.seed * 1_000_003 + R * 10_007 + C * 101 + L) % (2**31 - 1)
 
@@ -465,7 +518,7 @@ class SRAgent(Agent):
         """
         R, C, L = branch.R, branch.C, branch.L
         buffer = [dict(message) for message in branch.buffer]
-        with self.active_branch(branch):
+        with self.stateless_phase("open_step"):
             reason = self.prepare_iteration(buffer, R, L, C)
             if reason is not None:
                 branch.stop(reason, "done" if reason in MOVE_ON_REASONS else "stopped")
@@ -476,15 +529,23 @@ class SRAgent(Agent):
                         buffer=None if buffer == prompt else buffer)
 
     # ------------------------------------------------------ step 2: one sample
-    def run_sample(self, plan: StepPlan, K: int) -> list[ToolCallResult]:
-        """Run sample K of an opened step: its tool calls, its node and its candidates."""
+    def run_sample(self, plan: StepPlan, K: int) -> SampleRun:
+        """Run sample K of an opened step: its tool calls, its node and its candidates.
+
+        The sample's candidates are computed once here and carried (in the
+        ``results_list`` the hooks get, and in the returned run) to the step's close.
+        """
         R, C, L = plan.R, plan.C, plan.L
         response = [plan.responses[K - 1]]
-        results_list = self.execute_tool_calls(response, R, L, C)
-        self.record_search_iteration(response, results_list, plan.parents, plan.prompt,
-                                     plan.usage, R, L, C)
-        self.collect_candidates(response, results_list, R, L, C)
-        return results_list[0]
+        with self.stateless_phase("run_sample"):
+            grouped = self.execute_tool_calls(response, R, L, C)
+            candidates = self.sample_candidates(response[0], grouped[0], R=R, C=C, L=L, K=K)
+            results_list = SampleResults(grouped, [candidates])
+            self.record_search_iteration(response, results_list, plan.parents, plan.prompt,
+                                         plan.usage, R, L, C)
+            kept = [replace(c, details=dict(c.details)) for c in candidates]  # as found: a pool
+            self.collect_candidates(response, results_list, R, L, C)  # may add diagnostics
+        return SampleRun(list(grouped[0]), kept)
 
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
                            C: int) -> list[list[ToolCallResult]]:
@@ -492,7 +553,7 @@ class SRAgent(Agent):
         grouped = []
         for response in response_list:
             calls = list(response.tool_calls)
-            results = self.run_calls(calls, key=self.node_id(R, C, L, response.sample))
+            results = self.run_calls(calls, key=self.node_id(R=R, C=C, L=L, K=response.sample))
             self.record_tool_calls(calls, results, R, L, C)
             grouped.append(results)
         return grouped
@@ -523,14 +584,18 @@ class SRAgent(Agent):
                                 ) -> None:
         """Record one node per sample (the K=1 node also keeps the prompt)."""
         for response, results in zip(response_list, results_list, strict=True):
-            self.record_sample(response, results, parent_nodes, prompt, usage, R, C, L,
-                               response.sample)
+            self.record_sample(response, results, parent_nodes, prompt, usage, R=R, C=C, L=L,
+                               K=response.sample)
 
     def record_sample(self, response: ModelResponse, results: Sequence[ToolCallResult],
                       parents: Sequence[ParentLink], prompt: list[Message] | None,
-                      usage: Mapping[str, Any] | None, R: int, C: int, L: int, K: int
+                      usage: Mapping[str, Any] | None, *, R: int, C: int, L: int, K: int
                       ) -> bool:
-        """Record the node of sample K; False when it was already recorded."""
+        """Record the node of sample K; False when the store knows it was recorded already.
+
+        Inside a sample whose store batches its writes (the Redis store) the node
+        is queued and True is returned; the batch's outcome says whether it was new.
+        """
         store = self.require_store()
         node = store.build_node(response, results, tuple(parents), R=R, C=C, L=L, K=K,
                                 prompt=prompt if K == 1 else None, usage=usage)
@@ -540,10 +605,13 @@ class SRAgent(Agent):
                            results_list: Sequence[Sequence[ToolCallResult]], R: int, L: int,
                            C: int) -> list[CandidateRecord]:
         """Push the samples' eligible candidates to the pool; return them, ranked."""
+        carried = carried_candidates(results_list)
         collected = []
-        for response, results in zip(response_list, results_list, strict=True):
-            for candidate in self.sample_candidates(response, results, R, C, L,
-                                                    response.sample):
+        for index, (response, results) in enumerate(zip(response_list, results_list,
+                                                        strict=True)):
+            found = carried[index] if carried is not None else self.sample_candidates(
+                response, results, R=R, C=C, L=L, K=response.sample)
+            for candidate in found:
                 self.push_candidate(candidate)
                 collected.append(candidate)
         return rank_candidates(collected, self.policy)
@@ -591,27 +659,40 @@ class SRAgent(Agent):
         return data
 
     def sample_candidates(self, response: ModelResponse, results: Sequence[ToolCallResult],
-                          R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
-        return sample_candidates(response.tool_calls, results, self.node_id(R, C, L, K),
+                          *, R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
+        return sample_candidates(response.tool_calls, results, self.node_id(R=R, C=C, L=L, K=K),
                                  self.context.target)
 
     # ------------------------------------------------------ step 3: close a step
     def close_step(self, branch: BranchState, plan: StepPlan,
-                   results_list: Sequence[Sequence[ToolCallResult]]) -> BranchState:
-        """The branch's state after step ``plan.L``, from the K samples' results."""
+                   results_list: Sequence[Sequence[ToolCallResult]], *,
+                   candidates: Sequence[Sequence[CandidateRecord]] | None = None
+                   ) -> BranchState:
+        """The branch's state after step ``plan.L``, from the K samples' results.
+
+        Args:
+            branch: The branch as it was before the step.
+            plan: The step's plan.
+            results_list: Each sample's tool results (K lists).
+            candidates: Each sample's candidates as :meth:`run_sample` found them;
+                None computes them here (a step closed in another process).
+        """
         R, C, L = plan.R, plan.C, plan.L
-        candidates = [c for k, (response, results) in
-                      enumerate(zip(plan.responses, results_list, strict=True), 1)
-                      for c in self.sample_candidates(response, results, R, C, L, k)]
+        if candidates is None:
+            candidates = [self.sample_candidates(response, results, R=R, C=C, L=L, K=k)
+                          for k, (response, results) in
+                          enumerate(zip(plan.responses, results_list, strict=True), 1)]
+        carried = SampleResults(results_list, candidates)
+        candidates = [c for found in carried.candidates or () for c in found]
         exact = branch.exact_level
         if exact is None and any(self.exact_fit.reached(c) for c in candidates):
             exact = L
         front = updated_front(branch.front_records(), candidates, self.policy)
         seen = BranchState(branch.run_id, R, C, L, plan.branch_buffer(), list(plan.parents),
                            seeds=branch.seeds, front=front, exact_level=exact)
-        with self.active_branch(seen):
-            buffer, parents = self.update_conversation(seen.buffer, plan.responses,
-                                                       results_list, plan.parents, R, L, C)
+        with self.stateless_phase("close_step"):
+            buffer, parents = self.update_conversation(seen.buffer, plan.responses, carried,
+                                                       plan.parents, R, L, C, branch=seen)
             reason = self.finish_iteration(buffer, R, L, C)
         after = BranchState(branch.run_id, R, C, L + 1, buffer, parents, seeds=branch.seeds,
                             front=front, exact_level=exact)
@@ -623,19 +704,26 @@ class SRAgent(Agent):
 
     def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
                             results_list: Sequence[Sequence[ToolCallResult]],
-                            node_parents: Sequence[ParentLink], R: int, L: int, C: int
+                            node_parents: Sequence[ParentLink], R: int, L: int, C: int, *,
+                            branch: BranchState | None = None
                             ) -> tuple[list[Message], list[ParentLink]]:
         """Continue with the best sample; merge the others' analysis output.
+
+        Args:
+            branch: The branch as the step left it (its front includes the step's
+                candidates): what the progress message describes.
 
         Returns:
             The new buffer and the parent links of the next step's nodes.
         """
-        candidates = [self.sample_candidates(r, res, R, C, L, k) for k, (r, res) in
-                      enumerate(zip(response_list, results_list, strict=True), 1)]
+        candidates = carried_candidates(results_list)
+        if candidates is None:
+            candidates = [self.sample_candidates(r, res, R=R, C=C, L=L, K=k) for k, (r, res) in
+                          enumerate(zip(response_list, results_list, strict=True), 1)]
         errors = [sum(not r.ok for r in results) + len(response.parse_issues or ())
                   for response, results in zip(response_list, results_list, strict=True)]
         chosen = choose_sample(candidates, errors, self.policy)
-        parents = [ParentLink(self.node_id(R, C, L, chosen + 1), "continuation")]
+        parents = [ParentLink(self.node_id(R=R, C=C, L=L, K=chosen + 1), "continuation")]
         calls = list(response_list[chosen].tool_calls)
         results = list(results_list[chosen])
         for k, (response, sample_results) in enumerate(zip(response_list, results_list,
@@ -643,13 +731,13 @@ class SRAgent(Agent):
             merged = [(c, r) for c, r in zip(response.tool_calls, sample_results, strict=True)
                       if k != chosen and r.ok and not is_evaluation(r)]
             if merged:
-                parents.append(ParentLink(self.node_id(R, C, L, k + 1), "context_merge"))
+                parents.append(ParentLink(self.node_id(R=R, C=C, L=L, K=k + 1), "context_merge"))
                 calls += [renamed_call(c, k + 1) for c, _ in merged]
                 results += [r for _, r in merged]
         added = self.conversation_messages(response_list[chosen], calls, results)
         added += self.build_response_followup_messages(response_list, results_list,
                                                        R=R, L=L, C=C, chosen=chosen)
-        added.append(self.build_progress_message(L))
+        added.append(self.build_progress_message(L, branch=branch))
         self.on_buffer_messages_added(added, R=R, C=C, L=L)
         return list(buffer) + added, parents
 
@@ -711,6 +799,11 @@ class SRAgent(Agent):
 
         self.result_ = run_search(self, X, y, problem_description)
         return self.result_.to_dict()
+
+    @classmethod
+    def import_path(cls) -> str:
+        """The import path a worker rebuilds this class from (:func:`agent_class_path`)."""
+        return agent_class_path(cls)
 
     @classmethod
     def resume(cls, path: str | Path, **overrides: Any) -> dict[str, Any]:
@@ -783,6 +876,20 @@ def load_agent_class(path: str) -> type[SRAgent]:
     return found
 
 
+def recorded_agent_class(path: str | Path) -> type[SRAgent]:
+    """The agent class a run directory recorded (SRAgent when it names none it can load)."""
+    try:
+        recorded = RunDirectory(path).run_record().get("agent", {}).get("class")
+    except SearchStateError:
+        recorded = None
+    if recorded and ":" in str(recorded):
+        try:
+            return load_agent_class(str(recorded))
+        except ConfigurationError as error:
+            logger.warning("%s Resuming with SRAgent.", error)
+    return SRAgent
+
+
 def _as_candidate(record: CandidateRecord | Mapping[str, Any]) -> CandidateRecord:
     return record if isinstance(record, CandidateRecord) else CandidateRecord.from_dict(record)
 
@@ -819,6 +926,4 @@ def pad_responses(responses: list[ModelResponse], k: int) -> list[ModelResponse]
 def _numbered(response: ModelResponse, sample: int) -> ModelResponse:
     if response.sample == sample:
         return response
-    from dataclasses import replace
-
     return replace(response, sample=sample)

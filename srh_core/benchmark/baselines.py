@@ -309,7 +309,7 @@ class BaselineAgent(SRAgent):
         return self.recorded_responses(
             {"responses": [response], "usage": {}, "provider": self.method,
              "model": self.method, "latency": time.monotonic() - started,
-             "route": {"tier": "baseline"}}, R, L, C)
+             "route": {"tier": "baseline"}}, R=R, L=L, C=C)
 
     def run_calls(self, calls: Sequence[ToolCall], key: str | None = None
                   ) -> list[Any]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from srh_core.cli import run_options
 from srh_core.errors import ConfigurationError
-from srh_core.runtime.cli import add_interactive_arguments, interactive_options
+from srh_core.interactive.cli import add_interactive_arguments, interactive_options
 
 if TYPE_CHECKING:  # the handlers import what they use: ``srh --help`` starts at once
     import numpy as np
@@ -237,7 +237,7 @@ def run_embedded(args: argparse.Namespace) -> int:
     data = load_run_data(args)
     check_run(settings, data)
     if getattr(args, "interactive", False):
-        from srh_core.runtime import SRAgentInteractive
+        from srh_core.interactive import SRAgentInteractive
 
         agent = SRAgentInteractive(settings=settings, **interactive_options(args))
     else:
@@ -287,7 +287,7 @@ def handle_resume(args: argparse.Namespace) -> int:
     from srh_core.cli.control_commands import apply_and_report, live_target
     from srh_core.embedded.run_dir import RunDirectory
     from srh_core.embedded.runner import resume_search
-    from srh_core.runtime import ControlCommand
+    from srh_core.interactive import ControlCommand
 
     live = live_target(args.run_dir)  # a paused interactive run goes on; a stopped one resumes
     if live is not None:
@@ -295,11 +295,14 @@ def handle_resume(args: argparse.Namespace) -> int:
 
     overrides = {name: getattr(args, name) for name in ("time_limit", "max_cost", "max_tokens")
                  if getattr(args, name) is not None}
-    agent_class: Any = None  # the class the run recorded
     if args.interactive:
-        from srh_core.runtime import SRAgentInteractive
+        from srh_core.interactive import SRAgentInteractive
 
-        agent_class = SRAgentInteractive  # resumes with the class's pause defaults
+        agent_class: Any = SRAgentInteractive  # resumes with the class's pause defaults
+    else:
+        from srh_core.agent.sragent import recorded_agent_class
+
+        agent_class = recorded_agent_class(args.run_dir)  # the class the run recorded
     result = resume_search(args.run_dir, agent_class=agent_class, **overrides)
     settings = RunDirectory(args.run_dir).settings()
     return print_result(result, settings, args.json)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from srh_core.errors import ConfigurationError
-from srh_core.runtime import ControlChannelError, ControlCommand, InteractionStateError
-from srh_core.runtime.run_dir_channel import run_is_live
+from srh_core.interactive import ControlChannelError, ControlCommand, InteractionStateError
+from srh_core.interactive.run_dir_channel import run_is_live
 
 ECHO_SECONDS = 5.0
 _POLL_SECONDS = 0.05
@@ -151,7 +151,7 @@ class DirectoryTarget:
     """
 
     def __init__(self, path: Path, echo_seconds: float = ECHO_SECONDS) -> None:
-        from srh_core.runtime import RunDirectoryChannel
+        from srh_core.interactive import RunDirectoryChannel
 
         self.channel = RunDirectoryChannel(path)
         self.echo_seconds = echo_seconds

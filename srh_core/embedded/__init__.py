@@ -5,11 +5,30 @@
 - :mod:`srh_core.embedded.executor`: serial and process-pool tool executors;
 - :mod:`srh_core.embedded.run_dir`: the run directory (its only writer and
   reader, for both runtimes).
+
+Names are imported on first use: the stores below the runtime import the
+run directory without loading the runner.
 """
 
-from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
-from srh_core.embedded.run_dir import RunDirectory
-from srh_core.embedded.runner import LocalBranchRunner, resume_search, run_search
+from __future__ import annotations
 
-__all__ = ["LocalBranchRunner", "ProcessToolExecutor", "RunDirectory", "SerialToolExecutor",
-           "resume_search", "run_search"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "LocalBranchRunner": "srh_core.embedded.runner",
+    "resume_search": "srh_core.embedded.runner",
+    "run_search": "srh_core.embedded.runner",
+    "ProcessToolExecutor": "srh_core.embedded.executor",
+    "SerialToolExecutor": "srh_core.embedded.executor",
+    "RunDirectory": "srh_core.embedded.run_dir",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'srh_core.embedded' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

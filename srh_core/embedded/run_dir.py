@@ -19,7 +19,7 @@ leave the same set of files. All JSON is strict; nothing is ever pickled::
     result.json         the final SearchResult, with the run's totals (tokens, cost, times)
     pareto.png          Pareto-front plot (when matplotlib is installed)
 
-An interactive run (``srh run --interactive``, :mod:`srh_core.runtime`) adds its
+An interactive run (``srh run --interactive``, :mod:`srh_core.interactive`) adds its
 control channel: ``commands.jsonl`` (appended by a controller such as ``srh web``),
 ``events.jsonl`` (the run's event timeline) and ``interaction.json`` (its state).
 """
@@ -46,7 +46,8 @@ from srh_core.jsonio import (
     read_json,
     read_jsonl,
 )
-from srh_core.types import SearchResult, ToolCall, ToolCallResult, finite_float
+from srh_core.records import StepPlan, response_records
+from srh_core.types import SearchResult, finite_float
 
 logger = logging.getLogger("srh.agent")
 
@@ -84,13 +85,6 @@ def run_path(runs_dir: str | Path, run_id: str) -> Path:
         raise ConfigurationError(f"The 'run_id' setting must be a string matching "
                                  f"{RUN_ID_PATTERN}. Got {run_id!r} instead.", setting="run_id")
     return path_inside(runs_dir, run_id, setting="run_id")
-
-
-def tool_call_record(coordinate: Mapping[str, int], call: ToolCall, result: ToolCallResult,
-                     forced: bool) -> dict[str, Any]:
-    """One line of ``tool_calls.jsonl``."""
-    return {**coordinate, "forced": forced, "call": call.to_dict(), "ok": result.ok,
-            "result_str": result.result_str, "meta": result.meta_data}
 
 
 def run_inputs(context: Any, description: str, run_id: str
@@ -266,9 +260,6 @@ class RunDirectory:
 
 
 def _response_lines(run_id: str, plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    from srh_core.agent.accounting import response_records
-    from srh_core.agent.steps import StepPlan
-
     return [line for plan in plans for line in response_records(run_id, StepPlan.from_dict(plan))]
 
 

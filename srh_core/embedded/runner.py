@@ -8,8 +8,9 @@ continues a run directory from its last snapshot.
 
 A step here is the agent's three step functions (``open_step``,
 ``run_sample`` for K = 1..K, ``close_step``), the same the Celery tasks
-call; which branch may open a step next, and how the run ends, is decided
-by :mod:`srh_core.agent.outcome`, also shared. With one thread, branches run
+call; what runs next is the shared scheduler's answer
+(:mod:`srh_core.agent.scheduler`: this runner drains its actions), and how
+the run ends is :mod:`srh_core.agent.outcome`'s. With one thread, branches run
 in branch order (level by level when early stop is on, which the stop rule
 needs); with more, in any order: the nodes are the same.
 
@@ -34,13 +35,17 @@ import numpy as np
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import (
     INTERRUPTED_BY_USER,
-    STOP_EARLY,
     STOP_INTERRUPTED,
     RunOutcome,
-    restart_is_last,
     resumable,
     run_outcome,
-    step_gate,
+)
+from srh_core.agent.scheduler import (
+    FinishRun,
+    OpenStep,
+    StopBranch,
+    next_steps,
+    on_restart_ended,
 )
 from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
@@ -66,8 +71,9 @@ def run_branch_step(agent: SRAgent, branch: BranchState) -> BranchState:
     plan = opened_step(agent, branch)
     if plan is None:
         return branch
-    results = [sample_results(agent, plan, K).results for K in range(1, plan.K + 1)]
-    return agent.close_step(branch, plan, results)
+    runs = [sample_results(agent, plan, K) for K in range(1, plan.K + 1)]
+    return agent.close_step(branch, plan, [run.results for run in runs],
+                            candidates=[run.candidates for run in runs])
 
 
 class StopFlag:
@@ -110,22 +116,17 @@ class LocalBranchRunner:
         return [states[C] for C in sorted(states)]
 
     def _next(self, states: dict[int, BranchState], busy: set[int]) -> BranchState | None:
-        """The first branch (by C) allowed to open its next step; ends gated branches."""
-        if self.control.paused():
-            return None
-        siblings = list(states.values())
-        for C in sorted(states):
-            branch = states[C]
-            if branch.finished or C in busy:
-                continue
-            stop = self.control.stop_reason()
-            gate = "stop" if stop else step_gate(branch, siblings,
-                                                 self.agent.settings.early_stop)
-            if gate == "stop":
-                self._stepped(states, branch.stop(stop or STOP_EARLY))
-            elif gate == "open":
-                return branch
-        return None
+        """The first branch (by C) the scheduler opens a step of; ends the branches it stops."""
+        actions = next_steps(list(states.values()), early_stop=self.agent.settings.early_stop,
+                             stop_reason=self.control.stop_reason(),
+                             paused=self.control.paused, busy=busy)
+        opened = None
+        for action in actions:
+            if isinstance(action, StopBranch):
+                self._stepped(states, action.branch.stop(action.reason))
+            elif isinstance(action, OpenStep) and opened is None:
+                opened = action.branch
+        return opened  # a Hold (a pause) or nothing to open: None
 
     def _stepped(self, states: dict[int, BranchState], branch: BranchState) -> None:
         with self._lock:
@@ -254,10 +255,8 @@ def _deadline(agent: SRAgent) -> float | None:
 
 def agent_metadata(agent: SRAgent) -> dict[str, Any]:
     """What ``run.json`` records of the agent: its class (an import path) and settings."""
-    from srh_core.agent.sragent import agent_class_path
-
     try:
-        path = agent_class_path(type(agent))
+        path = type(agent).import_path()
     except ConfigurationError:
         path = type(agent).__qualname__
     return {"class": path, **agent.settings.model_dump()}
@@ -279,8 +278,8 @@ def run_search(agent: SRAgent, X: Mapping[str, Any], y: Any, problem_description
     return _guarded(agent, store, 1, None)
 
 
-def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
-                  **overrides: Any) -> SearchResult:
+def resume_search(path: str | Path, agent_class: type[SRAgent], **overrides: Any
+                  ) -> SearchResult:
     """Continue a run directory from its last snapshot.
 
     Finished steps are never repeated: the store, the branch states, the
@@ -297,7 +296,7 @@ def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
     if runtime.get("status") in ("completed", "early_stopped") and run_dir.has_result():
         return run_dir.result()
     settings = run_dir.settings(save_path=str(run_dir.path), **overrides)
-    agent = (agent_class or _recorded_class(run_dir))(settings=settings)
+    agent = agent_class(settings=settings)
     problem = run_dir.problem()
     X, y, layout = resumed_inputs(problem, run_dir.arrays())
     store = SearchRunState.from_state(snapshot, run_dir.path)
@@ -310,21 +309,6 @@ def resume_search(path: str | Path, agent_class: type[SRAgent] | None = None,
     return _guarded(agent, store, restart, branches)
 
 
-def _recorded_class(run_dir: RunDirectory) -> type[SRAgent]:
-    from srh_core.agent.sragent import SRAgent, load_agent_class
-
-    try:
-        path = run_dir.run_record().get("agent", {}).get("class")
-    except SearchStateError:
-        path = None
-    if path and ":" in str(path):
-        try:
-            return load_agent_class(str(path))
-        except ConfigurationError as error:
-            logger.warning("%s Resuming with SRAgent.", error)
-    return SRAgent
-
-
 def _resume_point(runtime: Mapping[str, Any], settings: Any
                   ) -> tuple[int, list[BranchState] | None]:
     if "restart" not in runtime:
@@ -332,7 +316,8 @@ def _resume_point(runtime: Mapping[str, Any], settings: Any
     restart = int(runtime["restart"])
     branches = [resumable(BranchState.from_dict(b)) for b in runtime.get("branches") or []]
     if branches and all(branch.finished for branch in branches):
-        if restart_is_last(branches, restart, settings.max_restart_loop, settings.early_stop):
+        if isinstance(on_restart_ended(branches, restart, max_restart=settings.max_restart_loop,
+                                       early_stop=settings.early_stop), FinishRun):
             return restart, branches
         return restart + 1, None
     return restart, branches or None
@@ -374,13 +359,14 @@ def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None
     runner = LocalBranchRunner(agent, checkpoint, control, threads)
     states: list[BranchState] = []
     for R in range(restart, settings.max_restart_loop + 1):
-        states = branches or agent.start_restart(R)
+        states = branches or agent.start_restart(R=R)
         branches = None
         checkpoint(R, states)
         states = runner.run_restart(states)
         if not all(branch.finished for branch in states):
             return None
-        if restart_is_last(states, R, settings.max_restart_loop, settings.early_stop):
+        if isinstance(on_restart_ended(states, R, max_restart=settings.max_restart_loop,
+                                       early_stop=settings.early_stop), FinishRun):
             break
     return run_outcome(states, early_stop=settings.early_stop, time_limit=settings.time_limit,
                        settings=settings)

@@ -80,6 +80,7 @@ def run_cell(settings: dict[str, Any], X: dict[str, Any], y: dict[str, Any],
     (with the agent class it recorded). ``method`` picks the agent: srh or a baseline.
     """
     from srh_core.agent import SearchSettings
+    from srh_core.agent.sragent import recorded_agent_class
     from srh_core.benchmark.baselines import agent_class
     from srh_core.embedded.runner import resume_search
 
@@ -87,7 +88,7 @@ def run_cell(settings: dict[str, Any], X: dict[str, Any], y: dict[str, Any],
     try:
         save_path = settings.get("save_path")
         if save_path and _resumable(Path(save_path)):
-            return resume_search(save_path).to_dict()
+            return resume_search(save_path, recorded_agent_class(save_path)).to_dict()
         agent = agent_class(method)(settings=SearchSettings.build(**settings))
         return agent.run(X, y, description)
     finally:

@@ -97,7 +97,7 @@ def own_key(settings: Any) -> str:
 def _submit_interactive(args: argparse.Namespace, client: Any, send: Any, settings: Any,
                         data: Any, api_key: str | None = None) -> Any:
     """``--interactive``: the run's controls in Redis, then the run (SRAgentInteractive)."""
-    from srh_core.runtime.cli import interactive_options
+    from srh_core.interactive.cli import interactive_options
     from srh_workers.control.submit import submit_interactive
 
     agent_class = None

@@ -6,10 +6,10 @@ at the same step boundaries, with the interaction state in Redis instead of
 one process's memory:
 
 - :mod:`srh_workers.control.state`: the state and what each control does to it
-  (the rules are :class:`~srh_core.runtime.SRInteractionManager`'s);
+  (the rules are :class:`~srh_core.interactive.SRInteractionManager`'s);
 - :mod:`srh_workers.control.channel`: :class:`RedisControlChannel`, what a
   controller (``srh pause``, ``srh web``) talks to;
-- :mod:`srh_workers.control.runtime`: where step tasks park a paused branch
+- :mod:`srh_workers.control.parking`: where step tasks park a paused branch
   (it holds no worker) and what a release re-sends;
 - :mod:`srh_workers.control.agent`: :class:`RedisAgentControls`, the agent's
   view on a worker (events, force-pause watch);

@@ -1,11 +1,11 @@
 """An interactive run's controls as its agent sees them on a worker: the run's Redis keys.
 
-:class:`RedisAgentControls` is the :class:`~srh_core.runtime.AgentControls`
-that :class:`~srh_core.runtime.SRAgentInteractive` gets in a step task (see
-:func:`srh_workers.control.runtime.agent_options`): the same hooks as
+:class:`RedisAgentControls` is the :class:`~srh_core.interactive.AgentControls`
+that :class:`~srh_core.interactive.SRAgentInteractive` gets in a step task (see
+:func:`srh_workers.control.parking.agent_options`): the same hooks as
 embedded, with the state in Redis. Its boundary never waits: the runtime
 parked the branch before the step task opened the step when a pause was
-asked (:func:`srh_workers.control.runtime.park_step`). A force-pause reaches
+asked (:func:`srh_workers.control.parking.park_step`). A force-pause reaches
 work in flight through the run's force-pause flag: :class:`RedisCancelSignal`
 (the context's ``cancel_event``, which tools check) reads it, and
 ``cancellable`` watches it on a thread and calls the hook's cancel (which
@@ -24,8 +24,8 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from srh_core.runtime import BoundaryDecision
-from srh_core.runtime.events import InteractionEventKind, check_event_kind
+from srh_core.interactive import BoundaryDecision
+from srh_core.interactive.events import InteractionEventKind, check_event_kind
 from srh_core.types import json_value
 from srh_workers.control.state import boundary_taken, pause_requested, runs_freely
 from srh_workers.store import RedisRunStore
@@ -79,7 +79,7 @@ class RedisCancelSignal:
 
 
 class RedisAgentControls:
-    """The :class:`~srh_core.runtime.AgentControls` of a run whose controls live in Redis.
+    """The :class:`~srh_core.interactive.AgentControls` of a run whose controls live in Redis.
 
     Args:
         store: The run's store.

@@ -1,10 +1,10 @@
 """RedisControlChannel: the control channel of a cluster run, and opening a run's controls.
 
-The :class:`~srh_core.runtime.ControlChannel` of a run on the workers. A run
+The :class:`~srh_core.interactive.ControlChannel` of a run on the workers. A run
 on the cluster has no one process to pump commands into, so a command is
 applied where it is sent: :meth:`RedisControlChannel.send` logs it in the
 command stream and applies it to the run's state in one transaction, with
-the state machine of :class:`~srh_core.runtime.SRInteractionManager`; a
+the state machine of :class:`~srh_core.interactive.SRInteractionManager`; a
 refused command raises at once (and is in the timeline as refused). When the
 command releases a paused run, the steps it had parked are re-sent through
 ``send_action`` (a Celery producer), so the controller needs the cluster's
@@ -13,9 +13,9 @@ and publish their events to the run's stream, which :meth:`read_events`
 reads by cursor with the timeline's truncation metadata.
 
 The run side of the protocol is the step tasks' transactions
-(:mod:`srh_workers.control.runtime`): :meth:`receive` reads the command log
+(:mod:`srh_workers.control.parking`): :meth:`receive` reads the command log
 (for an observer), and :meth:`save_state` is refused, since a
-:class:`~srh_core.runtime.ControlBridge` cannot drive a distributed run.
+:class:`~srh_core.interactive.ControlBridge` cannot drive a distributed run.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from redis import Redis
 
 from srh_core.agent.outcome import step_gate
 from srh_core.errors import SearchStateError
-from srh_core.runtime import ControlChannelError, ControlCommand, InteractionError
-from srh_workers.control.runtime import RUN_MEMBER, parked_actions, step_member
+from srh_core.interactive import ControlChannelError, ControlCommand, InteractionError
+from srh_workers.control.parking import RUN_MEMBER, parked_actions, step_member
 from srh_workers.control.state import commanded, opened, status_view
 from srh_workers.flow.names import Action
 from srh_workers.store import RedisRunStore

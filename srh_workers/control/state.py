@@ -1,9 +1,9 @@
 """An interactive cluster run's control state, and the changes each control makes to it.
 
 The state is what the embedded runtime keeps in process memory, as JSON in
-the run's ``control`` key: the :class:`~srh_core.runtime.SRInteractionManager`
+the run's ``control`` key: the :class:`~srh_core.interactive.SRInteractionManager`
 snapshot (state, queued messages, pending transition), the
-:class:`~srh_core.runtime.ControlLedger` (messages carried to the next
+:class:`~srh_core.interactive.ControlLedger` (messages carried to the next
 branch, restarts a ``next_r`` ended), the agent's pause options and the
 force-pause flag. Each function below is a ``decide`` for
 :meth:`~srh_workers.store.RedisRunStore.update_control`: it loads the manager
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from srh_core.runtime import (
+from srh_core.interactive import (
     BoundaryDecision,
     ControlCommand,
     ControlLedger,

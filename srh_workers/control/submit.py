@@ -41,7 +41,7 @@ def submit_interactive(client: Redis, send: Send, settings: SearchSettings,
     Raises:
         ConfigurationError: The class is not interactive, or the run id is in use.
     """
-    from srh_core.runtime import SRAgentInteractive
+    from srh_core.interactive import SRAgentInteractive
 
     agent_class = agent_class or SRAgentInteractive
     if not (isinstance(agent_class, type) and issubclass(agent_class, SRAgentInteractive)):

@@ -1,16 +1,39 @@
 """The distributed run's flow: task names, the worker's view of a run, the task bodies.
 
 - :mod:`srh_workers.flow.names`: every task name, defined once, and :class:`Action`;
-- :mod:`srh_workers.flow.runtime`: :class:`RunRuntime` (spec, store, data, agents) and
+- :mod:`srh_workers.flow.run_view`: :class:`WorkerRunView` (spec, store, data, agents) and
   the granularity rule;
-- :mod:`srh_workers.flow.steps`: one function per task kind (no Celery in them);
+- :mod:`srh_workers.flow.steps`: one function per task kind (no Celery in them), carrying
+  out the scheduler's actions (:mod:`srh_core.agent.scheduler`);
 - :mod:`srh_workers.flow.whole_run`: a whole run as one chunked task (granularity "run");
+- :mod:`srh_workers.flow.dispatch`: the bodies by task name, and a run driven in-process;
 - :mod:`srh_workers.flow.tasks`: the Celery tasks wrapping them (imported by workers).
+
+Names are imported on first use, so :mod:`srh_workers.flow.names` loads alone.
 """
 
-from srh_workers.flow.names import FLOW_TASKS, Action
-from srh_workers.flow.runtime import RunRuntime, resolve_granularity, runtime_for
-from srh_workers.flow.steps import dispatch, finalize_run, repair_actions, run_inline
+from __future__ import annotations
 
-__all__ = ["FLOW_TASKS", "Action", "RunRuntime", "dispatch", "finalize_run", "repair_actions",
-           "resolve_granularity", "run_inline", "runtime_for"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "FLOW_TASKS": "srh_workers.flow.names",
+    "Action": "srh_workers.flow.names",
+    "WorkerRunView": "srh_workers.flow.run_view",
+    "resolve_granularity": "srh_workers.flow.run_view",
+    "run_view_for": "srh_workers.flow.run_view",
+    "dispatch": "srh_workers.flow.dispatch",
+    "run_inline": "srh_workers.flow.dispatch",
+    "finalize_run": "srh_workers.flow.steps",
+    "repair_actions": "srh_workers.flow.steps",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'srh_workers.flow' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,6 +1,6 @@
 """The task bodies of a distributed run, one function per task kind, free of Celery.
 
-Each takes a :class:`~srh_workers.flow.runtime.RunRuntime` and coordinates,
+Each takes a :class:`~srh_workers.flow.run_view.WorkerRunView` and coordinates,
 does one short piece of the search with the agent's step functions (the
 same the embedded runtime calls), writes its result idempotently through
 the run's store, and returns the :class:`~srh_workers.flow.names.Action`\\ s
@@ -26,24 +26,36 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from pathlib import Path
 
-from redis import Redis
-
 from srh_core.agent.branch import BranchState
-from srh_core.agent.outcome import STOP_EARLY, restart_is_last, run_outcome, step_gate
-from srh_core.agent.steps import sample_results
+from srh_core.agent.outcome import run_outcome
+from srh_core.agent.scheduler import (
+    EndBranch,
+    FinishRun,
+    LevelDone,
+    OpenStep,
+    SchedulerAction,
+    StartRestart,
+    StopBranch,
+    gate,
+    next_steps,
+    on_branch_ended,
+    on_level_done,
+    on_restart_ended,
+    on_step_closed,
+)
+from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.run_dir import RunDirectory, run_inputs
 from srh_core.errors import ConfigurationError
 from srh_core.types import SearchResult
+from srh_workers.control.parking import (
+    finish_controls,
+    is_interactive,
+    park_step,
+    release_stopped,
+)
 from srh_workers.flow.names import (
-    ADVANCE,
-    FINALIZE,
-    RESTART,
-    SAMPLE,
-    STEP,
-    WHOLE_RUN,
     Action,
     finalize_action,
     restart_action,
@@ -51,30 +63,12 @@ from srh_workers.flow.names import (
     step_action,
     whole_run_action,
 )
-from srh_workers.flow.runtime import RunRuntime, runtime_for
-
-
-def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action]]:
-    from srh_workers.control.runtime import park_step
-
-    return park_step(rt, R, C, L)
-
-
-def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
-    from srh_workers.control.runtime import finish_controls
-
-    finish_controls(rt, result)
-
-
-def release_stopped(rt: RunRuntime) -> list[Action]:
-    from srh_workers.control.runtime import is_interactive, release_stopped
-
-    return release_stopped(rt.store) if is_interactive(rt) else []
+from srh_workers.flow.run_view import Budget, WorkerRunView
 
 logger = logging.getLogger("srh.workers")
 
 
-def start_restart(rt: RunRuntime, R: int) -> list[Action]:
+def start_restart(rt: WorkerRunView, R: int) -> list[Action]:
     """Create the C branches of restart R (once) and start their first steps."""
     if rt.store.stored_result() is not None:
         return []
@@ -82,35 +76,50 @@ def start_restart(rt: RunRuntime, R: int) -> list[Action]:
     if any(branch is None for branch in branches):
         if R == 1 and all(branch is None for branch in branches):
             log_run_started(rt)
-        rt.store.flow.save_branches(rt.agent().start_restart(R), only_new=True)
+        rt.store.flow.save_branches(rt.agent().start_restart(R=R), only_new=True)
         branches = rt.store.flow.load_branches(R, rt.width)
     states = [branch for branch in branches if branch is not None]
-    actions: list[Action] = []
-    for branch in states:
-        actions += continue_branch(rt, branch, states)
-    return actions
+    return scheduled(rt, next_steps(states, early_stop=rt.settings.early_stop))
 
 
-def continue_branch(rt: RunRuntime, branch: BranchState,
+def continue_branch(rt: WorkerRunView, branch: BranchState,
                     siblings: list[BranchState] | None = None) -> list[Action]:
     """What moves a branch on from its stored state (idempotent: safe to send twice)."""
-    if branch.finished:
-        return end_branch(rt, branch)
-    if rt.settings.early_stop:
-        if siblings is None:
-            siblings = [b for b in rt.store.flow.load_branches(branch.R, rt.width) if b is not None]
-        gate = step_gate(branch, siblings, True)
-        if gate == "wait":
-            return []
-        if gate == "stop":
-            branch.stop(STOP_EARLY)
-            rt.store.flow.save_branches([branch])
-            return end_branch(rt, branch)
-    return [step_action(rt.run_id, branch.R, branch.C, branch.L)]
+    if not branch.finished and rt.settings.early_stop and siblings is None:
+        siblings = [b for b in rt.store.flow.load_branches(branch.R, rt.width) if b is not None]
+    return scheduled(rt, next_steps([branch], early_stop=rt.settings.early_stop,
+                                    siblings=siblings or [branch]))
 
 
-def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
-    """Open step L (sample the model once, stored) and fan out its K samples."""
+def scheduled(rt: WorkerRunView, actions: list[SchedulerAction]) -> list[Action]:
+    """The scheduler's actions as this flow carries them out: tasks to send, store writes."""
+    sent: list[Action] = []
+    for action in actions:
+        if isinstance(action, OpenStep):
+            sent.append(step_action(rt.run_id, action.branch.R, action.branch.C,
+                                    action.branch.L))
+        elif isinstance(action, StopBranch):
+            action.branch.stop(action.reason)
+            rt.store.flow.save_branches([action.branch])
+            sent += end_branch(rt, action.branch)
+        elif isinstance(action, EndBranch):
+            sent += end_branch(rt, action.branch)
+        elif isinstance(action, LevelDone):
+            sent += level_done(rt, action.R, action.L, action.C)
+        elif isinstance(action, StartRestart):
+            sent.append(restart_action(rt.run_id, action.R))
+        elif isinstance(action, FinishRun):
+            sent.append(finalize_action(rt.run_id))
+        # Hold: the step task parked the step (park_step); its release re-sends it
+    return sent
+
+
+def run_step(rt: WorkerRunView, R: int, C: int, L: int, budget: Budget | None = None
+             ) -> list[Action]:
+    """Open step L (sample the model once, stored) and fan out its K samples.
+
+    ``budget`` (seconds left before the task's soft limit) cuts the model request.
+    """
     branch, plan, stop = rt.store.flow.step_state(R, C, L)
     if branch.finished or branch.L > L:
         return continue_branch(rt, branch)
@@ -118,37 +127,41 @@ def run_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         return []
     released: list[Action] = []
     if plan is None:
-        if stop is not None:
-            branch.stop(stop)
-            rt.store.flow.save_branches([branch])
-            return end_branch(rt, branch)
-        parked, released = park_step(rt, R, C, L)  # interactive: a paused run parks the step
-        if parked:
-            return released  # what a stop sent while it parked lets go (this step included)
-        agent = rt.agent()
-        with rt.bounded_requests(agent):
-            plan = agent.open_step(branch)
+        def paused() -> bool:  # interactive: a paused run parks the step
+            parked, let_go = park_step(rt, R, C, L)
+            released.extend(let_go)  # what a stop sent while it parked (this step included)
+            return parked
+
+        # the early-stop part of the gate passed where the step was sent (continue_branch)
+        verdict = gate(branch, None, early_stop=rt.settings.early_stop, stop_reason=stop,
+                       paused=paused)
+        if verdict.verdict == "stop":
+            return scheduled(rt, [StopBranch(branch, verdict.reason or stop or "")])
+        if verdict.verdict == "hold":
+            return released
+        agent = rt.agent(bounded=budget is not None)
+        plan = opened_step(agent, branch, stored=None,
+                           requests=rt.bounded_requests(agent, budget))
         if plan is None:
             rt.store.flow.save_branches([branch])
             return released + end_branch(rt, branch)
-        plan = rt.store.save_plan(plan)
     return released + [sample_action(rt.run_id, R, C, L, k) for k in range(1, plan.K + 1)]
 
 
-def run_sample(rt: RunRuntime, R: int, C: int, L: int, K: int) -> list[Action]:
+def run_sample(rt: WorkerRunView, R: int, C: int, L: int, K: int) -> list[Action]:
     """Run sample K: its tool calls, node and candidates; the K-set's last one closes the step."""
     plan, stored = rt.store.flow.sample_state(R, C, L, K)
     if plan is None:
         logger.warning("R%d-C%d-L%d-K%d: no step plan; nothing to do", R, C, L, K)
         return []
     known = {rt.store.node_id(R, C, L, K): stored} if stored is not None else {}
-    scope = sample_results(rt.agent(known), plan, K)
-    if scope.outcome is not None and scope.outcome.claimed:
+    run = sample_results(rt.agent(known), plan, K)
+    if run.outcome is not None and run.outcome.claimed:
         return close_step(rt, R, C, L)
     return []
 
 
-def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
+def close_step(rt: WorkerRunView, R: int, C: int, L: int) -> list[Action]:
     """Close step L of a branch from its K samples' results; what the branch does next."""
     branch, plan, results = rt.store.flow.close_state(R, C, L)
     if branch.finished or branch.L != L:
@@ -158,43 +171,31 @@ def close_step(rt: RunRuntime, R: int, C: int, L: int) -> list[Action]:
         return []
     after = rt.agent().close_step(branch, plan, [results[k] for k in range(1, plan.K + 1)])
     rt.store.flow.save_branches([after])
-    if after.finished:
-        return end_branch(rt, after)
-    if not rt.settings.early_stop:
-        return [step_action(rt.run_id, R, C, after.L)]
-    return level_done(rt, R, L, C)
+    return scheduled(rt, on_step_closed(after, early_stop=rt.settings.early_stop))
 
 
-def level_done(rt: RunRuntime, R: int, L: int, C: int) -> list[Action]:
+def level_done(rt: WorkerRunView, R: int, L: int, C: int) -> list[Action]:
     """Branch C is done with level L; the last branch done with it moves the others on."""
     if not rt.store.flow.level_done(R, L, C, rt.width):
         return []
     siblings = [b for b in rt.store.flow.load_branches(R, rt.width) if b is not None]
-    actions: list[Action] = []
-    for branch in siblings:
-        if not branch.finished and branch.L == L + 1:
-            actions += continue_branch(rt, branch, siblings)
-    return actions
+    return scheduled(rt, on_level_done(siblings, L, early_stop=rt.settings.early_stop))
 
 
-def end_branch(rt: RunRuntime, branch: BranchState) -> list[Action]:
+def end_branch(rt: WorkerRunView, branch: BranchState) -> list[Action]:
     """Count the ended branch; the last branch of a restart moves the run on."""
     count = rt.store.flow.finish_branch(branch)
-    actions: list[Action] = []
-    if rt.settings.early_stop:
-        for level in sorted({max(1, branch.L - 1), branch.L}):
-            actions += level_done(rt, branch.R, level, branch.C)
+    actions = scheduled(rt, on_branch_ended(branch, early_stop=rt.settings.early_stop))
     if count >= rt.width and rt.store.flow.claim_restart(branch.R, claimant=branch.C):
         siblings = [b for b in rt.store.flow.load_branches(branch.R, rt.width) if b is not None]
         settings = rt.settings
-        if restart_is_last(siblings, branch.R, settings.max_restart_loop, settings.early_stop):
-            actions.append(finalize_action(rt.run_id))
-        else:
-            actions.append(restart_action(rt.run_id, branch.R + 1))
+        actions += scheduled(rt, [on_restart_ended(siblings, branch.R,
+                                                   max_restart=settings.max_restart_loop,
+                                                   early_stop=settings.early_stop)])
     return actions
 
 
-def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
+def fail_branch(rt: WorkerRunView, R: int, C: int, reason: str) -> list[Action]:
     """A step of branch C raised for good: end the branch with ``reason``, stop the run.
 
     The failure rule of :mod:`srh_core.agent.outcome`: the run's stop flag is
@@ -203,7 +204,8 @@ def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
     """
     rt.store.flow.request_stop(reason)
     reason = rt.store.flow.stop_reason() or reason  # a cancel (or a failure) that came first wins
-    released = release_stopped(rt)  # a paused run's parked siblings end now, not at a resume
+    # a paused run's parked siblings end now, not at a resume
+    released = release_stopped(rt.store) if is_interactive(rt) else []
     branch = rt.store.flow.load_branch(R, C)
     if branch.finished:
         return released
@@ -212,7 +214,7 @@ def fail_branch(rt: RunRuntime, R: int, C: int, reason: str) -> list[Action]:
     return released + end_branch(rt, branch)
 
 
-def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
+def finalize_run(rt: WorkerRunView, failure: str | None = None) -> SearchResult:
     """Write the result (Redis, starting the TTL, and the run directory); once.
 
     The status comes from :func:`srh_core.agent.outcome.run_outcome` over the
@@ -241,20 +243,20 @@ def finalize_run(rt: RunRuntime, failure: str | None = None) -> SearchResult:
     return result
 
 
-def write_finished_directory(rt: RunRuntime, result: SearchResult, path: Path) -> None:
+def write_finished_directory(rt: WorkerRunView, result: SearchResult, path: Path) -> None:
     """The run directory (best effort); under an artifact root, then the run's keys shrink."""
     if write_run_directory(rt, result, path) and rt.artifacts:
         rt.store.compact(exported_to=str(path))
 
 
-def log_run_started(rt: RunRuntime) -> None:
+def log_run_started(rt: WorkerRunView) -> None:
     """One ``event=run_started`` line per run (its first restart's first task)."""
     logger.info("run %s started", rt.run_id, extra={
         "event": "run_started", "run_id": rt.run_id,
         "queued_seconds": round(time.time() - rt.spec.submitted_at, 3)})
 
 
-def log_run_finished(rt: RunRuntime, result: SearchResult) -> None:
+def log_run_finished(rt: WorkerRunView, result: SearchResult) -> None:
     """One ``event=run_finished`` line per run (when its result is made)."""
     logger.info("run %s finished: %s", rt.run_id, result.status, extra={
         "event": "run_finished", "run_id": rt.run_id, "status": result.status,
@@ -262,7 +264,7 @@ def log_run_finished(rt: RunRuntime, result: SearchResult) -> None:
         "seconds": round(time.time() - rt.spec.submitted_at, 3)})
 
 
-def checked_run_dir(rt: RunRuntime) -> Path | None:
+def checked_run_dir(rt: WorkerRunView) -> Path | None:
     """The run directory to write, or None (none configured, or it would leave SRH_RUNS_DIR:
     then the result stays in Redis only, and the refusal is logged)."""
     try:
@@ -272,7 +274,7 @@ def checked_run_dir(rt: RunRuntime) -> Path | None:
         return None
 
 
-def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
+def refuse_run(rt: WorkerRunView, reason: str) -> SearchResult:
     """End a run that may not run here (e.g. it asks for an endpoint the operator did
     not allow) as failed, with the reason; once."""
     existing = rt.store.stored_result()
@@ -287,7 +289,7 @@ def refuse_run(rt: RunRuntime, reason: str) -> SearchResult:
     return result
 
 
-def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> bool:
+def write_run_directory(rt: WorkerRunView, result: SearchResult, path: Path) -> bool:
     """Best effort: the run directory, the same files an embedded run leaves; True if written.
 
     It is written on the disk of the worker that finalizes the run, inside
@@ -304,7 +306,7 @@ def write_run_directory(rt: RunRuntime, result: SearchResult, path: Path) -> boo
     return True
 
 
-def write_run_files(rt: RunRuntime, result: SearchResult, path: Path) -> None:
+def write_run_files(rt: WorkerRunView, result: SearchResult, path: Path) -> None:
     """The run directory's files (raises OSError)."""
     spec = rt.spec
     problem, arrays = run_inputs(rt.context, spec.description, spec.run_id)
@@ -317,7 +319,7 @@ def write_run_files(rt: RunRuntime, result: SearchResult, path: Path) -> None:
     RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)
 
 
-def repair_actions(rt: RunRuntime) -> list[Action]:
+def repair_actions(rt: WorkerRunView) -> list[Action]:
     """The actions that move a stalled run on from its stored state.
 
     A message can be lost outside the tasks' control (e.g. popped from the
@@ -336,48 +338,4 @@ def repair_actions(rt: RunRuntime) -> list[Action]:
     if any(branch is None for branch in branches):
         return [restart_action(rt.run_id, restart)]
     states = [branch for branch in branches if branch is not None]
-    actions: list[Action] = []
-    for branch in states:
-        actions += continue_branch(rt, branch, states)
-    return actions
-
-
-def _finalize(rt: RunRuntime) -> list[Action]:
-    finalize_run(rt)
-    return []
-
-
-def _whole_run(rt: RunRuntime) -> list[Action]:
-    from srh_workers.flow.whole_run import run_whole
-
-    return run_whole(rt, owner="inline", budget=lambda: None)
-
-
-HANDLERS = {
-    RESTART: start_restart,
-    STEP: run_step,
-    SAMPLE: run_sample,
-    ADVANCE: close_step,
-    FINALIZE: _finalize,
-    WHOLE_RUN: _whole_run,
-}
-
-
-def dispatch(client: Redis, action: Action, runs_dir: Path | None = None) -> list[Action]:
-    """Run one action's body in this process; the actions it asks for next."""
-    run_id, *coordinate = action.args
-    return HANDLERS[action.task](runtime_for(client, run_id, runs_dir), *coordinate)
-
-
-def run_inline(client: Redis, first: Action, *, max_actions: int = 1_000_000,
-               runs_dir: Path | None = None) -> int:
-    """Drive a run to its end in this process, FIFO (for tests and debugging).
-
-    Returns:
-        How many actions ran.
-    """
-    queue, done = deque([first]), 0
-    while queue and done < max_actions:
-        queue.extend(dispatch(client, queue.popleft(), runs_dir))
-        done += 1
-    return done
+    return scheduled(rt, next_steps(states, early_stop=rt.settings.early_stop))

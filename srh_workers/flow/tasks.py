@@ -34,8 +34,9 @@ from srh_core.errors import ModelRequestError
 from srh_core.types import ToolCallResult
 from srh_workers.errors import PoisonTaskError
 from srh_workers.flow import names, steps
+from srh_workers.flow.dispatch import HANDLERS
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import REQUEST_BUDGET, RunRuntime, runtime_for
+from srh_workers.flow.run_view import Budget, WorkerRunView, run_view_for
 from srh_workers.flow.whole_run import run_whole
 from srh_workers.reliability import PoisonRecord, SRHTask, app_settings, is_transient
 from srh_workers.store.client import redis_client
@@ -53,9 +54,9 @@ def sender(app: Celery) -> Any:
     return lambda action: send_action(app, action)
 
 
-def _runtime(task: SRHTask, run_id: str) -> RunRuntime:
+def _runtime(task: SRHTask, run_id: str) -> WorkerRunView:
     settings = app_settings(task.app)
-    runtime = runtime_for(redis_client(str(settings.redis_url)), run_id,
+    runtime = run_view_for(redis_client(str(settings.redis_url)), run_id,
                           settings.run_directories)
     runtime.artifacts = settings.artifacts is not None
     return runtime
@@ -67,10 +68,13 @@ def _send_all(task: SRHTask, actions: Sequence[Action]) -> dict[str, Any]:
     return {"enqueued": [[action.task, *action.args[1:]] for action in actions]}
 
 
-def _run(task: SRHTask, name: str, run_id: str, *coordinate: int) -> dict[str, Any]:
+def _run(task: SRHTask, name: str, run_id: str, *coordinate: int,
+         budget: Budget | None = None) -> dict[str, Any]:
     runtime = _runtime(task, run_id)
     try:
-        actions = steps.HANDLERS[name](runtime, *coordinate)
+        handler = HANDLERS[name]
+        actions = (handler(runtime, *coordinate, budget=budget) if budget is not None
+                   else handler(runtime, *coordinate))
     except EndpointAccessError as error:  # the run asks for an endpoint it may not use
         logger.error("run %s refused: %s", run_id, error)
         steps.refuse_run(runtime, str(error))
@@ -135,7 +139,7 @@ def _after_failure(task: FlowTask, args: list[Any], exc: BaseException) -> list[
     return []
 
 
-def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
+def _fail_sample(runtime: WorkerRunView, R: int, C: int, L: int, K: int,
                  record: PoisonRecord | str) -> list[Action]:
     plan = runtime.store.load_plan(R, C, L)
     if plan is None:
@@ -149,7 +153,7 @@ def _fail_sample(runtime: RunRuntime, R: int, C: int, L: int, K: int,
     return steps.run_sample(runtime, R, C, L, K)
 
 
-def _end_branch(runtime: RunRuntime, R: int, C: int, record: PoisonRecord) -> list[Action]:
+def _end_branch(runtime: WorkerRunView, R: int, C: int, record: PoisonRecord) -> list[Action]:
     branch = runtime.store.flow.load_branch(R, C)
     if branch.finished:
         return []
@@ -167,11 +171,7 @@ def branch_restart(self: FlowTask, run_id: str, R: int) -> dict[str, Any]:
 @shared_task(name=names.STEP, bind=True, base=FlowTask)
 def branch_step(self: FlowTask, run_id: str, R: int, C: int, L: int) -> dict[str, Any]:
     """Open one refinement step: request the K responses (once) and fan out."""
-    token = REQUEST_BUDGET.set(self.time_budget)
-    try:
-        return _run(self, names.STEP, run_id, R, C, L)
-    finally:
-        REQUEST_BUDGET.reset(token)
+    return _run(self, names.STEP, run_id, R, C, L, budget=self.time_budget)
 
 
 @shared_task(name=names.SAMPLE, bind=True, base=FlowTask)

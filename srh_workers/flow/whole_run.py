@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from srh_core.agent.branch import BranchState
 from srh_core.embedded.runner import search_loop
+from srh_workers.control.parking import park_run
 from srh_workers.flow.names import Action, whole_run_action
-from srh_workers.flow.runtime import RunRuntime
+from srh_workers.flow.run_view import Budget, WorkerRunView
 from srh_workers.flow.steps import finalize_run, log_run_started
 
 logger = logging.getLogger("srh.workers")
@@ -32,13 +33,11 @@ MIN_CHUNK_MARGIN_SECONDS = 2.0
 #: How long the run's lock lasts without renewal (renewed after every step).
 LOCK_SECONDS = 120.0
 
-Budget = Callable[[], float | None]
-
 
 class ChunkControl:
     """RunControl of a whole-run task: the run's stop flag, and a pause before the time limit."""
 
-    def __init__(self, rt: RunRuntime, owner: str, budget: Budget) -> None:
+    def __init__(self, rt: WorkerRunView, owner: str, budget: Budget) -> None:
         self.rt = rt
         self.owner = owner
         self.budget = budget
@@ -57,15 +56,12 @@ class ChunkControl:
             return True
         if not self.rt.store.flow.hold_lock(self.owner, LOCK_SECONDS):
             return True
-        if self.stop_reason() is not None:  # a stopped run ends its branches, never parks
-            return False
-        from srh_workers.control.runtime import park_run
-
+        # asked by the scheduler's gate only when no stop is set (a stopped run never parks)
         self.parked, self.released = park_run(self.rt, self.owner)  # a paused run parks here
         return self.parked
 
 
-def run_whole(rt: RunRuntime, owner: str, budget: Budget) -> list[Action]:
+def run_whole(rt: WorkerRunView, owner: str, budget: Budget) -> list[Action]:
     """Run (or continue) the run in this task until it ends or the chunk's time is up.
 
     Args:

@@ -2,7 +2,7 @@
 
 :class:`ControlRecords` is ``RedisRunStore.controls``: the one owner of the
 run's ``control*`` keys. It knows the keys and how to change them atomically, not the rules: the
-state machine lives in :mod:`srh_core.runtime`, applied by
+state machine lives in :mod:`srh_core.interactive`, applied by
 :mod:`srh_workers.control`, which hands the store a function from the state
 it read to a :class:`ControlChange`.
 

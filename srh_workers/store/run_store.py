@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,9 +49,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from srh_core.agent.accounting import RunTotals, plan_spend, tool_seconds
-from srh_core.agent.steps import StepPlan
-from srh_core.embedded.run_dir import tool_call_record
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
 from srh_core.ranking import (
@@ -62,6 +58,7 @@ from srh_core.ranking import (
     pareto_indices,
     ranked_result,
 )
+from srh_core.records import RunTotals, StepPlan, plan_spend, tool_call_record, tool_seconds
 from srh_core.state import SNAPSHOT_VERSION, SearchRunState, coordinate_order
 from srh_core.types import (
     CandidateRecord,
@@ -135,7 +132,7 @@ class SampleOutcome:
 class SampleBatch:
     """The writes of one sample, queued by the store until the scope ends.
 
-    It is the store's :class:`~srh_core.agent.steps.SampleScope`: the loop
+    It is the store's :class:`~srh_core.records.SampleScope`: the loop
     hands it the sample's results with :meth:`keep_results`.
     """
 
@@ -208,7 +205,6 @@ class RedisRunStore:
         # The embedded state supplies the pure naming and node-building helpers.
         self._naming = SearchRunState(None, ranking_metric, larger_is_better, run_id=run_id)
         self._scripts = RunScripts(client)
-        self._local = threading.local()
         self.flow = FlowState(client, self.keys, self._scripts)
         self.controls = ControlRecords(client, self.keys, self._scripts, self.flow)
         self.delivery = DeliveryGuard(client, self.keys)
@@ -271,25 +267,19 @@ class RedisRunStore:
                                        prompt=prompt, usage=usage)
 
     # ------------------------------------------------------ candidate store
-    def _batch(self) -> SampleBatch | None:
-        return getattr(self._local, "batch", None)
-
     @contextlib.contextmanager
     def sample(self, R: int, C: int, L: int, K: int, samples: int) -> Iterator[SampleBatch]:
         """Batch sample K's writes (of a step of ``samples``) into one script call at the end.
 
-        The node, its candidates and its tool-call log lines written inside
-        the scope are sent together with the sample's kept results, the
-        K-set fan-in and, once the K-set is complete, the advance claim; the
-        yielded batch's ``outcome`` says what happened. Reads inside the scope
+        The node, its candidates and its tool-call log lines written with the
+        yielded batch (their writers' ``batch`` argument) are sent together
+        with the sample's kept results, the K-set fan-in and, once the K-set
+        is complete, the advance claim; the yielded batch's ``outcome`` says
+        what happened. Reads inside the scope
         do not see the scope's own writes.
         """
         batch = SampleBatch(R, C, L, K, samples)
-        self._local.batch = batch
-        try:
-            yield batch
-        finally:
-            self._local.batch = None
+        yield batch  # the writers queue into it when they are given it
         batch.outcome = self._flush(batch)
 
     def _flush(self, batch: SampleBatch) -> SampleOutcome:
@@ -332,41 +322,40 @@ class RedisRunStore:
         pushed = tuple(entry is not None and bool(next(flags)) for entry in entries)
         return SampleOutcome(bool(reply[0]), pushed, int(reply[1]), samples, bool(reply[2]))
 
-    def record_node(self, node: SearchNode) -> bool:
+    def record_node(self, node: SearchNode, *, batch: SampleBatch | None = None) -> bool:
         """Add one node; False (and no change) when its id is already recorded.
 
-        Inside :meth:`sample` the node is queued (True is returned; the batch's
-        outcome says whether it was new).
+        With the ``batch`` of its sample (:meth:`sample`) the node is queued and
+        True is returned; the batch's outcome says whether it was new.
         """
-        batch = self._batch()
         if batch is not None and batch.matches(node.coordinate):
             batch.node = node
             return True
         return bool(self._scripts.call("record_node", self.keys.node_keys, node_args(node)))
 
-    def push_candidate(self, candidate: CandidateRecord) -> bool:
+    def push_candidate(self, candidate: CandidateRecord, *,
+                       batch: SampleBatch | None = None) -> bool:
         """Add a candidate to the pool.
 
         Returns:
             False, without writing, when the candidate is unrankable; False
             when the same node already pooled the same canonical key; True
-            when added (inside :meth:`sample`: when queued).
+            when added (with a ``batch``: when queued).
         """
         entry = pool_entry(candidate, self.policy)
         if entry is None:
             return False
-        batch = self._batch()
         if batch is not None:
             batch.entries.append(entry)
             return True
         return bool(self._scripts.call("push_candidate", self.keys.pool_keys, entry.argv()))
 
     def log_tool_calls(self, coordinate: Mapping[str, int], calls: Sequence[ToolCall],
-                       results: Sequence[ToolCallResult], forced: bool) -> None:
+                       results: Sequence[ToolCallResult], forced: bool, *,
+                       batch: SampleBatch | None = None) -> None:
         """Append executed calls to the run's log (``tool_calls.jsonl`` when it finishes)."""
         lines = [dumps(tool_call_record(coordinate, call, result, forced))
                  for call, result in zip(calls, results, strict=False)]
-        batch = self._batch()
         if batch is not None and not forced:
             batch.log_lines.extend(lines)
         elif lines:

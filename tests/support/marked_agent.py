@@ -36,7 +36,8 @@ class MarkedAgent(SRAgent):
 
     def record_sample(self, response: ModelResponse, results: Sequence[ToolCallResult],
                       parents: Sequence[ParentLink], prompt: list[dict[str, Any]] | None,
-                      usage: Mapping[str, Any] | None, R: int, C: int, L: int, K: int
+                      usage: Mapping[str, Any] | None, *, R: int, C: int, L: int, K: int
                       ) -> bool:
         marked = {**(usage or {}), "mark": f"R{R}-C{C}-L{L}-K{K}"}
-        return super().record_sample(response, results, parents, prompt, marked, R, C, L, K)
+        return super().record_sample(response, results, parents, prompt, marked,
+                                     R=R, C=C, L=L, K=K)

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from srh_core.runtime import SRAgentInteractive
+from srh_core.interactive import SRAgentInteractive
 from tests.support.openai_payloads import chat_completion, tool_call
 from tests.support.openai_server import Reply
 from tests.web.support import Client, LiveServer, read_sse

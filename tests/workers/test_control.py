@@ -18,18 +18,18 @@ import pytest
 import redis
 
 from srh_core.agent import SearchSettings
-from srh_core.runtime import (
+from srh_core.interactive import (
     ControlChannel,
     ControlChannelError,
     ControlCommand,
     InteractionStateError,
     SRAgentInteractive,
 )
-from srh_core.runtime.interactive import MESSAGE_PREFIX
+from srh_core.interactive.agent import MESSAGE_PREFIX
 from srh_workers.control.channel import RedisControlChannel, open_controls
 from srh_workers.control.submit import submit_interactive
+from srh_workers.flow.dispatch import dispatch
 from srh_workers.flow.names import STEP, WHOLE_RUN, Action
-from srh_workers.flow.steps import dispatch
 from srh_workers.store import RedisRunStore, RunKeys
 from srh_workers.store import control as control_keys
 
@@ -301,8 +301,8 @@ def test_a_cancel_ends_a_parked_run_without_a_kick(server_client, granularity):
 
 @pytest.mark.integration
 def test_a_step_that_parks_while_a_cancel_is_sent_lets_itself_go(server_client):
-    from srh_workers.control.runtime import park_run, park_step
-    from srh_workers.flow.runtime import runtime_for
+    from srh_workers.control.parking import park_run, park_step
+    from srh_workers.flow.run_view import run_view_for
     from srh_workers.submit import cancel_run
 
     run = InlineRun(server_client, "late-park", **VALUES)
@@ -310,19 +310,19 @@ def test_a_step_that_parks_while_a_cancel_is_sent_lets_itself_go(server_client):
     run.step(1)                                   # the restart task: both branches' steps
     # the cancel finds nothing parked; a step that read no stop flag parks after it
     assert cancel_run(server_client, run.run_id, run.queue.append) == []
-    parked, released = park_step(runtime_for(server_client, run.run_id), 1, 1, 1)
+    parked, released = park_step(run_view_for(server_client, run.run_id), 1, 1, 1)
     assert parked and [a.args for a in released] == [(run.run_id, 1, 1, 1)]
     assert run.control.read_status()["held"] == []
     whole = InlineRun(server_client, "late-park-run", granularity="run", **VALUES)
     whole.send("pause")
     whole.store.flow.request_stop("cancelled")
-    parked, released = park_run(runtime_for(server_client, whole.run_id), "owner")
+    parked, released = park_run(run_view_for(server_client, whole.run_id), "owner")
     assert parked and [a.args for a in released] == [(whole.run_id,)]
 
 
 @pytest.mark.integration
 def test_a_failed_branch_ends_its_parked_siblings(server_client):
-    from srh_workers.flow.runtime import runtime_for
+    from srh_workers.flow.run_view import run_view_for
     from srh_workers.flow.steps import fail_branch
 
     run = InlineRun(server_client, "failed-sibling", **VALUES)
@@ -331,7 +331,7 @@ def test_a_failed_branch_ends_its_parked_siblings(server_client):
     run.queue.popleft()                           # C1's step is in flight...
     run.step()                                    # ...while C2's parks
     assert run.control.read_status()["held"] == ["step:1:2:1"]
-    run.queue.extend(fail_branch(runtime_for(server_client, run.run_id), 1, 1, "failed: boom"))
+    run.queue.extend(fail_branch(run_view_for(server_client, run.run_id), 1, 1, "failed: boom"))
     run.step()
     result = run.store.stored_result()
     assert result.status == "failed" and "boom" in result.stop_reason

@@ -21,8 +21,8 @@ import pytest
 
 import tests.workers.cluster_plugins  # noqa: F401 - registers cancellable_wait here too
 from srh_core.agent import SearchSettings
-from srh_core.runtime import ControlCommand
-from srh_core.runtime.interactive import FORCE_PAUSE_NOTICE, MESSAGE_PREFIX
+from srh_core.interactive import ControlCommand
+from srh_core.interactive.agent import FORCE_PAUSE_NOTICE, MESSAGE_PREFIX
 from srh_workers.config import QUEUES
 from srh_workers.control.channel import RedisControlChannel
 from srh_workers.control.submit import submit_interactive

@@ -5,19 +5,31 @@ of the step opening and one of the recording; the cluster rebuilds it from its
 import path. Both granularities of the cluster are checked (a step as tasks, a
 whole run as chunked tasks), with early stop on and off: the same node labels,
 parent links, responses and marks, the same result, the same run-directory files.
+A stop decision (the run's stop flag) is checked the same way: both runtimes pass it
+through the scheduler's one gate, in process (the embedded loop and the task bodies).
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from srh_core.agent import SearchSettings
+from srh_core.agent.branch import BranchState
+from srh_core.agent.outcome import STOP_CANCELLED
+from srh_core.embedded.runner import make_context, search_loop
 from srh_core.problems import load_suite
+from srh_core.state import SearchRunState
+from srh_workers.flow.dispatch import dispatch
+from srh_workers.flow.names import RESTART, STEP, Action
 from srh_workers.store import RedisRunStore
+from srh_workers.submit import submit_run
 from tests.support.marked_agent import PROMPT_MARK, MarkedAgent
 from tests.support.results import without_times
 from tests.workers.cluster import Cluster
@@ -104,3 +116,68 @@ def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluste
         assert {path.name for path in run_dir.iterdir()} == files, granularity
         assert json.loads((run_dir / "result.json").read_text()) == result
         assert response_lines(run_dir) == response_lines(tmp_path / "embedded"), granularity
+
+
+class StopAtRestart:
+    """The embedded RunControl of the test below: the run's stop flag, set at a restart."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def stop_reason(self) -> str | None:
+        return self.reason
+
+    def paused(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("early_stop", [False, True], ids=["at-a-restart", "at-a-level"])
+def test_a_stop_decides_the_same_in_both_runtimes(redis_server: str, early_stop):
+    """The run's stop flag passes the one gate in both runtimes: set at a boundary both
+    reach in the same state (restart 2 starts; with early stop on, every branch finished
+    step 1), every running branch ends 'cancelled' before it opens another step."""
+    problem = load_suite().get(PROBLEM)
+    X, y = problem.sample(300, seed=0)
+    values = {**VALUES, "early_stop": early_stop, "max_refinement_depth": 2}
+
+    def at_boundary(R: int, L: int) -> bool:
+        return L >= 2 if early_stop else R == 2
+
+    agent = MarkedAgent(run_id="stop-emb", **values)
+    store = SearchRunState(None, agent.settings.ranking_metric, agent.settings.larger_is_better,
+                           run_id="stop-emb")
+    agent.bind_run(make_context(agent, X, {problem.output: y}), store, None, "find y")
+    control = StopAtRestart()
+
+    def checkpoint(R: int, branches: Sequence[BranchState]) -> None:
+        if all(at_boundary(R, branch.L) for branch in branches if not branch.finished):
+            control.reason = control.reason or STOP_CANCELLED  # `srh cancel` there
+
+    outcome = search_loop(agent, 1, None, checkpoint, control, threads=1)
+    assert outcome is not None and (outcome.status, outcome.reason) == ("interrupted",
+                                                                       STOP_CANCELLED)
+    expected = agent.build_search_result(outcome.status, stop_reason=outcome.reason).to_dict()
+
+    client = redis.Redis.from_url(redis_server)
+    run_id = f"stop-cel-{int(early_stop)}"
+    queue: deque[Action] = deque()
+    settings = SearchSettings.build(run_id=run_id, granularity="step", **values)
+    submit_run(client, queue.append, settings, X, {problem.output: y}, "find y",
+               agent_class=MarkedAgent)
+    celery_store = RedisRunStore.open(client, run_id)
+    while queue:
+        action = queue.popleft()
+        if (action.task == RESTART and at_boundary(action.args[1], 1)) or \
+                (action.task == STEP and at_boundary(action.args[1], action.args[3])):
+            celery_store.flow.request_stop(STOP_CANCELLED)
+        queue.extend(dispatch(client, action))
+    result = celery_store.stored_result()
+    assert result is not None
+    assert (result.status, result.stop_reason) == (outcome.status, outcome.reason)
+    assert fingerprint(celery_store.records(include_detail=True)) == \
+        fingerprint(store.records(include_detail=True))
+    assert comparable(result.to_dict()) == comparable(expected)
+    last = celery_store.flow.latest_restart()
+    ended = [(b.C, b.L, b.status, b.stop_reason) for b in celery_store.flow.load_branches(last, 2)]
+    assert ended == [(C, 1 if last == 2 else 2, "stopped", STOP_CANCELLED) for C in (1, 2)]
+    client.close()

@@ -165,18 +165,21 @@ def test_record_node_is_idempotent_and_matches_the_embedded_state(store):
 def test_a_sample_scope_batches_its_writes_into_one_record(store, client):
     node = node_of(store, K=2)
     with store.sample(1, 1, 1, 2, 2) as batch:
-        assert store.record_node(node)
-        assert store.push_candidate(candidate("x", node.node_id, 0.1, 1))
+        assert store.record_node(node, batch=batch)
+        assert store.push_candidate(candidate("x", node.node_id, 0.1, 1), batch=batch)
         store.log_tool_calls({"R": 1, "C": 1, "L": 1}, [ToolCall("evaluate", {"f": "x"})],
-                             [ToolCallResult(True, {}, "fine")], False)
+                             [ToolCallResult(True, {}, "fine")], False, batch=batch)
         batch.keep_results([ToolCallResult(True, {}, "fine")])
         assert store.node_count == 0  # nothing is written before the scope ends
+        # the batch is an argument, not ambient: a write without it applies at once
+        assert store.push_candidate(candidate("u", "run:R9-C1-L1-K1", 0.2, 1))
+        assert [c.formula for c in store.candidates()] == ["u"]
     assert batch.outcome is not None and batch.outcome.recorded and not batch.outcome.claimed
-    assert store.node_count == 1 and [c.formula for c in store.candidates()] == ["x"]
+    assert store.node_count == 1 and sorted(c.formula for c in store.candidates()) == ["u", "x"]
     assert [line["call"]["name"] for line in store.tool_log()] == ["evaluate"]
     assert client.hexists(store.keys.results(1, 1, 1), "2")
     with store.sample(1, 1, 1, 1, 2) as last:
-        store.record_node(node_of(store, K=1))
+        store.record_node(node_of(store, K=1), batch=last)
     assert last.outcome.complete and last.outcome.claimed
 
 
@@ -550,8 +553,8 @@ def test_a_run_survives_a_redis_kill_with_aof(redis_server_factory):
 
 def test_status_elapsed_time_stops_when_the_result_is_written(client):
     from srh_core.agent.settings import SearchSettings
-    from srh_core.agent.steps import StepPlan
     from srh_core.api import ModelResponse
+    from srh_core.records import StepPlan
     from srh_workers import submit
 
     x = np.linspace(1.0, 2.0, 20)

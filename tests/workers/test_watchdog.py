@@ -25,9 +25,10 @@ from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_CANCELLED, failed_reason, is_failure, run_outcome
 from srh_core.errors import ConfigurationError, ModelRequestError, SearchStateError
 from srh_workers.config import WorkerSettings
+from srh_workers.flow.dispatch import dispatch
 from srh_workers.flow.names import FINALIZE, STEP, Action
-from srh_workers.flow.runtime import forget_run, runtime_for
-from srh_workers.flow.steps import dispatch, fail_branch
+from srh_workers.flow.run_view import forget_run, run_view_for
+from srh_workers.flow.steps import fail_branch
 from srh_workers.store import ACTIVE_PROGRESS, ACTIVE_RUNS, WATCHDOG_LOCK, RedisRunStore
 from srh_workers.submit import submit_run, wait_for_result
 from srh_workers.transport import TRANSPORT_PATH
@@ -174,7 +175,7 @@ def test_a_failed_step_fails_the_run_with_its_reason(client: redis.Redis) -> Non
     run_id, first = submitted(client)
     forget_run(run_id)
     steps = dispatch(client, first[0])
-    rt = runtime_for(client, run_id)
+    rt = run_view_for(client, run_id)
     reason = failed_reason(ModelRequestError("endpoint down after 5 attempts"))
     assert fail_branch(rt, 1, 1, reason) == []  # branch 2 is still running
     assert fail_branch(rt, 1, 1, reason) == []  # idempotent
@@ -190,7 +191,7 @@ def test_a_cancel_that_came_first_wins_over_a_failure(client: redis.Redis) -> No
     run_id, first = submitted(client)
     forget_run(run_id)
     dispatch(client, first[0])
-    rt = runtime_for(client, run_id)
+    rt = run_view_for(client, run_id)
     rt.store.flow.request_stop(STOP_CANCELLED)
     fail_branch(rt, 1, 1, failed_reason("ModelRequestError: cut"))
     assert rt.store.flow.load_branch(1, 1).stop_reason == STOP_CANCELLED

@@ -11,16 +11,16 @@ from pydantic import ValidationError
 
 from srh_core.agent import SearchSettings
 from srh_core.errors import ConfigurationError
-from srh_workers.flow.runtime import RunRuntime
+from srh_workers.flow.run_view import WorkerRunView
 from srh_workers.flow.steps import checked_run_dir
 from srh_workers.spec import RunSpec
 
 
-def _runtime(tmp_path: Path, **values: object) -> RunRuntime:
+def _runtime(tmp_path: Path, **values: object) -> WorkerRunView:
     settings = SearchSettings.build(run_id="r1", **values)
     spec = RunSpec(run_id="r1", settings=settings.model_dump(), description="", target="y",
                    features=["x"])
-    return RunRuntime(fakeredis.FakeRedis(), spec, tmp_path / "runs")
+    return WorkerRunView(fakeredis.FakeRedis(), spec, tmp_path / "runs")
 
 
 def test_the_run_directory_is_under_the_workers_runs_dir(tmp_path: Path) -> None:

@@ -10,11 +10,13 @@ import pytest
 
 import tests.workers.cluster_plugins  # noqa: F401 - registers the test-metered provider
 from srh_core.agent import SearchSettings, SRAgent
-from srh_core.agent.accounting import RunTotals, step_usage
+from srh_core.agent.accounting import step_usage
+from srh_core.agent.sragent import recorded_agent_class
 from srh_core.api.response import ModelResponse, Usage
 from srh_core.cli import main
 from srh_core.embedded.runner import resume_search
 from srh_core.errors import ConfigurationError
+from srh_core.records import RunTotals
 from srh_core.types import SearchResult
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call, usage
 from tests.support.openai_server import Reply
@@ -122,7 +124,7 @@ def test_cost_budget_stops_the_run_resumably_and_a_higher_budget_continues(tmp_p
     run_dir = tmp_path / "run"
     assert len(lines(run_dir)) == 3
 
-    resumed = resume_search(run_dir, max_cost=1.0)
+    resumed = resume_search(run_dir, recorded_agent_class(run_dir), max_cost=1.0)
     assert resumed.status == "completed", resumed.stop_reason
     assert [(r["L"], r["K"]) for r in lines(run_dir)] == [(L, 1) for L in range(1, 7)]
     assert resumed.totals["requests"] == 6 and resumed.totals["tokens"] == 6 * 120

@@ -13,7 +13,7 @@ from srh_core.agent import DataPreparationAgent, EvaluatorConstructionAgent
 from srh_core.context import AgentContext
 from srh_core.errors import ConfigurationError
 from srh_core.evaluator import DefaultEvaluator
-from srh_core.runtime import InteractionManager
+from srh_core.interactive import InteractionManager
 from tests.support.openai_payloads import chat_completion, tool_call
 from tests.support.openai_server import Reply
 

@@ -120,7 +120,7 @@ def test_responses_are_a_function_of_the_messages_alone():
         prompt = next(node["detail"]["prompt"] for node in step
                       if node["coordinate"]["K"] == 1)
         fresh = BaseAPI.create("offline", tool_list=metadata, tool_parser_name="json")
-        replayed = fresh(prompt, n=len(step), seed=agent.sampling_seed(R, C, L))
+        replayed = fresh(prompt, n=len(step), seed=agent.sampling_seed(R=R, C=C, L=L))
         recorded = [n["detail"]["content"] for n in sorted(step, key=lambda n:
                                                             n["coordinate"]["K"])]
         assert [response.content for response in replayed.responses] == recorded

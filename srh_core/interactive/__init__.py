@@ -18,27 +18,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from srh_core.runtime.channel import (
+from srh_core.interactive.channel import (
     ControlChannel,
     ControlCommand,
     InProcessChannel,
 )
-from srh_core.runtime.controls import (
+from srh_core.interactive.controls import (
     AgentControls,
     BoundaryDecision,
     ControlLedger,
     LocalControls,
     take_boundary,
 )
-from srh_core.runtime.errors import (
+from srh_core.interactive.errors import (
     ControlChannelError,
     InteractionError,
     InteractionSnapshotError,
     InteractionStateError,
     InvalidCommandError,
 )
-from srh_core.runtime.events import EVENT_KINDS, EventTimeline, InteractionEventKind
-from srh_core.runtime.manager import (
+from srh_core.interactive.events import EVENT_KINDS, EventTimeline, InteractionEventKind
+from srh_core.interactive.manager import (
     InteractionAction,
     InteractionManager,
     InteractionState,
@@ -46,12 +46,12 @@ from srh_core.runtime.manager import (
     SearchTransition,
     SRInteractionAction,
 )
-from srh_core.runtime.sr_manager import SRInteractionManager
+from srh_core.interactive.sr_manager import SRInteractionManager
 
 _LAZY = {
-    "ControlBridge": "srh_core.runtime.bridge",
-    "RunDirectoryChannel": "srh_core.runtime.run_dir_channel",
-    "SRAgentInteractive": "srh_core.runtime.interactive",
+    "ControlBridge": "srh_core.interactive.bridge",
+    "RunDirectoryChannel": "srh_core.interactive.run_dir_channel",
+    "SRAgentInteractive": "srh_core.interactive.agent",
 }
 
 
@@ -60,7 +60,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'srh_core.runtime' has no attribute {name!r}")
+    raise AttributeError(f"module 'srh_core.interactive' has no attribute {name!r}")
 
 
 __all__ = [

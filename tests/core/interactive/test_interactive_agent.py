@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from srh_core.api import OpenAIAPI
-from srh_core.runtime import ControlCommand, RunDirectoryChannel, SRAgentInteractive
-from srh_core.runtime.interactive import FORCE_PAUSE_NOTICE, MESSAGE_PREFIX
+from srh_core.interactive import ControlCommand, RunDirectoryChannel, SRAgentInteractive
+from srh_core.interactive.agent import FORCE_PAUSE_NOTICE, MESSAGE_PREFIX
 from srh_core.tools.base import BaseTool
 from srh_core.types import SearchResult
 from tests.support.openai_payloads import chat_chunk, chat_completion, tool_call

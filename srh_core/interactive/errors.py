@@ -1,4 +1,4 @@
-"""Errors of the interactive runtime: a refused command, a misused manager, a bad channel record.
+"""Errors of the interactive controls: a refused command, a misused manager, a bad channel record.
 
 They derive from :class:`srh_core.errors.SRHarnessError` (so ``srh`` reports
 them as usage errors) and from the builtin the reference raises in the same
@@ -12,7 +12,7 @@ from srh_core.errors import SRHarnessError
 
 
 class InteractionError(SRHarnessError):
-    """Base class of the interactive runtime's errors."""
+    """Base class of the interactive controls' errors."""
 
 
 class InvalidCommandError(InteractionError, ValueError):

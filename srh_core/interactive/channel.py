@@ -1,17 +1,17 @@
 """The control-channel seam: how commands reach a run and its events come back.
 
-The :class:`~srh_core.runtime.InteractionManager` always lives in the
+The :class:`~srh_core.interactive.InteractionManager` always lives in the
 process that runs the steps. A controller (the web workbench, a CLI, a test)
 talks to a :class:`ControlChannel`; where the run lives decides which one:
 
 - same process: :class:`InProcessChannel`, straight onto the manager;
-- another process on the machine: :class:`~srh_core.runtime.RunDirectoryChannel`,
+- another process on the machine: :class:`~srh_core.interactive.RunDirectoryChannel`,
   files in the run directory (``commands.jsonl`` appended by controllers,
   ``events.jsonl`` appended by the run, ``interaction.json`` its state);
 - the cluster: a Redis implementation in ``srh_workers`` (commands and
   events as streams with a cap); srh_core never imports redis.
 
-Inside the run, a :class:`~srh_core.runtime.ControlBridge` moves commands
+Inside the run, a :class:`~srh_core.interactive.ControlBridge` moves commands
 from the channel into the manager and the manager's events out to it. The
 run-side methods (``receive``, ``publish``, ``save_state``, ``load_state``)
 are what a runtime calls; the controller-side ones (``send``,
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, get_args, runtime_checkable
 
 from srh_core.errors import did_you_mean
-from srh_core.runtime.errors import InvalidCommandError
-from srh_core.runtime.manager import (
+from srh_core.interactive.errors import InvalidCommandError
+from srh_core.interactive.manager import (
     MAX_MESSAGE_CHARS,
     InteractionManager,
     SRInteractionAction,
@@ -142,7 +142,7 @@ class InProcessChannel:
     """A controller in the run's own process: commands go straight to the manager.
 
     The run side is empty: there is nothing to pump, since the manager is
-    shared, so no :class:`~srh_core.runtime.ControlBridge` is needed.
+    shared, so no :class:`~srh_core.interactive.ControlBridge` is needed.
     """
 
     def __init__(self, manager: InteractionManager) -> None:

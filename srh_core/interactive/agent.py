@@ -15,15 +15,15 @@ both runtimes once they call them at the same boundaries:
   through ``context.cancel_event`` (``BaseTool.cancelled``), so a running
   tool stops at its next cancellation check and the step's calls are
   reported as cancelled;
-- ``finish_iteration`` asks for a pause after a tool-free reply (and, when
+- ``update_conversation`` asks for a pause after a tool-free reply (and, when
   ``pause_on_truncated``, after a truncated one) and tells the model when a
-  force-pause cut its step.
+  force-pause cut its step, from the step's responses and results alone.
 
-The hooks reach the controls through an :class:`~srh_core.runtime.AgentControls`
-(see :mod:`srh_core.runtime.controls`). Embedded, that is the run's
-:class:`SRInteractionManager`, fed by a :class:`~srh_core.runtime.ControlChannel`:
+The hooks reach the controls through an :class:`~srh_core.interactive.AgentControls`
+(see :mod:`srh_core.interactive.controls`). Embedded, that is the run's
+:class:`SRInteractionManager`, fed by a :class:`~srh_core.interactive.ControlChannel`:
 by default the run directory's files (``srh web`` and ``srh run
---interactive`` use them), or an :class:`~srh_core.runtime.InProcessChannel`
+--interactive`` use them), or an :class:`~srh_core.interactive.InProcessChannel`
 for a controller in this process. The run's start is its first boundary and
 its end the agent's ``finished`` event, so no runner internals are touched.
 On a cluster the workers pass the run's Redis controls instead
@@ -39,10 +39,10 @@ from typing import Any
 from srh_core.agent.sragent import SRAgent
 from srh_core.api import ModelResponse
 from srh_core.errors import ConfigurationError, ModelRequestCancelledError, ToolRunAbort
-from srh_core.runtime.channel import ControlChannel
-from srh_core.runtime.controls import AgentControls, LocalControls
-from srh_core.runtime.manager import PendingMessage
-from srh_core.runtime.sr_manager import SRInteractionManager
+from srh_core.interactive.channel import ControlChannel
+from srh_core.interactive.controls import AgentControls, LocalControls
+from srh_core.interactive.manager import PendingMessage
+from srh_core.interactive.sr_manager import SRInteractionManager
 from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
 
 Message = dict[str, Any]
@@ -141,7 +141,7 @@ class SRAgentInteractive(SRAgent):
         """The model request, cancellable by a force-pause, with assistant events."""
         controls = self.controls
         coord = {"R": R, "C": C, "L": L}
-        ids = {K: self.node_id(R, C, L, K) for K in range(1, self.K + 1)}
+        ids = {K: self.node_id(R=R, C=C, L=L, K=K) for K in range(1, self.K + 1)}
         controls.publish_events([
             ("context", {"coord": coord, "n_messages": len(prompt),
                          "last_message": _preview(prompt[-1] if prompt else {})}),
@@ -233,35 +233,28 @@ class SRAgentInteractive(SRAgent):
 
     def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
                             results_list: Sequence[Sequence[ToolCallResult]],
-                            node_parents: Sequence[Any], R: int, L: int, C: int
-                            ) -> tuple[list[Message], list[Any]]:
-        """Note what the step's samples were (tool-free, truncated, cut) for ``finish_iteration``.
+                            node_parents: Sequence[Any], R: int, L: int, C: int,
+                            **kwargs: Any) -> tuple[list[Message], list[Any]]:
+        """Continue the conversation; tell the model when a force-pause cut the step, or ask
+        for a pause after a tool-free (or, with ``pause_on_truncated``, a truncated) reply.
 
-        Read from the responses and results themselves, in the hook that runs
-        with ``finish_iteration``, so nothing has to survive between the tasks
-        of a distributed step.
+        Decided from the step's responses and results alone, here, so nothing is
+        kept on ``self`` for a later hook (on a cluster the agent is rebuilt for
+        each task): the same in both runtimes.
         """
-        if not any(response.tool_calls for response in response_list):
-            self._flag(R, C, L, "tool_free")
-        if any(response.finish_reason == "length" for response in response_list):
-            self._flag(R, C, L, "truncated")
+        self._pop_flags(R, C, L)  # the step's force-pause flag, if any, is done with
+        buffer, parents = super().update_conversation(buffer, response_list, results_list,
+                                                      node_parents, R, L, C, **kwargs)
         cut = any(response.finish_reason == "cancelled" for response in response_list) or any(
             result.meta_data.get("error_type") == "Cancelled"
             for results in results_list for result in results)
+        tool_free = not any(response.tool_calls for response in response_list)
+        truncated = any(response.finish_reason == "length" for response in response_list)
         if cut:
-            self._flag(R, C, L, "interrupted")
-        return super().update_conversation(buffer, response_list, results_list, node_parents,
-                                           R, L, C)
-
-    def finish_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
-        """Note a force-pause for the model, or ask for a pause after a tool-free reply."""
-        flags = self._pop_flags(R, C, L)
-        if "interrupted" in flags:
             buffer.append({"role": "user", "content": FORCE_PAUSE_NOTICE})
-        elif ("tool_free" in flags and self.pause_on_tool_free) or \
-                ("truncated" in flags and self.pause_on_truncated):
+        elif (tool_free and self.pause_on_tool_free) or (truncated and self.pause_on_truncated):
             self.controls.request_pause()
-        return super().finish_iteration(buffer, R, L, C)
+        return buffer, parents
 
     # ---------------------------------------------------------------- flags
     def _flag(self, R: int, C: int, L: int, flag: str) -> None:

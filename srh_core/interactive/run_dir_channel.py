@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from srh_core.interactive.channel import ControlCommand
+from srh_core.interactive.errors import ControlChannelError, InteractionError
 from srh_core.jsonio import atomic_write_json, dumps
-from srh_core.runtime.channel import ControlCommand
-from srh_core.runtime.errors import ControlChannelError, InteractionError
 from srh_engine.processes import pid_running
 
 logger = logging.getLogger("srh.runtime")
@@ -106,7 +106,7 @@ class RunDirectoryChannel:
 
     def read_events(self, after_sequence: int = 0) -> dict[str, Any]:
         """Events of ``events.jsonl`` newer than ``after_sequence`` (cursor semantics of
-        :class:`~srh_core.runtime.EventTimeline`)."""
+        :class:`~srh_core.interactive.EventTimeline`)."""
         self._refresh_events()
         last = self._events[-1]["seq"] if self._events else self._discarded_through
         cursor_reset = after_sequence > last

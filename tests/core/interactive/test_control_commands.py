@@ -16,8 +16,8 @@ import pytest
 
 from srh_core.cli import main
 from srh_core.cli.control_commands import ACTIONS, HELP
-from srh_core.runtime import RunDirectoryChannel, SRAgentInteractive
-from srh_core.runtime.interactive import MESSAGE_PREFIX
+from srh_core.interactive import RunDirectoryChannel, SRAgentInteractive
+from srh_core.interactive.agent import MESSAGE_PREFIX
 from tests.support.openai_payloads import chat_completion, tool_call
 from tests.support.openai_server import Reply
 

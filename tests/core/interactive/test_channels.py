@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from srh_core.runtime import (
+from srh_core.interactive import (
     ControlBridge,
     ControlChannel,
     ControlChannelError,

@@ -21,6 +21,6 @@ def add_interactive_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def interactive_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Constructor arguments of :class:`~srh_core.runtime.SRAgentInteractive` from the flags."""
+    """Constructor arguments of :class:`~srh_core.interactive.SRAgentInteractive` from the flags."""
     return {"pause_on_tool_free": getattr(args, "pause_on_tool_free", True),
             "pause_on_truncated": getattr(args, "pause_on_truncated", False)}

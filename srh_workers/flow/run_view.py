@@ -16,7 +16,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +27,7 @@ from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
 from srh_core.errors import ModelRequestCancelledError, ModelRequestError
 from srh_core.types import ToolCall, ToolCallResult
+from srh_workers.control.parking import agent_options
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 
@@ -35,11 +35,11 @@ logger = logging.getLogger("srh.workers")
 
 RUN_CACHE_SIZE = 8
 Granularity = Literal["step", "run"]
-#: Seconds left before the current task's soft time limit (set by the branch tasks: the
-#: threads pool enforces no limit, so a model request that never answers is cut here).
 CUT_POLL_SECONDS = 1.0
-REQUEST_BUDGET: ContextVar[Callable[[], float | None] | None] = ContextVar(
-    "srh_request_budget", default=None)
+#: Seconds left before a task's soft time limit (None: no limit). A step task passes its
+#: own to :meth:`WorkerRunView.bounded_requests`: the threads pool enforces no limit, so a
+#: model request that never answers is cut there.
+Budget = Callable[[], float | None]
 
 
 def resolve_granularity(settings: SearchSettings) -> Granularity:
@@ -77,7 +77,7 @@ class StoredResultsExecutor:
         self.inner.close()
 
 
-class RunRuntime:
+class WorkerRunView:
     """One run in a worker: spec, store, cached data and model adapter, agent factory.
 
     Args:
@@ -123,11 +123,13 @@ class RunRuntime:
                 self._context = AgentContext.from_payload(self.store.payload())
             return self._context
 
-    def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None) -> SRAgent:
+    def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None, *,
+              bounded: bool = False) -> SRAgent:
         """The run's agent, bound to its store, with a serial executor over its tools.
 
         Args:
             stored: Results already stored for samples, by node id (a tool task's).
+            bounded: The agent's model requests will be cut (:meth:`bounded_requests`).
         """
 
         def executor(tools: Mapping[str, Any]) -> Any:
@@ -138,7 +140,6 @@ class RunRuntime:
         # it must not share a client with the other threads' steps; a client of its own
         # per thread (kept: building one costs an HTTP client and a TLS context, tens of ms)
         # is cut alone, and calls made after a cancel are not affected.
-        bounded = REQUEST_BUDGET.get() is not None
         shared = getattr(self._thread_api, "api", None) if bounded else self._api
         agent = self.agent_class(settings=self.settings, context=self.context,
                                  api=shared,
@@ -154,18 +155,17 @@ class RunRuntime:
         return agent
 
     @contextlib.contextmanager
-    def bounded_requests(self, agent: SRAgent) -> Iterator[None]:
+    def bounded_requests(self, agent: SRAgent, budget: Budget | None) -> Iterator[None]:
         """Cut ``agent``'s model requests at the task's soft time limit or at a stop request.
 
-        The limit is :data:`REQUEST_BUDGET`'s; the run's stop flag (``srh cancel``,
+        The limit is ``budget``'s (None: not cut); the run's stop flag (``srh cancel``,
         a failed branch) is read every :data:`CUT_POLL_SECONDS`, so a cancel does not
-        wait for a model that never answers.
+        wait for a model that never answers. ``agent`` is built with ``bounded=True``.
 
         Raises:
             ModelRequestError: The model had not answered when the time was up
                 or the run was stopped (not retryable: the branch ends with the reason).
         """
-        budget = REQUEST_BUDGET.get()
         seconds = None if budget is None else budget()
         if seconds is None:
             yield
@@ -208,8 +208,6 @@ class RunRuntime:
 
     def agent_options(self) -> dict[str, Any]:
         """Further constructor arguments: an interactive agent's Redis controls and options."""
-        from srh_workers.control.runtime import agent_options
-
         return agent_options(self)
 
     def deadline(self) -> float | None:
@@ -235,31 +233,31 @@ class RunRuntime:
         return run_path(self.runs_dir, self.spec.run_id)
 
 
-def _stop_reason(rt: RunRuntime) -> str | None:
+def _stop_reason(rt: WorkerRunView) -> str | None:
     try:
         return rt.store.flow.stop_reason()
     except Exception:  # a Redis blip must not cut the request; the time limit still does
         return None
 
 
-_CACHE: OrderedDict[str, RunRuntime] = OrderedDict()
+_CACHE: OrderedDict[str, WorkerRunView] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
-def runtime_for(client: Redis, run_id: str, runs_dir: Path | None = None) -> RunRuntime:
-    """The cached runtime of ``run_id`` in this process (data decoded once per process)."""
+def run_view_for(client: Redis, run_id: str, runs_dir: Path | None = None) -> WorkerRunView:
+    """The cached view of ``run_id`` in this process (data decoded once per process)."""
     with _CACHE_LOCK:
         cached = _CACHE.get(run_id)
         if cached is not None:
             _CACHE.move_to_end(run_id)
             return cached
-    runtime = RunRuntime(client, load_spec(RedisRunStore(client, run_id, register=False)),
+    view = WorkerRunView(client, load_spec(RedisRunStore(client, run_id, register=False)),
                          runs_dir)
     with _CACHE_LOCK:
-        _CACHE[run_id] = runtime
+        _CACHE[run_id] = view
         while len(_CACHE) > RUN_CACHE_SIZE:
             _CACHE.popitem(last=False)
-    return runtime
+    return view
 
 
 def forget_run(run_id: str) -> None:

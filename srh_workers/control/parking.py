@@ -1,7 +1,7 @@
 """The controls in the distributed flow: where step tasks park, and what a release re-sends.
 
 A run is interactive when its agent class is an
-:class:`~srh_core.runtime.SRAgentInteractive`; for any other run every
+:class:`~srh_core.interactive.SRAgentInteractive`; for any other run every
 function here is a no-op that costs nothing. For an interactive run:
 
 - a step task asks :func:`park_step` before it opens a step (granularity
@@ -29,13 +29,14 @@ import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from srh_core.interactive import SRAgentInteractive
 from srh_workers.control.agent import RedisAgentControls
 from srh_workers.control.state import finished, is_running, parked, stopping
 from srh_workers.flow.names import Action, step_action, whole_run_action
 
 if TYPE_CHECKING:
     from srh_core.types import SearchResult
-    from srh_workers.flow.runtime import RunRuntime
+    from srh_workers.flow.run_view import WorkerRunView
     from srh_workers.store import RedisRunStore
 
 RUN_MEMBER = "run"
@@ -43,9 +44,7 @@ _CONTROLS: weakref.WeakKeyDictionary[Any, RedisAgentControls] = weakref.WeakKeyD
 _CONTROLS_LOCK = threading.Lock()
 
 
-def is_interactive(rt: RunRuntime) -> bool:
-    from srh_core.runtime import SRAgentInteractive
-
+def is_interactive(rt: WorkerRunView) -> bool:
     return issubclass(rt.agent_class, SRAgentInteractive)
 
 
@@ -67,7 +66,7 @@ def parked_actions(run_id: str, members: Iterable[str]) -> list[Action]:
     return actions
 
 
-def run_controls(rt: RunRuntime) -> RedisAgentControls:
+def run_controls(rt: WorkerRunView) -> RedisAgentControls:
     """The run's controls in this process (one per run, shared by its agents)."""
     with _CONTROLS_LOCK:
         controls = _CONTROLS.get(rt)
@@ -78,7 +77,7 @@ def run_controls(rt: RunRuntime) -> RedisAgentControls:
         return controls
 
 
-def agent_options(rt: RunRuntime) -> dict[str, Any]:
+def agent_options(rt: WorkerRunView) -> dict[str, Any]:
     """Constructor arguments of the run's agent beyond the run's parts (none unless interactive)."""
     if not is_interactive(rt):
         return {}
@@ -86,7 +85,7 @@ def agent_options(rt: RunRuntime) -> dict[str, Any]:
     return {"controls": controls, **controls.options}
 
 
-def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action]]:
+def park_step(rt: WorkerRunView, R: int, C: int, L: int) -> tuple[bool, list[Action]]:
     """Before step (R, C, L) opens: park it while a pause is asked?
 
     Returns:
@@ -102,7 +101,7 @@ def park_step(rt: RunRuntime, R: int, C: int, L: int) -> tuple[bool, list[Action
     return bool(update.outcome), released
 
 
-def park_run(rt: RunRuntime, owner: str) -> tuple[bool, list[Action]]:
+def park_run(rt: WorkerRunView, owner: str) -> tuple[bool, list[Action]]:
     """Before the whole-run task opens a step: park the run (and give up its lock)?
 
     Returns:
@@ -125,13 +124,13 @@ def release_stopped(store: RedisRunStore) -> list[Action]:
     return parked_actions(store.run_id, store.controls.update_control(stopping()).released)
 
 
-def _released_by_stop(rt: RunRuntime) -> list[Action]:
+def _released_by_stop(rt: WorkerRunView) -> list[Action]:
     # A stop that came while this step parked may have taken the held set before the step
     # joined it: read the flag after parking, so one of the two re-sends the step.
     return release_stopped(rt.store) if rt.store.flow.stop_reason() is not None else []
 
 
-def finish_controls(rt: RunRuntime, result: SearchResult) -> None:
+def finish_controls(rt: WorkerRunView, result: SearchResult) -> None:
     """The run has its result: the controls go idle and say how it ended (idempotent)."""
     if is_interactive(rt):
         rt.store.controls.update_control(finished(result.status, result.stop_reason))

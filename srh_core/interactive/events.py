@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias, cast, get_args
 
-from srh_core.runtime.errors import InteractionSnapshotError
+from srh_core.interactive.errors import InteractionSnapshotError
 from srh_core.types import json_value
 
 InteractionEventKind: TypeAlias = Literal[
@@ -68,7 +68,7 @@ def check_event_kind(kind: str) -> InteractionEventKind:
 class EventTimeline:
     """The newest ``capacity`` events, with sequence cursors and truncation metadata.
 
-    Not thread-safe on its own: :class:`~srh_core.runtime.InteractionManager`
+    Not thread-safe on its own: :class:`~srh_core.interactive.InteractionManager`
     calls it under its lock.
 
     Args:

@@ -1,13 +1,13 @@
 """The controls as an agent's hooks see them, and the one rule of a step boundary.
 
-:class:`~srh_core.runtime.SRAgentInteractive` reaches the researcher's
+:class:`~srh_core.interactive.SRAgentInteractive` reaches the researcher's
 controls only through an :class:`AgentControls`: take what waits at the
 step boundary, ask for a pause, publish an event, make a blocking call
 cancellable. Where the interaction state lives decides the implementation:
 
-- :class:`LocalControls`: an :class:`~srh_core.runtime.SRInteractionManager`
+- :class:`LocalControls`: an :class:`~srh_core.interactive.SRInteractionManager`
   in this process (the embedded runtime); a paused branch waits in
-  :meth:`SRInteractionManager.wait`, and a :class:`~srh_core.runtime.ControlBridge`
+  :meth:`SRInteractionManager.wait`, and a :class:`~srh_core.interactive.ControlBridge`
   pumps commands from a channel (the run directory by default);
 - ``srh_workers.control.RedisAgentControls``: the run's Redis keys (the
   cluster); the runtime parks a paused branch before its step task opens the
@@ -27,12 +27,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from srh_core.runtime.bridge import ControlBridge
-from srh_core.runtime.channel import ControlChannel, InProcessChannel
-from srh_core.runtime.errors import InteractionSnapshotError
-from srh_core.runtime.events import InteractionEventKind
-from srh_core.runtime.manager import SEARCH_TRANSITIONS, PendingMessage, SearchTransition
-from srh_core.runtime.sr_manager import SRInteractionManager
+from srh_core.interactive.bridge import ControlBridge
+from srh_core.interactive.channel import ControlChannel, InProcessChannel
+from srh_core.interactive.errors import InteractionSnapshotError
+from srh_core.interactive.events import InteractionEventKind
+from srh_core.interactive.manager import SEARCH_TRANSITIONS, PendingMessage, SearchTransition
+from srh_core.interactive.sr_manager import SRInteractionManager
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +152,7 @@ def take_boundary(manager: SRInteractionManager, ledger: ControlLedger, R: int, 
 
 @runtime_checkable
 class AgentControls(Protocol):
-    """The controls of one run as :class:`~srh_core.runtime.SRAgentInteractive` uses them."""
+    """The controls of one run as :class:`~srh_core.interactive.SRAgentInteractive` uses them."""
 
     @property
     def cancel_signal(self) -> Any:
@@ -195,7 +195,7 @@ class LocalControls:
         manager: The run's manager.
         channel: Where commands come from; None uses the run directory's
             files when the run has one (``save_path``); an
-            :class:`~srh_core.runtime.InProcessChannel` needs no bridge.
+            :class:`~srh_core.interactive.InProcessChannel` needs no bridge.
     """
 
     def __init__(self, manager: SRInteractionManager, channel: ControlChannel | None = None
@@ -217,7 +217,7 @@ class LocalControls:
                 return
             channel = self.channel
             if channel is None and save_path is not None:
-                from srh_core.runtime.run_dir_channel import RunDirectoryChannel
+                from srh_core.interactive.run_dir_channel import RunDirectoryChannel
 
                 channel = RunDirectoryChannel(save_path)
             if channel is not None and not isinstance(channel, InProcessChannel):

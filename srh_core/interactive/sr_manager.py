@@ -1,7 +1,7 @@
 """SRInteractionManager: the interaction manager with the search's branch commands.
 
 ``next_c`` and ``next_r`` are queued like messages and, like them, release a
-pause; see :mod:`srh_core.runtime.manager` for the common state machine.
+pause; see :mod:`srh_core.interactive.manager` for the common state machine.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
-from srh_core.runtime.errors import InteractionSnapshotError
-from srh_core.runtime.events import DEFAULT_EVENT_CAPACITY
-from srh_core.runtime.manager import (
+from srh_core.interactive.errors import InteractionSnapshotError
+from srh_core.interactive.events import DEFAULT_EVENT_CAPACITY
+from srh_core.interactive.manager import (
     SEARCH_TRANSITIONS,
     InteractionManager,
     SearchTransition,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from srh_core.runtime import InteractionManager, InteractionSnapshotError
-from srh_core.runtime.events import EventTimeline
+from srh_core.interactive import InteractionManager, InteractionSnapshotError
+from srh_core.interactive.events import EventTimeline
 
 
 def fill(timeline: EventTimeline, n: int) -> None:

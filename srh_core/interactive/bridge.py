@@ -21,10 +21,10 @@ import logging
 import threading
 from typing import Any
 
-from srh_core.runtime.channel import ControlChannel, ControlCommand
-from srh_core.runtime.errors import InteractionError
-from srh_core.runtime.events import Event
-from srh_core.runtime.manager import InteractionManager
+from srh_core.interactive.channel import ControlChannel, ControlCommand
+from srh_core.interactive.errors import InteractionError
+from srh_core.interactive.events import Event
+from srh_core.interactive.manager import InteractionManager
 
 logger = logging.getLogger("srh.runtime")
 

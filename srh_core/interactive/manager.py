@@ -45,12 +45,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, get_args
 
 from srh_core.errors import did_you_mean
-from srh_core.runtime.errors import (
+from srh_core.interactive.errors import (
     InteractionSnapshotError,
     InteractionStateError,
     InvalidCommandError,
 )
-from srh_core.runtime.events import (
+from srh_core.interactive.events import (
     DEFAULT_EVENT_CAPACITY,
     Event,
     EventTimeline,
