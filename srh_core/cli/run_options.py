@@ -84,19 +84,21 @@ def run_units(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def _manifest_units(directory: Path) -> dict[str, str]:
-    """The ``units`` of a context.data manifest's variables (the loader checks the rest)."""
-    import json
+    """The ``units`` of a context.data manifest's variables (the loader checks the rest).
 
+    Read by the loader's own reader (size, depth and duplicate keys checked first), so a
+    bad manifest is reported once, by loading the data, not crashed on here.
+    """
     from srh_core.context.manifest_schema import MANIFEST_NAME
-    from srh_core.input_limits import MAX_JSON_BYTES, read_limited_text
+    from srh_core.context.manifest_store import read_manifest_json
+    from srh_core.errors import ContextManifestError
 
     try:
-        document = json.loads(read_limited_text(directory / MANIFEST_NAME, "manifest",
-                                                MAX_JSON_BYTES))
+        document = read_manifest_json(directory / MANIFEST_NAME)
         variables = document.get("variables") or {}
         return {str(name): spec["units"] for name, spec in variables.items()
                 if isinstance(spec, dict) and isinstance(spec.get("units"), str)}
-    except (OSError, ValueError, AttributeError):
+    except (ContextManifestError, AttributeError):
         return {}  # loading the data reports what is wrong with the manifest
 
 
