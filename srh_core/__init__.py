@@ -7,8 +7,7 @@ and imports no network client.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 _LAZY = {
     "ConfigurationError": "srh_core.errors",
@@ -56,10 +55,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -42,8 +42,7 @@ so that they are not shadowed by the functions ``evaluate``, ``fit`` and
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .lazy import lazy_exports
 
 # name -> the module defining it: imported on first use, so that ``import srh_engine``
 # (which every ``srh_engine.<module>`` import runs) costs nothing.
@@ -173,14 +172,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"srh_engine.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

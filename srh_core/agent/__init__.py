@@ -10,8 +10,7 @@ loading SRAgent and the embedded runtime it starts.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 _LAZY = {
     "Agent": "base",
@@ -28,10 +27,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_core.agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"srh_core.agent.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

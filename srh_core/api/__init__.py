@@ -10,8 +10,7 @@ lets a human type the responses. (The offline proposer lives elsewhere.)
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 # name -> its module, imported on first use: the settings read the endpoint rules
 # (srh_core.api.endpoints) without loading the openai client.
@@ -80,10 +79,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_core.api' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -12,8 +12,7 @@ run directory without loading the runner.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 _EXPORTS = {
     "LocalBranchRunner": "srh_core.embedded.runner",
@@ -27,8 +26,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_core.embedded' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

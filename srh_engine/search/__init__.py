@@ -22,8 +22,7 @@ final refit of the best trees on every row by :func:`srh_engine.fit`
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 # name -> its module, imported on first use: srh_core.ranking takes PySR's selection
 # rule (.selection) without loading the search (NumPy, SciPy).
@@ -34,10 +33,4 @@ __all__ = ["DEFAULT_OPERATORS", "ExpressionSearchResult", "FrontEntry", "OPERATO
            "pareto_front", "search"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_engine.search' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"srh_engine.search.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

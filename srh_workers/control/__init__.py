@@ -20,8 +20,7 @@ Names are imported on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 _EXPORTS = {
     "RedisControlChannel": "srh_workers.control.channel",
@@ -34,8 +33,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_workers.control' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,8 +14,7 @@ Names are imported on first use, so :mod:`srh_workers.flow.names` loads alone.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 _EXPORTS = {
     "FLOW_TASKS": "srh_workers.flow.names",
@@ -32,8 +31,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_workers.flow' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

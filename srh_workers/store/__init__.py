@@ -20,8 +20,7 @@ before it knows that Redis answers).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 _LAZY = {
     "ACTIVE_PROGRESS": "keys", "ACTIVE_RUNS": "keys", "FINISHED_RUN_TTL_SECONDS": "keys",
@@ -36,10 +35,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'srh_workers.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"srh_workers.store.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
