@@ -23,7 +23,7 @@ import redis
 from srh_core.agent import SearchSettings
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_CANCELLED
-from srh_core.embedded.runner import make_context, search_loop
+from srh_core.embedded.runner import StopFlag, make_context, search_loop
 from srh_core.problems import load_suite
 from srh_core.state import SearchRunState
 from srh_workers.flow.dispatch import dispatch
@@ -118,19 +118,6 @@ def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluste
         assert response_lines(run_dir) == response_lines(tmp_path / "embedded"), granularity
 
 
-class StopAtRestart:
-    """The embedded RunControl of the test below: the run's stop flag, set at a restart."""
-
-    def __init__(self) -> None:
-        self.reason: str | None = None
-
-    def stop_reason(self) -> str | None:
-        return self.reason
-
-    def paused(self) -> bool:
-        return False
-
-
 @pytest.mark.parametrize("early_stop", [False, True], ids=["at-a-restart", "at-a-level"])
 def test_a_stop_decides_the_same_in_both_runtimes(redis_server: str, early_stop):
     """The run's stop flag passes the one gate in both runtimes: set at a boundary both
@@ -147,7 +134,7 @@ def test_a_stop_decides_the_same_in_both_runtimes(redis_server: str, early_stop)
     store = SearchRunState(None, agent.settings.ranking_metric, agent.settings.larger_is_better,
                            run_id="stop-emb")
     agent.bind_run(make_context(agent, X, {problem.output: y}), store, None, "find y")
-    control = StopAtRestart()
+    control = StopFlag()  # the embedded run's stop flag, set at a restart below
 
     def checkpoint(R: int, branches: Sequence[BranchState]) -> None:
         if all(at_boundary(R, branch.L) for branch in branches if not branch.finished):
