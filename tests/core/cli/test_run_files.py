@@ -16,19 +16,9 @@ from srh_core.context.manifest_writer import save_context_data
 from srh_core.context.structured import commit_run_data
 from srh_core.errors import ConfigurationError
 from srh_core.problems import load_suite
+from tests.support.evaluators import MAX_ERROR_EVALUATOR
 
-EVALUATOR = '''
-import numpy as np
-from srh_core.evaluator import DefaultEvaluator
-
-
-class MaxErrorEvaluator(DefaultEvaluator):
-    @classmethod
-    def evaluate(cls, f, y, context):
-        metrics = super().evaluate(f, y, context)
-        metrics["max_abs_error"] = float(2 * np.sqrt(metrics["mse"]))
-        return metrics
-'''
+EVALUATOR = MAX_ERROR_EVALUATOR
 
 
 def test_a_graph_manifest_runs_with_its_relation_and_nodes(tmp_path: Path, capsys):

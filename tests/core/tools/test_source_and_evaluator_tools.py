@@ -10,19 +10,9 @@ import pytest
 
 from srh_core.context import AgentContext
 from srh_core.tools.base import BaseTool
+from tests.support.evaluators import MAX_ERROR_EVALUATOR
 
-GOOD_EVALUATOR = '''
-import numpy as np
-from srh_core.evaluator import DefaultEvaluator
-
-
-class MaxErrorEvaluator(DefaultEvaluator):
-    @classmethod
-    def evaluate(cls, f, y, context):
-        metrics = super().evaluate(f, y, context)
-        metrics["max_abs_error"] = float(2 * np.sqrt(metrics["mse"]))
-        return metrics
-'''
+GOOD_EVALUATOR = MAX_ERROR_EVALUATOR
 ESCAPING = GOOD_EVALUATOR.replace("metrics = super()", 'open("/etc/hostname").read()\n'
                                   '        metrics = super()')
 
