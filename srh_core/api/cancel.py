@@ -8,9 +8,14 @@ chunk and while waiting to retry.
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from srh_core.errors import ModelRequestCancelledError
+
+logger = logging.getLogger("srh.api")
 
 
 class CancelToken:
@@ -50,3 +55,33 @@ class CancelToken:
                 f"The {provider} request for model {model!r} was cancelled.",
                 provider=provider, model=model,
             )
+
+
+@contextmanager
+def cancel_when(condition: Callable[[], bool], cancel: Callable[[], None], *,
+                poll_seconds: float, name: str) -> Iterator[None]:
+    """Call ``cancel`` once, as soon as ``condition()`` holds, while the block runs.
+
+    A daemon thread asks ``condition`` every ``poll_seconds`` (first at once); it ends
+    with the block (joined for at most a second). A ``cancel`` that raises is logged: a
+    watcher must not die silently.
+    """
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if condition():
+                try:
+                    cancel()
+                except Exception:
+                    logger.exception("A cancellation callback failed")
+                return
+            done.wait(poll_seconds)
+
+    watcher = threading.Thread(target=watch, name=name, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join(timeout=max(1.0, 2 * poll_seconds))

@@ -22,13 +22,13 @@ A cancelled tool (a force-pause) cuts its request in flight and raises
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
+from srh_core.api.cancel import cancel_when
 from srh_core.errors import ModelRequestCancelledError, ToolArgumentError, ToolError
 from srh_core.tools.base import BaseTool
 
@@ -124,21 +124,9 @@ class ModelQueryTool(BaseTool):
     @contextmanager
     def cut_when_cancelled(self, api: Any) -> Iterator[None]:
         """Cancel ``api``'s request in flight as soon as this tool is cancelled."""
-        done = threading.Event()
-
-        def watch() -> None:
-            while not done.wait(CANCEL_POLL_SECONDS):
-                if self.cancelled:
-                    api.cancel()
-                    return
-
-        watcher = threading.Thread(target=watch, name="srh-tool-request-cut", daemon=True)
-        watcher.start()
-        try:
+        with cancel_when(lambda: self.cancelled, api.cancel, poll_seconds=CANCEL_POLL_SECONDS,
+                         name="srh-tool-request-cut"):
             yield
-        finally:
-            done.set()
-            watcher.join()
 
 
 @BaseTool.register("call_llm")

@@ -24,6 +24,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from srh_core.api.cancel import cancel_when
 from srh_core.interactive import BoundaryDecision
 from srh_core.interactive.events import InteractionEventKind, check_event_kind
 from srh_core.types import json_value
@@ -125,25 +126,9 @@ class RedisAgentControls:
     @contextmanager
     def cancellable(self, cancel: Callable[[], None]) -> Iterator[None]:
         """Watch the force-pause flag while the block runs; call ``cancel`` once it is set."""
-        done = threading.Event()
-
-        def watch() -> None:
-            while not done.is_set():
-                if self._signal.is_set():
-                    try:
-                        cancel()
-                    except Exception:  # a cancel callback must not kill the watcher silently
-                        logger.exception("A cancellation callback failed")
-                    return
-                done.wait(WATCH_SECONDS)
-
-        watcher = threading.Thread(target=watch, name="srh-force-pause-watch", daemon=True)
-        watcher.start()
-        try:
+        with cancel_when(self._signal.is_set, cancel, poll_seconds=WATCH_SECONDS,
+                         name="srh-force-pause-watch"):
             yield
-        finally:
-            done.set()
-            watcher.join(timeout=1.0)
 
     def finish(self, status: str | None, reason: str | None) -> None:
         return None  # the task that writes the result ends the controls (runtime.finish_controls)
