@@ -164,17 +164,24 @@ def recognise_constants(expression: Expression, y: Any, evaluate: Evaluate) -> E
     Returns:
         The same tree when nothing was recognised, else the rewritten one.
     """
+    return recognised(expression, y, evaluate)[0]
+
+
+def recognised(expression: Expression, y: Any, evaluate: Evaluate
+               ) -> tuple[Expression, float | None]:
+    """:func:`recognise_constants` and the normalised error of what it returns (None
+    when the formula cannot be evaluated on the data)."""
     tree = _inline_bound(expression)
     target = np.asarray(y, dtype=float)
     current = _error(evaluate, tree, target)
     if current is None:
-        return expression
+        return expression, None
     allowance = math.exp(2.0 / max(int(np.isfinite(target).sum()), 1))
     names = {node.name for node in tree.iter_preorder() if isinstance(node, Symbol)}
     replaced: list[Path] = []
     numbers = _fitted_numbers(tree)
     if len(numbers) > MAX_FITTED_NUMBERS:
-        return expression
+        return expression, current
     for path, number in numbers:
         # a data column named e or pi would read the constant as the column
         tried = [c for c in structural_constants(float(number.value))
@@ -186,7 +193,7 @@ def recognise_constants(expression: Expression, y: Any, evaluate: Evaluate) -> E
                 tree, current = trial, error
                 replaced.append(path)
                 break
-    return _tidy(tree, replaced) if replaced else expression
+    return (_tidy(tree, replaced) if replaced else expression), current
 
 
 # ------------------------------------------------------------------ the tree

@@ -56,7 +56,7 @@ from .constants import (
     _quotient,
     _replace_at,
     _tidy,
-    recognise_constants,
+    recognised,
     structural_constants,
 )
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
@@ -332,8 +332,7 @@ def recognise_and_snap(expression: Expression, y: object, evaluate: Evaluate) ->
     Returns:
         The same tree when nothing changed, else the rewritten one.
     """
-    result = recognise_constants(expression, y, evaluate)
-    error = _error(evaluate, _inline_bound(result), np.asarray(y, dtype=float))
+    result, error = recognised(expression, y, evaluate)
     if error is None or error <= EXACT_NMSE:
         return result
     return snap_constants(result, y, evaluate)
