@@ -106,15 +106,21 @@ def run_inputs(context: Any, description: str, run_id: str
             "variable_structures": context.variable_structures, "variable_axes": axes,
             "variable_descriptions": context.variable_descriptions}
         names = list(context.data)
+    units = getattr(context, "variable_units", None)
+    if units:  # a manifest's units live on the context only: resume gives them back
+        problem["variable_units"] = dict(units)
     return problem, {name: context.data[name] for name in names}
 
 
 def resumed_inputs(problem: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
                    ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
-    """Features, the target and the recorded layout (None for plain data) of a run."""
+    """Features, the target and the recorded layout of a run (None for plain data without
+    units; the recorded ``variable_units`` join the layout)."""
     target = str(problem["target"])
     layout = problem.get("layout")
     names = [n for n in arrays if n != target] if layout else list(problem["features"])
+    if problem.get("variable_units"):
+        layout = {**(layout or {}), "variable_units": dict(problem["variable_units"])}
     return {n: arrays[n] for n in names}, {target: arrays[target]}, layout
 
 
