@@ -135,6 +135,10 @@ class SearchSettings(BaseModel):
             search's formulas; None: no bound.
         guesses: Formulas to start from (engine syntax, ``param("a")`` for constants to
             fit): the first step evaluates them, fitted, as candidates.
+        weights: The data column holding each row's weight (PySR's ``weights``,
+            scikit-learn's ``sample_weight``): fits minimise the weighted MSE, metrics and
+            ranking are weighted, rows of weight 0 take no part; the column is not a
+            feature. None: every row weighs the same.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, strict=True)
@@ -191,6 +195,7 @@ class SearchSettings(BaseModel):
     unary_operators: list[str] | None = Field(default=None, strict=False)
     maxsize: int | None = Field(default=None, ge=3, le=60)
     guesses: list[str] = Field(default_factory=list, strict=False, max_length=MAX_GUESSES)
+    weights: str | None = None
 
     @field_validator("binary_operators", "unary_operators")
     @classmethod
@@ -216,6 +221,13 @@ class SearchSettings(BaseModel):
     def _non_empty(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must be None or a non-empty variable name")
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _column_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.isidentifier():
+            raise ValueError(f"must be None or the name of a data column; got {value!r}")
         return value
 
     @field_validator("units")

@@ -99,6 +99,10 @@ def run_inputs(context: Any, description: str, run_id: str
     problem: dict[str, Any] = {"description": description, "target": context.target,
                                "features": list(context.feature_names()), "run_id": run_id}
     names = [*context.feature_names(), context.target]
+    weights = getattr(context, "weights_name", None)
+    if weights is not None:  # the weights column is data, not a feature
+        problem["weights"] = weights
+        names.insert(-1, weights)
     axes = {name: list(value) for name, value in context.variable_axes.items() if value}
     if context.relation_names or context.num_nodes is not None or axes:
         problem["layout"] = {
@@ -119,6 +123,8 @@ def resumed_inputs(problem: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
     target = str(problem["target"])
     layout = problem.get("layout")
     names = [n for n in arrays if n != target] if layout else list(problem["features"])
+    if problem.get("weights") and not layout:
+        names.append(str(problem["weights"]))
     if problem.get("variable_units"):
         layout = {**(layout or {}), "variable_units": dict(problem["variable_units"])}
     return {n: arrays[n] for n in names}, {target: arrays[target]}, layout

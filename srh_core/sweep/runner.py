@@ -532,6 +532,8 @@ def _dataset_data(spec: SweepSpec, cell: Cell, settings: Any) -> CellData:
     X = {name: np.asarray(v) for name, v in data.items() if name != dataset.target}
     if dataset.units:
         settings = settings.replace(units={**dataset.units, **(settings.units or {})})
+    if dataset.weights:
+        settings = settings.replace(weights=dataset.weights)
     return CellData(X, {dataset.target: np.asarray(data[dataset.target])},
                     dataset.description or f"Find {dataset.target}.", settings)
 

@@ -38,6 +38,7 @@
     path = "pendulum.csv"
     target = "T"
     units = {L = "m", g = "m/s^2", T = "s"}   # optional
+    weights = "w"                              # optional: the column of row weights
 
 Every (problem or dataset) x seed x variant (x noise level, when ``noise`` lists
 levels) is one cell and one run. ``seeds`` may also be ``"srbench:N"``: the first N
@@ -93,6 +94,8 @@ class Dataset(BaseModel):
     target: str
     description: str = ""
     units: dict[str, str] | None = None
+    weights: str | None = None
+    """The column of row weights (PySR's ``weights``): the run's ``weights`` setting."""
 
 
 class SweepSpec(BaseModel):

@@ -91,7 +91,8 @@ class ExpressionSearchTool(FormulaTool):
         units, target_units = self._units(names, inputs, target)
         result = search(data.X[rows], data.y[rows], names, time_budget=budget, seed=seed,
                         operators=checked, max_complexity=size, workers=islands, units=units,
-                        target_units=target_units)
+                        target_units=target_units,
+                        weights=None if data.weights is None else data.weights[rows])
         formulas = [_in_inputs(entry.expression, inputs) for entry in result.front]
         entry = self._results(formulas, target, show_diagnostics, result)
         if "search" in entry:

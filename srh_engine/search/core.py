@@ -41,6 +41,14 @@ consistency (:func:`srh_engine.check_dimensions`: constants may carry units)
 and an inconsistent one is dropped from the front, with a note saying which
 and why.
 
+Weights (``weights``, PySR's): rows of weight 0 are dropped first (they take no
+part in a weighted loss); when the other rows weigh differently, the evolution's
+fitness, the refit of the front (:func:`srh_engine.fit` with ``weights``), the
+front's MSE and R^2 and so the choice between formulas are weighted; the
+enumeration and the sums score forms on row samples drawn in proportion to the
+weights; the decomposition tests and the exactness checks weigh the kept rows
+equally.
+
 Time: every phase checks a deadline; the refit phase owns the last
 ``REFIT_SHARE`` of the budget and stops fitting when the budget is spent,
 so a call returns within the budget plus one fit, or plus ``MIN_REFITS`` fits
@@ -120,7 +128,8 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
            time_budget: float = 10.0, seed: int = 0, operators: Sequence[str] | None = None,
            max_complexity: int = 30, max_evaluations: int | None = None,
            workers: int | None = None, units: Mapping[str, str | Dimension] | None = None,
-           target_units: str | Dimension | None = None) -> ExpressionSearchResult:
+           target_units: str | Dimension | None = None,
+           weights: np.ndarray | None = None) -> ExpressionSearchResult:
     """Search for formulas ``y = f(X)``: a Pareto front of complexity against error.
 
     Args:
@@ -143,6 +152,8 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
             with ``target_units`` and every input's units, the problem is reduced to
             dimensionless groups first; every formula is checked against them.
         target_units: Units of the target.
+        weights: ``(rows,)`` weights >= 0 of the rows (PySR's ``weights``): the front is
+            fitted and ranked by the weighted MSE; rows of weight 0 take no part.
 
     Returns:
         The front (each formula fitted on every row), with counts and notes.
@@ -153,6 +164,7 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
     """
     started = time.monotonic()
     X, y, names = _check(X, y, names, time_budget, max_complexity, max_evaluations)
+    X, y, weights = _weighted_rows(X, y, weights)
     resolve_operators(operators)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or
                                 workers < 1):
@@ -163,11 +175,12 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
     deadline = started + time_budget
     calls = [{"X": X, "y": y, "names": names, "deadline": deadline, "seed": seed + k,
               "operators": operators, "max_complexity": max_complexity,
-              "max_evaluations": max_evaluations, "units": dimensions, "target_units": wanted}
+              "max_evaluations": max_evaluations, "units": dimensions, "target_units": wanted,
+              "weights": weights}
              for k in range(1, count)]
     futures, pool, failure = submit_islands(_island, calls)
     entries, evaluated, notes = _island(X, y, names, deadline, seed, operators, max_complexity,
-                                        max_evaluations, dimensions, wanted)
+                                        max_evaluations, dimensions, wanted, weights)
     if failure is not None:
         notes.append(f"searched in one process: the island pool did not start ({failure})")
     merged = 0
@@ -198,6 +211,27 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
                         tuple(dict.fromkeys(notes)))
 
 
+def _weighted_rows(X: np.ndarray, y: np.ndarray, weights: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The rows of positive weight and their weights (None when they weigh the same).
+
+    Raises:
+        ValueError: Not one finite weight >= 0 per row, or fewer than 3 of positive weight.
+    """
+    if weights is None:
+        return X, y, None
+    weights = np.asarray(weights, dtype=float).reshape(-1)
+    if weights.size != y.size or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError(f"weights must be {y.size} finite numbers >= 0 (one per row); got "
+                         f"shape {weights.shape}")
+    keep = weights > 0
+    if int(keep.sum()) < 3:
+        raise ValueError(f"search needs at least 3 rows of positive weight; got "
+                         f"{int(keep.sum())}")
+    X, y, weights = X[keep], y[keep], weights[keep]
+    return X, y, None if weights.min() == weights.max() else weights
+
+
 def _consistent(entries: list[FrontEntry], dimensions: Mapping[str, str], wanted: str | None,
                 notes: list[str]) -> list[FrontEntry]:
     """The dimensionally consistent entries; a note names the dropped ones and why."""
@@ -216,11 +250,12 @@ def _consistent(entries: list[FrontEntry], dimensions: Mapping[str, str], wanted
 def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, seed: int,
             operators: Sequence[str] | None, max_complexity: int,
             max_evaluations: int | None, units: Mapping[str, str] | None = None,
-            target_units: str | None = None) -> tuple[list[FrontEntry], int, list[str]]:
+            target_units: str | None = None, weights: np.ndarray | None = None
+            ) -> tuple[list[FrontEntry], int, list[str]]:
     """One single-process search until ``deadline``: its fitted entries, count and notes."""
     binary, unary = resolve_operators(operators)
     time_budget = max(deadline - time.monotonic(), 0.0)
-    run = Run(y, binary, unary, max_complexity, seed)
+    run = Run(y, binary, unary, max_complexity, seed, weights=weights)
     budget = Budget(deadline - REFIT_SHARE * time_budget, run.counter, max_evaluations)
     values = {name: X[:, i] for i, name in enumerate(names)}
     run.columns_by_name = values
@@ -234,7 +269,7 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
         entries = refit(run, values, deadline - SNAP_SHARE * time_budget)
         if reduction is not None:  # answers mapped back: one monomial per product
             entries = [_merged(entry, values) for entry in entries]
-        entries = snap_front(entries, values, y, deadline)
+        entries = snap_front(entries, values, y, deadline, weights)
     return entries, run.counter.value, run.notes
 
 
