@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -113,6 +114,26 @@ def test_sweep_cells_get_the_suite_units_by_default(tmp_path):
     assert anonymous.units == {"x1": "1", "x2": "kg*m*s^-2", "y": "kg*m*s^-2"}
     _, own = _cell_settings(tmp_path, settings_text='units = {Nn = "N"}')
     assert own.units["Nn"] == "N" and own.units["F"] == "kg*m*s^-2"
+
+
+def test_a_cell_given_units_is_named_by_them_and_an_old_cell_resumes_without(tmp_path):
+    from srh_core.sweep.runner import FileSweepState, SweepRunner, cell_data, new_entry
+    from srh_core.sweep.spec import cells, load_sweep
+
+    off, _ = _cell_settings(tmp_path, "units = false")
+    assert not off.units and not off.cell_id.endswith("|units")
+    cell, _ = _cell_settings(tmp_path)
+    assert cell.units and cell.cell_id.endswith("|units")
+    spec = load_sweep(tmp_path / "sweep.toml")  # the default: units = true
+    (cell,) = cells(spec)
+    old = replace(cell, units=False)  # the id a sweep recorded before units existed
+    FileSweepState(tmp_path / "out", spec.name).save({old.cell_id: new_entry(old)})
+    runner = SweepRunner(spec, tmp_path / "out", backend=None)
+    assert list(runner.state) == [old.cell_id] and runner.cells == [old]
+    assert cell_data(spec, runner.cells[0]).settings.units is None  # as it was
+    fresh = SweepRunner(spec, tmp_path / "fresh", backend=None)
+    assert list(fresh.state) == [cell.cell_id]
+    assert cell_data(spec, fresh.cells[0]).settings.units["F"] == "kg*m*s^-2"
 
 
 def test_sweep_settings_with_bad_units_name_them(tmp_path):
