@@ -118,6 +118,10 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         maxsize: Largest complexity (engine nodes) of a formula found; None: no bound.
         guesses: Formulas to start from (engine syntax; ``param("a")`` for a constant to
             fit), evaluated with their constants fitted at the first step.
+        nested_constraints: PySR's ``{"sin": {"sin": 0, "cos": 0}}``: how many of an
+            operator a formula may nest inside another; None: no limit.
+        constraints: PySR's size constraints, ``{"^": (-1, 1), "sin": 5}``: the largest
+            argument(s) of an operator (-1: no limit); None: no limit.
         evaluator: A ``.py`` file defining the run's evaluator (a ``DefaultEvaluator``
             subclass, loaded as ``load_custom_evaluator`` does); None: the default.
         warm_start: A second ``fit`` starts from the previous fit's Pareto front (its
@@ -163,6 +167,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         binary_operators: Sequence[str] | None = None,
         unary_operators: Sequence[str] | None = None, maxsize: int | None = None,
         guesses: Sequence[str] | None = None, evaluator: str | None = None,
+        nested_constraints: Mapping[str, Mapping[str, int]] | None = None,
+        constraints: Mapping[str, int | Sequence[int]] | None = None,
         warm_start: bool = False, verbosity: int = 0,
         problem_description: str = "",
         X_units: Sequence[str] | Mapping[str, str] | None = None, y_units: str | None = None,
@@ -217,6 +223,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.maxsize = maxsize
         self.guesses = guesses
         self.evaluator = evaluator
+        self.nested_constraints = nested_constraints
+        self.constraints = constraints
         self.warm_start = warm_start
         self.verbosity = verbosity
         self.problem_description = problem_description
@@ -238,6 +246,11 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
             values[name] = None if values[name] is None else list(values[name])
         values["ban_tools"] = list(values["ban_tools"] or [])
         values["guesses"] = list(values["guesses"] or [])
+        for name in ("nested_constraints", "constraints"):
+            if isinstance(values[name], Mapping):
+                values[name] = {key: dict(limit) if isinstance(limit, Mapping) else
+                                list(limit) if isinstance(limit, Sequence) else limit
+                                for key, limit in values[name].items()}
         if isinstance(values["prices"], Mapping):
             values["prices"] = {key: dict(rates) if isinstance(rates, Mapping) else rates
                                 for key, rates in values["prices"].items()}

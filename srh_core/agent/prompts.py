@@ -96,8 +96,26 @@ def limit_lines(settings: Any) -> list[str]:
                                              *(UNARY_OPERATORS if unary is None else unary)]))
     if settings.maxsize is not None:
         lines.append(formats.maxsize_line(settings.maxsize))
+    nested, sizes = getattr(settings, "nested_constraints", None), getattr(
+        settings, "constraints", None)
+    if nested or sizes:
+        lines.append(_constraints_line(nested or {}, sizes or {}))
     lines += [formats.guess_line(guess) for guess in settings.guesses]
     return lines
+
+
+def _constraints_line(nested: Mapping[str, Mapping[str, int]],
+                      sizes: Mapping[str, Any]) -> str:
+    """The prompt line of PySR's ``nested_constraints`` and size ``constraints``."""
+    parts = [f"at most {count} {inner} inside {outer}" for outer, inner_counts in nested.items()
+             for inner, count in inner_counts.items() if count >= 0]
+    for name, limit in sizes.items():
+        if isinstance(limit, list):
+            parts += [f"{side} of {name} at most {most} nodes"
+                      for side, most in zip(("left", "right"), limit, strict=False) if most >= 0]
+        elif limit >= 0:
+            parts.append(f"argument of {name} at most {limit} nodes")
+    return "- Constraints: " + "; ".join(parts)
 
 
 def _variable_line(name: str, values: Any, descriptions: Mapping[str, str],

@@ -35,9 +35,23 @@ SETTING_OF_FLAG = {
     "skills": "skills", "skills_dir": "skills_dir", "evaluator": "evaluator",
     "binary_operators": "binary_operators",
     "unary_operators": "unary_operators", "maxsize": "maxsize", "guesses": "guesses",
-    "weights": "weights",
+    "weights": "weights", "nested_constraints": "nested_constraints",
+    "constraints": "constraints",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object flag (argparse type of ``--nested-constraints``, ``--constraints``)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"expected a JSON object: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object; got {text!r:.60}")
+    return value
 
 
 def name_list(text: str) -> list[str]:
@@ -205,6 +219,12 @@ def _formula_options(parser: argparse.ArgumentParser) -> None:
                                "log,sin,cos,tanh,abs,inv,neg")
     formulas.add_argument("--maxsize", type=int, metavar="N",
                           help="largest complexity (nodes) of a formula found, 3 to 60")
+    formulas.add_argument("--nested-constraints", type=json_object, metavar="JSON",
+                          help='PySR\'s nested_constraints, e.g. \'{"sin": {"sin": 0, '
+                               '"cos": 0}}\' (no sin or cos inside a sin)')
+    formulas.add_argument("--constraints", type=json_object, metavar="JSON",
+                          help='PySR\'s size constraints, e.g. \'{"^": [-1, 1], "sin": 5}\' '
+                               "(largest argument(s) of an operator; -1: no limit)")
     formulas.add_argument("--guess", dest="guesses", action="append", metavar="FORMULA",
                           help="a formula to start from, evaluated with its constants fitted "
                                "at the first step (repeatable; param(\"a\") for a constant)")

@@ -36,7 +36,12 @@ import numpy as np
 import srh_engine as engine
 from srh_core import formats
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
-from srh_core.operators import missing_operators, operator_limits
+from srh_core.operators import (
+    constraint_limits,
+    constraint_violations,
+    missing_operators,
+    operator_limits,
+)
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import (
     diagnostic_lines,
@@ -393,6 +398,9 @@ class FormulaTool(BaseTool):
         size = engine.complexity(f)
         if maxsize is not None and size > maxsize:
             return f"its complexity {size} is above the run's maxsize {maxsize}"
+        broken = constraint_violations(f, *constraint_limits(self.require_context().args))
+        if broken:
+            return f"it breaks the run's constraints: {'; '.join(broken[:3])}"
         return None
 
     def positive_variables(self, f: engine.Expression) -> list[str]:

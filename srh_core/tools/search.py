@@ -18,7 +18,12 @@ from typing import Any
 
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
-from srh_core.operators import operator_limits, search_operators
+from srh_core.operators import (
+    constraint_limits,
+    constraint_violations,
+    operator_limits,
+    search_operators,
+)
 from srh_core.tools.base import BaseTool
 from srh_core.tools.dimensions import context_dimensions, target_dimension
 from srh_core.tools.formula import DataTerm, FormulaTool
@@ -94,10 +99,23 @@ class ExpressionSearchTool(FormulaTool):
                         target_units=target_units,
                         weights=None if data.weights is None else data.weights[rows])
         formulas = [_in_inputs(entry.expression, inputs) for entry in result.front]
+        formulas, dropped = self._within_constraints(formulas)
         entry = self._results(formulas, target, show_diagnostics, result)
         if "search" in entry:
             entry["search"]["notes"] = [_named(note, inputs) for note in result.notes]
+            if dropped:
+                entry["search"]["notes"].append(f"dropped {dropped} front formula(s) that "
+                                                "break the run's constraints")
         return entry
+
+    def _within_constraints(self, formulas: list[engine.Expression]
+                            ) -> tuple[list[engine.Expression], int]:
+        """The formulas that keep the run's ``nested_constraints`` and ``constraints``."""
+        limits = constraint_limits(self.require_context().args)
+        if limits == (None, None):
+            return formulas, 0
+        kept = [f for f in formulas if not constraint_violations(f, *limits)]
+        return kept, len(formulas) - len(kept)
 
     def _units(self, names: Sequence[str], inputs: Sequence[DataTerm], target: DataTerm
                ) -> tuple[dict[str, str] | None, str | None]:
