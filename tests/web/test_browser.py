@@ -1,5 +1,7 @@
 """The workbench in a real browser: headless Chromium (Debian's) driven by Playwright.
 
+The Prepare data panel: a message typed and sent, the agent's tool results and reply
+shown as they arrive (a script in the reply shown as text), the committed data shown.
 A live embedded run (``srh run --interactive`` in its own process, its model
 the local OpenAI-compatible server) is watched through ``srh web``: nodes
 appear, Pause holds the run with no step in flight, Resume finishes it, and a
@@ -21,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from srh_web.panels import Panels, PanelSettings
+from tests.core.agent.test_authoring_agents import WRITE_DATA, program_call
 from tests.support.openai_payloads import chat_completion, tool_call
 from tests.support.openai_server import Reply
 from tests.web.support import LiveServer
@@ -130,6 +134,53 @@ def test_watch_pause_and_resume_a_live_run_in_chromium(live_run, openai_server, 
     assert process.wait(timeout=30) == 0, process.stderr.read()
     openai_server.assert_script_consumed()
     assert (tmp_path / "workbench.png").stat().st_size > 10_000
+
+
+def test_prepare_data_panel_in_chromium(openai_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    workspace = tmp_path / "workspaces" / "lab"
+    workspace.mkdir(parents=True)
+    (workspace / "raw.csv").write_text("v,p\n1,8\n2,4\n4,2\n8,1\n")
+    answer = f"context.data is ready: p from v. {SCRIPT}"
+    openai_server.script(
+        Reply.json(chat_completion(tool_calls=[program_call(WRITE_DATA, "c1")]), path=CHAT),
+        Reply.json(chat_completion(tool_calls=[tool_call("validate_context_data", {}, "c2")]),
+                   path=CHAT),
+        Reply.json(chat_completion(content=answer), path=CHAT))
+    panels = Panels(PanelSettings(tmp_path / "workspaces", "openai:test-model",
+                                  openai_server.base_url))
+    with LiveServer([tmp_path / "runs"], panels=panels) as server, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1400, "height": 1000})
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(f"{server.url}/panels/prepare/lab")
+            poll(page, lambda: page.locator("#live").inner_text() == "live")
+            assert page.locator("#status").inner_text() == "new"
+            page.locator("#message").fill("Turn raw.csv into context.data; predict p.")
+            page.locator("#send").click()
+            replies = page.locator("#conversation .msg.assistant .reply")
+            poll(page, lambda: replies.count() == 1)
+            assert replies.first.inner_text() == answer                 # text, not markup
+            assert page.evaluate("window.__xss") is None
+            conversation = page.locator("#conversation")
+            assert page.locator("#conversation .msg.user").first.inner_text().endswith(
+                "Turn raw.csv into context.data; predict p.")
+            assert page.locator("#conversation .msg.tool").count() == 2
+            assert "valid; it can be committed" in conversation.inner_text()
+            poll(page, lambda: page.locator("#committed-text").count() == 1)
+            assert "target p, features v, 4 samples" in \
+                page.locator("#committed-text").inner_text()
+            assert page.locator("#status").inner_text() == "idle"
+            assert "workspace_changed" in conversation.inner_text()     # a generic event line
+            assert errors == []
+        finally:
+            browser.close()
+    openai_server.assert_script_consumed()
 
 
 def wait_for_run_page(page, url: str) -> None:
