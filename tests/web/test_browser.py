@@ -1,6 +1,7 @@
 """The workbench in a real browser: headless Chromium (Debian's) driven by Playwright.
 
-The Prepare data panel: a message typed and sent, the agent's tool results and reply
+A run's timeline: streamed reply text (assistant_delta) shown as it grows, and event kinds
+the page has no code for shown from their payload. The Prepare data panel: a message typed and sent, the agent's tool results and reply
 shown as they arrive (a script in the reply shown as text), the committed data shown.
 A live embedded run (``srh run --interactive`` in its own process, its model
 the local OpenAI-compatible server) is watched through ``srh web``: nodes
@@ -13,6 +14,7 @@ also save the screenshot there (docs/workbench.png was made that way).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -181,6 +183,49 @@ def test_prepare_data_panel_in_chromium(openai_server, tmp_path, monkeypatch):
         finally:
             browser.close()
     openai_server.assert_script_consumed()
+
+
+def test_streamed_text_and_any_event_kind_in_the_run_view(runs_root, tmp_path):
+    run = tmp_path / "runs" / "streamed"
+    shutil.copytree(runs_root / "offline-run", run)
+    (run / "interaction.json").write_text(json.dumps({"status": {"interaction_state": "idle"}}))
+    coord = {"R": 1, "C": 1, "L": 1, "K": 1}
+
+    def publish(seq: int, kind: str, payload: dict) -> None:  # as the run process appends them
+        with (run / "events.jsonl").open("a") as stream:
+            stream.write(json.dumps({"seq": seq, "id": f"e{seq}", "kind": kind,
+                                     "timestamp": 1.0e9, "payload": payload}) + "\n")
+
+    publish(1, "assistant_delta", {"response_id": "r1", "coord": coord, "delta": "Trying",
+                                   "content": "Trying"})
+    publish(2, "settings_applied", {"settings": {"llm_model": "m2"}})
+    publish(3, "novel_kind", {"detail": "shown generically", "coord": coord})
+    with LiveServer([tmp_path / "runs"]) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(f"{server.url}/runs/offline-run")    # the key is the run id
+            stream = page.locator("#streams pre")
+            poll(page, lambda: stream.count() == 1 and stream.inner_text() == "Trying")
+            timeline = page.locator("#timeline")
+            poll(page, lambda: "novel_kind" in timeline.inner_text())
+            assert "R1-C1-L1-K1 detail=shown generically" in timeline.inner_text()
+            assert "settings_applied llm_model=m2" in timeline.inner_text()
+            assert "assistant_delta" not in timeline.inner_text()     # text, not a line each
+            publish(4, "assistant_delta", {"response_id": "r1", "coord": coord,
+                                           "delta": " x1*x2", "content": "Trying x1*x2"})
+            poll(page, lambda: stream.inner_text() == "Trying x1*x2")
+            publish(5, "assistant_completed", {"response_id": "r1", "coord": coord,
+                                               "content": "Trying x1*x2.", "tool_calls": []})
+            role = page.locator("#streams .role")           # (text_content: CSS uppercases it)
+            poll(page, lambda: role.text_content().endswith("complete"))
+            assert stream.inner_text() == "Trying x1*x2."
+            assert errors == []
+        finally:
+            browser.close()
 
 
 def wait_for_run_page(page, url: str) -> None:
