@@ -1,8 +1,9 @@
 """The workbench in a real browser: headless Chromium (Debian's) driven by Playwright.
 
 A run's timeline: streamed reply text (assistant_delta) shown as it grows, and event kinds
-the page has no code for shown from their payload. The Prepare data panel: a message typed and sent, the agent's tool results and reply
-shown as they arrive (a script in the reply shown as text), the committed data shown.
+the page has no code for shown from their payload. The Prepare data panel: a message typed
+and sent, the agent's tool results and reply shown as they arrive (a script in the reply
+shown as text), the committed data shown.
 A live embedded run (``srh run --interactive`` in its own process, its model
 the local OpenAI-compatible server) is watched through ``srh web``: nodes
 appear, Pause holds the run with no step in flight, Resume finishes it, and a

@@ -14,8 +14,12 @@ import pytest
 
 from srh_core.cli import main
 from srh_web.panels import Panels, PanelSettings
-from tests.core.agent.test_authoring_agents import WRITE_DATA, evaluator_program, program_call, \
-    reply
+from tests.core.agent.test_authoring_agents import (
+    WRITE_DATA,
+    evaluator_program,
+    program_call,
+    reply,
+)
 from tests.support.openai_payloads import tool_call
 from tests.web.support import Client, LiveServer, read_sse
 
@@ -156,7 +160,7 @@ def test_one_turn_at_a_time_and_bad_requests(workbench, openai_server):
     release = threading.Event()
 
     def held(request):  # the turn stays in flight until the test lets it end
-        release.wait(60)
+        release.wait(60)     # (the fake server's lock is held meanwhile: no .requests here)
         return reply("Nothing to do yet.")
 
     openai_server.respond_with(held)
@@ -184,3 +188,29 @@ def test_one_turn_at_a_time_and_bad_requests(workbench, openai_server):
     listed = client.json("/api/panels")["panels"]
     assert {(p["kind"], p["panel_id"]) for p in listed} == {("prepare", PANEL),
                                                              ("evaluator", PANEL)}
+
+
+def test_closing_the_panels_ends_a_turn_at_its_next_boundary(workbench, openai_server):
+    server, client, workspace = workbench
+    asked, release = threading.Event(), threading.Event()
+
+    def endless(request):  # every reply calls a tool, so only a stop can end the turn
+        asked.set()
+        release.wait(60)
+        return reply(None, [tool_call("validate_context_data", {}, "c1")])
+
+    openai_server.respond_with(endless)
+    assert client.post(f"/api/panels/prepare/{PANEL}/messages",
+                       {"message": "Validate forever."})[0] == 202
+    assert asked.wait(60)
+    try:
+        assert server.panels.close(timeout=0) is False       # stopping; the turn is in flight
+        status, _, body = client.post(f"/api/panels/evaluator/{PANEL}/messages",
+                                      {"message": "x"})
+        assert status == 409 and "shutting down" in json.loads(body)["error"]
+    finally:
+        release.set()
+    assert server.panels.close() is True                     # the turn ended at its boundary
+    view = client.json(f"/api/panels/prepare/{PANEL}")
+    assert view["status"] == "idle" and view["result"]["stopped"] == "max_steps"
+    assert view["result"]["steps"] == 1 and len(openai_server.requests) == 1
