@@ -166,14 +166,10 @@ class _Api:
 
     async def control(self, request: Request) -> Response:
         run = await run_in_threadpool(self.catalog.run, request.path_params["key"])
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return SafeJSON({"error": "The command is too large."}, status_code=413)
-        try:
-            data = json.loads(body or b"{}")
-        except ValueError:
-            return SafeJSON({"error": "The body must be JSON."}, status_code=400)
-        command = ControlCommand.from_dict(data if isinstance(data, dict) else {})
+        data = await _json_body(request, "command")
+        if isinstance(data, Response):
+            return data
+        command = ControlCommand.from_dict(data)
         channel = await run_in_threadpool(run.channel)
         if channel is None:
             return SafeJSON({"error": "This run does not take commands: start it with "
@@ -216,14 +212,10 @@ class _Api:
             return SafeJSON({"error": "This sweep runs in a shell (a sweep directory): stop it "
                              "there with Ctrl-C; only cluster sweeps take controls."},
                             status_code=409)
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return SafeJSON({"error": "The command is too large."}, status_code=413)
-        try:
-            data = json.loads(body or b"{}")
-        except ValueError:
-            return SafeJSON({"error": "The body must be JSON."}, status_code=400)
-        action = data.get("action") if isinstance(data, dict) else None
+        data = await _json_body(request, "command")
+        if isinstance(data, Response):
+            return data
+        action = data.get("action")
         try:
             view = await run_in_threadpool(sweep.control, str(action))
         except ConfigurationError as error:  # (a ValueError too: first)
@@ -272,7 +264,7 @@ class _PanelApi:
     async def message(self, request: Request) -> Response:
         from srh_core.errors import ConfigurationError
 
-        data = await _json_body(request)
+        data = await _json_body(request, "message")
         if isinstance(data, Response):
             return data
         fields = {name: data.get(name) for name in ("llm", "data", "target")}
@@ -290,10 +282,11 @@ class _PanelApi:
         return SafeJSON(await run_in_threadpool(session.commit))
 
 
-async def _json_body(request: Request) -> dict[str, Any] | Response:
+async def _json_body(request: Request, what: str) -> dict[str, Any] | Response:
+    """The request's JSON object, or the error response (413, 400) to send instead."""
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
-        return SafeJSON({"error": "The message is too large."}, status_code=413)
+        return SafeJSON({"error": f"The {what} is too large."}, status_code=413)
     try:
         data = json.loads(body or b"{}")
     except ValueError:

@@ -21,7 +21,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -92,48 +95,39 @@ def live_run(openai_server, tmp_path):
 
 def test_watch_pause_and_resume_a_live_run_in_chromium(live_run, openai_server, tmp_path):
     process, runs = live_run
-    with LiveServer([runs]) as server, sync_playwright() as playwright:
-        browser = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
-            viewport={"width": 1400, "height": 1000})
-        try:
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            wait_for_run_page(page, f"{server.url}/runs/browser")
-            nodes = page.locator("g.node")
-            control = page.locator("#control-state")
-            poll(page, lambda: control.inner_text() == "paused")     # the tool-free reply
-            poll(page, lambda: nodes.count() == 2)   # the tree may render after the state
+    with LiveServer([runs]) as server, chromium_page(tmp_path) as (page, errors):
+        wait_for_run_page(page, f"{server.url}/runs/browser")
+        nodes = page.locator("g.node")
+        control = page.locator("#control-state")
+        poll(page, lambda: control.inner_text() == "paused")     # the tool-free reply
+        poll(page, lambda: nodes.count() == 2)   # the tree may render after the state
 
-            page.locator("#resume").click()
-            poll(page, lambda: control.inner_text() == "running")
-            page.locator("#pause").click()                           # lands in slow step 3
-            poll(page, lambda: control.inner_text() == "paused")
-            poll(page, lambda: nodes.count() == 3)                   # nodes appear live
-            requests = len(openai_server.requests)
-            assert "no step in flight" in page.locator("#control-note").inner_text()
-            time.sleep(0.5)
-            assert len(openai_server.requests) == requests == 3      # held: nothing is asked
-            assert nodes.count() == 3
+        page.locator("#resume").click()
+        poll(page, lambda: control.inner_text() == "running")
+        page.locator("#pause").click()                           # lands in slow step 3
+        poll(page, lambda: control.inner_text() == "paused")
+        poll(page, lambda: nodes.count() == 3)                   # nodes appear live
+        requests = len(openai_server.requests)
+        assert "no step in flight" in page.locator("#control-note").inner_text()
+        time.sleep(0.5)
+        assert len(openai_server.requests) == requests == 3      # held: nothing is asked
+        assert nodes.count() == 3
 
-            nodes.nth(0).click()                  # the step whose tool result carries a script
-            poll(page, lambda: "L1" in page.locator("#node-title").inner_text())
-            result = page.locator("#node .tool-result").first.inner_text()
-            assert "<script>window.__xss=1</script>" in result
-            assert page.evaluate("window.__xss") is None
-            assert page.locator("#node script").count() == 0
-            assert page.locator("#best .katex").count() == 1     # the best formula as math
-            shot = page.screenshot(path=str(tmp_path / "workbench.png"), full_page=True)
-            if os.environ.get("SRH_WEB_SCREENSHOT"):
-                Path(os.environ["SRH_WEB_SCREENSHOT"]).write_bytes(shot)
+        nodes.nth(0).click()                  # the step whose tool result carries a script
+        poll(page, lambda: "L1" in page.locator("#node-title").inner_text())
+        result = page.locator("#node .tool-result").first.inner_text()
+        assert "<script>window.__xss=1</script>" in result
+        assert page.evaluate("window.__xss") is None
+        assert page.locator("#node script").count() == 0
+        assert page.locator("#best .katex").count() == 1     # the best formula as math
+        shot = page.screenshot(path=str(tmp_path / "workbench.png"), full_page=True)
+        if os.environ.get("SRH_WEB_SCREENSHOT"):
+            Path(os.environ["SRH_WEB_SCREENSHOT"]).write_bytes(shot)
 
-            page.locator("#resume").click()
-            poll(page, lambda: nodes.count() == STEPS)
-            poll(page, lambda: page.locator("#status").inner_text() == "completed")
-            assert errors == []
-        finally:
-            browser.close()
+        page.locator("#resume").click()
+        poll(page, lambda: nodes.count() == STEPS)
+        poll(page, lambda: page.locator("#status").inner_text() == "completed")
+        assert errors == []
     assert process.wait(timeout=30) == 0, process.stderr.read()
     openai_server.assert_script_consumed()
     assert (tmp_path / "workbench.png").stat().st_size > 10_000
@@ -153,36 +147,27 @@ def test_prepare_data_panel_in_chromium(openai_server, tmp_path, monkeypatch):
     panels = Panels(PanelSettings(tmp_path / "workspaces", "openai:test-model",
                                   openai_server.base_url))
     with LiveServer([tmp_path / "runs"], panels=panels) as server, \
-            sync_playwright() as playwright:
-        browser = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
-            viewport={"width": 1400, "height": 1000})
-        try:
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{server.url}/panels/prepare/lab")
-            poll(page, lambda: page.locator("#live").inner_text() == "live")
-            assert page.locator("#status").inner_text() == "new"
-            page.locator("#message").fill("Turn raw.csv into context.data; predict p.")
-            page.locator("#send").click()
-            replies = page.locator("#conversation .msg.assistant .reply")
-            poll(page, lambda: replies.count() == 1)
-            assert replies.first.inner_text() == answer                 # text, not markup
-            assert page.evaluate("window.__xss") is None
-            conversation = page.locator("#conversation")
-            assert page.locator("#conversation .msg.user").first.inner_text().endswith(
-                "Turn raw.csv into context.data; predict p.")
-            assert page.locator("#conversation .msg.tool").count() == 2
-            assert "valid; it can be committed" in conversation.inner_text()
-            poll(page, lambda: page.locator("#committed-text").count() == 1)
-            assert "target p, features v, 4 samples" in \
-                page.locator("#committed-text").inner_text()
-            assert page.locator("#status").inner_text() == "idle"
-            assert "workspace_changed" in conversation.inner_text()     # a generic event line
-            assert errors == []
-        finally:
-            browser.close()
+            chromium_page(tmp_path) as (page, errors):
+        page.goto(f"{server.url}/panels/prepare/lab")
+        poll(page, lambda: page.locator("#live").inner_text() == "live")
+        assert page.locator("#status").inner_text() == "new"
+        page.locator("#message").fill("Turn raw.csv into context.data; predict p.")
+        page.locator("#send").click()
+        replies = page.locator("#conversation .msg.assistant .reply")
+        poll(page, lambda: replies.count() == 1)
+        assert replies.first.inner_text() == answer                 # text, not markup
+        assert page.evaluate("window.__xss") is None
+        conversation = page.locator("#conversation")
+        assert page.locator("#conversation .msg.user").first.inner_text().endswith(
+            "Turn raw.csv into context.data; predict p.")
+        assert page.locator("#conversation .msg.tool").count() == 2
+        assert "valid; it can be committed" in conversation.inner_text()
+        poll(page, lambda: page.locator("#committed-text").count() == 1)
+        assert "target p, features v, 4 samples" in \
+            page.locator("#committed-text").inner_text()
+        assert page.locator("#status").inner_text() == "idle"
+        assert "workspace_changed" in conversation.inner_text()     # a generic event line
+        assert errors == []
     openai_server.assert_script_consumed()
 
 
@@ -201,30 +186,38 @@ def test_streamed_text_and_any_event_kind_in_the_run_view(runs_root, tmp_path):
                                    "content": "Trying"})
     publish(2, "settings_applied", {"settings": {"llm_model": "m2"}})
     publish(3, "novel_kind", {"detail": "shown generically", "coord": coord})
-    with LiveServer([tmp_path / "runs"]) as server, sync_playwright() as playwright:
+    with LiveServer([tmp_path / "runs"]) as server, chromium_page(tmp_path) as (page, errors):
+        page.goto(f"{server.url}/runs/offline-run")    # the key is the run id
+        stream = page.locator("#streams pre")
+        poll(page, lambda: stream.count() == 1 and stream.inner_text() == "Trying")
+        timeline = page.locator("#timeline")
+        poll(page, lambda: "novel_kind" in timeline.inner_text())
+        assert "R1-C1-L1-K1 detail=shown generically" in timeline.inner_text()
+        assert "settings_applied llm_model=m2" in timeline.inner_text()
+        assert "assistant_delta" not in timeline.inner_text()     # text, not a line each
+        publish(4, "assistant_delta", {"response_id": "r1", "coord": coord,
+                                       "delta": " x1*x2", "content": "Trying x1*x2"})
+        poll(page, lambda: stream.inner_text() == "Trying x1*x2")
+        publish(5, "assistant_completed", {"response_id": "r1", "coord": coord,
+                                           "content": "Trying x1*x2.", "tool_calls": []})
+        role = page.locator("#streams .role")           # (text_content: CSS uppercases it)
+        poll(page, lambda: role.text_content().endswith("complete"))
+        assert stream.inner_text() == "Trying x1*x2."
+        assert errors == []
+
+
+@contextmanager
+def chromium_page(tmp_path: Path) -> Iterator[tuple[Any, list[str]]]:
+    """A page of headless Chromium and the list its uncaught script errors go to."""
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS)
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1400, "height": 1000})
         try:
             page = browser.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{server.url}/runs/offline-run")    # the key is the run id
-            stream = page.locator("#streams pre")
-            poll(page, lambda: stream.count() == 1 and stream.inner_text() == "Trying")
-            timeline = page.locator("#timeline")
-            poll(page, lambda: "novel_kind" in timeline.inner_text())
-            assert "R1-C1-L1-K1 detail=shown generically" in timeline.inner_text()
-            assert "settings_applied llm_model=m2" in timeline.inner_text()
-            assert "assistant_delta" not in timeline.inner_text()     # text, not a line each
-            publish(4, "assistant_delta", {"response_id": "r1", "coord": coord,
-                                           "delta": " x1*x2", "content": "Trying x1*x2"})
-            poll(page, lambda: stream.inner_text() == "Trying x1*x2")
-            publish(5, "assistant_completed", {"response_id": "r1", "coord": coord,
-                                               "content": "Trying x1*x2.", "tool_calls": []})
-            role = page.locator("#streams .role")           # (text_content: CSS uppercases it)
-            poll(page, lambda: role.text_content().endswith("complete"))
-            assert stream.inner_text() == "Trying x1*x2."
-            assert errors == []
+            yield page, errors
         finally:
             browser.close()
 
