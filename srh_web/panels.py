@@ -28,9 +28,11 @@ whose processes die with this one.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import shutil
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from srh_core.interactive import InteractionManager
 from srh_core.types import json_value
 from srh_web.errors import PanelNotFoundError, PanelStateError
 
+logger = logging.getLogger("srh.web")
 PANEL_KINDS = ("prepare", "evaluator")
 PANEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 COMMITTED_EVALUATORS = "evaluators"
@@ -171,12 +174,15 @@ class PanelSession:
             self.committed = committed
         return self.view()
 
-    def stop(self) -> None:
-        """Ask a turn in flight to end at its next safe boundary (nothing else is cut)."""
+    def stop(self) -> bool:
+        """Refuse new turns; ask one in flight to end at its next safe boundary (nothing is
+        cut). Whether a turn was in flight."""
         with self._lock:
             self._closed = True
             if self.status == "working" and self.agent is not None:
                 self.agent.queue_runtime_settings({"max_steps": 1})
+                return True
+            return False
 
     def join(self, timeout: float) -> bool:
         thread = self._thread
@@ -336,9 +342,16 @@ class Panels:
         with self._lock:
             self._closed = True
             sessions = list(self._sessions.values())
-        for session in sessions:
-            session.stop()
-        return all([session.join(timeout) for session in sessions])
+        busy = [session for session in sessions if session.stop()]
+        if busy:
+            logger.warning("Stopping %d panel turn(s) in flight at their next safe boundary.",
+                           len(busy))
+        deadline = time.monotonic() + timeout
+        ended = all([session.join(max(0.0, deadline - time.monotonic())) for session in sessions])
+        if not ended:
+            logger.warning("A panel turn did not end within %.0f s; it ends with the process.",
+                           timeout)
+        return ended
 
 
 def check_panel(kind: str, panel_id: str) -> None:

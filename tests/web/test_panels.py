@@ -5,8 +5,10 @@ client; the agents call their tools, the panels show the events and commit."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
+import urllib.error
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +22,9 @@ from tests.core.agent.test_authoring_agents import (
     program_call,
     reply,
 )
+from tests.support.commands import Command, environment, kill_session, wait_session_empty
 from tests.support.openai_payloads import tool_call
-from tests.web.support import Client, LiveServer, read_sse
+from tests.web.support import Client, LiveServer, free_port, read_sse
 
 PANEL = "lab"
 
@@ -214,3 +217,45 @@ def test_closing_the_panels_ends_a_turn_at_its_next_boundary(workbench, openai_s
     view = client.json(f"/api/panels/prepare/{PANEL}")
     assert view["status"] == "idle" and view["result"]["stopped"] == "max_steps"
     assert view["result"]["steps"] == 1 and len(openai_server.requests) == 1
+
+
+def test_srh_web_serves_the_panels_and_ctrl_c_ends_a_turn_in_flight(openai_server, tmp_path):
+    workspaces = tmp_path / "workspaces"
+    asked, release = threading.Event(), threading.Event()
+
+    def endless(request):
+        asked.set()
+        release.wait(60)
+        return reply(None, [tool_call("validate_context_data", {}, "c1")])
+
+    openai_server.respond_with(endless)
+    port = free_port()
+    command = Command(["web", "--port", str(port), "--runs", str(tmp_path / "runs"),
+                       "--workspaces", str(workspaces), "--llm", "openai:test-model",
+                       "--base-url", openai_server.base_url], cwd=tmp_path,
+                      env=environment(OPENAI_API_KEY="sk-test"))
+    try:
+        client = Client(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                view = client.json(f"/api/panels/prepare/{PANEL}")
+                break
+            except urllib.error.URLError:  # not listening yet
+                assert time.monotonic() < deadline, "srh web never answered"
+                time.sleep(0.1)
+        assert view["workspace"] == str(workspaces / PANEL)
+        assert view["llm"] == "openai:test-model" and view["status"] == "new"
+        assert client.post(f"/api/panels/prepare/{PANEL}/messages",
+                           {"message": "Validate forever."})[0] == 202
+        assert asked.wait(60)
+        command.signal(signal.SIGINT)
+        release.set()                  # the turn goes on until the shutdown stops it
+        finished = command.finish(60)
+        assert finished.returncode == 0, finished.stderr
+        assert "Stopping 1 panel turn(s) in flight" in finished.stderr   # the app's lifespan
+        assert wait_session_empty(command.session, 10) == []
+    finally:
+        release.set()
+        if command.process.poll() is None:
+            kill_session(command.session)
