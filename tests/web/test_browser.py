@@ -3,7 +3,8 @@
 A run's timeline: streamed reply text (assistant_delta) shown as it grows, and event kinds
 the page has no code for shown from their payload. The Prepare data panel: a message typed
 and sent, the agent's tool results and reply shown as they arrive (a script in the reply
-shown as text), the committed data shown.
+shown as text), the committed data shown; then the Build evaluator panel of the same id
+proves an evaluator on that data and commits it.
 A live embedded run (``srh run --interactive`` in its own process, its model
 the local OpenAI-compatible server) is watched through ``srh web``: nodes
 appear, Pause holds the run with no step in flight, Resume finishes it, and a
@@ -30,7 +31,7 @@ import numpy as np
 import pytest
 
 from srh_web.panels import Panels, PanelSettings
-from tests.core.agent.test_authoring_agents import WRITE_DATA, program_call
+from tests.core.agent.test_authoring_agents import WRITE_DATA, evaluator_program, program_call
 from tests.support.openai_payloads import chat_completion, tool_call
 from tests.support.openai_server import Reply
 from tests.web.support import LiveServer
@@ -133,17 +134,27 @@ def test_watch_pause_and_resume_a_live_run_in_chromium(live_run, openai_server, 
     assert (tmp_path / "workbench.png").stat().st_size > 10_000
 
 
-def test_prepare_data_panel_in_chromium(openai_server, tmp_path, monkeypatch):
+def test_prepare_data_then_build_an_evaluator_in_chromium(openai_server, tmp_path,
+                                                         monkeypatch):
+    """Both panels of one id: the data prepared in the first is what the second proves on."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     workspace = tmp_path / "workspaces" / "lab"
     workspace.mkdir(parents=True)
-    (workspace / "raw.csv").write_text("v,p\n1,8\n2,4\n4,2\n8,1\n")
+    (workspace / "raw.csv").write_text("v,p\n" + "\n".join(f"{v},{8 / v}" for v in range(1, 17)))
     answer = f"context.data is ready: p from v. {SCRIPT}"
+    validate = tool_call("validate_evaluator", {
+        "f": 'param("a")/v', "fit": True, "evaluator_file": "context.evaluator/relative.py"},
+        "c4")
+    metric = 'float(np.sqrt(metrics["mse"]))'
     openai_server.script(
         Reply.json(chat_completion(tool_calls=[program_call(WRITE_DATA, "c1")]), path=CHAT),
         Reply.json(chat_completion(tool_calls=[tool_call("validate_context_data", {}, "c2")]),
                    path=CHAT),
-        Reply.json(chat_completion(content=answer), path=CHAT))
+        Reply.json(chat_completion(content=answer), path=CHAT),
+        Reply.json(chat_completion(tool_calls=[program_call(evaluator_program(metric), "c3")]),
+                   path=CHAT),
+        Reply.json(chat_completion(tool_calls=[validate]), path=CHAT),
+        Reply.json(chat_completion(content="relative.py is proved."), path=CHAT))
     panels = Panels(PanelSettings(tmp_path / "workspaces", "openai:test-model",
                                   openai_server.base_url))
     with LiveServer([tmp_path / "runs"], panels=panels) as server, \
@@ -163,10 +174,26 @@ def test_prepare_data_panel_in_chromium(openai_server, tmp_path, monkeypatch):
         assert page.locator("#conversation .msg.tool").count() == 2
         assert "valid; it can be committed" in conversation.inner_text()
         poll(page, lambda: page.locator("#committed-text").count() == 1)
-        assert "target p, features v, 4 samples" in \
+        assert "target p, features v, 16 samples" in \
             page.locator("#committed-text").inner_text()
         assert page.locator("#status").inner_text() == "idle"
         assert "workspace_changed" in conversation.inner_text()     # a generic event line
+
+        page.locator("header.top a", has_text="Build evaluator").click()
+        page.locator("#panel-id").fill("lab")
+        page.locator("#open").click()
+        poll(page, lambda: page.locator("#live").inner_text() == "live"
+             and page.url.endswith("/panels/evaluator/lab"))
+        assert page.locator("#commit").is_disabled()                # nothing proved yet
+        page.locator("#message").fill("Add the largest relative error as a metric.")
+        page.locator("#send").click()
+        poll(page, lambda: "proved: context.evaluator/relative.py" in
+             page.locator("#result").inner_text())
+        poll(page, lambda: page.locator("#commit").is_enabled())
+        page.locator("#commit").click()
+        poll(page, lambda: page.locator("#committed-text").count() == 1)
+        committed = page.locator("#committed-text").inner_text()
+        assert f"srh run --evaluator {workspace.resolve() / 'evaluators'}/relative-" in committed
         assert errors == []
     openai_server.assert_script_consumed()
 
