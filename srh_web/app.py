@@ -48,6 +48,8 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from srh_core.cli import one_line
+from srh_core.errors import ConfigurationError
 from srh_core.interactive import ControlCommand, InteractionError
 from srh_core.types import json_value
 from srh_web.catalog import Catalog
@@ -205,8 +207,6 @@ class _Api:
         return SafeJSON(build_report(sweep.name, status, rows))
 
     async def sweep_control(self, request: Request) -> Response:
-        from srh_core.errors import ConfigurationError
-
         sweep = await run_in_threadpool(self.catalog.sweep, request.path_params["key"])
         if not hasattr(sweep, "control"):
             return SafeJSON({"error": "This sweep runs in a shell (a sweep directory): stop it "
@@ -262,8 +262,6 @@ class _PanelApi:
                                  headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def message(self, request: Request) -> Response:
-        from srh_core.errors import ConfigurationError
-
         data = await _json_body(request, "message")
         if isinstance(data, Response):
             return data
@@ -298,8 +296,6 @@ async def _json_body(request: Request, what: str) -> dict[str, Any] | Response:
 
 def _error(error: Exception, status: int) -> Response:
     """A typed error: its one-line message (as ``srh`` prints it) and its class."""
-    from srh_core.cli import one_line
-
     details = getattr(error, "details", None) or {}
     return SafeJSON({"error": one_line(error), "type": type(error).__name__, **details},
                     status_code=status)

@@ -37,6 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srh_core.agent import DataPreparationAgent, EvaluatorConstructionAgent
+from srh_core.cli import one_line
+from srh_core.cli.tool_commands import context_from_data
+from srh_core.context import AgentContext
 from srh_core.errors import ConfigurationError
 from srh_core.interactive import InteractionManager
 from srh_core.types import json_value
@@ -200,9 +204,6 @@ class PanelSession:
                                   "its reply.")
 
     def _build_agent(self, llm: str, data: str | None, target: str | None) -> Any:
-        from srh_core.agent import DataPreparationAgent, EvaluatorConstructionAgent
-        from srh_core.context import AgentContext
-
         provider, _, model = llm.partition(":")
         options = {"llm_provider": provider, "llm_model": model or None,
                    "base_url": self.settings.base_url}
@@ -220,8 +221,6 @@ class PanelSession:
                                           interaction_manager=self.manager)
 
     def _evaluator_data(self, data: str | None, target: str | None) -> Any:
-        from srh_core.cli.tool_commands import context_from_data
-
         relative = Path(data or "context.data")
         path = (self.workspace / relative).resolve()
         if relative.is_absolute() or not path.is_relative_to(self.workspace.resolve()):
@@ -239,8 +238,6 @@ class PanelSession:
         try:
             result = self.agent.run(message)
         except Exception as error:  # shown on the page as a typed message
-            from srh_core.cli import one_line
-
             failure = {"type": type(error).__name__, "message": one_line(error)}
             self.manager.publish_event("execution_failed", {"error": failure["message"],
                                                             "type": failure["type"]})
