@@ -24,6 +24,7 @@ from tests.core.agent.test_authoring_agents import (
 )
 from tests.support.commands import Command, environment, kill_session, wait_session_empty
 from tests.support.openai_payloads import tool_call
+from tests.support.openai_server import Reply
 from tests.web.support import Client, LiveServer, free_port, read_sse
 
 PANEL = "lab"
@@ -156,6 +157,25 @@ def test_the_offline_provider_is_refused_with_the_cli_line(workbench, capsys):
     assert status == 400 and "EvaluatorConstructionAgent needs a language model" in \
         json.loads(body)["error"]
     assert client.json(f"/api/panels/prepare/{PANEL}")["status"] == "new"
+
+
+def test_a_failed_turn_is_shown_as_a_typed_error_and_the_panel_goes_on(workbench,
+                                                                       openai_server):
+    server, client, workspace = workbench
+    openai_server.script(Reply.error(401, "invalid api key"), reply("Back again."))
+    path = f"/api/panels/prepare/{PANEL}/messages"
+    assert client.post(path, {"message": "Look at raw.csv."})[0] == 202
+    view = finished(client, "prepare")
+    assert view["status"] == "failed" and view["result"] is None
+    error = view["error"]
+    assert error["type"] == "ModelRequestError" and "\n" not in error["message"]
+    assert "HTTP 401" in error["message"] and "invalid api key" in error["message"], error
+    failed = events(server, "prepare", "execution_failed")[-1]["payload"]
+    assert failed == {"error": error["message"], "type": error["type"]}
+    assert client.post(path, {"message": "Try again."})[0] == 202       # the same conversation
+    view = finished(client, "prepare")
+    assert view["status"] == "idle" and view["result"]["message"] == "Back again."
+    assert view["error"] is None and view["turns"] == 2
 
 
 def test_one_turn_at_a_time_and_bad_requests(workbench, openai_server):
