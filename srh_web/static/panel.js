@@ -15,6 +15,7 @@ const TEXT = {
     "context.evaluator/*.py and proves it with validate_evaluator on the data (by default this " +
     "panel id's context.data); only a proved evaluator can be committed." },
 };
+const CALL_CHARS = 240;     // a tool call's arguments shown inline (all of them on hover)
 const state = { cursor: 0, view: null, streams: new Map(), lines: [] };
 
 function typed(error) { return error.type ? `${error.type}: ${error.message}` : error.message; }
@@ -29,6 +30,7 @@ function renderView(view) {
   put(document.getElementById("setup-note"), view.error ? el("span", { class: "bad" },
     typed(view.error)) : "");
   document.getElementById("send").disabled = view.status === "working";
+  put(document.getElementById("send-note"), view.status === "working" ? "the model is working…" : "");
   const result = view.result;
   const parts = [];
   if (result) {
@@ -79,7 +81,11 @@ function line(event) {
     case "assistant_completed":
       return el("div", { class: "msg assistant" }, el("div", { class: "role" }, "assistant"),
         p.content ? el("pre", { class: "reply" }, p.content) : null,
-        (p.tool_calls || []).map((t) => el("div", { class: "note" }, `→ ${t.name}(${JSON.stringify(t.params)})`)));
+        (p.tool_calls || []).map((t) => {
+          const args = JSON.stringify(t.params);
+          return el("div", { class: "call", title: args },
+                    `→ ${t.name}(${args.length > CALL_CHARS ? args.slice(0, CALL_CHARS) + "…" : args})`);
+        }));
     case "tool_completed":
       return el("div", { class: "msg tool" }, el("div", { class: "role" }, `tool · ${p.name} · `,
         el("span", { class: p.ok ? "ok" : "bad" }, p.ok ? "ok" : "failed")),
@@ -132,7 +138,6 @@ async function send() {
   try {
     renderView(await SRH.post(`${base}/messages`, body));
     document.getElementById("message").value = "";
-    put(note, "sent; the model is working");
   } catch (error) { put(note, el("span", { class: "bad" }, `Refused: ${error.message}`)); }
 }
 
