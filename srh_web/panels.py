@@ -103,8 +103,7 @@ class PanelSession:
             return {"kind": self.kind, "panel_id": self.panel_id,
                     "workspace": str(self.workspace), "llm": self.llm or self.settings.llm,
                     "status": self.status, "turns": self.turns, "error": self.error,
-                    "result": self.result, "committed": self.committed,
-                    "last_seq": self.manager.get_recent_events()["last_seq"]}
+                    "result": self.result, "committed": self.committed}
 
     # The event stream of srh_web.app reads a panel as it reads a run.
     def channel(self) -> PanelSession:
@@ -167,13 +166,13 @@ class PanelSession:
             self._check_free()
             if self.agent is None:
                 raise PanelStateError("Nothing to commit yet: send the model a message first.")
-            self.status = "working"
+            previous, self.status = self.status, "working"
         try:
             committed = self._commit_data() if self.kind == "prepare" else \
                 self._commit_evaluator()
         finally:
             with self._lock:
-                self.status = "idle"
+                self.status = previous
         with self._lock:
             self.committed = committed
         return self.view()
@@ -183,7 +182,7 @@ class PanelSession:
         cut). Whether a turn was in flight."""
         with self._lock:
             self._closed = True
-            if self.status == "working" and self.agent is not None:
+            if self._thread is not None and self._thread.is_alive():
                 self.agent.queue_runtime_settings({"max_steps": 1})
                 return True
             return False
