@@ -82,7 +82,7 @@ from srh_core.errors import (
 )
 from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
 from srh_core.records import StepPlan
-from srh_core.seams import CandidateStore, Evaluator, ModelAdapter, ToolExecutor
+from srh_core.seams import CandidateStore, Evaluator, ModelAdapter, PauseGate, ToolExecutor
 from srh_core.tools.base import BaseTool
 from srh_core.types import CandidateRecord, ParentLink, SearchResult, ToolCall, ToolCallResult
 
@@ -295,6 +295,13 @@ class SRAgent(Agent):
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def pause_gate(self) -> PauseGate | None:
+        """The pause the embedded runtime holds its branches for (None: this agent never pauses).
+
+        Asked once per run; the scheduler's gate asks the answer before each step.
+        """
+        return None
 
     def emit(self, event: str, **fields: Any) -> None:
         """Tell observers (progress displays, loggers) what happened."""
