@@ -7,7 +7,8 @@ whole run as chunked tasks), with early stop on and off: the same node labels,
 parent links, responses and marks, the same result, the same run-directory files.
 A stop decision (the run's stop flag) and a pause and its resume are checked the same
 way: both runtimes pass them through the scheduler's one gate, in process (the embedded
-loop and the task bodies).
+loop and the task bodies) at a restart and at a level, and a pause at the run's first
+boundary on real workers (both granularities).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from srh_workers.control.parking import step_member
 from srh_workers.control.submit import submit_interactive
 from srh_workers.flow.dispatch import dispatch
 from srh_workers.flow.names import RESTART, STEP, Action
+from srh_workers.flow.tasks import sender
 from srh_workers.store import RedisRunStore
 from srh_workers.submit import submit_run
 from tests.support.marked_agent import PROMPT_MARK, InteractiveMarkedAgent, MarkedAgent
@@ -272,3 +274,62 @@ def test_a_pause_and_its_resume_decide_the_same_in_both_runtimes(redis_server: s
     assert comparable(result.to_dict()) == comparable(expected)
     assert state_changes(channel.read_events(0)["events"]) == embedded_states
     client.close()
+
+
+@pytest.mark.parametrize("granularity", ["step", "run"])
+def test_a_pause_before_the_first_step_holds_the_same_on_real_workers(cluster: Cluster,
+                                                                       granularity):
+    """Asked before any step opened (the run's first boundary), a pause holds the run in
+    both runtimes; on real workers no worker is held (the steps, or the whole-run task,
+    park), and the resume goes on to the embedded run's nodes and result."""
+    problem = load_suite().get(PROBLEM)
+    X, y = problem.sample(300, seed=0)
+    values = {**VALUES, "early_stop": False, "max_refinement_depth": 2}
+    options = {"pause_on_tool_free": False}
+
+    agent = InteractiveMarkedAgent(run_id="first-emb", **options, **values)
+    store = SearchRunState(None, agent.settings.ranking_metric, agent.settings.larger_is_better,
+                           run_id="first-emb")
+    agent.bind_run(make_context(agent, X, {problem.output: y}), store, None, "find y")
+    manager = agent.interaction_manager
+    held: list[tuple[int, int, int]] = []
+    resumed: list[bool] = []
+
+    def resume_once_held() -> None:
+        end = time.monotonic() + 60
+        while not manager.status()["waiting_at_boundary"] and time.monotonic() < end:
+            time.sleep(0.01)
+        resumed.append(manager.status()["waiting_at_boundary"] and not store.records())
+        manager.command("resume")
+
+    def checkpoint(R: int, branches: Sequence[BranchState]) -> None:
+        if not resumed and manager.state == "running" and all(b.L == 1 for b in branches):
+            manager.command("pause")  # the run's first boundary: no step opened yet
+            threading.Thread(target=resume_once_held, daemon=True).start()
+
+    agent.observers.append(lambda e: e["event"] == "held" and held.append((e["R"], e["C"],
+                                                                           e["L"])))
+    outcome = search_loop(agent, 1, None, checkpoint, StopFlag(agent.pause_gate()), 1)
+    assert outcome is not None
+    expected = finish_run(agent, store, outcome).to_dict()
+    assert held == [(1, 1, 1)] and resumed == [True]
+
+    run_id = f"first-cel-{granularity}"
+    settings = SearchSettings.build(run_id=run_id, granularity=granularity, **values)
+    submit_interactive(cluster.client, sender(cluster.app), settings, X, {problem.output: y},
+                       "find y", agent_class=InteractiveMarkedAgent, options=options)
+    channel = RedisControlChannel(cluster.client, run_id, sender(cluster.app))
+    channel.apply(ControlCommand("pause"))  # before any worker took the run's first task
+    cluster.start("branches", concurrency=2)
+    cluster.start("tools", concurrency=1)
+    celery_store = RedisRunStore.open(cluster.client, run_id)
+    parked = ["run"] if granularity == "run" else [step_member(1, C, 1) for C in (1, 2)]
+    wait_until(lambda: celery_store.controls.held_steps() == parked, 60,
+               f"the {granularity} tasks to park")
+    assert celery_store.records() == []  # held before any step opened
+    status = channel.apply(ControlCommand("resume"))  # re-sends what parked
+    assert status["interaction_state"] == "running"
+    result = cluster.result(run_id)
+    assert fingerprint(celery_store.records(include_detail=True)) == \
+        fingerprint(store.records(include_detail=True))
+    assert comparable(result.to_dict()) == comparable(expected)
