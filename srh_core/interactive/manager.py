@@ -294,12 +294,7 @@ class InteractionManager:
         """
         with self._condition:
             self._check_active("hold at")
-            if self._state == "running":
-                return False
-            if self._has_boundary_input_locked():
-                self._release_locked()
-                return False
-            return True
+            return self._pause_asked_locked()
 
     def wait_release(self) -> None:
         """Hold the run (``paused``) until a release: resume, a message, a branch transition.
@@ -328,10 +323,7 @@ class InteractionManager:
         """
         with self._condition:
             self._check_active("hold at")
-            if self._state == "running":
-                return False
-            if self._has_boundary_input_locked():
-                self._release_locked()
+            if not self._pause_asked_locked():
                 return False
             self._set_state_locked("paused")
             return True
@@ -355,6 +347,14 @@ class InteractionManager:
         if self._state == "idle":
             raise InteractionStateError(f"Cannot {verb} an agent boundary: no execution is "
                                         "running (state idle).", action="wait", state="idle")
+
+    def _pause_asked_locked(self) -> bool:
+        if self._state == "running":
+            return False
+        if self._has_boundary_input_locked():
+            self._release_locked()
+            return False
+        return True
 
     def _hold_while_asked_locked(self) -> None:
         if self._state != "running" and not self._has_boundary_input_locked():
