@@ -190,22 +190,6 @@ class BaseTool(ABC):
         return None
 
     @classmethod
-    def load_custom_tool(cls, path: str) -> dict[str, Any]:
-        """Load or reload the custom tool of a skill's ``tool.py`` (see
-        :func:`srh_core.tools.custom_tools.load_custom_tool`)."""
-        from srh_core.tools.custom_tools import load_custom_tool
-
-        return load_custom_tool(path)
-
-    @classmethod
-    def discover_custom_tools(cls, skill_manager: Any) -> list[type[BaseTool]]:
-        """Load every custom tool of ``skill_manager``'s skills (see
-        :func:`srh_core.tools.custom_tools.discover_custom_tools`)."""
-        from srh_core.tools.custom_tools import discover_custom_tools
-
-        return discover_custom_tools(skill_manager)
-
-    @classmethod
     def availability(cls) -> str | None:
         """Why this tool cannot run here (an optional backend missing), or None."""
         return None
