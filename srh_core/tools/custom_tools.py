@@ -12,16 +12,20 @@ raises or returns no JSON value is a :class:`~srh_core.skills.CustomToolError`
 naming why (``reason``); the tool answers ``ok=False`` and nothing else is
 affected.
 
-Names: a custom tool may not take a built-in tool's name or alias, and a name
-belongs to one file: loading a second file with a name another file holds is
-refused (reloading the same file replaces its registration; a failed reload
-leaves that file without a tool). :func:`discover_custom_tools` loads every
-``tool.py`` of a skill manager's skills and names both skills when two
-declare the same tool.
+Names: a custom tool may not take a built-in tool's name or alias. Within one
+skills folder a name belongs to one skill: :func:`discover_custom_tools`
+names both skills when two declare the same tool, and loading a second
+skill's file with a name the first holds is refused. Reloading the same file
+replaces its registration (a failed reload leaves that file without a tool).
+A file of another skills folder (another run's, in a worker process that
+serves several runs one after another) takes the name over; tool instances
+built before keep running their own file.
 
 A loaded tool lives in this process's registry, so a custom tool an agent
 offers is found by name like any tool; an edited tool (``edit_tool``) is
 what the next call runs, also through a tool instance built before the edit.
+A process pool's workers register the run's custom tools from their files
+(:mod:`srh_core.embedded.executor`).
 """
 
 from __future__ import annotations
@@ -94,7 +98,8 @@ class CustomTool(FormulaTool, SandboxedTool):
     def __call__(self, **params: Any) -> ToolCallResult:
         """Run the tool as registered now: an instance made before an edit runs the edit."""
         current = TOOLS.find(self.metadata.name, load=False)
-        if current is not None and current is not type(self) and issubclass(current, CustomTool):
+        if current is not None and current is not type(self) and \
+                issubclass(current, CustomTool) and current.spec.path == self.spec.path:
             return current(self.context, **self.values)(**params)
         return super().__call__(**params)
 
@@ -237,11 +242,15 @@ def _check_name_free(spec: CustomToolSpec) -> None:
         raise CustomToolError(f"{spec.skill}/{TOOL_FILE} names its tool {spec.name!r}, a "
                               "built-in tool's name; set TOOL_NAME to another name.",
                               name=spec.skill, tool=spec.name)
-    if owner is not None and owner.spec.path != spec.path and Path(owner.spec.path).is_file():
+    if owner is None or owner.spec.path == spec.path:
+        return
+    mine, theirs = Path(spec.path), Path(owner.spec.path)
+    if mine.parent.parent == theirs.parent.parent and theirs.is_file():
         raise CustomToolError(f"{spec.skill}/{TOOL_FILE} names its tool {spec.name!r}, which "
-                              f"the skill {owner.spec.skill!r} ({owner.spec.path}) already "
-                              "registered; give one of them another TOOL_NAME.",
+                              f"the skill {owner.spec.skill!r} of the same skills folder "
+                              "already registered; give one of them another TOOL_NAME.",
                               name=spec.skill, tool=spec.name)
+    _BY_PATH.pop(owner.spec.path, None)  # another run's folder: this run's load takes the name
 
 
 def _tool_class(spec: CustomToolSpec) -> type[CustomTool]:
