@@ -3,6 +3,9 @@ run's tool-worker processes (which register the tool from its file) and can give
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,3 +97,22 @@ def test_another_runs_folder_takes_the_name_and_earlier_instances_keep_their_fil
     discover_custom_tools(SkillManager(custom_dir=other.parent))
     assert "variable**3" in BaseTool.get_class("square_law").spec.description
     assert "variable**2" in type(first).spec.description
+
+
+def test_srh_tool_call_runs_a_skills_tool(skills: Path, tmp_path: Path) -> None:
+    x = np.linspace(1.0, 2.0, 30)
+    rows = "\n".join(f"{a:.17g},{3.0 * a * a:.17g}" for a in x)
+    (tmp_path / "d.csv").write_text(f"x1,y\n{rows}\n")
+    command = [sys.executable, "-m", "srh_core", "tool", "call", "square_law", "--data", "d.csv",
+               "--target", "y", "--skills-dir", str(skills), "--json",
+               "--params", '{"variable": "x1"}']
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["ok"] and result["result"]["is_candidate"] is True
+    (skills / "square-law" / "tool.py").write_text("TOOL_NAME = 'evaluate'\n" + SQUARE_LAW)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          check=False)
+    assert done.returncode == 2 and "built-in tool's name" in done.stderr
+    assert "Traceback" not in done.stderr
