@@ -5,6 +5,11 @@ The manager comes from ``context.skill_manager``, else the tool's
 ``values["skill_manager"]`` (set by the agent), else a manager over the
 built-in skills, so a tool rebuilt on a worker from its name still works.
 
+Besides the skill folders, ``read_skill`` offers runtime skills: the docs of
+registered tools (``BaseTool.get_doc``; a custom tool's is its reference,
+named ``tool-<name>``), with ``source`` "tool" (only a custom tool of one of
+the manager's skills is listed).
+
 Structured ``result`` by action:
 
 - ``{"action": "list", "skills": [{"name", "description", "source",
@@ -13,7 +18,8 @@ Structured ``result`` by action:
 - ``{"action": "read", "name", "file_path", "content", "source", "tree": str | None}``.
 
 ``edit_skill`` applies exact SEARCH/REPLACE blocks to a custom skill's file
-(:meth:`~srh_core.skills.SkillManager.edit`; built-in skills are read-only) and
+(:meth:`~srh_core.skills.SkillManager.edit`; built-in skills are read-only; a
+``tool.py`` is edited with ``edit_tool``, which checks and reloads it) and
 returns ``{"name", "file_path", "blocks", "characters_before", "characters_after"}``.
 """
 
