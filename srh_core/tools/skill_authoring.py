@@ -3,9 +3,11 @@
 ``create_skill(request, force=False, history_messages=None)`` asks the run's
 model (the request path of ``call_llm``: :class:`~srh_core.tools.model_tools.ModelQueryTool`,
 so the run's endpoint, key and quota; the offline provider is refused) to
-draft a skill from the conversation (``values["messages"]``, which the agent
-sets; the last ``history_messages`` of them, at most
-:data:`MAX_HISTORY_CHARS` characters) and the request. The draft is one JSON
+draft a skill from the conversation (``values["messages"]``, which
+:meth:`~srh_core.agent.base.Agent.set_messages` sets: the authoring agents do,
+an SRAgent search step does not, so there the request is the whole brief; the
+last ``history_messages`` of them, at most :data:`MAX_HISTORY_CHARS` characters)
+and the request. The draft is one JSON
 object: a ``kind`` (``instructions``: SKILL.md only; ``data_analysis``: a
 custom tool returning an analysis; ``formula_proposal``: a custom tool
 returning a formula, ``TOOL_KIND = "formula"``), a ``name``, a
