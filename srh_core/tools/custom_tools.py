@@ -227,6 +227,12 @@ def load_custom_tool(path: str | Path) -> dict[str, Any]:
             "parameters": list(spec.parameters["properties"]), "reloaded": previous is not None}
 
 
+def loaded_custom_tools() -> dict[str, str]:
+    """Every loaded tool file (its resolved path) and the name it registered."""
+    with _LOCK:
+        return dict(_BY_PATH)
+
+
 def unload_custom_tool(path: str | Path) -> None:
     """Drop the tool ``path`` registered, if any."""
     with _LOCK:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from srh_core.agent import SearchSettings
-from srh_core.tools.custom_tools import _BY_PATH, unload_custom_tool
+from srh_core.tools.custom_tools import loaded_custom_tools, unload_custom_tool
 from srh_workers.store import RedisRunStore
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
 from tests.support.openai_server import FakeOpenAIServer, Reply
@@ -58,7 +58,7 @@ def test_a_skills_custom_tool_runs_on_workers_that_never_had_the_folder(
                 submitter.setenv("SRH_ENDPOINTS", str(endpoints))
                 run_id = cluster.submit(settings, {"x1": x1, "x2": x2}, {"y": 1.5 * x1 * x2})
         finally:
-            for path in [p for p in _BY_PATH if p.startswith(str(tmp_path))]:
+            for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
                 unload_custom_tool(path)
         shutil.rmtree(tmp_path / "skills")  # gone before any worker starts
         workers = [cluster.start("branches", concurrency=1, wait=False, **env),

@@ -15,7 +15,7 @@ from srh_core.agent.settings import SearchSettings
 from srh_core.context import AgentContext
 from srh_core.skills import SkillManager
 from srh_core.tools.base import BaseTool
-from srh_core.tools.custom_tools import _BY_PATH, unload_custom_tool
+from srh_core.tools.custom_tools import loaded_custom_tools, unload_custom_tool
 from tests.support.openai_payloads import chat_completion
 from tests.support.openai_server import Reply
 
@@ -54,7 +54,7 @@ def skills(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "skills"
     root.mkdir()
     yield root
-    for path in [p for p in _BY_PATH if p.startswith(str(tmp_path))]:
+    for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
         unload_custom_tool(path)
 
 

@@ -15,9 +15,9 @@ from srh_core.skills import CustomToolError, SkillManager
 from srh_core.tools.base import TOOLS, BaseTool
 from srh_core.tools.custom_spec import parse_tool_source
 from srh_core.tools.custom_tools import (
-    _BY_PATH,
     discover_custom_tools,
     load_custom_tool,
+    loaded_custom_tools,
     unload_custom_tool,
 )
 from tests.core.tools.code.helpers import ESCAPES, indent
@@ -56,7 +56,7 @@ def skills(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "skills"
     root.mkdir()
     yield root
-    for path in [p for p in _BY_PATH if p.startswith(str(tmp_path))]:
+    for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
         unload_custom_tool(path)
 
 
@@ -156,6 +156,9 @@ def test_a_misbehaving_tool_is_stopped_with_a_typed_error(
            "    return {}\n"
     add_skill(skills, "rogue", code)
     discover_custom_tools(SkillManager(custom_dir=skills))
+    if escape != "infinite_loop":  # only the loop may meet the time limit, even under load
+        context = AgentContext(data=dict(context.data), target="y",
+                               args={**context.args, "code_max_timeout_seconds": 60})
     tool = BaseTool.create("rogue", context)
     with pytest.raises(CustomToolError) as caught:
         tool.execute()

@@ -19,7 +19,11 @@ from srh_core.embedded.runner import run_search
 from srh_core.errors import ConfigurationError
 from srh_core.skills import SkillManager
 from srh_core.tools.base import BaseTool
-from srh_core.tools.custom_tools import _BY_PATH, discover_custom_tools, unload_custom_tool
+from srh_core.tools.custom_tools import (
+    discover_custom_tools,
+    loaded_custom_tools,
+    unload_custom_tool,
+)
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
 from tests.support.openai_server import FakeOpenAIServer, Reply
 
@@ -44,7 +48,7 @@ def skills(tmp_path: Path) -> Iterator[Path]:
                                      "\n---\nCall square_law.\n")
     (folder / "tool.py").write_text(SQUARE_LAW)
     yield tmp_path / "skills"
-    for path in [p for p in _BY_PATH if p.startswith(str(tmp_path))]:
+    for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
         unload_custom_tool(path)
 
 
