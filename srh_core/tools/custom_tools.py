@@ -36,14 +36,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from srh_core.errors import ToolArgumentError
+from srh_core.sandbox import limits as sandbox_limits
 from srh_core.sandbox.runner import SandboxResult
 from srh_core.skills import SkillManager
 from srh_core.skills.errors import CustomToolError
 from srh_core.tools.base import TOOLS, BaseTool
 from srh_core.tools.code_sandbox import (
-    DEFAULT_MEMORY_LIMIT_MB,
-    DEFAULT_OUTPUT_LIMIT_BYTES,
-    DEFAULT_TIMEOUT_SECONDS,
     STDERR_SHOWN_CHARS,
     CodeLimits,
     SandboxedTool,
@@ -108,8 +106,9 @@ class CustomTool(FormulaTool, SandboxedTool):
         spec = self.spec
         context = self.require_context() if spec.reserved or spec.kind == "formula" \
             else self.context
-        limits = self.resolve_limits(DEFAULT_TIMEOUT_SECONDS, DEFAULT_MEMORY_LIMIT_MB,
-                                     DEFAULT_OUTPUT_LIMIT_BYTES)
+        limits = self.resolve_limits(sandbox_limits.DEFAULT_TIMEOUT_SECONDS,  # the run's caps
+                                     sandbox_limits.DEFAULT_MEMORY_LIMIT_MB,  # apply as usual
+                                     sandbox_limits.DEFAULT_OUTPUT_LIMIT_BYTES)
         train = context.train_split if "data" in spec.reserved else None
         payload = {"source": spec.source, "filename": f"{spec.skill}/{TOOL_FILE}",
                    "arguments": arguments, "reserved": list(spec.reserved),

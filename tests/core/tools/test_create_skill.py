@@ -4,7 +4,6 @@ conversation; the draft is checked before it is written; force, history_messages
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from srh_core.agent.settings import SearchSettings
 from srh_core.context import AgentContext
 from srh_core.skills import SkillManager
 from srh_core.tools.base import BaseTool
-from srh_core.tools.custom_tools import loaded_custom_tools, unload_custom_tool
 from tests.support.openai_payloads import chat_completion
 from tests.support.openai_server import Reply
 
@@ -47,15 +45,6 @@ def draft(kind: str = "data_analysis", name: str = "log-slope-check", tool_code:
               "content": "# Log slope\nCompute the log-log slope before fitting.",
               "tool_code": tool_code, **extra}
     return "Here is the skill:\n" + json.dumps(fields)
-
-
-@pytest.fixture
-def skills(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "skills"
-    root.mkdir()
-    yield root
-    for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
-        unload_custom_tool(path)
 
 
 @pytest.fixture

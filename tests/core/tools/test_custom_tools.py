@@ -3,7 +3,6 @@ name rules, discovery, get_doc as a runtime skill, and edit_tool."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,6 @@ from srh_core.tools.custom_spec import parse_tool_source
 from srh_core.tools.custom_tools import (
     discover_custom_tools,
     load_custom_tool,
-    loaded_custom_tools,
-    unload_custom_tool,
 )
 from tests.core.tools.code.helpers import ESCAPES, indent
 
@@ -48,16 +45,6 @@ def run(target, variable: str) -> dict:
     """
     return {"formula": f'param("a") * {variable}**2', "fit": True, "why": "quadratic"}
 '''
-
-
-@pytest.fixture
-def skills(tmp_path: Path) -> Iterator[Path]:
-    """A custom skills folder; every tool registered from it is dropped afterwards."""
-    root = tmp_path / "skills"
-    root.mkdir()
-    yield root
-    for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
-        unload_custom_tool(path)
 
 
 @pytest.fixture

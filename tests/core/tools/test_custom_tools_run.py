@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,6 @@ from srh_core.skills import SkillManager
 from srh_core.tools.base import BaseTool
 from srh_core.tools.custom_tools import (
     discover_custom_tools,
-    loaded_custom_tools,
-    unload_custom_tool,
 )
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
 from tests.support.openai_server import FakeOpenAIServer, Reply
@@ -41,15 +38,14 @@ def run(data, variable: str) -> dict:
 
 
 @pytest.fixture
-def skills(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "skills" / "square-law"
-    folder.mkdir(parents=True)
+def skills(skills: Path) -> Path:
+    """The shared skills folder (tests/core/tools/conftest.py) with the square-law skill."""
+    folder = skills / "square-law"
+    folder.mkdir()
     (folder / "SKILL.md").write_text("---\nname: square-law\ndescription: Try a square law."
                                      "\n---\nCall square_law.\n")
     (folder / "tool.py").write_text(SQUARE_LAW)
-    yield tmp_path / "skills"
-    for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
-        unload_custom_tool(path)
+    return skills
 
 
 def test_a_runs_custom_tool_is_offered_and_runs_in_its_tool_workers(
