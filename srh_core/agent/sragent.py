@@ -214,7 +214,9 @@ class SRAgent(Agent):
         import srh_core.tools.catalogue  # noqa: F401 - registers the built-in tools
 
         requested = self.settings.tools
+        custom = self.custom_tool_names()  # registered first: the tools setting may name them
         names = list(self.DEFAULT_TOOLS if requested is None else requested)
+        names += custom if requested is None else []
         banned = {_canonical_tool(name, "ban_tools") for name in self.settings.ban_tools}
         enabled: list[str] = []
         for name in names:
