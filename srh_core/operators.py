@@ -19,10 +19,11 @@ PySR's ``nested_constraints`` (``{"sin": {"sin": 0, "cos": 0}}``: inside a
 ``sin``, at most 0 ``sin`` and 0 ``cos`` along any path) and ``constraints``
 (``{"^": (-1, 1)}``: a power's base any size, its exponent at most 1 node;
 ``{"sin": 5}``: a ``sin``'s argument at most 5 nodes) are checked the same way
-on a formula's engine tree (:func:`constraint_violations`): a formula that
-breaks one is scored but is not a candidate, and the native search's front
-keeps none. An engine node counts as every PySR operator that can write it
-(``x**2`` is ``^`` and ``square``; ``-x`` is ``neg``).
+on a formula's engine tree (:func:`srh_engine.constraints.constraint_violations`):
+a formula that breaks one is scored but is not a candidate, the native search's
+evolution discards such trees and its front keeps none. An engine node counts as
+every PySR operator that can write it (``x**2`` is ``^`` and ``square``; ``-x`` is
+``neg``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 import srh_engine as engine
 from srh_core.errors import ConfigurationError, did_you_mean
+from srh_engine.constraints import constraint_violations
 
 __all__ = ["BINARY_OPERATORS", "UNARY_OPERATORS", "check_constraints",
            "check_nested_constraints", "check_operators", "constraint_limits",
@@ -224,54 +226,3 @@ def check_constraints(value: Any) -> dict[str, int | list[int]] | None:
                              f"limit); got {limit!r}")
         checked[name] = sizes if binary else sizes[0]
     return checked
-
-
-def constraint_violations(expression: engine.Expression,
-                          nested: dict[str, dict[str, int]] | None,
-                          constraints: dict[str, Any] | None) -> list[str]:
-    """How ``expression`` breaks the run's ``nested_constraints`` and ``constraints``."""
-    found: dict[str, None] = {}
-    for node in expression.iter_preorder():
-        names = _pysr_names(node)
-        for name in names:
-            for inner, most in (nested or {}).get(name, {}).items():
-                depth = max((_nesting(child, inner) for child in node.operands), default=0)
-                if most >= 0 and depth > most:
-                    found[f"{inner} nested {depth} time(s) in {name} (at most {most})"] = None
-            limit = (constraints or {}).get(name)
-            if limit is not None:
-                found.update(dict.fromkeys(_size_breaches(node, name, limit)))
-    return list(found)
-
-
-def _size_breaches(node: engine.Expression, name: str, limit: Any) -> list[str]:
-    limits = limit if isinstance(limit, list) else [limit]
-    operands = node.operands if len(limits) == len(node.operands) else node.operands[:1]
-    sides = ("argument",) if len(limits) == 1 else ("left argument", "right argument")
-    return [f"the {side} of {name} of size {engine.complexity(child)} (at most {most})"
-            for child, most, side in zip(operands, limits, sides, strict=False)
-            if most >= 0 and engine.complexity(child) > most]
-
-
-def _nesting(node: engine.Expression, name: str) -> int:
-    """The most ``name`` operators along one path from ``node`` down."""
-    below = max((_nesting(child, name) for child in node.operands), default=0)
-    return below + (name in _pysr_names(node))
-
-
-_SPECIAL_POWERS = {2.0: "square", 3.0: "cube", 0.5: "sqrt", -1.0: "inv"}
-
-
-def _pysr_names(node: engine.Expression) -> tuple[str, ...]:
-    """The PySR operators an engine node is (``x**2``: ``^`` and ``square``)."""
-    if isinstance(node, engine.Binary):
-        if node.operator != "**":
-            return (node.operator,)
-        exponent = node.right.value if isinstance(node.right, engine.Number) else None
-        special = None if exponent is None else _SPECIAL_POWERS.get(exponent)
-        return ("^", special) if special else ("^",)
-    if isinstance(node, engine.Unary):
-        return ("neg",)
-    if isinstance(node, engine.Function):
-        return (node.name,)
-    return ()

@@ -97,7 +97,8 @@ class ExpressionSearchTool(FormulaTool):
         result = search(data.X[rows], data.y[rows], names, time_budget=budget, seed=seed,
                         operators=checked, max_complexity=size, workers=islands, units=units,
                         target_units=target_units,
-                        weights=None if data.weights is None else data.weights[rows])
+                        weights=None if data.weights is None else data.weights[rows],
+                        **self._constraints(inputs))
         formulas = [_in_inputs(entry.expression, inputs) for entry in result.front]
         formulas, dropped = self._within_constraints(formulas)
         entry = self._results(formulas, target, show_diagnostics, result)
@@ -107,6 +108,16 @@ class ExpressionSearchTool(FormulaTool):
                 entry["search"]["notes"].append(f"dropped {dropped} front formula(s) that "
                                                 "break the run's constraints")
         return entry
+
+    def _constraints(self, inputs: Sequence[DataTerm]) -> dict[str, Any]:
+        """The run's constraints for the search, when its inputs are the plain variables
+        (an input expression such as ``x*y`` is one leaf to the search, so its trees'
+        sizes are not the formula's; the front is filtered in the inputs' terms anyway)."""
+        nested, sizes = constraint_limits(self.require_context().args)
+        if not (nested or sizes) or any(not isinstance(t.expression, engine.Symbol)
+                                        for t in inputs):
+            return {}
+        return {"nested_constraints": nested, "constraints": sizes}
 
     def _within_constraints(self, formulas: list[engine.Expression]
                             ) -> tuple[list[engine.Expression], int]:

@@ -66,9 +66,11 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import BrokenExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 import numpy as np
 
+from ..constraints import constraint_violations
 from ..dimensional import check_dimensions
 from ..evaluation import evaluate
 from ..nodes import Number, Symbol
@@ -129,7 +131,9 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
            max_complexity: int = 30, max_evaluations: int | None = None,
            workers: int | None = None, units: Mapping[str, str | Dimension] | None = None,
            target_units: str | Dimension | None = None,
-           weights: np.ndarray | None = None) -> ExpressionSearchResult:
+           weights: np.ndarray | None = None,
+           nested_constraints: Mapping[str, Mapping[str, int]] | None = None,
+           constraints: Mapping[str, Any] | None = None) -> ExpressionSearchResult:
     """Search for formulas ``y = f(X)``: a Pareto front of complexity against error.
 
     Args:
@@ -154,6 +158,10 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         target_units: Units of the target.
         weights: ``(rows,)`` weights >= 0 of the rows (PySR's ``weights``): the front is
             fitted and ranked by the weighted MSE; rows of weight 0 take no part.
+        nested_constraints, constraints: PySR's limits in its names
+            (:mod:`srh_engine.constraints`): the evolution discards a tree that breaks
+            them and the front keeps no formula that does (the enumeration does not know
+            them).
 
     Returns:
         The front (each formula fitted on every row), with counts and notes.
@@ -173,14 +181,15 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
     wanted = None if target_units is None else str(parse_units(target_units))
     count = available_workers() if workers is None else workers
     deadline = started + time_budget
+    limits = (nested_constraints, constraints) if nested_constraints or constraints else None
     calls = [{"X": X, "y": y, "names": names, "deadline": deadline, "seed": seed + k,
               "operators": operators, "max_complexity": max_complexity,
               "max_evaluations": max_evaluations, "units": dimensions, "target_units": wanted,
-              "weights": weights}
+              "weights": weights, "limits": limits}
              for k in range(1, count)]
     futures, pool, failure = submit_islands(_island, calls)
     entries, evaluated, notes = _island(X, y, names, deadline, seed, operators, max_complexity,
-                                        max_evaluations, dimensions, wanted, weights)
+                                        max_evaluations, dimensions, wanted, weights, limits)
     if failure is not None:
         notes.append(f"searched in one process: the island pool did not start ({failure})")
     merged = 0
@@ -207,8 +216,20 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
     if dimensions:
         entries = _consistent(entries, dimensions, wanted, notes)
+    if limits is not None:
+        entries = _within(entries, limits, notes)
     return ExpressionSearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
                         tuple(dict.fromkeys(notes)))
+
+
+def _within(entries: list[FrontEntry], limits: tuple[Any, Any], notes: list[str]
+            ) -> list[FrontEntry]:
+    """The entries that keep PySR's constraints; a note counts the dropped ones."""
+    kept = [entry for entry in entries if not constraint_violations(entry.expression, *limits)]
+    if len(kept) < len(entries):
+        notes.append(f"dropped {len(entries) - len(kept)} of {len(entries)} fitted formulas "
+                     "that break the constraints")
+    return kept
 
 
 def _weighted_rows(X: np.ndarray, y: np.ndarray, weights: np.ndarray | None
@@ -250,12 +271,13 @@ def _consistent(entries: list[FrontEntry], dimensions: Mapping[str, str], wanted
 def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, seed: int,
             operators: Sequence[str] | None, max_complexity: int,
             max_evaluations: int | None, units: Mapping[str, str] | None = None,
-            target_units: str | None = None, weights: np.ndarray | None = None
+            target_units: str | None = None, weights: np.ndarray | None = None,
+            limits: tuple[Any, Any] | None = None
             ) -> tuple[list[FrontEntry], int, list[str]]:
     """One single-process search until ``deadline``: its fitted entries, count and notes."""
     binary, unary = resolve_operators(operators)
     time_budget = max(deadline - time.monotonic(), 0.0)
-    run = Run(y, binary, unary, max_complexity, seed, weights=weights)
+    run = Run(y, binary, unary, max_complexity, seed, weights=weights, limits=limits)
     budget = Budget(deadline - REFIT_SHARE * time_budget, run.counter, max_evaluations)
     values = {name: X[:, i] for i, name in enumerate(names)}
     run.columns_by_name = values

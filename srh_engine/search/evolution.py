@@ -82,6 +82,8 @@ class Evolution:
         max_size: Largest tree size.
         seed: Seed of every random choice.
         weights: Row weights of the fitness rows (PySR's ``weights``); None: equal.
+        allowed: Whether a tree may be kept (PySR's constraints); a tree it refuses
+            scores inf. None: every tree.
     """
 
     columns: Sequence[np.ndarray]
@@ -91,6 +93,7 @@ class Evolution:
     max_size: int
     seed: int = 0
     weights: np.ndarray | None = None
+    allowed: Callable[[Tree], bool] | None = None
     archive: dict[int, tuple[float, Tree]] = field(default_factory=dict)
     evaluated: int = 0
 
@@ -115,7 +118,9 @@ class Evolution:
             self.scores.clear()
         with np.errstate(all="ignore"):
             values = evaluate_tree(tree, self.columns, self.memo)
-        if self.var <= 0:
+        if self.allowed is not None and not self.allowed(tree):
+            score = float("inf")
+        elif self.var <= 0:
             score = 1.0
         elif self.weights is not None:
             score = weighted_linear_nmse(values, self.target, self.weights)

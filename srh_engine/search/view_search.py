@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from ..constraints import constraint_violations
 from .budget import Budget
 from .combination import MAX_FORM_SIZE, combinations
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
-from .operators import Tree, evaluate_tree, size
+from .operators import Tree, evaluate_tree, size, to_expression
 from .views import EXACT_NMSE, Found, Run, View, all_rows_nmse, sample_rows, target_transforms
 
 __all__ = ["search_view"]
@@ -109,13 +112,21 @@ def _claims_exact(enumeration: Enumeration, view: View, candidates: dict[str, np
     return all_rows_nmse(tree, view, candidates[names[best.target]]) <= EXACT_NMSE
 
 
+def _allowed(run: Run, view: View) -> Callable[[Tree], bool] | None:
+    """Whether a tree of ``view`` keeps the run's constraints (None: no constraints)."""
+    limits = run.limits
+    if limits is None:
+        return None
+    return lambda tree: not constraint_violations(to_expression(tree, view.inputs), *limits)
+
+
 def _evolve(run: Run, view: View, target: np.ndarray, columns: list[np.ndarray],
             seeds: list[tuple[float, Tree]], transform: str, budget: Budget, seed: int,
             rows: np.ndarray) -> list[Found]:
     weighted = run.weights is not None and run.weights.size == view.columns.shape[0]
     weights = run.weights[rows] if weighted else None
     evolution = Evolution(columns, target, run.binary, run.unary, run.max_size, seed=seed,
-                          weights=weights)
+                          weights=weights, allowed=_allowed(run, view))
     ordered = [tree for _, tree in sorted(seeds, key=lambda s: (s[0], size(s[1])))]
     evolution.seed_population(list(dict.fromkeys(ordered))[:SEEDS_PER_RUN])
     evolution.run(budget.over, EXACT_NMSE)

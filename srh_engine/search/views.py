@@ -9,6 +9,7 @@ candidate (:class:`Found`) is a tree found in a view for one transform of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,8 @@ class Run:
     columns_by_name: dict[str, np.ndarray] = field(default_factory=dict)
     weights: np.ndarray | None = None
     """Row weights of ``y`` (all > 0, not all equal), or None: equal weights."""
+    limits: tuple[Any, Any] | None = None
+    """PySR's ``(nested_constraints, constraints)`` (:mod:`srh_engine.constraints`)."""
 
 
 TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")

@@ -74,3 +74,4 @@ def test_bad_search_weights_are_a_value_error():
         search(X, Y, weights=-np.ones(400), time_budget=1, workers=1)
     with pytest.raises(ValueError, match="at least 3 rows of positive weight"):
         search(X, Y, weights=np.r_[1.0, np.zeros(399)], time_budget=1, workers=1)
+
