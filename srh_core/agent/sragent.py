@@ -437,7 +437,13 @@ class SRAgent(Agent):
     def request_llm(self, prompt: list[Message], R: int, L: int, C: int,
                     stream_callback: Callable[[dict[str, Any]], None] | None = None,
                     ) -> tuple[list[ModelResponse], dict[str, Any]]:
-        """Request K responses; a truncated response is kept with what arrived."""
+        """Request K responses; a truncated response is kept with what arrived.
+
+        Args:
+            stream_callback: Called with ``{"type": "delta", "sample": K, "delta": text,
+                "content": text so far}`` for each piece of text as it arrives (when the
+                adapter streams; a non-streaming adapter gives one piece per sample).
+        """
         api, route = self.route_model(L)
         options = {"n": self.K, "max_tokens": self.settings.llm_max_tokens,
                    "temperature": self.settings.llm_temperature,
@@ -445,6 +451,8 @@ class SRAgent(Agent):
         started = time.monotonic()
         try:
             call = api(prompt, **options)
+            if stream_callback is not None:
+                relay_deltas(call, stream_callback)
             responses, usage = list(call.responses), dict(call.usage or {})
             summary = call.result() if hasattr(call, "result") else None
             provider = getattr(summary, "provider", None)
@@ -898,6 +906,17 @@ def renamed_call(call: ToolCall, k: int) -> ToolCall:
     """A merged call gets an id unique across samples."""
     return ToolCall(call.name, dict(call.params), id=f"{call.id or 'call'}_k{k}", raw=call.raw,
                     raw_str=call.raw_str)
+
+
+def relay_deltas(call: Any, stream_callback: Callable[[dict[str, Any]], None]) -> None:
+    """Pass each streamed text piece of ``call`` to ``stream_callback``, with the text so far."""
+    so_far: dict[int, str] = {}
+    for delta in getattr(call, "iter_deltas", tuple)():  # an adapter of a test may not stream
+        if not delta.content:
+            continue
+        so_far[delta.sample] = so_far.get(delta.sample, "") + delta.content
+        stream_callback({"type": "delta", "sample": delta.sample, "delta": delta.content,
+                         "content": so_far[delta.sample]})
 
 
 def truncated_responses(error: ModelResponseTruncatedError, k: int) -> list[ModelResponse]:

@@ -228,3 +228,34 @@ def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_serve
     assert len(failed) == 1 and failed[0]["payload"]["interrupted"] is True
     nodes = [json.loads(line) for line in (run.path / "nodes.jsonl").read_text().splitlines()]
     assert nodes[1]["detail"]["message"]["content"] == ""
+
+
+@pytest.mark.integration
+def test_a_streamed_reply_is_published_as_assistant_deltas(openai_server, tmp_path):
+    tools = [BaseTool.get_class(name).metadata for name in ("evaluate_formula", "wait_for_cancel")]
+    api = OpenAIAPI(model="test-model", base_url=openai_server.base_url, api_key="sk-test",
+                    stream=True, tool_list=tools, tool_parser_name="openai")
+    openai_server.script(streamed_reply(8), Reply.sse([chat_chunk(role="assistant", tool_calls=[{
+        "index": 0, "id": "e1", "type": "function",
+        "function": {"name": "evaluate_formula", "arguments": '{"f": "x1*x2**2"}'}}])],
+        path=CHAT))
+    run = Run(openai_server, tmp_path, max_refinement_depth=2, api=api,
+              pause_on_tool_free=False).start()
+    result = run.finish()
+
+    assert result.status == "completed"
+    events = run.events()
+    completed = [e["payload"] for e in events if e["kind"] == "assistant_completed"]
+    text = "".join(f"tok{i} " for i in range(8))
+    assert completed[0]["content"] == text
+    streamed = [e["payload"] for e in events if e["kind"] == "assistant_delta"]
+    assert streamed  # each the text so far of the streamed reply, ending with its piece
+    assert all(text.startswith(d["content"]) and d["content"].endswith(d["delta"])
+               for d in streamed)
+    assert {d["response_id"] for d in streamed} == {completed[0]["response_id"]}
+    assert streamed[0]["coord"] == {"R": 1, "C": 1, "L": 1, "K": 1}
+
+
+def test_a_truncated_reply_pauses_by_default() -> None:
+    agent = SRAgentInteractive(llm_provider="offline")
+    assert agent.pause_on_truncated is True and agent.pause_on_tool_free is True
