@@ -115,12 +115,15 @@ class WorkerRunView:
 
     @property
     def context(self) -> Any:
-        """The run's data context, decoded once per process."""
+        """The run's data context in the version its record names, decoded once per version
+        and process (a data refresh publishes a new version: srh_core.agent.data_refresh)."""
+        revision = self.store.data_revision()
         with self._lock:
-            if self._context is None:
+            if self._context is None or (revision is not None
+                                         and self._context.revision != revision):
                 from srh_core.context import AgentContext
 
-                self._context = AgentContext.from_payload(self.store.payload())
+                self._context = AgentContext.from_payload(self.store.payload(revision))
             return self._context
 
     def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None, *,
