@@ -125,6 +125,41 @@ def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
     return actions
 
 
+def refresh_run_data(client: Redis, run_id: str, data: Mapping[str, Any], *,
+                     target: str | None = None, features: list[str] | None = None,
+                     variable_descriptions: Mapping[str, str] | None = None) -> int:
+    """Change a running run's data: its branches see it from their next step on.
+
+    The run's current data version is loaded, ``data`` committed into it
+    (``AgentContext.commit_data``: validated, the revision bumped) and published
+    as the run's next version (:meth:`RedisRunStore.publish_data`); each
+    branch's model is told at its next step (see :mod:`srh_core.agent.data_refresh`).
+
+    Args:
+        client: The run's Redis.
+        run_id: The run.
+        data: Every column of the new data (features and target) by name.
+        target: The target (default: the run's).
+        features: The features, in order (default: every column but the target).
+        variable_descriptions: Descriptions of the new columns.
+
+    Returns:
+        The published data revision.
+
+    Raises:
+        SearchStateError: The run is unknown.
+        DataError: The new data is invalid (the error names the variable).
+    """
+    from srh_core.context import AgentContext
+
+    store = RedisRunStore(client, run_id, register=False)
+    load_spec(store)  # a clear error for an unknown run
+    context = AgentContext.from_payload(store.payload(store.data_revision()))
+    context.commit_data(data, target=target or str(context.target), features=features,
+                        variable_descriptions=variable_descriptions)
+    return store.publish_data(context.to_payload())
+
+
 def _store(client: Redis, run_id: str) -> tuple[RunSpec, RedisRunStore]:
     spec = load_spec(RedisRunStore(client, run_id, register=False))
     settings = spec.search_settings()

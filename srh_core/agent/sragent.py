@@ -184,6 +184,10 @@ class SRAgent(Agent):
         self._executor_factory: ExecutorFactory | None = None
         self._retired_executors: list[ToolExecutor] = []
         self._refresh_lock = threading.Lock()
+        #: Where a newer version of the data comes from when it is not this process's
+        #: context (a worker running a whole run sets it: the run's published versions).
+        self.context_source: Callable[[], Any] | None = None
+        self._source_revision: int | None = None
         if context is not None and store is not None:
             self.bind_run(context, store, executor, problem_description, deadline=deadline)
 
@@ -262,8 +266,9 @@ class SRAgent(Agent):
             :func:`~srh_core.agent.data_refresh.data_change` from the tools' old
             revision, or None when the tools are current.
         """
-        context = self.context
         with self._refresh_lock:
+            self._take_published_context()
+            context = self.context
             if context is None or context.revision == self.tools_revision:
                 return None
             previous = self.tools_revision
@@ -274,6 +279,17 @@ class SRAgent(Agent):
                 self.executor = self._executor_factory(self.tools)
         logger.info("Data revision %s -> %s: tools rebuilt.", previous, context.revision)
         return data_refresh.data_change(context, previous)
+
+    def _take_published_context(self) -> None:
+        """Bind :attr:`context_source`'s context when it has another revision."""
+        if self.context_source is None:
+            return
+        fresh = self.context_source()
+        if fresh.revision == self._source_revision:
+            return
+        self._source_revision = fresh.revision
+        if fresh is not self.context:
+            self.context = self._tool_context.enter_context(self.prepare_tool_context(fresh))
 
     @staticmethod
     def build_data_refresh_message(change: dict[str, Any]) -> dict[str, str]:

@@ -150,6 +150,8 @@ class WorkerRunView:
                                  problem_description=self.spec.description,
                                  deadline=self.deadline(), model_access=self.model_access,
                                  **self.agent_options())
+        if self.granularity == "run":  # one agent runs many steps: data may be refreshed
+            agent.context_source = lambda: self.context
         if bounded:
             self._thread_api.api = agent.api
         else:
