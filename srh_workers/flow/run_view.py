@@ -100,6 +100,7 @@ class WorkerRunView:
         self.agent_class = load_agent_class(spec.agent_class)
         self.granularity = resolve_granularity(self.settings)
         self._context: Any = None
+        self._evaluator: Any = None  # the run's sandboxed custom evaluator, built once
         self._api: Any = None
         self._thread_api = threading.local()  # a bounded step's client: one per worker thread
         self._access: Any = None
@@ -123,7 +124,10 @@ class WorkerRunView:
                                          and self._context.revision != revision):
                 from srh_core.context import AgentContext
 
-                self._context = AgentContext.from_payload(self.store.payload(revision))
+                if self._evaluator is None:
+                    self._evaluator = self.spec.evaluator() or False  # False: the default
+                self._context = AgentContext.from_payload(self.store.payload(revision),
+                                                          evaluator=self._evaluator or None)
             return self._context
 
     def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None, *,
@@ -144,7 +148,9 @@ class WorkerRunView:
         # per thread (kept: building one costs an HTTP client and a TLS context, tens of ms)
         # is cut alone, and calls made after a cancel are not affected.
         shared = getattr(self._thread_api, "api", None) if bounded else self._api
-        agent = self.agent_class(settings=self.settings, context=self.context,
+        context = self.context
+        agent = self.agent_class(settings=self.settings, context=context,
+                                 evaluator=context.evaluator,
                                  api=shared,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
