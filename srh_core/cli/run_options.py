@@ -225,7 +225,8 @@ def _validation_options(parser: argparse.ArgumentParser) -> None:
     validation.add_argument("--split-random-state", type=int, help="seed of the split")
     validation.add_argument("--evaluator", metavar="FILE",
                             help="a .py file defining one DefaultEvaluator subclass: the run's "
-                                 "evaluator (embedded runs only; srh evaluator writes one)")
+                                 "evaluator (sandboxed on cluster workers; srh evaluator "
+                                 "writes one)")
     validation.add_argument("--selection", choices=("best", "accuracy"),
                             help="how the reported best formula is chosen: best (default: "
                                  "complexity-aware, on the Pareto front) or accuracy (the "
