@@ -13,6 +13,9 @@ both runtimes once they call them at the same boundaries:
   (``assistant_delta`` with the text so far while a streaming adapter's reply
   arrives, see docs/interactive-events.md); a
   cancelled step's samples are kept as empty "cancelled" nodes;
+- ``refresh_data`` publishes ``workspace_changed`` (``"what": "data"``) when the run's
+  data changed, and a workspace-writing tool's successful call one with
+  ``"what": "files"`` (see docs/interactive-events.md);
 - ``execute_tool_calls`` publishes tool events; tools see the force-pause
   through ``context.cancel_event`` (``BaseTool.cancelled``), so a running
   tool stops at its next cancellation check and the step's calls are
@@ -52,6 +55,9 @@ Message = dict[str, Any]
 PREVIEW_CHARS = 4000
 TOP_K_EVENT = 5
 DELTA_INTERVAL = 0.1  # seconds between two assistant_delta events of one sample
+#: Tools that may write the workspace's files: a successful call publishes workspace_changed.
+WORKSPACE_WRITERS = frozenset({"workspace_shell", "workspace_code_executor", "edit_skill",
+                               "edit_tool", "create_skill"})
 MESSAGE_PREFIX = "[Message from the researcher]"
 FORCE_PAUSE_NOTICE = ("[Harness] The researcher force-paused this step: its model response and "
                       "tool calls were cut, so there are no results from it.")
@@ -106,6 +112,15 @@ class SRAgentInteractive(SRAgent):
     def _on_agent_event(self, event: Mapping[str, Any]) -> None:
         if event.get("event") == "finished":
             self.controls.finish(event.get("status"), event.get("reason"))
+
+    def refresh_data(self) -> dict[str, Any] | None:
+        """SRAgent's refresh, and a ``workspace_changed`` event (``"what": "data"``) when the
+        data changed."""
+        change = super().refresh_data()
+        if change is not None:
+            self.controls.start(self.settings.save_path)
+            self.controls.publish_event("workspace_changed", {"what": "data", **change})
+        return change
 
     # --------------------------------------------------------- the boundary
     def prepare_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
@@ -224,12 +239,18 @@ class SRAgentInteractive(SRAgent):
                     or "interrupted" in self._flags(R, C, L)):
                 raise
             grouped = self._cancelled_calls(response_list, R, L, C)
+        done = [(response.sample, call, result)
+                for response, results in zip(response_list, grouped, strict=True)
+                for call, result in zip(response.tool_calls, results, strict=True)]
         controls.publish_events([("tool_completed", {
-            "coord": {**coord, "K": response.sample}, "call": _call_view(call), "ok": result.ok,
+            "coord": {**coord, "K": K}, "call": _call_view(call), "ok": result.ok,
             "result_str": _clip(result.result_str),
-            "elapsed_s": result.meta_data.get("elapsed_s")})
-            for response, results in zip(response_list, grouped, strict=True)
-            for call, result in zip(response.tool_calls, results, strict=True)])
+            "elapsed_s": result.meta_data.get("elapsed_s")}) for K, call, result in done])
+        changed = [("workspace_changed", {
+            "what": "files", "coord": {**coord, "K": K}, "tool": call.name, "call_id": call.id})
+            for K, call, result in done if result.ok and call.name in WORKSPACE_WRITERS]
+        if changed:
+            controls.publish_events(changed)
         return grouped
 
     def _cancelled_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
