@@ -112,3 +112,10 @@ def test_a_sweep_names_its_evaluator_relative_to_the_sweep_file(tmp_path: Path):
     spec = load_sweep(sweep)
     settings = cell_data(spec, cells(spec)[0]).settings
     assert settings.evaluator == str(tmp_path / "mine.py")
+
+
+def test_stream_asks_the_model_to_stream_and_the_run_records_it(tmp_path: Path):
+    out = tmp_path / "r"
+    assert main(["run", "--equation", "y = x1", "-L", "1", "--out", str(out), "--stream",
+                 "--json"]) == 0
+    assert json.loads((out / "run.json").read_text())["agent"]["llm_stream"] is True

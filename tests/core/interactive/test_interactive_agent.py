@@ -232,14 +232,11 @@ def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_serve
 
 @pytest.mark.integration
 def test_a_streamed_reply_is_published_as_assistant_deltas(openai_server, tmp_path):
-    tools = [BaseTool.get_class(name).metadata for name in ("evaluate_formula", "wait_for_cancel")]
-    api = OpenAIAPI(model="test-model", base_url=openai_server.base_url, api_key="sk-test",
-                    stream=True, tool_list=tools, tool_parser_name="openai")
     openai_server.script(streamed_reply(8), Reply.sse([chat_chunk(role="assistant", tool_calls=[{
         "index": 0, "id": "e1", "type": "function",
         "function": {"name": "evaluate_formula", "arguments": '{"f": "x1*x2**2"}'}}])],
         path=CHAT))
-    run = Run(openai_server, tmp_path, max_refinement_depth=2, api=api,
+    run = Run(openai_server, tmp_path, max_refinement_depth=2, llm_stream=True,
               pause_on_tool_free=False).start()
     result = run.finish()
 
