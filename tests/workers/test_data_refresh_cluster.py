@@ -15,7 +15,7 @@ from srh_workers.store import RedisRunStore
 from srh_workers.submit import refresh_run_data
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
 from tests.support.openai_server import FakeOpenAIServer, Reply
-from tests.workers.cluster import Cluster
+from tests.workers.cluster import Cluster, lab_endpoint
 
 NOTICE = "[Harness] The data changed during the run"
 
@@ -40,22 +40,15 @@ def test_a_refresh_reaches_the_workers_at_the_next_step(
 
     with FakeOpenAIServer() as server:
         server.respond_with(respond)
-        endpoints = tmp_path / "endpoints.toml"
-        endpoints.write_text(f'[endpoints.lab]\nprovider = "openai"\nbase_url = '
-                             f'"{server.base_url}"\napi_key_env = "LAB_KEY"\nmodel = "m"\n',
-                             encoding="utf-8")
-        env = {"SRH_ENDPOINTS": str(endpoints), "LAB_KEY": "sk-operator"}
+        env = lab_endpoint(tmp_path, server.base_url)
         settings = SearchSettings.build(
             run_id=run_id, llm_provider="openai", endpoint="lab", tool_parser="openai",
             tools=["evaluate_formula"], global_width=1, max_refinement_depth=2,
             local_sample_size=1, early_stop=False, granularity=granularity)
         with pytest.MonkeyPatch.context() as submitter:
-            submitter.setenv("SRH_ENDPOINTS", str(endpoints))
+            submitter.setenv("SRH_ENDPOINTS", env["SRH_ENDPOINTS"])
             cluster.submit(settings, {"x1": x1, "x2": x2}, {"y": x1 * x2})
-        workers = [cluster.start("branches", concurrency=1, wait=False, **env),
-                   cluster.start("tools", concurrency=1, wait=False, **env)]
-        for worker in workers:
-            cluster.ready(worker)
+        cluster.start_pair(**env)
         result = cluster.result(run_id, timeout=90)
         bodies = [request.body for request in server.requests]
 

@@ -12,7 +12,7 @@ from srh_workers.store import RedisRunStore
 from tests.support.evaluators import MAX_ERROR_EVALUATOR
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
 from tests.support.openai_server import FakeOpenAIServer, Reply
-from tests.workers.cluster import Cluster
+from tests.workers.cluster import Cluster, lab_endpoint
 
 #: Each evaluator call is a sandboxed process: give a tool task room under a loaded machine.
 SLOW_TOOLS = {"SRH_TOOL_SOFT_LIMIT": "150", "SRH_TOOL_HARD_LIMIT": "160",
@@ -42,22 +42,15 @@ def test_a_custom_evaluator_scores_the_same_on_workers_as_embedded(
 
     with FakeOpenAIServer() as server:
         server.respond_with(respond)
-        endpoints = tmp_path / "endpoints.toml"
-        endpoints.write_text(f'[endpoints.lab]\nprovider = "openai"\nbase_url = '
-                             f'"{server.base_url}"\napi_key_env = "LAB_KEY"\nmodel = "m"\n',
-                             encoding="utf-8")
-        monkeypatch.setenv("SRH_ENDPOINTS", str(endpoints))
-        monkeypatch.setenv("LAB_KEY", "sk-operator")
+        env = lab_endpoint(tmp_path, server.base_url)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
         embedded = SRAgent(settings=SearchSettings.build(run_id="ev-local", **common))
         assert embedded.run(X, y, "find y")["status"] == "completed"
         settings = SearchSettings.build(run_id="ev-cluster", granularity="step", **common)
         run_id = cluster.submit(settings, X, y)
         file.unlink()  # gone before any worker starts: the source travels with the run
-        env = {"SRH_ENDPOINTS": str(endpoints), "LAB_KEY": "sk-operator", **SLOW_TOOLS}
-        workers = [cluster.start("branches", concurrency=1, wait=False, **env),
-                   cluster.start("tools", concurrency=1, wait=False, **env)]
-        for worker in workers:
-            cluster.ready(worker)
+        cluster.start_pair(**env, **SLOW_TOOLS)
         result = cluster.result(run_id, timeout=240)
 
     assert result.status == "completed", result.stop_reason
