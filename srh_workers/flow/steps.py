@@ -155,7 +155,7 @@ def run_sample(rt: WorkerRunView, R: int, C: int, L: int, K: int) -> list[Action
         logger.warning("R%d-C%d-L%d-K%d: no step plan; nothing to do", R, C, L, K)
         return []
     known = {rt.store.node_id(R, C, L, K): stored} if stored is not None else {}
-    run = sample_results(rt.agent(known), plan, K)
+    run = sample_results(rt.agent(known, revision=plan.data_revision), plan, K)
     if run.outcome is not None and run.outcome.claimed:
         return close_step(rt, R, C, L)
     return []
@@ -169,7 +169,8 @@ def close_step(rt: WorkerRunView, R: int, C: int, L: int) -> list[Action]:
     if plan is None or any(k not in results for k in range(1, plan.K + 1)):
         logger.warning("R%d-C%d-L%d: closing before every sample was recorded", R, C, L)
         return []
-    after = rt.agent().close_step(branch, plan, [results[k] for k in range(1, plan.K + 1)])
+    after = rt.agent(revision=plan.data_revision).close_step(
+        branch, plan, [results[k] for k in range(1, plan.K + 1)])
     rt.store.flow.save_branches([after])
     return scheduled(rt, on_step_closed(after, early_stop=rt.settings.early_stop))
 

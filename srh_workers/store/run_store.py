@@ -498,7 +498,10 @@ class RedisRunStore:
         prefix = f"rev:{revision}:"
         raw = self.client.hget(self.keys.context, prefix + CONTEXT_METADATA_FIELD.decode())
         if raw is None:
-            raise SearchStateError(f"Run {self.run_id!r} has no data revision {revision}.")
+            base = self.payload(None)  # the version published at submit has no prefix
+            if base.metadata.revision != revision:
+                raise SearchStateError(f"Run {self.run_id!r} has no data revision {revision}.")
+            return base
         metadata = json.loads(raw)
         names = list(metadata.get("arrays") or {})
         values = self.client.hmget(self.keys.context,
