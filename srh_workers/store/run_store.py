@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from redis.exceptions import WatchError
 
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
@@ -470,21 +471,28 @@ class RedisRunStore:
             ConfigurationError: The revision is not above the run's current one.
         """
         revision = payload.metadata.revision
-        current = self.data_revision()
-        base = json.loads(self.client.hget(self.keys.context, CONTEXT_METADATA_FIELD) or "{}")
-        if revision <= max(current or 0, int(base.get("revision", 0))):
-            raise ConfigurationError(
-                f"Run {self.run_id!r} already has data revision {current or base.get('revision')}"
-                f"; a refresh must publish a later one. Got revision {revision} instead.",
-                setting="data")
         prefix = f"rev:{revision}:"
         mapping = {prefix + CONTEXT_METADATA_FIELD.decode(): json.dumps(payload.metadata_json())}
         mapping.update({f"{prefix}{CONTEXT_ARRAY_PREFIX}{name}": _npy(value)
                         for name, value in payload.arrays.items()})
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(self.keys.context, mapping=mapping)
-        pipe.hset(self.keys.meta, "data_revision", revision)
-        pipe.execute()
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.watch(self.keys.meta)  # two refreshes at once: one of them is refused
+            raw = pipe.hget(self.keys.meta, "data_revision")
+            base = json.loads(pipe.hget(self.keys.context, CONTEXT_METADATA_FIELD) or "{}")
+            current = int(raw) if raw is not None else int(base.get("revision", 0))
+            if revision <= current:
+                raise ConfigurationError(
+                    f"Run {self.run_id!r} already has data revision {current}; a refresh must "
+                    f"publish a later one. Got revision {revision} instead.", setting="data")
+            pipe.multi()
+            pipe.hset(self.keys.context, mapping=mapping)
+            pipe.hset(self.keys.meta, "data_revision", revision)
+            try:
+                pipe.execute()
+            except WatchError as error:
+                raise ConfigurationError(f"Another data refresh of run {self.run_id!r} was "
+                                         "published at the same time; load it and retry.",
+                                         setting="data") from error
         return revision
 
     def data_revision(self) -> int | None:
