@@ -46,3 +46,37 @@ def test_a_version_not_above_the_submitted_one_is_refused(store) -> None:
     with pytest.raises(ConfigurationError, match="later one"):
         store.publish_data(context_of(3.0).to_payload())  # revision 1, as submitted
     assert store.data_revision() is None
+
+
+@pytest.mark.integration
+def test_srh_refresh_data_publishes_a_table_as_the_runs_next_version(
+        redis_server: str, tmp_path) -> None:
+    import subprocess
+
+    import redis
+
+    from srh_core.agent import SearchSettings
+    from srh_workers.submit import submit_run
+    from tests.support.commands import SRH
+    from tests.workers.support import worker_env
+
+    client = redis.Redis.from_url(redis_server)
+    x = np.linspace(1.0, 2.0, 30)
+    submit_run(client, lambda action: None, SearchSettings.build(run_id="cli-refresh"),
+               {"x": x}, {"y": 2 * x})
+    table = tmp_path / "new.csv"
+    table.write_text("x,y\n" + "\n".join(f"{a!r},{3 * a!r}" for a in x.tolist()) + "\n")
+    env = worker_env(redis_server, SRH_REDIS_URL=redis_server)
+
+    def refresh(run_id: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SRH, "refresh-data", run_id, "--data", str(table)], env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    done = refresh("cli-refresh")
+    assert done.returncode == 0, done.stderr
+    store = RedisRunStore(client, "cli-refresh", register=False)
+    assert store.data_revision() == 2 and "revision 2" in done.stderr
+    assert np.allclose(store.payload(2).arrays["y"], 3 * x)
+    unknown = refresh("no-such-run")
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert "no-such-run" in unknown.stderr.strip().splitlines()[-1]
