@@ -59,6 +59,24 @@ class Agent(ABC):
         """Registered names of the tools this agent offers the model."""
         return []
 
+    def custom_tool_names(self) -> list[str]:
+        """Register the custom tools of the agent's skills (each skill's ``tool.py``, see
+        :mod:`srh_core.tools.custom_tools`) and return their names.
+
+        Raises:
+            ConfigurationError: A tool file is invalid or two skills declare one tool name.
+        """
+        if self.skill_manager is None:
+            return []
+        from srh_core.errors import ConfigurationError
+        from srh_core.skills import CustomToolError
+        from srh_core.tools.custom_tools import discover_custom_tools
+
+        try:
+            return [tool.metadata.name for tool in discover_custom_tools(self.skill_manager)]
+        except CustomToolError as error:
+            raise ConfigurationError(str(error), setting="skills_dir") from error
+
     def initialize_tools(self, context: Any) -> None:
         """Bind one shared context to every tool, the parser and the model adapter.
 
