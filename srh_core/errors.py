@@ -94,6 +94,21 @@ class ToolRunAbort(SRHarnessError):
     """
 
 
+class BackendUnavailableError(SRHarnessError):
+    """An optional search backend (nd2, sr4mdl) is not installed here; the message says how
+    to install it.
+
+    Attributes:
+        backend: The backend's tool name.
+        repository: Where it comes from.
+    """
+
+    def __init__(self, message: str, *, backend: str, repository: str) -> None:
+        super().__init__(message)
+        self.backend = backend
+        self.repository = repository
+
+
 class WorkspaceError(SRHarnessError, ValueError):
     """A workspace path escapes its root, or breaks a mount or lock rule."""
 

@@ -79,6 +79,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         restart_top_k: Pool candidates carried into each restart prompt.
         llm_max_tokens: Maximum tokens per model response.
         llm_temperature: Sampling temperature.
+        llm_stream: Ask an OpenAI-compatible model to stream its replies.
         max_workers: Tool-call worker processes; 0 runs calls serially.
         validation_fraction: Share of samples held out inside the search; 0 disables.
         split_by: "random" or "ood" validation split.
@@ -151,7 +152,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         skills_dir: str | None = None, tool_parser: str = "openai", local_sample_size: int = 1,
         max_refinement_depth: int = 20,
         global_width: int = 1, max_restart_loop: int = 1, restart_top_k: int = 1,
-        llm_max_tokens: int = 4096, llm_temperature: float = 1.0, max_workers: int = 0,
+        llm_max_tokens: int = 4096, llm_temperature: float = 1.0, llm_stream: bool = False,
+        max_workers: int = 0,
         validation_fraction: float = 0.2, split_by: str = "random",
         split_ood_variable: str | None = None, split_random_state: int = 42,
         ranking_metric: str = "mse", larger_is_better: bool = False, early_stop: bool = True,
@@ -189,6 +191,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.restart_top_k = restart_top_k
         self.llm_max_tokens = llm_max_tokens
         self.llm_temperature = llm_temperature
+        self.llm_stream = llm_stream
         self.max_workers = max_workers
         self.validation_fraction = validation_fraction
         self.split_by = split_by

@@ -47,6 +47,8 @@ class StepPlan:
         route: Which model answered (tier, provider, model, reason).
         buffer: The branch buffer after the opening hooks; None when it equals
             ``prompt`` (the common case, stored once).
+        data_revision: The context's data revision the step was opened on (the
+            branch's after the step); None in plans recorded before data refresh.
     """
 
     R: int
@@ -58,6 +60,7 @@ class StepPlan:
     usage: dict[str, Any] = field(default_factory=dict)
     route: dict[str, Any] = field(default_factory=dict)
     buffer: list[dict[str, Any]] | None = None
+    data_revision: int | None = None
 
     @property
     def K(self) -> int:
@@ -76,6 +79,7 @@ class StepPlan:
             "parents": [link.to_dict() for link in self.parents],
             "usage": json_value(self.usage), "route": json_value(self.route),
             "buffer": None if self.buffer is None else json_value(self.buffer),
+            "data_revision": self.data_revision,
         }
 
     @classmethod
@@ -91,7 +95,12 @@ class StepPlan:
             responses=[ModelResponse.from_dict(r) for r in data.get("responses") or []],
             parents=[ParentLink.from_dict(link) for link in data.get("parents") or []],
             usage=dict(data.get("usage") or {}), route=dict(data.get("route") or {}),
-            buffer=None if buffer is None else list(buffer))
+            buffer=None if buffer is None else list(buffer),
+            data_revision=_optional_int(data.get("data_revision")))
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @dataclass(frozen=True, slots=True)

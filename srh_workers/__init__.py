@@ -47,6 +47,7 @@ _EXPORTS = {
     "cancel_run": "srh_workers.submit",
     "kick_run": "srh_workers.submit",
     "list_runs": "srh_workers.submit",
+    "refresh_run_data": "srh_workers.submit",
     "CelerySweepBackend": "srh_workers.sweeps",
     "PoisonTaskError": "srh_workers.errors",
     "TransientTaskError": "srh_workers.errors",

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import ConfigurationError, SearchStateError
+from srh_core.evaluator.sandboxed import EvaluatorSource
 from srh_workers.store import RedisRunStore
 
 DEFAULT_AGENT_CLASS = "srh_core.agent.sragent:SRAgent"
@@ -37,6 +38,9 @@ class RunSpec(BaseModel):
             and is the only key a worker sends to a base URL the run chose.
         skills_bundle: The files of the run's ``skills_dir`` (srh_core.skills.bundle), or
             None; a worker unpacks them and points the run's ``skills_dir`` there.
+        evaluator_source: The run's custom evaluator file (``evaluator`` setting), shipped
+            as text; a worker runs it in the code sandbox
+            (:class:`~srh_core.evaluator.sandboxed.SandboxedEvaluator`), never imports it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,11 +54,16 @@ class RunSpec(BaseModel):
     deadline: float | None = None
     api_key: str | None = Field(default=None, repr=False)
     skills_bundle: dict[str, str] | None = Field(default=None, repr=False)
+    evaluator_source: EvaluatorSource | None = Field(default=None, repr=False)
 
     def search_settings(self) -> SearchSettings:
         """The run's settings here: its shipped skills unpacked into this machine's temp dir."""
         settings = SearchSettings.build(**self.settings)
-        refuse_custom_evaluator(settings)
+        if settings.evaluator is not None and self.evaluator_source is None:
+            raise ConfigurationError(
+                f"The run names a custom evaluator ({settings.evaluator}) but its spec carries "
+                "no evaluator source: submit it with srh_workers.submit.submit_run, which "
+                "ships the file.", setting="evaluator")
         if self.skills_bundle is not None:
             import tempfile
 
@@ -65,18 +74,17 @@ class RunSpec(BaseModel):
         return settings
 
 
-def refuse_custom_evaluator(settings: SearchSettings) -> None:
-    """A custom evaluator is code of the submitter: workers do not load it (not yet sandboxed
-    there), so a run naming one is refused at submit and by every worker.
+    def evaluator(self) -> Any:
+        """The run's custom evaluator for this worker (sandboxed), or None for the default.
 
-    Raises:
-        ConfigurationError: The run's ``evaluator`` setting names a file.
-    """
-    if settings.evaluator is not None:
-        raise ConfigurationError(
-            f"The run names a custom evaluator ({settings.evaluator}); custom evaluators run "
-            "embedded only (srh run without --backend celery): cluster workers do not load "
-            "a submitter's code.", setting="evaluator")
+        Raises:
+            EvaluatorLoadError: The shipped source is damaged or does not load.
+        """
+        if self.evaluator_source is None:
+            return None
+        from srh_core.evaluator.sandboxed import SandboxedEvaluator
+
+        return SandboxedEvaluator(self.evaluator_source)
 
 
 def load_spec(store: RedisRunStore) -> RunSpec:

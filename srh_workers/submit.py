@@ -26,7 +26,7 @@ from srh_workers.endpoints import submit_access
 from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
 from srh_workers.flow.run_view import resolve_granularity, run_view_for
-from srh_workers.spec import RunSpec, load_spec, refuse_custom_evaluator
+from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 from srh_workers.store.cluster import ClusterIndex
 
@@ -75,7 +75,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     if len(y) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(y)}.")
     class_path = agent_class_path(agent_class)
-    refuse_custom_evaluator(settings)
+    shipped = shipped_evaluator(settings)
     submit_access(client, api_key).check_run(settings)
     settings = settings if settings.run_id else settings.replace(run_id=uuid.uuid4().hex[:12])
     target = next(iter(y))
@@ -94,6 +94,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         run_skill_manager(settings.skills_dir, settings.skills)  # refuse bad names now
         skills = pack_skills(settings.skills_dir)
     spec = RunSpec(run_id=settings.run_id, settings=settings.model_dump(), skills_bundle=skills,
+                   evaluator_source=shipped,
                    description=description, target=target, features=list(X),
                    agent_class=class_path, submitted_at=now,
                    deadline=None if settings.time_limit is None else now + settings.time_limit,
@@ -115,6 +116,26 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     return spec
 
 
+def shipped_evaluator(settings: SearchSettings) -> Any:
+    """The run's custom evaluator file as the spec ships it (None: the default evaluator).
+
+    The file is loaded here first, as an embedded run would load it (it is the
+    submitter's own code, in the submitter's process), so a broken file is
+    refused before the run exists.
+
+    Raises:
+        EvaluatorLoadError: The file is missing, too large, or does not load.
+    """
+    if settings.evaluator is None:
+        return None
+    from srh_core.evaluator import load_custom_evaluator
+    from srh_core.evaluator.sandboxed import EvaluatorSource
+
+    shipped = EvaluatorSource.read(settings.evaluator)
+    load_custom_evaluator(settings.evaluator)
+    return shipped
+
+
 def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
     """Re-send what a stalled run's stored state says comes next (idempotent)."""
     from srh_workers.flow.steps import repair_actions
@@ -123,6 +144,41 @@ def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
     for action in actions:
         send(action)
     return actions
+
+
+def refresh_run_data(client: Redis, run_id: str, data: Mapping[str, Any], *,
+                     target: str | None = None, features: list[str] | None = None,
+                     variable_descriptions: Mapping[str, str] | None = None) -> int:
+    """Change a running run's data: its branches see it from their next step on.
+
+    The run's current data version is loaded, ``data`` committed into it
+    (``AgentContext.commit_data``: validated, the revision bumped) and published
+    as the run's next version (:meth:`RedisRunStore.publish_data`); each
+    branch's model is told at its next step (see :mod:`srh_core.agent.data_refresh`).
+
+    Args:
+        client: The run's Redis.
+        run_id: The run.
+        data: Every column of the new data (features and target) by name.
+        target: The target (default: the run's).
+        features: The features, in order (default: every column but the target).
+        variable_descriptions: Descriptions of the new columns.
+
+    Returns:
+        The published data revision.
+
+    Raises:
+        SearchStateError: The run is unknown.
+        DataError: The new data is invalid (the error names the variable).
+    """
+    from srh_core.context import AgentContext
+
+    store = RedisRunStore(client, run_id, register=False)
+    load_spec(store)  # a clear error for an unknown run
+    context = AgentContext.from_payload(store.payload(store.data_revision()))
+    context.commit_data(data, target=target or str(context.target), features=features,
+                        variable_descriptions=variable_descriptions)
+    return store.publish_data(context.to_payload())
 
 
 def _store(client: Redis, run_id: str) -> tuple[RunSpec, RedisRunStore]:

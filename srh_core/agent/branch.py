@@ -42,6 +42,8 @@ class BranchState:
         seeds: The restart's seed candidates (``CandidateRecord.to_dict()``).
         front: The branch's visible Pareto front (candidate dicts, best first).
         exact_level: First step L in which the branch recorded an exact candidate.
+        data_revision: The context's data revision the branch's model was last told
+            about (None: a branch recorded before data refresh; it is not told).
     """
 
     run_id: str
@@ -55,6 +57,7 @@ class BranchState:
     seeds: list[dict[str, Any]] = field(default_factory=list)
     front: list[dict[str, Any]] = field(default_factory=list)
     exact_level: int | None = None
+    data_revision: int | None = None
 
     @property
     def finished(self) -> bool:
@@ -81,19 +84,20 @@ class BranchState:
             "parents": [link.to_dict() for link in self.parents],
             "status": self.status, "stop_reason": self.stop_reason,
             "seeds": json_value(self.seeds), "front": json_value(self.front),
-            "exact_level": self.exact_level,
+            "exact_level": self.exact_level, "data_revision": self.data_revision,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BranchState:
-        exact = data.get("exact_level")
+        exact, revision = data.get("exact_level"), data.get("data_revision")
         return cls(
             run_id=str(data["run_id"]), R=int(data["R"]), C=int(data["C"]), L=int(data["L"]),
             buffer=list(data.get("buffer") or []),
             parents=[ParentLink.from_dict(link) for link in data.get("parents") or []],
             status=data.get("status", "running"), stop_reason=data.get("stop_reason"),
             seeds=list(data.get("seeds") or []), front=list(data.get("front") or []),
-            exact_level=None if exact is None else int(exact))
+            exact_level=None if exact is None else int(exact),
+            data_revision=None if revision is None else int(revision))
 
 
 def updated_front(front: Sequence[CandidateRecord], candidates: Sequence[CandidateRecord],

@@ -64,6 +64,8 @@ class SearchSettings(BaseModel):
         restart_top_k: Pool candidates carried into each restart prompt.
         llm_max_tokens: Maximum tokens per model response.
         llm_temperature: Sampling temperature sent to the model.
+        llm_stream: Ask an OpenAI-compatible model to stream its replies (an interactive
+            run then publishes ``assistant_delta`` events as the text arrives).
         max_workers: Tool-call worker processes; 0 runs calls serially.
         validation_fraction: Share of samples held out; 0 disables.
         split_by: "random" or "ood" validation split.
@@ -167,6 +169,7 @@ class SearchSettings(BaseModel):
     restart_top_k: int = Field(default=1, ge=0, le=100)
     llm_max_tokens: int = Field(default=4096, ge=16, le=1_000_000)
     llm_temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    llm_stream: bool = False
     max_workers: int = Field(default=0, ge=0, le=256)
     validation_fraction: float = Field(default=0.2, ge=0.0, lt=1.0)
     split_by: Literal["random", "ood"] = "random"

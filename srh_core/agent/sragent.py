@@ -50,15 +50,16 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from srh_core.agent import accounting, prompts
+from srh_core.agent import accounting, data_refresh, prompts
 from srh_core.agent.base import Agent
 from srh_core.agent.branch import BranchState, updated_front
 from srh_core.agent.candidates import (
@@ -109,7 +110,10 @@ class SRAgent(Agent):
             ready :class:`SearchSettings` is also accepted here).
         llm_model: Model name; a setting.
         settings: Validated settings; built from the keyword settings when None.
-        context: The run's data context (an :class:`~srh_core.context.AgentContext`).
+        context: The run's data context (an :class:`~srh_core.context.AgentContext`),
+            shared with whoever else holds it: ``run()`` commits its data into it, and
+            a later commit (e.g. a DataPreparationAgent's) is picked up at the next
+            step boundary (:meth:`refresh_data`).
         skill_manager: Skill registry for the ``read_skill`` tool.
         api: A ready model adapter (tests inject a scripted one).
         evaluator: Evaluator of the context made by ``run()`` (default: the ``evaluator``
@@ -164,7 +168,7 @@ class SRAgent(Agent):
                                       self.settings.exact_fit_threshold,
                                       self.settings.exact_fit_metric in ("r2", "pearson",
                                                                          "spearman"))
-        self.context: AgentContext | None = None
+        self.context: AgentContext | None = context  # shared (a data-preparation agent's)
         self.store: CandidateStore | None = None
         self.executor: ToolExecutor | None = None
         self.tools: dict[str, BaseTool] = {}
@@ -175,6 +179,15 @@ class SRAgent(Agent):
         self.problem_description = problem_description
         self.deadline: float | None = None
         self.observers: list[Observer] = []
+        self.tools_revision: int | None = None  # the data revision the tools are built for
+        self._tool_context = ExitStack()
+        self._executor_factory: ExecutorFactory | None = None
+        self._retired_executors: list[ToolExecutor] = []
+        self._refresh_lock = threading.Lock()
+        #: Where a newer version of the data comes from when it is not this process's
+        #: context (a worker running a whole run sets it: the run's published versions).
+        self.context_source: Callable[[], Any] | None = None
+        self._source_revision: int | None = None
         if context is not None and store is not None:
             self.bind_run(context, store, executor, problem_description, deadline=deadline)
 
@@ -184,7 +197,9 @@ class SRAgent(Agent):
                  problem_description: str = "", *, deadline: float | None = None) -> None:
         """Attach a run's context, store and executor, and build tools, parser and model.
 
-        The only place a run's parts are set, whichever runtime runs it.
+        The only place a run's parts are set, whichever runtime runs it. The
+        tools are bound to the context :meth:`prepare_tool_context` yields; its
+        exit runs at :meth:`release_run`.
 
         Args:
             context: The run's data context.
@@ -194,16 +209,105 @@ class SRAgent(Agent):
             problem_description: What the data is, for the model.
             deadline: ``time.monotonic()`` value at which the time budget ends.
         """
+        self._tool_context.close()
+        self._tool_context = ExitStack()
+        context = self._tool_context.enter_context(self.prepare_tool_context(context))
         self.context = context
         self.store = store
         self.problem_description = problem_description
         self.deadline = deadline
         self.initialize_tools(context)
         if executor is None:
-            executor = SerialToolExecutor(self.tools)
+            self._executor_factory = SerialToolExecutor
         elif not isinstance(executor, ToolExecutor):
-            executor = executor(self.tools)
-        self.executor = executor
+            self._executor_factory = executor
+        else:
+            self._executor_factory = None  # a ready executor: the caller keeps it current
+        self.executor = executor if self._executor_factory is None else \
+            self._executor_factory(self.tools)
+
+    @contextmanager
+    def prepare_tool_context(self, tool_context: Any) -> Iterator[Any]:
+        """Hook: the context the run's tools are bound to (the reference's hook).
+
+        Entered by :meth:`bind_run` in both runtimes, before the tools are built;
+        its exit runs at :meth:`release_run` (the embedded runner's end of the run).
+        On a cluster every task builds its agent afresh, so the hook runs once per
+        task and a worker drops the agent without releasing it: keep resources
+        that must be freed out of it there. The base yields ``tool_context`` as is.
+
+        Args:
+            tool_context: The run's shared context.
+
+        Yields:
+            The context to bind the tools to (a subclass may add to it or wrap it).
+        """
+        yield tool_context
+
+    def release_run(self) -> None:
+        """Close the run's executors and exit :meth:`prepare_tool_context`."""
+        for executor in [*self._retired_executors, self.executor]:
+            if executor is not None:
+                executor.close()
+        self._retired_executors = []
+        self._tool_context.close()
+
+    # ------------------------------------------------------------ data refresh
+    def refresh_data(self) -> dict[str, Any] | None:
+        """Bring the tools to the context's current data; what changed, or None.
+
+        Called at every step boundary (:meth:`open_step`), and by anyone who
+        changed the data and does not want to wait for it. When the context's
+        revision moved past the one the tools were built for, the splits are
+        dropped and the tools, the parser and the executor are rebuilt (an old
+        executor is closed at :meth:`release_run`: a sample may still use it).
+
+        Returns:
+            :func:`~srh_core.agent.data_refresh.data_change` from the tools' old
+            revision, or None when the tools are current.
+        """
+        with self._refresh_lock:
+            self._take_published_context()
+            context = self.context
+            if context is None or context.revision == self.tools_revision:
+                return None
+            previous = self.tools_revision
+            context.invalidate_splits()
+            self.initialize_tools(context)
+            if self._executor_factory is not None:
+                self._retired_executors.append(self.executor)
+                self.executor = self._executor_factory(self.tools)
+        logger.info("Data revision %s -> %s: tools rebuilt.", previous, context.revision)
+        return data_refresh.data_change(context, previous)
+
+    def _take_published_context(self) -> None:
+        """Bind :attr:`context_source`'s context when it has another revision."""
+        if self.context_source is None:
+            return
+        fresh = self.context_source()
+        if fresh.revision == self._source_revision:
+            return
+        self._source_revision = fresh.revision
+        if fresh is not self.context:
+            self.context = self._tool_context.enter_context(self.prepare_tool_context(fresh))
+
+    @staticmethod
+    def build_data_refresh_message(change: dict[str, Any]) -> dict[str, str]:
+        """Hook: the message that tells a branch's model about a data change.
+
+        Args:
+            change: :func:`~srh_core.agent.data_refresh.data_change`'s description.
+        """
+        return data_refresh.refresh_message(change)
+
+    def tell_data_change(self, buffer: list[Message], branch: BranchState) -> None:
+        """Append the data-refresh message to ``buffer`` when ``branch`` is behind the data."""
+        told, current = branch.data_revision, self.context.revision
+        if told is None or told == current:
+            return
+        message = self.build_data_refresh_message(data_refresh.data_change(self.context, told))
+        buffer.append(message)
+        self.on_buffer_messages_added([message], R=branch.R, C=branch.C, L=branch.L)
 
     def enabled_tool_names(self) -> list[str]:
         """Tool names of this run: the setting, or the available defaults.
@@ -241,6 +345,7 @@ class SRAgent(Agent):
 
         names = self.enabled_tool_names()
         self.tools = {name: BaseTool.create(name, context) for name in names}
+        self.tools_revision = getattr(context, "revision", None)
         self.bind_tool_values(self.tools.values())
         self.parser = BaseParser.create(self.settings.tool_parser, tool_names=names)
         metadata = [tool.metadata for tool in self.tools.values()]
@@ -372,7 +477,8 @@ class SRAgent(Agent):
         for C in range(1, self.settings.global_width + 1):
             self.on_buffer_messages_added([dict(m) for m in buffer], R=R, C=C)
         return [BranchState(store.run_id, R, C, 1, [dict(m) for m in buffer], list(links),
-                            seeds=list(seeds), front=list(front))
+                            seeds=list(seeds), front=list(front),
+                            data_revision=self.context.revision)
                 for C in range(1, self.settings.global_width + 1)]
 
     def problem_arrays(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -447,7 +553,13 @@ class SRAgent(Agent):
     def request_llm(self, prompt: list[Message], R: int, L: int, C: int,
                     stream_callback: Callable[[dict[str, Any]], None] | None = None,
                     ) -> tuple[list[ModelResponse], dict[str, Any]]:
-        """Request K responses; a truncated response is kept with what arrived."""
+        """Request K responses; a truncated response is kept with what arrived.
+
+        Args:
+            stream_callback: Called with ``{"type": "delta", "sample": K, "delta": text,
+                "content": text so far}`` for each piece of text as it arrives (when the
+                adapter streams; a non-streaming adapter gives one piece per sample).
+        """
         api, route = self.route_model(L)
         options = {"n": self.K, "max_tokens": self.settings.llm_max_tokens,
                    "temperature": self.settings.llm_temperature,
@@ -455,6 +567,8 @@ class SRAgent(Agent):
         started = time.monotonic()
         try:
             call = api(prompt, **options)
+            if stream_callback is not None:
+                relay_deltas(call, stream_callback)
             responses, usage = list(call.responses), dict(call.usage or {})
             summary = call.result() if hasattr(call, "result") else None
             provider = getattr(summary, "provider", None)
@@ -527,8 +641,11 @@ class SRAgent(Agent):
         opening hooks leave travels in the plan.
         """
         R, C, L = branch.R, branch.C, branch.L
+        self.refresh_data()  # outside the phase: it rebinds the tools when the data changed
+        revision = self.context.revision
         buffer = [dict(message) for message in branch.buffer]
         with self.stateless_phase("open_step"):
+            self.tell_data_change(buffer, branch)
             reason = self.prepare_iteration(buffer, R, L, C)
             if reason is not None:
                 branch.stop(reason, "done" if reason in MOVE_ON_REASONS else "stopped")
@@ -536,7 +653,7 @@ class SRAgent(Agent):
             prompt = self.prepare_model_messages(buffer, R, L, C)
             responses, usage = self.request_llm(prompt, R, L, C)
         return StepPlan(R, C, L, prompt, responses, list(branch.parents), usage,
-                        buffer=None if buffer == prompt else buffer)
+                        buffer=None if buffer == prompt else buffer, data_revision=revision)
 
     # ------------------------------------------------------ step 2: one sample
     def run_sample(self, plan: StepPlan, K: int) -> SampleRun:
@@ -670,8 +787,11 @@ class SRAgent(Agent):
 
     def sample_candidates(self, response: ModelResponse, results: Sequence[ToolCallResult],
                           *, R: int, C: int, L: int, K: int) -> list[CandidateRecord]:
-        return sample_candidates(response.tool_calls, results, self.node_id(R=R, C=C, L=L, K=K),
-                                 self.context.target)
+        found = sample_candidates(response.tool_calls, results,
+                                  self.node_id(R=R, C=C, L=L, K=K), self.context.target)
+        revision = self.context.revision  # the data the sample's tools scored them on
+        return [replace(c, details={**c.details, data_refresh.REVISION_DETAIL: revision})
+                for c in found]
 
     # ------------------------------------------------------ step 3: close a step
     def close_step(self, branch: BranchState, plan: StepPlan,
@@ -700,14 +820,16 @@ class SRAgent(Agent):
         if exact is None and any(self.exact_fit.reached(c) for c in candidates):
             exact = L
         front = updated_front(branch.front_records(), candidates, self.policy)
+        revision = branch.data_revision if plan.data_revision is None else plan.data_revision
         seen = BranchState(branch.run_id, R, C, L, plan.branch_buffer(), list(plan.parents),
-                           seeds=branch.seeds, front=front, exact_level=exact)
+                           seeds=branch.seeds, front=front, exact_level=exact,
+                           data_revision=revision)
         with self.stateless_phase("close_step"):
             buffer, parents = self.update_conversation(seen.buffer, plan.responses, carried,
                                                        plan.parents, R, L, C, branch=seen)
             reason = self.finish_iteration(buffer, R, L, C)
         after = BranchState(branch.run_id, R, C, L + 1, buffer, parents, seeds=branch.seeds,
-                            front=front, exact_level=exact)
+                            front=front, exact_level=exact, data_revision=revision)
         if reason is not None:
             after.stop(reason)
         elif L >= self.settings.max_refinement_depth:
@@ -910,6 +1032,17 @@ def renamed_call(call: ToolCall, k: int) -> ToolCall:
     """A merged call gets an id unique across samples."""
     return ToolCall(call.name, dict(call.params), id=f"{call.id or 'call'}_k{k}", raw=call.raw,
                     raw_str=call.raw_str)
+
+
+def relay_deltas(call: Any, stream_callback: Callable[[dict[str, Any]], None]) -> None:
+    """Pass each streamed text piece of ``call`` to ``stream_callback``, with the text so far."""
+    so_far: dict[int, str] = {}
+    for delta in getattr(call, "iter_deltas", tuple)():  # an adapter of a test may not stream
+        if not delta.content:
+            continue
+        so_far[delta.sample] = so_far.get(delta.sample, "") + delta.content
+        stream_callback({"type": "delta", "sample": delta.sample, "delta": delta.content,
+                         "content": so_far[delta.sample]})
 
 
 def truncated_responses(error: ModelResponseTruncatedError, k: int) -> list[ModelResponse]:

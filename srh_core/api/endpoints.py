@@ -309,6 +309,7 @@ def build_api(settings: Any, provider: str, model: str | None, access: ModelAcce
     provider = access.provider_for(settings, provider)
     if issubclass(PROVIDERS.get(provider), OpenAIAPI):
         kwargs.update(access.api_options(settings, provider))
+        kwargs.setdefault("stream", bool(getattr(settings, "llm_stream", False)))
         if access.gate_for is not None:
             kwargs["gate"] = access.gate_for(access.endpoint_for(settings, provider))
         if model is None and settings.endpoint:

@@ -25,6 +25,7 @@ SETTING_OF_FLAG = {
     "max_refinement_depth": "max_refinement_depth", "local_sample_size": "local_sample_size",
     "restart_top_k": "restart_top_k", "seed": "seed", "time_limit": "time_limit",
     "early_stop": "early_stop", "base_url": "base_url", "llm_max_tokens": "llm_max_tokens",
+    "llm_stream": "llm_stream",
     "auto_routing": "auto_routing", "tool_parser": "tool_parser", "tools": "tools",
     "ban_tools": "ban_tools", "max_workers": "max_workers", "workspace": "workspace",
     "force_initial_diagnostics": "force_initial_diagnostics",
@@ -186,6 +187,9 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--auto-routing", action=argparse.BooleanOptionalAction, default=None,
                        help="route hard tasks to --strong-llm (default: on)")
     model.add_argument("--llm-max-tokens", type=int, help="maximum tokens per model response")
+    model.add_argument("--stream", dest="llm_stream", action="store_true", default=None,
+                       help="stream the model's replies (an OpenAI-compatible endpoint; with "
+                            "--interactive the text appears as it arrives)")
     model.add_argument("--tool-parser", choices=("openai", "json", "text", "xml"),
                        help="how tool calls are exchanged with the model (default openai)")
 
@@ -263,7 +267,8 @@ def _validation_options(parser: argparse.ArgumentParser) -> None:
     validation.add_argument("--split-random-state", type=int, help="seed of the split")
     validation.add_argument("--evaluator", metavar="FILE",
                             help="a .py file defining one DefaultEvaluator subclass: the run's "
-                                 "evaluator (embedded runs only; srh evaluator writes one)")
+                                 "evaluator (sandboxed on cluster workers; srh evaluator "
+                                 "writes one)")
     validation.add_argument("--selection", choices=("best", "accuracy"),
                             help="how the reported best formula is chosen: best (default: "
                                  "complexity-aware, on the Pareto front) or accuracy (the "

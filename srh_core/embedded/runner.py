@@ -380,7 +380,7 @@ def _guarded(agent: SRAgent, store: SearchRunState, restart: int,
             logger.exception("The search failed; everything recorded so far is kept.")
         return finish_run(agent, store, outcome)  # the result first, then the cleanup
     finally:
-        agent.executor.close()
+        agent.release_run()  # the executors, then prepare_tool_context's exit
 
 
 def search_loop(agent: SRAgent, restart: int, branches: list[BranchState] | None,

@@ -13,14 +13,19 @@ both runtimes once they call them at the same boundaries:
   branch (``next_r``: every branch of the restart) as done;
 - ``request_llm`` runs the model request under ``cancellable`` (a
   force-pause calls the adapter's ``cancel()``: streamed replies stop at the
-  next chunk, retries stop waiting) and publishes the assistant events; a
+  next chunk, retries stop waiting) and publishes the assistant events
+  (``assistant_delta`` with the text so far while a streaming adapter's reply
+  arrives, see docs/interactive-events.md); a
   cancelled step's samples are kept as empty "cancelled" nodes;
+- ``refresh_data`` publishes ``workspace_changed`` (``"what": "data"``) when the run's
+  data changed, and a workspace-writing tool's successful call one with
+  ``"what": "files"`` (see docs/interactive-events.md);
 - ``execute_tool_calls`` publishes tool events; tools see the force-pause
   through ``context.cancel_event`` (``BaseTool.cancelled``), so a running
   tool stops at its next cancellation check and the step's calls are
   reported as cancelled;
-- ``update_conversation`` asks for a pause after a tool-free reply (and, when
-  ``pause_on_truncated``, after a truncated one) and tells the model when a
+- ``update_conversation`` asks for a pause after a tool-free reply and (unless
+  ``pause_on_truncated=False``) after a truncated one and tells the model when a
   force-pause cut its step, from the step's responses and results alone.
 
 The hooks reach the controls through an :class:`~srh_core.interactive.AgentControls`
@@ -37,6 +42,7 @@ On a cluster the workers pass the run's Redis controls instead
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -53,6 +59,10 @@ from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
 Message = dict[str, Any]
 PREVIEW_CHARS = 4000
 TOP_K_EVENT = 5
+DELTA_INTERVAL = 0.1  # seconds between two assistant_delta events of one sample
+#: Tools that may write the workspace's files: a successful call publishes workspace_changed.
+WORKSPACE_WRITERS = frozenset({"workspace_shell", "workspace_code_executor", "edit_skill",
+                               "edit_tool", "create_skill"})
 MESSAGE_PREFIX = "[Message from the researcher]"
 FORCE_PAUSE_NOTICE = ("[Harness] The researcher force-paused this step: its model response and "
                       "tool calls were cut, so there are no results from it.")
@@ -73,7 +83,7 @@ class SRAgentInteractive(SRAgent):
         pause_on_tool_free: Pause after a step whose replies call no tool
             (the reference's behaviour: the model is waiting for the human).
         pause_on_truncated: Pause after a step with a reply cut by the
-            length limit.
+            length limit (default True, the reference's ``pause_on_truncated_response``).
         **kwargs: Everything else :class:`SRAgent` takes.
     """
 
@@ -81,7 +91,7 @@ class SRAgentInteractive(SRAgent):
                  interaction_manager: SRInteractionManager | None = None, *,
                  control_channel: ControlChannel | None = None,
                  controls: AgentControls | None = None, pause_on_tool_free: bool = True,
-                 pause_on_truncated: bool = False, **kwargs: Any) -> None:
+                 pause_on_truncated: bool = True, **kwargs: Any) -> None:
         manager = interaction_manager or SRInteractionManager()
         if not isinstance(manager, SRInteractionManager):
             raise ConfigurationError("interaction_manager must be an SRInteractionManager. Got "
@@ -107,6 +117,15 @@ class SRAgentInteractive(SRAgent):
     def _on_agent_event(self, event: Mapping[str, Any]) -> None:
         if event.get("event") == "finished":
             self.controls.finish(event.get("status"), event.get("reason"))
+
+    def refresh_data(self) -> dict[str, Any] | None:
+        """SRAgent's refresh, and a ``workspace_changed`` event (``"what": "data"``) when the
+        data changed."""
+        change = super().refresh_data()
+        if change is not None:
+            self.controls.start(self.settings.save_path)
+            self.controls.publish_event("workspace_changed", {"what": "data", **change})
+        return change
 
     # --------------------------------------------------------- the boundary
     def pause_gate(self) -> PauseGate | None:
@@ -164,7 +183,8 @@ class SRAgentInteractive(SRAgent):
             with controls.cancellable(lambda: self._cancel_step(R, C, L)):
                 if "interrupted" in self._flags(R, C, L):
                     raise ModelRequestCancelledError("A force-pause came before the request.")
-                responses, usage = super().request_llm(prompt, R, L, C, stream_callback)
+                relay = self._delta_publisher(ids, coord, stream_callback)
+                responses, usage = super().request_llm(prompt, R, L, C, relay)
         except ModelRequestCancelledError as error:
             if "interrupted" not in self._flags(R, C, L):
                 self._publish_failed(ids, coord, error)
@@ -180,6 +200,26 @@ class SRAgentInteractive(SRAgent):
             "tool_calls": [_call_view(call) for call in response.tool_calls], "usage": usage})
             for K, response in zip(ids, responses, strict=False)])
         return responses, usage
+
+    def _delta_publisher(self, ids: Mapping[int, str], coord: Mapping[str, int],
+                         stream_callback: Any) -> Any:
+        """A stream callback publishing ``assistant_delta`` (the text so far of one sample),
+        at most one per sample every DELTA_INTERVAL seconds: the timeline keeps only the
+        newest delta of a response, and ``assistant_completed`` carries the whole text."""
+        published: dict[int, float] = {}
+
+        def relay(update: dict[str, Any]) -> None:
+            if stream_callback is not None:
+                stream_callback(update)
+            K = update["sample"]
+            now = time.monotonic()
+            if K not in ids or (K in published and now - published[K] < DELTA_INTERVAL):
+                return
+            published[K] = now
+            self.controls.publish_event("assistant_delta", {
+                "response_id": ids[K], "coord": {**coord, "K": K},
+                "delta": update["delta"], "content": _clip(update["content"])})
+        return relay
 
     def _cancel_step(self, R: int, C: int, L: int) -> None:
         self._flag(R, C, L, "interrupted")
@@ -212,12 +252,18 @@ class SRAgentInteractive(SRAgent):
                     or "interrupted" in self._flags(R, C, L)):
                 raise
             grouped = self._cancelled_calls(response_list, R, L, C)
+        done = [(response.sample, call, result)
+                for response, results in zip(response_list, grouped, strict=True)
+                for call, result in zip(response.tool_calls, results, strict=True)]
         controls.publish_events([("tool_completed", {
-            "coord": {**coord, "K": response.sample}, "call": _call_view(call), "ok": result.ok,
+            "coord": {**coord, "K": K}, "call": _call_view(call), "ok": result.ok,
             "result_str": _clip(result.result_str),
-            "elapsed_s": result.meta_data.get("elapsed_s")})
-            for response, results in zip(response_list, grouped, strict=True)
-            for call, result in zip(response.tool_calls, results, strict=True)])
+            "elapsed_s": result.meta_data.get("elapsed_s")}) for K, call, result in done])
+        changed = [("workspace_changed", {
+            "what": "files", "coord": {**coord, "K": K}, "tool": call.name, "call_id": call.id})
+            for K, call, result in done if result.ok and call.name in WORKSPACE_WRITERS]
+        if changed:
+            controls.publish_events(changed)
         return grouped
 
     def _cancelled_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,

@@ -16,11 +16,13 @@ def add_interactive_arguments(parser: argparse.ArgumentParser) -> None:
                        action="store_false", help=(
                            "with --interactive: go on after a reply that calls no tool "
                            "(default: pause there and wait for the researcher)"))
-    group.add_argument("--pause-on-truncated", action="store_true",
-                       help="with --interactive: pause after a reply cut by the length limit")
+    group.add_argument("--pause-on-truncated", action=argparse.BooleanOptionalAction,
+                       default=True, help=(
+                           "with --interactive: pause after a reply cut by the length limit "
+                           "(default, as in the reference; --no-pause-on-truncated goes on)"))
 
 
 def interactive_options(args: argparse.Namespace) -> dict[str, Any]:
     """Constructor arguments of :class:`~srh_core.interactive.SRAgentInteractive` from the flags."""
     return {"pause_on_tool_free": getattr(args, "pause_on_tool_free", True),
-            "pause_on_truncated": getattr(args, "pause_on_truncated", False)}
+            "pause_on_truncated": getattr(args, "pause_on_truncated", True)}

@@ -8,7 +8,8 @@ so importing this package (or :mod:`srh_core.tools.base`) imports no tool.
 Built-in tools by registered name: ``evaluate_formula`` (EvaluateTool),
 ``submit_formula``, ``polynomial_fit``, ``power_law_fit``, ``rational_fit``,
 ``constant_fit``, ``harmonic_interaction_fit``, ``monomial_sum_fit``,
-``call_sindy`` (SINDyTool), ``evaluate_eic`` (EICTool), ``call_pysr``,
+``call_sindy`` (SINDyTool), ``evaluate_eic`` (EICTool), ``call_pysr``, ``nd2`` and
+``sr4mdl`` (optional backends that say how to install them when missing),
 ``expression_search`` (ExpressionSearchTool),
 ``statistics_analysis``, ``relationship_analysis``, ``evaluate_code``,
 ``code_executor``, ``workspace_code_executor``, ``workspace_shell``,
@@ -45,6 +46,8 @@ _LAZY = {
     "PolynomialFitTool": "srh_core.tools.polynomial",
     "PowerLawFitTool": "srh_core.tools.power_law",
     "PySRTool": "srh_core.tools.pysr",
+    "ND2Tool": "srh_core.tools.neural",
+    "SR4MDLTool": "srh_core.tools.neural",
     "RationalFitTool": "srh_core.tools.rational",
     "ReadSkillTool": "srh_core.tools.skills",
     "RelationshipAnalysisTool": "srh_core.tools.analysis.relationship",

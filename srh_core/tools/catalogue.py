@@ -15,6 +15,7 @@ import srh_core.tools.eic  # noqa: F401
 import srh_core.tools.evaluate  # noqa: F401
 import srh_core.tools.harmonic  # noqa: F401
 import srh_core.tools.monomial_sum  # noqa: F401
+import srh_core.tools.neural  # noqa: F401
 import srh_core.tools.polynomial  # noqa: F401
 import srh_core.tools.power_law  # noqa: F401
 import srh_core.tools.pysr  # noqa: F401

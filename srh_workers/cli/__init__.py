@@ -1,7 +1,7 @@
 """The cluster commands of ``srh``, plugged in through the ``srh.commands`` entry point.
 
 Adds ``srh worker`` and ``srh metrics`` (:mod:`.worker`), ``srh status``, ``srh result``,
-``srh cancel``, ``srh kick`` and the ``celery`` backend of ``srh run`` (with
+``srh cancel``, ``srh kick``, ``srh refresh-data`` and the ``celery`` backend of ``srh run`` (with
 ``--detach``) and of ``srh sweep`` (:mod:`.runs`), ``srh export``, and the cluster's
 sweep actions and control target. Connection settings come from the environment
 (``SRH_BROKER_URL``, ``SRH_RESULT_BACKEND``, ``SRH_REDIS_URL``; :mod:`.connections`).
@@ -17,6 +17,7 @@ from srh_workers.cli.runs import (
     celery_sweep_backend,
     handle_cancel,
     handle_kick,
+    handle_refresh_data,
     handle_result,
     handle_status,
     run_celery,
@@ -55,6 +56,15 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     kick = subparsers.add_parser("kick", help="re-send a stalled run's next tasks (idempotent)")
     kick.add_argument("run_id")
     kick.set_defaults(handler=handle_kick)
+    refresh = subparsers.add_parser(
+        "refresh-data", help="give a running distributed run new data (its branches are told "
+                             "at their next step)")
+    refresh.add_argument("run_id")
+    refresh.add_argument("--data", required=True, metavar="PATH",
+                         help="a CSV/.npz table or a context.data directory: every column")
+    refresh.add_argument("--target", help="the target column (default: the run's, or the "
+                                          "directory's manifest)")
+    refresh.set_defaults(handler=handle_refresh_data)
     from srh_core.cli import SWEEP_BACKENDS
     from srh_core.cli.control_commands import CONTROL_TARGETS
     from srh_workers.control.cli import cluster_target

@@ -286,6 +286,30 @@ def handle_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def handle_refresh_data(args: argparse.Namespace) -> int:
+    """``srh refresh-data RUN_ID --data PATH``: the run's branches use new data from their next
+    step (see srh_workers.submit.refresh_run_data)."""
+    from pathlib import Path
+
+    from srh_core.cli.tool_commands import context_from_data
+    from srh_workers.submit import refresh_run_data
+
+    client = checked(connections()[0])
+    target = args.target
+    if target is None and not Path(args.data).is_dir():  # a table: the run's own target
+        from srh_workers.spec import load_spec
+        from srh_workers.store import RedisRunStore
+
+        target = load_spec(RedisRunStore(client, args.run_id, register=False)).target
+    context = context_from_data(Path(args.data), target, {})
+    revision = refresh_run_data(client, args.run_id, dict(context.data),
+                                target=context.target, features=list(context.feature_names()),
+                                variable_descriptions=context.variable_descriptions)
+    print(f"Run {args.run_id} now uses data revision {revision}; each branch is told at its "
+          "next step.", file=sys.stderr)
+    return 0
+
+
 def handle_kick(args: argparse.Namespace) -> int:
     from srh_workers.flow.tasks import sender
     from srh_workers.submit import kick_run

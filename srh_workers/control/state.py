@@ -39,7 +39,7 @@ from srh_core.interactive import (
 from srh_workers.store.control import ControlChange
 
 STATE_VERSION = 1
-DEFAULT_OPTIONS: dict[str, bool] = {"pause_on_tool_free": True, "pause_on_truncated": False}
+DEFAULT_OPTIONS: dict[str, bool] = {"pause_on_tool_free": True, "pause_on_truncated": True}
 HELD_STATES = frozenset({"pausing", "interrupting", "paused"})
 Stored = Mapping[str, Any] | None
 

@@ -100,7 +100,8 @@ class WorkerRunView:
                                    self.settings.larger_is_better, register=False)
         self.agent_class = load_agent_class(spec.agent_class)
         self.granularity = resolve_granularity(self.settings)
-        self._context: Any = None
+        self._contexts: OrderedDict[int | None, Any] = OrderedDict()  # by data revision
+        self._evaluator: Any = None  # the run's sandboxed custom evaluator, built once
         self._api: Any = None
         self._thread_api = threading.local()  # a bounded step's client: one per worker thread
         self._access: Any = None
@@ -116,21 +117,38 @@ class WorkerRunView:
 
     @property
     def context(self) -> Any:
-        """The run's data context, decoded once per process."""
+        """The run's data context in the version its record names (a data refresh publishes
+        a new version: srh_core.agent.data_refresh)."""
+        return self.context_at(None)
+
+    def context_at(self, revision: int | None) -> Any:
+        """The run's context of data revision ``revision`` (None: the one its record names),
+        decoded once per version and process (the newest RUN_CACHE_SIZE versions kept)."""
+        if revision is None:
+            revision = self.store.data_revision()
         with self._lock:
-            if self._context is None:
+            context = self._contexts.get(revision)
+            if context is None:
                 from srh_core.context import AgentContext
 
-                self._context = AgentContext.from_payload(self.store.payload())
-            return self._context
+                if self._evaluator is None:
+                    self._evaluator = self.spec.evaluator() or False  # False: the default
+                context = AgentContext.from_payload(self.store.payload(revision),
+                                                    evaluator=self._evaluator or None)
+                self._contexts[revision] = self._contexts[context.revision] = context
+                while len(self._contexts) > RUN_CACHE_SIZE:
+                    self._contexts.popitem(last=False)
+            return context
 
     def agent(self, stored: Mapping[str, list[ToolCallResult]] | None = None, *,
-              bounded: bool = False) -> SRAgent:
+              bounded: bool = False, revision: int | None = None) -> SRAgent:
         """The run's agent, bound to its store, with a serial executor over its tools.
 
         Args:
             stored: Results already stored for samples, by node id (a tool task's).
             bounded: The agent's model requests will be cut (:meth:`bounded_requests`).
+            revision: The data revision to bind (a step's samples and close use the one
+                the step was opened on); None: the version the run's record names.
         """
 
         def executor(tools: Mapping[str, Any]) -> Any:
@@ -142,12 +160,16 @@ class WorkerRunView:
         # per thread (kept: building one costs an HTTP client and a TLS context, tens of ms)
         # is cut alone, and calls made after a cancel are not affected.
         shared = getattr(self._thread_api, "api", None) if bounded else self._api
-        agent = self.agent_class(settings=self.settings, context=self.context,
+        context = self.context_at(revision)
+        agent = self.agent_class(settings=self.settings, context=context,
+                                 evaluator=context.evaluator,
                                  api=shared,
                                  store=self.store, executor=executor,
                                  problem_description=self.spec.description,
                                  deadline=self.deadline(), model_access=self.model_access,
                                  **self.agent_options())
+        if self.granularity == "run":  # one agent runs many steps: data may be refreshed
+            agent.context_source = lambda: self.context
         if bounded:
             self._thread_api.api = agent.api
         else:

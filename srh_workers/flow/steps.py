@@ -155,7 +155,7 @@ def run_sample(rt: WorkerRunView, R: int, C: int, L: int, K: int) -> list[Action
         logger.warning("R%d-C%d-L%d-K%d: no step plan; nothing to do", R, C, L, K)
         return []
     known = {rt.store.node_id(R, C, L, K): stored} if stored is not None else {}
-    run = sample_results(rt.agent(known), plan, K)
+    run = sample_results(rt.agent(known, revision=plan.data_revision), plan, K)
     if run.outcome is not None and run.outcome.claimed:
         return close_step(rt, R, C, L)
     return []
@@ -170,8 +170,9 @@ def close_step(rt: WorkerRunView, R: int, C: int, L: int) -> list[Action]:
         logger.warning("R%d-C%d-L%d: closing before every sample was recorded", R, C, L)
         return []
     samples = [results[k] for k in range(1, plan.K + 1)]  # their candidates found once
-    after = rt.agent().close_step(branch, plan, [sample.results for sample in samples],
-                                  candidates=[sample.candidates for sample in samples])
+    after = rt.agent(revision=plan.data_revision).close_step(
+        branch, plan, [sample.results for sample in samples],
+        candidates=[sample.candidates for sample in samples])
     rt.store.flow.save_branches([after])
     return scheduled(rt, on_step_closed(after, early_stop=rt.settings.early_stop))
 

@@ -78,7 +78,9 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("keys", "run", "set", "every writer of a registered key (all families)",
             "expire_run, compact, delete_run"),
     KeySpec("spec", "run", "string", "store.publish (submit)", "every task (load the run)"),
-    KeySpec("context", "run", "hash", "store.publish (submit)", "workers (context cache)"),
+    KeySpec("context", "run", "hash",
+            "store.publish (submit), store.publish_data (a data refresh: rev:<n>: fields)",
+            "workers (context cache, per data revision)"),
     # candidate records: RedisRunStore (the CandidateStore seam)
     KeySpec("nodes", "candidates", "hash", "record_node, record_sample", "store listings"),
     KeySpec("node_detail", "candidates", "hash", "record_node, record_sample",
@@ -255,7 +257,8 @@ class RunKeys:
     stop = _static_key("stop", "String: set when the run must stop early (the reason).")
     registry = _static_key("keys", "Set: names of the run's coordinate keys.")
     spec = _static_key("spec", "String: the run specification JSON (settings, problem).")
-    context = _static_key("context", "Hash: context metadata JSON and one .npy per array.")
+    context = _static_key("context", "Hash: context metadata JSON and one .npy per array "
+                          "(a refreshed version's fields prefixed rev:<revision>:).")
     requests = _static_key("requests", "String: counter of model requests actually sent.")
     spend = _static_key("spend", "String: JSON totals of the kept steps (tokens, cost, time).")
     poison = _static_key("poison", "Hash: task id -> PoisonRecord JSON of a poison task.")

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from redis.exceptions import WatchError
 
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
@@ -435,10 +436,20 @@ class RedisRunStore:
         raw = self.client.get(self.keys.spec)
         return None if raw is None else reply_text(raw)
 
-    def payload(self) -> Any:
-        """The context payload of the run (arrays decoded without pickle)."""
+    def payload(self, revision: int | None = None) -> Any:
+        """The context payload of the run (arrays decoded without pickle).
+
+        Args:
+            revision: A version published by :meth:`publish_data`; None: the one
+                published at submit.
+
+        Raises:
+            SearchStateError: The run (or that version of its data) was not published.
+        """
         from srh_core.context.payload import ContextPayload
 
+        if revision is not None:
+            return self._revised_payload(revision)
         fields: Mapping[bytes, bytes] = self.client.hgetall(self.keys.context)
         if CONTEXT_METADATA_FIELD not in fields:
             raise SearchStateError(f"Run {self.run_id!r} has no published data.")
@@ -447,6 +458,71 @@ class RedisRunStore:
                   np.load(io.BytesIO(value), allow_pickle=False)
                   for key, value in fields.items()
                   if key.decode().startswith(CONTEXT_ARRAY_PREFIX)}
+        return ContextPayload.from_parts(metadata, arrays)
+
+    def publish_data(self, payload: Any) -> int:
+        """Publish a new version of the run's data; its tasks load it from their next one.
+
+        The version is the payload's data revision; it is written next to the
+        earlier ones (a task that read the old name still finds its data) and then
+        named in the run's record (``meta`` field ``data_revision``), in one
+        transaction. Versions are kept until the run's keys expire.
+
+        Args:
+            payload: ``AgentContext.to_payload()`` of the changed context.
+
+        Returns:
+            The published revision.
+
+        Raises:
+            ConfigurationError: The revision is not above the run's current one.
+        """
+        revision = payload.metadata.revision
+        prefix = f"rev:{revision}:"
+        mapping = {prefix + CONTEXT_METADATA_FIELD.decode(): json.dumps(payload.metadata_json())}
+        mapping.update({f"{prefix}{CONTEXT_ARRAY_PREFIX}{name}": _npy(value)
+                        for name, value in payload.arrays.items()})
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.watch(self.keys.meta)  # two refreshes at once: one of them is refused
+            raw = pipe.hget(self.keys.meta, "data_revision")
+            base = json.loads(pipe.hget(self.keys.context, CONTEXT_METADATA_FIELD) or "{}")
+            current = int(raw) if raw is not None else int(base.get("revision", 0))
+            if revision <= current:
+                raise ConfigurationError(
+                    f"Run {self.run_id!r} already has data revision {current}; a refresh must "
+                    f"publish a later one. Got revision {revision} instead.", setting="data")
+            pipe.multi()
+            pipe.hset(self.keys.context, mapping=mapping)
+            pipe.hset(self.keys.meta, "data_revision", revision)
+            try:
+                pipe.execute()
+            except WatchError as error:
+                raise ConfigurationError(f"Another data refresh of run {self.run_id!r} was "
+                                         "published at the same time; load it and retry.",
+                                         setting="data") from error
+        return revision
+
+    def data_revision(self) -> int | None:
+        """The data version the run's record names (None: the one published at submit)."""
+        raw = self.client.hget(self.keys.meta, "data_revision")
+        return None if raw is None else int(raw)
+
+    def _revised_payload(self, revision: int) -> Any:
+        from srh_core.context.payload import ContextPayload
+
+        prefix = f"rev:{revision}:"
+        raw = self.client.hget(self.keys.context, prefix + CONTEXT_METADATA_FIELD.decode())
+        if raw is None:
+            base = self.payload(None)  # the version published at submit has no prefix
+            if base.metadata.revision != revision:
+                raise SearchStateError(f"Run {self.run_id!r} has no data revision {revision}.")
+            return base
+        metadata = json.loads(raw)
+        names = list(metadata.get("arrays") or {})
+        values = self.client.hmget(self.keys.context,
+                                   [f"{prefix}{CONTEXT_ARRAY_PREFIX}{name}" for name in names])
+        arrays = {name: np.load(io.BytesIO(value), allow_pickle=False)
+                  for name, value in zip(names, values, strict=True) if value is not None}
         return ContextPayload.from_parts(metadata, arrays)
 
     # --------------------------------------------------------------- reads

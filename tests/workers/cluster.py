@@ -65,6 +65,14 @@ class Cluster:
         assert worker.alive, worker.log_text()[-2000:]
         return worker
 
+    def start_pair(self, **extra_env: str) -> list[WorkerProcess]:
+        """A branches worker and a tools worker (one process each), started side by side."""
+        workers = [self.start(queue, concurrency=1, wait=False, **extra_env)
+                   for queue in ("branches", "tools")]
+        for worker in workers:
+            self.ready(worker)
+        return workers
+
     def submit(self, settings: SearchSettings, X: dict[str, Any], y: dict[str, Any],
                agent_class: type[SRAgent] = SRAgent) -> str:
         return submit_run(self.client, sender(self.app), settings, X, y, "find y",
@@ -76,3 +84,12 @@ class Cluster:
     def close(self) -> None:
         for worker in self.workers:
             worker.stop(signal.SIGKILL)
+
+
+def lab_endpoint(directory: Path, base_url: str) -> dict[str, str]:
+    """An endpoints file naming ``base_url`` (a scripted model server) endpoint "lab";
+    the environment that gives workers (and a submitter) that endpoint and its key."""
+    path = directory / "endpoints.toml"
+    path.write_text(f'[endpoints.lab]\nprovider = "openai"\nbase_url = "{base_url}"\n'
+                    'api_key_env = "LAB_KEY"\nmodel = "m"\n', encoding="utf-8")
+    return {"SRH_ENDPOINTS": str(path), "LAB_KEY": "sk-operator"}

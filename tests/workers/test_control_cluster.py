@@ -29,7 +29,13 @@ from srh_workers.control.submit import submit_interactive
 from srh_workers.flow.tasks import sender
 from srh_workers.observability.metrics import queue_depths
 from srh_workers.store import RedisRunStore, RunKeys
-from tests.support.openai_payloads import chat_choice, chat_completion, evaluating_reply, tool_call
+from tests.support.openai_payloads import (
+    chat_choice,
+    chat_chunk,
+    chat_completion,
+    evaluating_reply,
+    tool_call,
+)
 from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.workers.cluster import Cluster
 from tests.workers.conftest import RedisOptions, RedisServer
@@ -310,3 +316,25 @@ def test_srh_cancel_ends_a_paused_run_at_once(steered, model, monkeypatch, capsy
     status = run.control.read_status()
     assert status["interaction_state"] == "idle" and status["held"] == []
     assert run.received() == ["pause"]
+
+
+def test_a_streamed_reply_reaches_the_cluster_timeline_as_assistant_deltas(steered, model):
+    text = "".join(f"tok{i} " for i in range(6))
+
+    def streamed(request) -> Reply:
+        call = {"index": 0, "id": "e1", "type": "function",
+                "function": {"name": "evaluate_formula", "arguments": '{"f": "x1*x2**2"}'}}
+        return Reply.sse([*[chat_chunk(content=f"tok{i} ", role="assistant" if i == 0 else None)
+                            for i in range(6)], chat_chunk(tool_calls=[call])], event_delay=0.03)
+
+    model.respond_with(streamed)
+    run = Steered(steered, model, "steer-stream", max_refinement_depth=1, local_sample_size=1,
+                  granularity="step", llm_stream=True)
+    assert run.result().status == "completed"
+    assert run.bodies()[0]["stream"] is True
+    events = run.control.read_events(0)["events"]
+    deltas = [e["payload"] for e in events if e["kind"] == "assistant_delta"]
+    completed = [e["payload"] for e in events if e["kind"] == "assistant_completed"]
+    assert deltas and completed[0]["content"] == text
+    assert all(text.startswith(d["content"]) for d in deltas)
+    assert {d["response_id"] for d in deltas} == {"steer-stream:R1-C1-L1-K1"}

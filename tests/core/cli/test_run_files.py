@@ -1,4 +1,4 @@
-"""``srh run --data DIR`` with a graph manifest, and ``--evaluator FILE`` (embedded only)."""
+"""``srh run --data DIR`` with a graph manifest; ``--evaluator FILE`` embedded and shipped."""
 
 from __future__ import annotations
 
@@ -66,20 +66,39 @@ def test_a_broken_evaluator_file_is_a_usage_error(tmp_path: Path, capsys):
     assert "exactly one subclass of DefaultEvaluator" in capsys.readouterr().err
 
 
-def test_a_cluster_refuses_a_custom_evaluator(tmp_path: Path):
+def test_a_cluster_ships_a_custom_evaluator_only_when_it_loads(tmp_path: Path):
+    from srh_core.errors import EvaluatorLoadError
+    from srh_core.evaluator.sandboxed import MAX_SOURCE_BYTES, EvaluatorSource
     from srh_workers.spec import RunSpec
     from srh_workers.submit import submit_run
 
-    settings = SearchSettings.build(evaluator=str(tmp_path / "mine.py"), run_id="ev1")
-    client = fakeredis.FakeRedis()
-    with pytest.raises(ConfigurationError, match="embedded only"):
+    def submit(path: Path) -> None:
+        settings = SearchSettings.build(evaluator=str(path), run_id="ev1")
         submit_run(client, lambda action: None, settings, {"x": np.arange(10.0)},
                    {"y": np.arange(10.0)})
+
+    client = fakeredis.FakeRedis()
+    with pytest.raises(EvaluatorLoadError, match="existing .py file"):
+        submit(tmp_path / "missing.py")
+    (tmp_path / "none.py").write_text("x = 1\n")
+    with pytest.raises(EvaluatorLoadError, match="exactly one subclass"):
+        submit(tmp_path / "none.py")
+    (tmp_path / "huge.py").write_text(EVALUATOR + "#" * MAX_SOURCE_BYTES)
+    with pytest.raises(EvaluatorLoadError, match="at most"):
+        submit(tmp_path / "huge.py")
     assert client.keys() == []
-    spec = RunSpec(run_id="ev1", settings=settings.model_dump(), description="", target="y",
+    (tmp_path / "mine.py").write_text(EVALUATOR)
+    submit(tmp_path / "mine.py")
+    spec = RunSpec.model_validate_json(client.get("srh:{ev1}:spec"))
+    assert spec.evaluator_source == EvaluatorSource.read(tmp_path / "mine.py")
+    assert "evaluator_source" not in repr(spec)
+    bare = RunSpec(run_id="ev2", settings=spec.settings, description="", target="y",
                    features=["x"])
-    with pytest.raises(ConfigurationError, match="embedded only"):
-        spec.search_settings()  # a worker, given such a spec anyway
+    with pytest.raises(ConfigurationError, match="no evaluator source"):
+        bare.search_settings()  # a worker, given a spec that names a file it cannot have
+    damaged = spec.evaluator_source.model_copy(update={"source": EVALUATOR + "# changed"})
+    with pytest.raises(EvaluatorLoadError, match="digest"):
+        damaged.checked()
 
 
 def test_a_sweep_names_its_evaluator_relative_to_the_sweep_file(tmp_path: Path):
@@ -93,3 +112,10 @@ def test_a_sweep_names_its_evaluator_relative_to_the_sweep_file(tmp_path: Path):
     spec = load_sweep(sweep)
     settings = cell_data(spec, cells(spec)[0]).settings
     assert settings.evaluator == str(tmp_path / "mine.py")
+
+
+def test_stream_asks_the_model_to_stream_and_the_run_records_it(tmp_path: Path):
+    out = tmp_path / "r"
+    assert main(["run", "--equation", "y = x1", "-L", "1", "--out", str(out), "--stream",
+                 "--json"]) == 0
+    assert json.loads((out / "run.json").read_text())["agent"]["llm_stream"] is True

@@ -228,3 +228,62 @@ def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_serve
     assert len(failed) == 1 and failed[0]["payload"]["interrupted"] is True
     nodes = [json.loads(line) for line in (run.path / "nodes.jsonl").read_text().splitlines()]
     assert nodes[1]["detail"]["message"]["content"] == ""
+
+
+@pytest.mark.integration
+def test_a_streamed_reply_is_published_as_assistant_deltas(openai_server, tmp_path):
+    openai_server.script(streamed_reply(8), Reply.sse([chat_chunk(role="assistant", tool_calls=[{
+        "index": 0, "id": "e1", "type": "function",
+        "function": {"name": "evaluate_formula", "arguments": '{"f": "x1*x2**2"}'}}])],
+        path=CHAT))
+    run = Run(openai_server, tmp_path, max_refinement_depth=2, llm_stream=True,
+              pause_on_tool_free=False).start()
+    result = run.finish()
+
+    assert result.status == "completed"
+    events = run.events()
+    completed = [e["payload"] for e in events if e["kind"] == "assistant_completed"]
+    text = "".join(f"tok{i} " for i in range(8))
+    assert completed[0]["content"] == text
+    streamed = [e["payload"] for e in events if e["kind"] == "assistant_delta"]
+    assert streamed  # each the text so far of the streamed reply, ending with its piece
+    assert all(text.startswith(d["content"]) and d["content"].endswith(d["delta"])
+               for d in streamed)
+    assert {d["response_id"] for d in streamed} == {completed[0]["response_id"]}
+    assert streamed[0]["coord"] == {"R": 1, "C": 1, "L": 1, "K": 1}
+
+
+def test_a_truncated_reply_pauses_by_default() -> None:
+    agent = SRAgentInteractive(llm_provider="offline")
+    assert agent.pause_on_truncated is True and agent.pause_on_tool_free is True
+
+
+@pytest.mark.integration
+def test_workspace_changed_for_a_data_refresh_and_for_written_files(openai_server, tmp_path):
+    from srh_core.context import AgentContext
+
+    shell = tool_call("workspace_shell", {"command": "mkdir notes"}, "s1")
+    openai_server.script(Reply.json(chat_completion(content=None, tool_calls=[shell]),
+                                    path=CHAT), evaluate("x1 + x2", "c2"))
+    (tmp_path / "ws").mkdir()
+    context = AgentContext(workspace=str(tmp_path / "ws"))
+    X, y = data()
+    path = tmp_path / "run"
+    agent = SRAgentInteractive(
+        llm_provider="openai", llm_model="test-model", base_url=openai_server.base_url,
+        tool_parser="openai", early_stop=False, run_id="ws", save_path=str(path),
+        tools=["workspace_shell", "evaluate_formula"], context=context,
+        max_refinement_depth=2, pause_on_tool_free=False)
+
+    def new_data(event) -> None:
+        if event["event"] == "responses" and event["L"] == 1:
+            context.commit_data({**X, "y": X["x1"] + X["x2"]}, target="y")
+
+    agent.observers.append(new_data)
+    assert agent.run(X, y, "y")["status"] == "completed"
+    events = RunDirectoryChannel(path).read_events(0)["events"]
+    changed = [e["payload"] for e in events if e["kind"] == "workspace_changed"]
+    assert [c["what"] for c in changed] == ["files", "data"]
+    assert changed[0]["tool"] == "workspace_shell" and changed[0]["call_id"] == "s1"
+    assert (tmp_path / "ws" / "notes").is_dir()
+    assert changed[1]["revision"] == context.revision and changed[1]["features"] == ["x1", "x2"]
