@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import ConfigurationError, SearchStateError
+from srh_core.skills.bundle import unpack_skills
 from srh_workers.store import RedisRunStore
 
 DEFAULT_AGENT_CLASS = "srh_core.agent.sragent:SRAgent"
@@ -57,8 +58,6 @@ class RunSpec(BaseModel):
         refuse_custom_evaluator(settings)
         if self.skills_bundle is not None:
             import tempfile
-
-            from srh_core.skills.bundle import unpack_skills
 
             folder = unpack_skills(self.skills_bundle, tempfile.gettempdir())
             settings = settings.replace(skills_dir=str(folder))

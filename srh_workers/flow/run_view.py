@@ -23,11 +23,13 @@ from redis import Redis
 
 from srh_core.agent import SRAgent, load_agent_class
 from srh_core.agent.settings import SearchSettings
+from srh_core.context import AgentContext
 from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
 from srh_core.errors import ModelRequestCancelledError, ModelRequestError
 from srh_core.types import ToolCall, ToolCallResult
 from srh_workers.control.parking import agent_options
+from srh_workers.endpoints import worker_access
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 
@@ -118,8 +120,6 @@ class WorkerRunView:
         """The run's data context, decoded once per process."""
         with self._lock:
             if self._context is None:
-                from srh_core.context import AgentContext
-
                 self._context = AgentContext.from_payload(self.store.payload())
             return self._context
 
@@ -201,8 +201,6 @@ class WorkerRunView:
     def model_access(self) -> Any:
         """The endpoints and keys this run may use here (never the worker's keys elsewhere)."""
         if self._access is None:
-            from srh_workers.endpoints import worker_access
-
             self._access = worker_access(self.spec, self.client)
         return self._access
 

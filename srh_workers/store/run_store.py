@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from srh_core.context.payload import ContextPayload
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
 from srh_core.ranking import (
@@ -430,8 +431,6 @@ class RedisRunStore:
 
     def payload(self) -> Any:
         """The context payload of the run (arrays decoded without pickle)."""
-        from srh_core.context.payload import ContextPayload
-
         fields: Mapping[bytes, bytes] = self.client.hgetall(self.keys.context)
         if CONTEXT_METADATA_FIELD not in fields:
             raise SearchStateError(f"Run {self.run_id!r} has no published data.")
