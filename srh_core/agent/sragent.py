@@ -58,7 +58,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import srh_core.tools.catalogue  # noqa: F401 - registers the built-in tools
 from srh_core.agent import accounting, prompts
 from srh_core.agent.base import Agent
 from srh_core.agent.branch import BranchState, updated_front

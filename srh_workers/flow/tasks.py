@@ -28,7 +28,6 @@ from typing import Any
 from celery import Celery, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-import srh_core.tools.catalogue  # noqa: F401 - registers the tools
 from srh_core.agent.outcome import failed_reason
 from srh_core.api.endpoints import EndpointAccessError
 from srh_core.context import AgentContext
