@@ -14,12 +14,12 @@ importing only the plain types, and every layer imports them from here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from srh_core.api.response import ModelResponse
-from srh_core.types import ParentLink, ToolCall, ToolCallResult, json_value
+from srh_core.types import CandidateRecord, ParentLink, ToolCall, ToolCallResult, json_value
 
 
 def node_label(R: int, C: int, L: int, K: int) -> str:
@@ -210,6 +210,10 @@ class SampleScope:
 
     def __init__(self) -> None:
         self.results: list[ToolCallResult] = []
+        self.candidates: list[CandidateRecord] | None = None
 
-    def keep_results(self, results: list[ToolCallResult]) -> None:
+    def keep_results(self, results: list[ToolCallResult],
+                     candidates: Sequence[CandidateRecord] | None = None) -> None:
+        """The sample's results, and the candidates found in them (computed once)."""
         self.results = list(results)
+        self.candidates = None if candidates is None else list(candidates)

@@ -79,6 +79,13 @@ class Registry(Generic[T]):
                                  f"names the {self.kind} {owner!r}.")
             self._aliases[alias] = name
 
+    def remove(self, name: str) -> None:
+        """Forget the canonical name ``name`` and its aliases (a no-op when absent)."""
+        with self._lock:
+            self._classes.pop(name, None)
+            for alias in [a for a, owner in self._aliases.items() if owner == name]:
+                del self._aliases[alias]
+
     def ensure_loaded(self) -> None:
         """Run the loader once (a no-op after the first call and inside the loader)."""
         if self._loaded:

@@ -184,5 +184,30 @@ class RunControl(Protocol):
         """True while no new step may open (the run is held; its branches stay as they are)."""
         ...
 
+    def wait_release(self) -> bool:
+        """After a hold with no step in flight: wait for the release, then True (ask again).
+
+        False when this runtime keeps no thread for a held run (a whole-run
+        task parks it): the runner returns with its branches as they are.
+        """
+        ...
+
+
+@runtime_checkable
+class PauseGate(Protocol):
+    """A pause the embedded runtime holds its branches for (an interactive run's controls).
+
+    The scheduler's gate asks :meth:`paused` before a step opens; the runner
+    holds the branch with :meth:`wait_release` and asks again.
+    """
+
+    def paused(self) -> bool:
+        """True while a pause is asked (input queued releases it): no step may open."""
+        ...
+
+    def wait_release(self) -> None:
+        """Block until the pause is released (resume, a message, a transition, the run's end)."""
+        ...
+
 
 RunSnapshot = Mapping[str, Any]

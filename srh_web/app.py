@@ -18,6 +18,16 @@ API (all GET unless said):
     POST /api/sweeps/{key}/control     {"action": "pause"|"resume"|"stop"|"cancel"} -> 202
                                        (cluster sweeps; 409 when it does not apply)
     /api/cluster                       workers, queues and depths, runs in flight
+    /api/panels                        the authoring panels' sessions
+    /api/panels/{kind}/{id}            one panel (kind prepare|evaluator): status, last result,
+                                       what was committed
+    /api/panels/{kind}/{id}/events     server-sent events: the agent's events, progress
+    POST /api/panels/{kind}/{id}/messages  {"message": ..., "llm"?, "data"?, "target"?} -> 202
+                                       (409 while a turn is in flight; 400 typed refusals)
+    POST /api/panels/{kind}/{id}/commit    validated data / a proved evaluator -> 200 (else 409)
+
+Errors are ``{"error": one line, "type": the error's class}`` (a refused commit adds the
+validation report).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +48,20 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from srh_core.cli import one_line
+from srh_core.errors import ConfigurationError
 from srh_core.interactive import ControlCommand, InteractionError
 from srh_core.types import json_value
 from srh_web.catalog import Catalog
-from srh_web.errors import RunNotFoundError, WebError
+from srh_web.errors import PanelNotFoundError, PanelStateError, RunNotFoundError, WebError
+from srh_web.panels import Panels
 from srh_web.security import SecurityMiddleware
 
 logger = logging.getLogger("srh.web")
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {"runs": "runs.html", "run": "run.html", "sweeps": "sweeps.html",
-         "sweep": "sweep.html", "cluster": "cluster.html"}
+         "sweep": "sweep.html", "cluster": "cluster.html", "panel": "panel.html"}
 STREAM_POLL_SECONDS = 0.5
 STREAM_MAX_SECONDS = 300.0  # the browser's EventSource reconnects with Last-Event-ID
 KEEPALIVE_SECONDS = 15.0
@@ -67,20 +81,36 @@ def dumps(content: Any) -> str:
 
 
 def create_app(catalog: Catalog, *, token: str | None = None,
-               allowed_hosts: tuple[str, ...] = ()) -> SecurityMiddleware:
-    """The ASGI application over ``catalog``, behind :class:`SecurityMiddleware`."""
-    app = Starlette(routes=_routes(catalog), exception_handlers={
-        RunNotFoundError: _not_found, InteractionError: _bad_request, WebError: _unavailable})
+               allowed_hosts: tuple[str, ...] = (),
+               panels: Panels | None = None) -> SecurityMiddleware:
+    """The ASGI application over ``catalog``, behind :class:`SecurityMiddleware`.
+
+    Args:
+        panels: The authoring panels (None: their API answers 404); the app's lifespan
+            closes them at shutdown, and so must an owner that serves without lifespan.
+    """
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if panels is not None:
+                await run_in_threadpool(panels.close)
+
+    app = Starlette(routes=_routes(catalog, panels), lifespan=lifespan, exception_handlers={
+        RunNotFoundError: _not_found, InteractionError: _bad_request,
+        PanelNotFoundError: _typed_not_found, PanelStateError: _conflict, WebError: _unavailable})
     return SecurityMiddleware(app, token=token, allowed_hosts=allowed_hosts)
 
 
-def _routes(catalog: Catalog) -> list[Any]:
+def _routes(catalog: Catalog, panels: Panels | None = None) -> list[Any]:
     def page(name: str) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
             return FileResponse(STATIC / PAGES[name], media_type="text/html")
         return endpoint
 
     api = _Api(catalog)
+    panel_api = _PanelApi(panels)
     return [
         Route("/", page("runs")), Route("/runs/{key}", page("run")),
         Route("/sweeps", page("sweeps")), Route("/sweeps/{key}", page("sweep")),
@@ -96,6 +126,12 @@ def _routes(catalog: Catalog) -> list[Any]:
         Route("/api/sweeps/{key}/report", api.sweep_report),
         Route("/api/sweeps/{key}/control", api.sweep_control, methods=["POST"]),
         Route("/api/cluster", api.cluster),
+        Route("/panels/{kind}/{panel}", page("panel")),
+        Route("/api/panels", panel_api.list),
+        Route("/api/panels/{kind}/{panel}", panel_api.view),
+        Route("/api/panels/{kind}/{panel}/events", panel_api.events),
+        Route("/api/panels/{kind}/{panel}/messages", panel_api.message, methods=["POST"]),
+        Route("/api/panels/{kind}/{panel}/commit", panel_api.commit, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
@@ -132,14 +168,10 @@ class _Api:
 
     async def control(self, request: Request) -> Response:
         run = await run_in_threadpool(self.catalog.run, request.path_params["key"])
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return SafeJSON({"error": "The command is too large."}, status_code=413)
-        try:
-            data = json.loads(body or b"{}")
-        except ValueError:
-            return SafeJSON({"error": "The body must be JSON."}, status_code=400)
-        command = ControlCommand.from_dict(data if isinstance(data, dict) else {})
+        data = await _json_body(request, "command")
+        if isinstance(data, Response):
+            return data
+        command = ControlCommand.from_dict(data)
         channel = await run_in_threadpool(run.channel)
         if channel is None:
             return SafeJSON({"error": "This run does not take commands: start it with "
@@ -175,21 +207,15 @@ class _Api:
         return SafeJSON(build_report(sweep.name, status, rows))
 
     async def sweep_control(self, request: Request) -> Response:
-        from srh_core.errors import ConfigurationError
-
         sweep = await run_in_threadpool(self.catalog.sweep, request.path_params["key"])
         if not hasattr(sweep, "control"):
             return SafeJSON({"error": "This sweep runs in a shell (a sweep directory): stop it "
                              "there with Ctrl-C; only cluster sweeps take controls."},
                             status_code=409)
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return SafeJSON({"error": "The command is too large."}, status_code=413)
-        try:
-            data = json.loads(body or b"{}")
-        except ValueError:
-            return SafeJSON({"error": "The body must be JSON."}, status_code=400)
-        action = data.get("action") if isinstance(data, dict) else None
+        data = await _json_body(request, "command")
+        if isinstance(data, Response):
+            return data
+        action = data.get("action")
         try:
             view = await run_in_threadpool(sweep.control, str(action))
         except ConfigurationError as error:  # (a ValueError too: first)
@@ -202,6 +228,77 @@ class _Api:
         if self.catalog.cluster is None:
             return SafeJSON({"enabled": False})
         return SafeJSON({"enabled": True, **self.catalog.cluster.overview()})
+
+
+class _PanelApi:
+    """The authoring panels' endpoints (srh_web.panels)."""
+
+    def __init__(self, panels: Panels | None) -> None:
+        self.panels = panels
+
+    def _panels(self) -> Panels:
+        if self.panels is None:
+            raise PanelNotFoundError("This workbench has no authoring panels (srh web serves "
+                                     "them; an embedding application passes panels=).")
+        return self.panels
+
+    def _session(self, request: Request, *, create: bool) -> Any:
+        return self._panels().session(request.path_params["kind"],
+                                      request.path_params["panel"], create=create)
+
+    def list(self, request: Request) -> Response:
+        return SafeJSON({"panels": self._panels().list()})
+
+    def view(self, request: Request) -> Response:
+        return SafeJSON(self._panels().view(request.path_params["kind"],
+                                            request.path_params["panel"]))
+
+    async def events(self, request: Request) -> Response:
+        session = await run_in_threadpool(self._session, request, create=True)
+        after = _int(request.headers.get("last-event-id") or request.query_params.get("after"),
+                     0)
+        return StreamingResponse(_stream(request, session, after),
+                                 media_type="text/event-stream",
+                                 headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    async def message(self, request: Request) -> Response:
+        data = await _json_body(request, "message")
+        if isinstance(data, Response):
+            return data
+        fields = {name: data.get(name) for name in ("llm", "data", "target")}
+        if not all(value is None or isinstance(value, str) for value in fields.values()):
+            return _error(ConfigurationError("llm, data and target must be text."), 400)
+        session = await run_in_threadpool(self._session, request, create=True)
+        try:
+            view = await run_in_threadpool(lambda: session.send(data.get("message"), **fields))
+        except ConfigurationError as error:  # the agents' refusals, the CLI's one line
+            return _error(error, 400)
+        return SafeJSON(view, status_code=202)
+
+    async def commit(self, request: Request) -> Response:
+        session = await run_in_threadpool(self._session, request, create=False)
+        return SafeJSON(await run_in_threadpool(session.commit))
+
+
+async def _json_body(request: Request, what: str) -> dict[str, Any] | Response:
+    """The request's JSON object, or the error response (413, 400) to send instead."""
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        return SafeJSON({"error": f"The {what} is too large."}, status_code=413)
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        return SafeJSON({"error": "The body must be JSON."}, status_code=400)
+    if not isinstance(data, dict):
+        return SafeJSON({"error": "The body must be a JSON object."}, status_code=400)
+    return data
+
+
+def _error(error: Exception, status: int) -> Response:
+    """A typed error: its one-line message (as ``srh`` prints it) and its class."""
+    details = getattr(error, "details", None) or {}
+    return SafeJSON({"error": one_line(error), "type": type(error).__name__, **details},
+                    status_code=status)
 
 
 async def _stream(request: Request, run: Any, after: int) -> AsyncIterator[str]:
@@ -257,6 +354,14 @@ async def _not_found(request: Request, error: Exception) -> Response:
 
 async def _bad_request(request: Request, error: Exception) -> Response:
     return SafeJSON({"error": str(error)}, status_code=400)
+
+
+async def _typed_not_found(request: Request, error: Exception) -> Response:
+    return _error(error, 404)
+
+
+async def _conflict(request: Request, error: Exception) -> Response:
+    return _error(error, 409)
 
 
 async def _unavailable(request: Request, error: Exception) -> Response:

@@ -34,6 +34,9 @@ class WebSettings:
         runs: Directories searched for run and sweep directories.
         redis_url: The cluster's Redis, or None.
         token: Required on every request when set.
+        workspaces: Folder of the authoring panels' workspaces (one per panel id).
+        llm: ``PROVIDER:MODEL`` the panels use by default.
+        base_url: OpenAI-compatible endpoint of the panels' model.
     """
 
     host: str = DEFAULT_HOST
@@ -41,6 +44,9 @@ class WebSettings:
     runs: tuple[str, ...] = ("runs",)
     redis_url: str | None = None
     token: str | None = None
+    workspaces: str = "workspaces"
+    llm: str = "offline"
+    base_url: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -75,20 +81,28 @@ def register(subparsers: Any, backends: dict[str, Any]) -> None:
     web = subparsers.add_parser("web", help="the web workbench: watch and steer runs",
                                 description=(
         "Serve the workbench: runs (from run directories and Redis) with their search tree, "
-        "messages, tool results, Pareto front and controls; sweeps; the cluster."))
+        "messages, tool results, Pareto front and controls; sweeps; the cluster; and the "
+        "Prepare data / Build evaluator panels, conversations with the authoring agents."))
     web.add_argument("--host", default=DEFAULT_HOST, help="interface (default 127.0.0.1)")
     web.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8765)")
     web.add_argument("--runs", action="append", metavar="DIR",
                      help="directory of run and sweep directories (default: runs; repeatable)")
     web.add_argument("--redis", metavar="URL", help="also list the cluster's runs from Redis")
     web.add_argument("--token", help=f"access token (or {TOKEN_ENV}); required off loopback")
+    web.add_argument("--workspaces", default="workspaces", metavar="DIR",
+                     help="folder of the Prepare data / Build evaluator panels' workspaces, one "
+                          "per panel id (default: workspaces)")
+    web.add_argument("--llm", default="offline", metavar="PROVIDER:MODEL",
+                     help="the panels' model (offline, the default, cannot author files)")
+    web.add_argument("--base-url", help="OpenAI-compatible endpoint of the panels' model")
     web.set_defaults(handler=handle_web)
 
 
 def settings_from_args(args: argparse.Namespace) -> WebSettings:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     return WebSettings(host=args.host, port=args.port, runs=tuple(args.runs or ["runs"]),
-                       redis_url=args.redis, token=token)
+                       redis_url=args.redis, token=token, workspaces=args.workspaces,
+                       llm=args.llm, base_url=args.base_url)
 
 
 def build(settings: WebSettings) -> Any:
@@ -103,6 +117,7 @@ def build(settings: WebSettings) -> Any:
         raise WebConfigurationError(f"srh web needs the web extra ({error.name} is missing): "
                                     "pip install 'srh[web]'.") from None
     from srh_web.catalog import Catalog
+    from srh_web.panels import Panels, PanelSettings
 
     cluster = None
     if settings.redis_url:
@@ -110,7 +125,9 @@ def build(settings: WebSettings) -> Any:
 
         cluster = ClusterSource(settings.redis_url)
     catalog = Catalog([Path(root) for root in settings.runs], cluster)
-    return create_app(catalog, token=settings.token, allowed_hosts=settings.allowed_hosts)
+    panels = Panels(PanelSettings(Path(settings.workspaces), settings.llm, settings.base_url))
+    return create_app(catalog, token=settings.token, allowed_hosts=settings.allowed_hosts,
+                      panels=panels)
 
 
 def handle_web(args: argparse.Namespace) -> int:

@@ -25,3 +25,19 @@ class RunNotFoundError(WebError, LookupError):
 
 class ClusterUnavailableError(WebError):
     """Redis (the cluster's store and broker) did not answer."""
+
+
+class PanelNotFoundError(WebError, LookupError):
+    """No authoring panel of that kind and id (or a malformed id)."""
+
+
+class PanelStateError(WebError):
+    """The panel cannot do that now: a turn is in flight, or nothing valid to commit.
+
+    Attributes:
+        details: JSON the page shows besides the message (e.g. the validation report).
+    """
+
+    def __init__(self, message: str, *, details: dict | None = None) -> None:
+        super().__init__(message)
+        self.details = details or {}

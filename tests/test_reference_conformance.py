@@ -67,7 +67,7 @@ IMPLEMENTED = {
         StatisticsTool SubmitFormulaTool ToolCallResult ToolMetadata ToolRunAbort
         WorkspaceCodeExecutorTool WorkspaceShellTool PDFReadTool PropertyPredictorTool
         WebFetchTool WebSearchTool EditSkill ValidateContextDataTool LLMTool SubagentTool
-        ModelTestTool ReadSourceTool ValidateEvaluatorTool"""),
+        ModelTestTool ReadSourceTool ValidateEvaluatorTool CreateSkill EditTool"""),
     "sr_harness_engine": ("srh_engine", """Binary Expression FitResult Function
         GroupedParameter Number Parameter Symbol Variable abs arccos arcsin arctan cos cosh
         bind_parameters cot count_parameters csc evaluate exp fit fold_constants function
@@ -79,7 +79,8 @@ CASES = [(reference, ours, name) for reference, (ours, names) in IMPLEMENTED.ite
 
 # tool names the reference registers, which tools=[...] lists written for it use
 REFERENCE_TOOL_NAMES = ("evaluate_formula", "call_sindy", "evaluate_eic", "call_pysr",
-                        "statistics_analysis", "relationship_analysis", "read_skill")
+                        "statistics_analysis", "relationship_analysis", "read_skill",
+                        "create_skill", "edit_skill", "edit_tool")
 
 
 @pytest.mark.parametrize(("reference", "ours", "name"), CASES,

@@ -20,8 +20,9 @@ from typing import Any
 
 from srh_core.api.endpoints import build_api
 from srh_core.context import AgentContext
-from srh_core.embedded.executor import ProcessToolExecutor, run_call
+from srh_core.errors import ConfigurationError
 from srh_core.parsers import BaseParser
+from srh_core.skills import CustomToolError
 from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCall, ToolCallResult
 
@@ -62,6 +63,22 @@ class Agent(ABC):
     def enabled_tool_names(self) -> list[str]:
         """Registered names of the tools this agent offers the model."""
         return []
+
+    def custom_tool_names(self) -> list[str]:
+        """Register the custom tools of the agent's skills (each skill's ``tool.py``, see
+        :mod:`srh_core.tools.custom_tools`) and return their names.
+
+        Raises:
+            ConfigurationError: A tool file is invalid or two skills declare one tool name.
+        """
+        if self.skill_manager is None:
+            return []
+        from srh_core.tools.custom_tools import discover_custom_tools  # the code sandbox
+
+        try:
+            return [tool.metadata.name for tool in discover_custom_tools(self.skill_manager)]
+        except CustomToolError as error:
+            raise ConfigurationError(str(error), setting="skills_dir") from error
 
     def initialize_tools(self, context: Any) -> None:
         """Bind one shared context to every tool, the parser and the model adapter.
@@ -118,6 +135,8 @@ class Agent(ABC):
         Returns:
             One result per call, in order.
         """
+        from srh_core.embedded.executor import run_call  # the sandbox and process pools
+
         return [run_call(self.tools, action) for action in actions]
 
     def execute_action_parallel(self, actions: Sequence[ToolCall], max_workers: int
@@ -137,6 +156,7 @@ class Agent(ABC):
         """
         if max_workers <= 1 or len(actions) <= 1:
             return self.execute_action(actions)
+        from srh_core.embedded.executor import ProcessToolExecutor
 
         executor = ProcessToolExecutor(self.tools, min(max_workers, len(actions)),
                                        AgentContext.from_payload, self.context.to_payload())

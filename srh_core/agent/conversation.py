@@ -28,7 +28,6 @@ from typing import Any
 
 from srh_core.agent.base import Agent, Message
 from srh_core.agent.settings import SearchSettings
-from srh_core.agent.sragent import truncated_responses
 from srh_core.api import ModelResponse
 from srh_core.api.endpoints import build_api
 from srh_core.errors import ConfigurationError, ModelResponseTruncatedError
@@ -273,6 +272,8 @@ class ConversationAgent(Agent):
             turn["usage"]["total_tokens"] += int(usage.total_tokens or 0)
             turn["usage"]["price"] += float(usage.price or 0.0)
         except ModelResponseTruncatedError as error:
+            from srh_core.agent.sragent import truncated_responses
+
             response = truncated_responses(error, 1)[0]
         calls = list(response.tool_calls)
         if calls or response.content.strip():

@@ -19,6 +19,11 @@ The gate (:func:`gate`) decides, in this order, whether a branch opens its
 next step: the run's stop flag ends it (a stopped run never parks), the
 early-stop rule ends it or makes it wait for its siblings
 (:func:`srh_core.agent.outcome.step_gate`), a pause holds it, else it opens.
+A hold is carried out by the runtime: the embedded runner waits for the
+release on its thread (its ``RunControl.wait_release``) and asks again; a
+step task parks the step and a whole-run task ends its chunk, and the
+release re-sends them. No hook decides a pause (``prepare_iteration`` only
+takes what waits at the boundary).
 """
 
 from __future__ import annotations
@@ -109,7 +114,8 @@ def gate(branch: BranchState, siblings: Sequence[BranchState] | None, *, early_s
         early_stop: The run's ``early_stop`` setting.
         stop_reason: The run's stop flag (a cancel, a failure, Ctrl-C), if set.
         paused: Asked last, only when the step would open: True while a pause
-            holds the run (a runtime may park the branch as it answers).
+            holds the run (a cluster parks the branch as it answers; the
+            embedded runner holds it on a Hold).
     """
     if stop_reason is not None:
         return Gate("stop", stop_reason)

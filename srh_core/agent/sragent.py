@@ -85,7 +85,7 @@ from srh_core.evaluator import load_custom_evaluator
 from srh_core.parsers import BaseParser
 from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
 from srh_core.records import StepPlan
-from srh_core.seams import CandidateStore, Evaluator, ModelAdapter, ToolExecutor
+from srh_core.seams import CandidateStore, Evaluator, ModelAdapter, PauseGate, ToolExecutor
 from srh_core.skills import run_skill_manager
 from srh_core.tools.base import BaseTool
 from srh_core.types import CandidateRecord, ParentLink, SearchResult, ToolCall, ToolCallResult
@@ -212,7 +212,9 @@ class SRAgent(Agent):
             ConfigurationError: A requested tool is not registered.
         """
         requested = self.settings.tools
+        custom = self.custom_tool_names()  # registered first: the tools setting may name them
         names = list(self.DEFAULT_TOOLS if requested is None else requested)
+        names += custom if requested is None else []
         banned = {_canonical_tool(name, "ban_tools") for name in self.settings.ban_tools}
         enabled: list[str] = []
         for name in names:
@@ -290,6 +292,13 @@ class SRAgent(Agent):
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def pause_gate(self) -> PauseGate | None:
+        """The pause the embedded runtime holds its branches for (None: this agent never pauses).
+
+        Asked once per run; the scheduler's gate asks the answer before each step.
+        """
+        return None
 
     def emit(self, event: str, **fields: Any) -> None:
         """Tell observers (progress displays, loggers) what happened."""
@@ -661,7 +670,7 @@ class SRAgent(Agent):
     # ------------------------------------------------------ step 3: close a step
     def close_step(self, branch: BranchState, plan: StepPlan,
                    results_list: Sequence[Sequence[ToolCallResult]], *,
-                   candidates: Sequence[Sequence[CandidateRecord]] | None = None
+                   candidates: Sequence[Sequence[CandidateRecord] | None] | None = None
                    ) -> BranchState:
         """The branch's state after step ``plan.L``, from the K samples' results.
 
@@ -669,14 +678,16 @@ class SRAgent(Agent):
             branch: The branch as it was before the step.
             plan: The step's plan.
             results_list: Each sample's tool results (K lists).
-            candidates: Each sample's candidates as :meth:`run_sample` found them;
-                None computes them here (a step closed in another process).
+            candidates: Each sample's candidates as :meth:`run_sample` found them
+                (carried, or stored with its results); None, for all or for one
+                sample, computes them here (a record stored without them).
         """
         R, C, L = plan.R, plan.C, plan.L
-        if candidates is None:
-            candidates = [self.sample_candidates(response, results, R=R, C=C, L=L, K=k)
-                          for k, (response, results) in
-                          enumerate(zip(plan.responses, results_list, strict=True), 1)]
+        found = list(candidates) if candidates is not None else [None] * len(results_list)
+        candidates = [known if known is not None else
+                      self.sample_candidates(response, results, R=R, C=C, L=L, K=k)
+                      for k, (response, results, known) in
+                      enumerate(zip(plan.responses, results_list, found, strict=True), 1)]
         carried = SampleResults(results_list, candidates)
         candidates = [c for found in carried.candidates or () for c in found]
         exact = branch.exact_level

@@ -61,7 +61,7 @@ def sample_results(agent: SRAgent, plan: StepPlan, K: int) -> SampleRun:
     store = agent.require_store()
     with store.sample(plan.R, plan.C, plan.L, K, plan.K) as scope:
         run = agent.writing_to(SampleStore(store, scope)).run_sample(plan, K)
-        scope.keep_results(run.results)
+        scope.keep_results(run.results, run.candidates)
     run.outcome = getattr(scope, "outcome", None)
     return run
 

@@ -89,15 +89,20 @@ def handle_schema(args: argparse.Namespace) -> int:
 
 
 def handle_call(args: argparse.Namespace) -> int:
+    values = {}
+    if args.skills_dir is not None or args.skills is not None:
+        from srh_core.skills import CustomToolError, run_skill_manager
+        from srh_core.tools.custom_tools import discover_custom_tools
+
+        values["skill_manager"] = run_skill_manager(args.skills_dir, args.skills)
+        try:  # a skill's tool.py is a tool of its own
+            discover_custom_tools(values["skill_manager"])
+        except CustomToolError as error:
+            raise ConfigurationError(str(error), setting="skills_dir") from None
     tool_class = _tool_class(args.name)
     params = _params(args.params)
     context = context_from_data(Path(args.data), args.target, {
         "validation_fraction": args.validation_fraction, "workspace": args.workspace})
-    values = {}
-    if args.skills_dir is not None or args.skills is not None:
-        from srh_core.skills import run_skill_manager
-
-        values["skill_manager"] = run_skill_manager(args.skills_dir, args.skills)
     if args.llm is not None:  # the model of call_llm and subagent (this process's access)
         from srh_core.agent.settings import SearchSettings
 

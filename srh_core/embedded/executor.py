@@ -27,6 +27,7 @@ from typing import Any
 
 from srh_core.errors import ToolRunAbort, did_you_mean
 from srh_core.tools.base import BaseTool
+from srh_core.tools.custom_tools import CustomTool, load_custom_tool
 from srh_core.types import ToolCall, ToolCallResult
 from srh_engine.processes import end_with_parent, stop_pool
 
@@ -93,11 +94,16 @@ CLOSE_SECONDS = 0.5
 
 
 def _init_worker(owner_pid: int, modules: Sequence[str], names: Sequence[str],
-                 build_context: Callable[..., Any], payload: Any) -> None:
+                 build_context: Callable[..., Any], payload: Any,
+                 custom_tools: Sequence[str] = ()) -> None:
     end_with_parent(owner_pid)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for module in modules:
         importlib.import_module(module)
+    if custom_tools:  # a skill's tool.py is registered from its file, not by an import
+
+        for path in custom_tools:
+            load_custom_tool(path)
     context = build_context(payload)
     _WORKER_TOOLS.clear()
     _WORKER_TOOLS.update({name: BaseTool.create(name, context) for name in names})
@@ -128,7 +134,9 @@ class ProcessToolExecutor:
         self.names = list(tools)
         self.modules = sorted({type(tool).__module__ for tool in tools.values()})
         self.max_workers = max(1, max_workers)
-        self._init_args = (os.getpid(), self.modules, self.names, build_context, payload)
+
+        custom = [tool.spec.path for tool in tools.values() if isinstance(tool, CustomTool)]
+        self._init_args = (os.getpid(), self.modules, self.names, build_context, payload, custom)
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False

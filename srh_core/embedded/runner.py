@@ -9,7 +9,9 @@ continues a run directory from its last snapshot.
 A step here is the agent's three step functions (``open_step``,
 ``run_sample`` for K = 1..K, ``close_step``), the same the Celery tasks
 call; what runs next is the shared scheduler's answer
-(:mod:`srh_core.agent.scheduler`: this runner drains its actions), and how
+(:mod:`srh_core.agent.scheduler`: this runner drains its actions; on a
+``Hold``, a pause asked through the agent's :meth:`~SRAgent.pause_gate`, it
+waits on its thread once no step is in flight, then asks again), and how
 the run ends is :mod:`srh_core.agent.outcome`'s. With one thread, branches run
 in branch order (level by level when early stop is on, which the stop rule
 needs); with more, in any order: the nodes are the same.
@@ -42,6 +44,7 @@ from srh_core.agent.outcome import (
 )
 from srh_core.agent.scheduler import (
     FinishRun,
+    Hold,
     OpenStep,
     StopBranch,
     next_steps,
@@ -58,7 +61,7 @@ from srh_core.types import SearchResult
 
 if TYPE_CHECKING:
     from srh_core.agent.sragent import SRAgent
-    from srh_core.seams import RunControl
+    from srh_core.seams import PauseGate, RunControl
 
 logger = logging.getLogger("srh.agent")
 
@@ -79,16 +82,27 @@ def run_branch_step(agent: SRAgent, branch: BranchState) -> BranchState:
 
 
 class StopFlag:
-    """The embedded :class:`~srh_core.seams.RunControl`: set on Ctrl-C."""
+    """The embedded :class:`~srh_core.seams.RunControl`: set on Ctrl-C; held by a pause.
 
-    def __init__(self) -> None:
+    Args:
+        pause: The agent's pause gate (:meth:`SRAgent.pause_gate`), if it pauses.
+    """
+
+    def __init__(self, pause: PauseGate | None = None) -> None:
         self.reason: str | None = None
+        self.pause = pause
 
     def stop_reason(self) -> str | None:
         return self.reason
 
     def paused(self) -> bool:
-        return False
+        return self.pause is not None and self.pause.paused()
+
+    def wait_release(self) -> bool:
+        if self.pause is None:
+            return False
+        self.pause.wait_release()  # a paused run holds its thread here, no step in flight
+        return True
 
 
 class LocalBranchRunner:
@@ -117,18 +131,29 @@ class LocalBranchRunner:
             self._run_threads(states)
         return [states[C] for C in sorted(states)]
 
-    def _next(self, states: dict[int, BranchState], busy: set[int]) -> BranchState | None:
-        """The first branch (by C) the scheduler opens a step of; ends the branches it stops."""
+    def _next(self, states: dict[int, BranchState], busy: set[int]
+              ) -> BranchState | Hold | None:
+        """The first branch (by C) the scheduler opens a step of, a Hold (a pause), or
+        None (nothing to open now); ends the branches the gate stops."""
         actions = next_steps(list(states.values()), early_stop=self.agent.settings.early_stop,
                              stop_reason=self.control.stop_reason(),
                              paused=self.control.paused, busy=busy)
-        opened = None
+        opened: BranchState | Hold | None = None
         for action in actions:
             if isinstance(action, StopBranch):
                 self._stepped(states, action.branch.stop(action.reason))
-            elif isinstance(action, OpenStep) and opened is None:
-                opened = action.branch
-        return opened  # a Hold (a pause) or nothing to open: None
+            elif isinstance(action, (OpenStep, Hold)) and opened is None:
+                opened = action.branch if isinstance(action, OpenStep) else action
+        return opened
+
+    def _released(self, hold: Hold) -> bool:
+        """A pause holds ``hold.branch`` and no step is in flight: wait for the release.
+
+        True once released (the gate is asked again); False when the control
+        keeps no thread for a held run (the restart returns unfinished).
+        """
+        self.agent.emit("held", R=hold.branch.R, C=hold.branch.C, L=hold.branch.L)
+        return self.control.wait_release()
 
     def _stepped(self, states: dict[int, BranchState], branch: BranchState) -> None:
         with self._lock:
@@ -140,10 +165,17 @@ class LocalBranchRunner:
                         best=branch.front[0]["formula"] if branch.front else None)
 
     def _run_inline(self, states: dict[int, BranchState]) -> None:
-        while (branch := self._next(states, set())) is not None:
+        while True:
             try:
+                branch = self._next(states, set())
+                if isinstance(branch, Hold):
+                    if self._released(branch):
+                        continue
+                    return
+                if branch is None:
+                    return
                 after = run_branch_step(self.agent, branch.copy())
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # in a step, or while a pause holds the run
                 self._interrupt(states)
                 raise
             self._stepped(states, after)
@@ -153,12 +185,16 @@ class LocalBranchRunner:
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="srh-branch")
         try:
             while True:
+                held = None
                 while len(running) < self.threads:
                     branch = self._next(states, set(running.values()))
-                    if branch is None:
+                    if branch is None or isinstance(branch, Hold):
+                        held = branch
                         break
                     running[pool.submit(run_branch_step, self.agent, branch.copy())] = branch.C
                 if not running:
+                    if held is not None and self._released(held):
+                        continue
                     return
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -331,7 +367,8 @@ def _guarded(agent: SRAgent, store: SearchRunState, restart: int,
 
     try:
         try:
-            outcome = search_loop(agent, restart, branches, checkpoint, StopFlag(),
+            outcome = search_loop(agent, restart, branches, checkpoint,
+                                  StopFlag(agent.pause_gate()),
                                   agent.settings.branch_threads) or outcome
         except KeyboardInterrupt:
             outcome = RunOutcome("interrupted", INTERRUPTED_BY_USER)

@@ -3,10 +3,14 @@
 Everything happens in the reference's hooks, so the same subclass works in
 both runtimes once they call them at the same boundaries:
 
-- ``prepare_iteration`` is the safe boundary: it waits while a pause is
-  asked, inserts the queued messages into the branch's buffer (so they reach
-  the next model request) and returns a queued ``next_c`` / ``next_r``,
-  which ends the branch (``next_r``: every branch of the restart) as done;
+- whether a step may open is not a hook's decision: the runtime asks the
+  scheduler's gate (:func:`srh_core.agent.scheduler.gate`), which holds the
+  branch while a pause is asked (embedded: :meth:`SRAgentInteractive.pause_gate`,
+  the runner waits on its thread; on a cluster the step task parks it);
+- ``prepare_iteration`` is the safe boundary after that: it inserts the
+  queued messages into the branch's buffer (so they reach the next model
+  request) and returns a queued ``next_c`` / ``next_r``, which ends the
+  branch (``next_r``: every branch of the restart) as done;
 - ``request_llm`` runs the model request under ``cancellable`` (a
   force-pause calls the adapter's ``cancel()``: streamed replies stop at the
   next chunk, retries stop waiting) and publishes the assistant events; a
@@ -43,6 +47,7 @@ from srh_core.interactive.channel import ControlChannel
 from srh_core.interactive.controls import AgentControls, LocalControls
 from srh_core.interactive.manager import PendingMessage
 from srh_core.interactive.sr_manager import SRInteractionManager
+from srh_core.seams import PauseGate
 from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
 
 Message = dict[str, Any]
@@ -104,8 +109,16 @@ class SRAgentInteractive(SRAgent):
             self.controls.finish(event.get("status"), event.get("reason"))
 
     # --------------------------------------------------------- the boundary
+    def pause_gate(self) -> PauseGate | None:
+        """The run's controls when they live in this process (the embedded runtime holds
+        paused branches on them); None with a cluster's controls (its step tasks park)."""
+        if not isinstance(self.controls, LocalControls):
+            return None
+        self.controls.start(self.settings.save_path)  # the run's start is its first boundary
+        return self.controls
+
     def prepare_iteration(self, buffer: list[Message], R: int, L: int, C: int) -> str | None:
-        """Wait while paused, insert queued messages, take a pending next_c / next_r."""
+        """Insert queued messages, take a pending next_c / next_r (the gate held any pause)."""
         controls = self.controls
         controls.start(self.settings.save_path)
         controls.publish_event("search_position_changed", {"R": R, "C": C, "L": L})

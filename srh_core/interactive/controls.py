@@ -6,13 +6,16 @@ step boundary, ask for a pause, publish an event, make a blocking call
 cancellable. Where the interaction state lives decides the implementation:
 
 - :class:`LocalControls`: an :class:`~srh_core.interactive.SRInteractionManager`
-  in this process (the embedded runtime); a paused branch waits in
-  :meth:`SRInteractionManager.wait`, and a :class:`~srh_core.interactive.ControlBridge`
-  pumps commands from a channel (the run directory by default);
+  in this process (the embedded runtime), and a :class:`~srh_core.interactive.ControlBridge`
+  that pumps commands from a channel (the run directory by default); it is
+  also the run's :class:`~srh_core.seams.PauseGate`: the embedded runner asks
+  it through the scheduler's gate before a step opens and holds the branch
+  on its thread until a release;
 - ``srh_workers.control.RedisAgentControls``: the run's Redis keys (the
-  cluster); the runtime parks a paused branch before its step task opens the
-  step (a paused branch holds no worker), so its boundary never waits.
+  cluster); the step task asks the same gate and parks a paused branch before
+  it opens the step (a paused branch holds no worker).
 
+So a boundary never waits: the pause was decided before the step opened.
 Both decide a boundary with :func:`take_boundary`: a branch of a restart that
 ``next_r`` ended ends too; otherwise it takes the queued messages (inserted
 before its next model request) or the pending ``next_c`` / ``next_r``, whose
@@ -130,23 +133,20 @@ class ControlLedger:
         return cls(messages_from(data.get("carried") or []), skipped)
 
 
-def take_boundary(manager: SRInteractionManager, ledger: ControlLedger, R: int, *,
-                  block: bool) -> BoundaryDecision:
-    """The one rule of a step boundary, for every runtime.
+def take_boundary(manager: SRInteractionManager, ledger: ControlLedger, R: int
+                  ) -> BoundaryDecision:
+    """The one rule of a step boundary, for every runtime; it never waits.
+
+    Whether the step may open was decided before (the scheduler's gate, which
+    holds a paused branch); here the branch takes what waits for it.
 
     Args:
         manager: The run's manager (started).
         ledger: The run's carried messages and skipped restarts.
         R: The branch's restart.
-        block: Wait here while a pause is asked (the embedded runtime); False
-            passes at once (a runtime that parks paused branches itself, see
-            :meth:`SRInteractionManager.hold`).
     """
     if ledger.skips(R):
         return BoundaryDecision(transition="next_r")
-    if block:
-        with manager.wait() as messages:
-            return ledger.settle(messages, manager.consume_search_transition(), R)
     messages = manager.pass_boundary()
     return ledger.settle(messages, manager.consume_search_transition(), R)
 
@@ -226,7 +226,15 @@ class LocalControls:
             self._started = True
 
     def boundary(self, R: int, C: int, L: int) -> BoundaryDecision:
-        return take_boundary(self.manager, self.ledger, R, block=True)
+        return take_boundary(self.manager, self.ledger, R)
+
+    def paused(self) -> bool:
+        """The :class:`~srh_core.seams.PauseGate` question: is a pause asked (no input queued)?"""
+        return self.manager.pause_asked()
+
+    def wait_release(self) -> None:
+        """Hold the run until a resume, a message or a branch transition releases it."""
+        self.manager.wait_release()
 
     def request_pause(self) -> None:
         self.manager.request_pause()

@@ -15,22 +15,24 @@ What each command does in each state ("refused" raises
     resume        refused  refused       running       running       running, released
     next_c/next_r refused  queued        queued        queued        queued, released
 
-Queued messages are handed to the agent at its next boundary (``wait()``),
-to be inserted before its next model request. As in the reference, a queued
+Queued messages are handed to the agent at its next boundary, to be
+inserted before its next model request. As in the reference, a queued
 message (or, for :class:`SRInteractionManager`, a branch transition) also
 releases a pause: the researcher's hint is the reason to go on. ``resume``
 (our addition) goes on without one.
 
-Several branches may wait at boundaries at once (the embedded runtime may
-run a restart's branches on threads): a release wakes all of them; the
-messages go to the first branch that takes them.
-
-A runtime whose paused branches must hold no thread (the cluster) uses the
-non-blocking pair instead of ``wait()``: :meth:`InteractionManager.hold` before
-a step opens (park the branch, or go on), then
-:meth:`InteractionManager.pass_boundary` to take the messages; it keeps the
-manager's state between tasks with ``export_state`` and
-``restore_state(..., live=True)``.
+Whether a step may open is the scheduler's gate's question
+(:func:`srh_core.agent.scheduler.gate`), asked by the runtime, never by a hook.
+The embedded runtime asks :meth:`InteractionManager.pause_asked` and, on a
+hold, waits in :meth:`InteractionManager.wait_release` once no step is in
+flight (a release wakes every waiter); a runtime whose paused branches must
+hold no thread (the cluster) asks :meth:`InteractionManager.hold`, which parks
+at once. Either way the step's boundary then takes the messages with
+:meth:`InteractionManager.pass_boundary` (the first branch to cross takes
+them); the cluster keeps the manager's state between tasks with
+``export_state`` and ``restore_state(..., live=True)``. ``wait()`` (the
+reference's blocking boundary, hold and take in one) stays for a caller that
+drives the manager itself.
 """
 
 from __future__ import annotations
@@ -274,12 +276,38 @@ class InteractionManager:
         """
         with self._condition:
             self._check_active("wait at")
-            if self._state != "running" and not self._has_boundary_input_locked():
-                self._hold_locked()
-            elif self._state != "running":
-                self._release_locked()
+            self._hold_while_asked_locked()
             messages = self._consume_messages_locked()
         yield messages
+
+    def pause_asked(self) -> bool:
+        """A boundary of a runtime that holds branches on its threads (embedded): hold here?
+
+        The question the scheduler's gate asks (:func:`srh_core.agent.scheduler.gate`):
+        True while a pause or a force-pause is asked and no input is queued; input
+        queued releases the pause (False). Nothing waits and nothing is consumed:
+        the runtime holds the branch with :meth:`wait_release` once no step is in
+        flight, and the branch takes its messages with :meth:`pass_boundary`.
+
+        Raises:
+            InteractionStateError: No execution is active.
+        """
+        with self._condition:
+            self._check_active("hold at")
+            return self._pause_asked_locked()
+
+    def wait_release(self) -> None:
+        """Hold the run (``paused``) until a release: resume, a message, a branch transition.
+
+        Returns at once when the pause was released since :meth:`pause_asked`
+        answered; the run's end releases it too.
+
+        Raises:
+            InteractionStateError: No execution is active.
+        """
+        with self._condition:
+            self._check_active("wait at")
+            self._hold_while_asked_locked()
 
     def hold(self) -> bool:
         """A boundary of a runtime that holds branches itself (the cluster): stop here?
@@ -295,10 +323,7 @@ class InteractionManager:
         """
         with self._condition:
             self._check_active("hold at")
-            if self._state == "running":
-                return False
-            if self._has_boundary_input_locked():
-                self._release_locked()
+            if not self._pause_asked_locked():
                 return False
             self._set_state_locked("paused")
             return True
@@ -322,6 +347,20 @@ class InteractionManager:
         if self._state == "idle":
             raise InteractionStateError(f"Cannot {verb} an agent boundary: no execution is "
                                         "running (state idle).", action="wait", state="idle")
+
+    def _pause_asked_locked(self) -> bool:
+        if self._state == "running":
+            return False
+        if self._has_boundary_input_locked():
+            self._release_locked()
+            return False
+        return True
+
+    def _hold_while_asked_locked(self) -> None:
+        if self._state != "running" and not self._has_boundary_input_locked():
+            self._hold_locked()
+        elif self._state != "running":
+            self._release_locked()
 
     def _hold_locked(self) -> None:
         generation = self._release_generation

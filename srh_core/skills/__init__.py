@@ -7,7 +7,7 @@ path confinement.
 
 from __future__ import annotations
 
-from srh_core.skills.errors import SkillError, SkillNotFoundError
+from srh_core.skills.errors import CustomToolError, SkillError, SkillNotFoundError
 from srh_core.skills.frontmatter import FrontMatterError, split_front_matter
 from srh_core.skills.manager import (
     BUILTIN_DIR,
@@ -21,6 +21,7 @@ from srh_core.skills.manager import (
 
 __all__ = [
     "BUILTIN_DIR",
+    "CustomToolError",
     "SKILL_FILE",
     "FrontMatterError",
     "Skill",

@@ -208,15 +208,7 @@ class SkillManager:
             SkillError: A built-in or shipped skill, a path outside the skill, a
                 malformed or non-matching patch, or an edit that breaks SKILL.md.
         """
-        skill = self.get(name)
-        if skill.source != "custom":
-            raise SkillError(f"Skill {name!r} is built in and read-only; to change it, write a "
-                             "custom skill of the same name (it overrides the built-in).",
-                             name=name)
-        if self.custom_dir is not None and self.custom_dir.parent.name == UNPACKED_DIR:
-            raise SkillError(f"Skill {name!r} is this worker's copy of the run's skills bundle "
-                             "and read-only here; edit the skills directory the run was "
-                             "submitted from.", name=name)
+        skill = self.editable(name)
         path = resolve_in_skill(skill, file_path or SKILL_FILE)
         shown = f"{name}/{path.relative_to(skill.directory).as_posix()}"
         before = read_text_file(path, shown)
@@ -227,6 +219,37 @@ class SkillManager:
         return {"name": name, "file_path": path.relative_to(skill.directory).as_posix(),
                 "blocks": blocks, "characters_before": len(before),
                 "characters_after": len(after)}
+
+    def editable(self, name: str) -> Skill:
+        """The custom skill ``name``, when this manager may change its files.
+
+        Raises:
+            SkillNotFoundError: Unknown skill.
+            SkillError: A built-in skill, or a worker's copy of a run's shipped skills.
+        """
+        skill = self.get(name)
+        if skill.source != "custom":
+            raise SkillError(f"Skill {name!r} is built in and read-only; to change it, write a "
+                             "custom skill of the same name (it overrides the built-in).",
+                             name=name)
+        self.writable_dir()
+        return skill
+
+    def writable_dir(self) -> Path:
+        """The custom folder, when skills may be written there.
+
+        Raises:
+            SkillError: No custom folder, or it is a worker's copy of a run's shipped skills
+                (a change there would reach neither the submitter nor the other workers).
+        """
+        if self.custom_dir is None:
+            raise SkillError("This run has no custom skills folder, and the built-in skills are "
+                             "read-only; start the run with --skills-dir DIR (skills_dir).")
+        if self.custom_dir.parent.name == UNPACKED_DIR:
+            raise SkillError("The skills here are this worker's copy of the run's skills bundle "
+                             "and read-only; edit the skills directory the run was submitted "
+                             "from.")
+        return self.custom_dir
 
     def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> list[tuple[Skill, float]]:
         """Skills ranked by keyword overlap with ``query`` (name x3, description, body x0.25)."""

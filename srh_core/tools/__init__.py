@@ -15,8 +15,10 @@ Built-in tools by registered name: ``evaluate_formula`` (EvaluateTool),
 ``read_skill``, ``edit_skill``, ``predict_property`` (PropertyPredictorTool), ``web_fetch``,
 ``web_search``, ``read_pdf`` (PDFReadTool), ``validate_context_data``, ``call_llm``
 (LLMTool), ``subagent`` (SubagentTool), ``report_model_test`` (ModelTestTool),
-``read_source`` (ReadSourceTool) and ``validate_evaluator`` (ValidateEvaluatorTool) (these,
-and ``edit_skill``, not enabled by default).
+``read_source`` (ReadSourceTool), ``validate_evaluator`` (ValidateEvaluatorTool),
+``create_skill`` (CreateSkillTool) and ``edit_tool`` (EditToolTool) (these, and
+``edit_skill``, not enabled by default). A skill's ``tool.py`` becomes a tool of its
+own (:class:`CustomTool`, :mod:`srh_core.tools.custom_tools`).
 """
 
 from __future__ import annotations
@@ -59,8 +61,12 @@ _LAZY = {
     "ModelTestTool": "srh_core.tools.model_tools",
     "ReadSourceTool": "srh_core.tools.source",
     "ValidateEvaluatorTool": "srh_core.tools.evaluator_check",
+    "CreateSkillTool": "srh_core.tools.skill_authoring",
+    "EditToolTool": "srh_core.tools.skill_authoring",
+    "CustomTool": "srh_core.tools.custom_tools",
 }
-_RENAMED = {"ReadSkill": "ReadSkillTool", "EditSkill": "EditSkillTool"}  # reference -> ours
+_RENAMED = {"ReadSkill": "ReadSkillTool", "EditSkill": "EditSkillTool",  # reference -> ours
+            "CreateSkill": "CreateSkillTool", "EditTool": "EditToolTool"}
 
 __all__ = sorted([*_LAZY, *_RENAMED])
 

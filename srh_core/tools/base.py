@@ -182,6 +182,15 @@ class BaseTool(ABC):
             "parameters": meta.parameters or {"type": "object", "properties": {}}}}
 
     @classmethod
+    def get_doc(cls) -> dict[str, str] | None:
+        """Documentation to offer as a runtime skill (``read_skill``), or None.
+
+        Returns:
+            ``{"name": skill name, "description": when to read it, "content": Markdown}``.
+        """
+        return None
+
+    @classmethod
     def availability(cls) -> str | None:
         """Why this tool cannot run here (an optional backend missing), or None."""
         return None

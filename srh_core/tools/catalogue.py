@@ -33,6 +33,7 @@ import srh_core.tools.context_data  # noqa: F401
 import srh_core.tools.evaluator_check  # noqa: F401
 import srh_core.tools.model_tools  # noqa: F401
 import srh_core.tools.pdf  # noqa: F401
+import srh_core.tools.skill_authoring  # noqa: F401
 import srh_core.tools.skills  # noqa: F401
 import srh_core.tools.source  # noqa: F401
 import srh_core.tools.web  # noqa: F401

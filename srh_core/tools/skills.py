@@ -5,6 +5,11 @@ The manager comes from ``context.skill_manager``, else the tool's
 ``values["skill_manager"]`` (set by the agent), else a manager over the
 built-in skills, so a tool rebuilt on a worker from its name still works.
 
+Besides the skill folders, ``read_skill`` offers runtime skills: the docs of
+registered tools (``BaseTool.get_doc``; a custom tool's is its reference,
+named ``tool-<name>``), with ``source`` "tool" (only a custom tool of one of
+the manager's skills is listed).
+
 Structured ``result`` by action:
 
 - ``{"action": "list", "skills": [{"name", "description", "source",
@@ -13,7 +18,8 @@ Structured ``result`` by action:
 - ``{"action": "read", "name", "file_path", "content", "source", "tree": str | None}``.
 
 ``edit_skill`` applies exact SEARCH/REPLACE blocks to a custom skill's file
-(:meth:`~srh_core.skills.SkillManager.edit`; built-in skills are read-only) and
+(:meth:`~srh_core.skills.SkillManager.edit`; built-in skills are read-only; a
+``tool.py`` is edited with ``edit_tool``, which checks and reloads it) and
 returns ``{"name", "file_path", "blocks", "characters_before", "characters_after"}``.
 """
 
@@ -30,6 +36,8 @@ from srh_core.skills import (
     default_skill_manager,
 )
 from srh_core.tools.base import BaseTool
+from srh_core.tools.custom_spec import TOOL_FILE
+from srh_core.tools.custom_tools import custom_tool_docs
 
 TOOL_NAME = "read_skill"
 EDIT_TOOL_NAME = "edit_skill"
@@ -63,8 +71,12 @@ class ReadSkillTool(BaseTool):
         manager = self.skill_manager()
         name, query = _checked(name, "name", MAX_NAME_CHARS), _checked(query, "query",
                                                                      MAX_QUERY_CHARS)
+        docs = tool_docs(manager)
         if not name:
-            return self._search(manager, query) if query else self._listing(manager)
+            return self._search(manager, query, docs) if query else self._listing(manager, docs)
+        if name in docs and name not in manager.discover()[0]:
+            return {"action": "read", "name": name, "file_path": SKILL_FILE,
+                    "content": docs[name]["content"], "source": "tool", "tree": None}
         try:
             skill = manager.get(name)
             content = manager.read(name, file_path)
@@ -79,16 +91,25 @@ class ReadSkillTool(BaseTool):
         return tool_skill_manager(self)
 
     @staticmethod
-    def _listing(manager: SkillManager) -> dict[str, Any]:
+    def _listing(manager: SkillManager, docs: dict[str, dict[str, str]]) -> dict[str, Any]:
         skills, problems = manager.discover()
-        ordered = sorted(skills.values(), key=lambda skill: skill.name)
-        return {"action": "list", "skills": [skill.to_dict() for skill in ordered],
+        rows = [skill.to_dict() for skill in skills.values()]
+        rows += [{"name": name, "description": doc["description"], "source": "tool",
+                  "overrides_builtin": False} for name, doc in docs.items() if name not in skills]
+        return {"action": "list", "skills": sorted(rows, key=lambda row: row["name"]),
                 "problems": [problem.to_dict() for problem in problems]}
 
     @staticmethod
-    def _search(manager: SkillManager, query: str) -> dict[str, Any]:
+    def _search(manager: SkillManager, query: str,
+                docs: dict[str, dict[str, str]]) -> dict[str, Any]:
         matches = [{"name": skill.name, "description": skill.description, "score": score}
                    for skill, score in manager.search(query)]
+        words = set(query.lower().split())
+        matches += [{"name": name, "description": doc["description"], "score": float(len(
+            words & set(f"{name} {doc['description']}".lower().replace("-", " ").split())))}
+            for name, doc in docs.items()]
+        matches = sorted((m for m in matches if m["score"] > 0),
+                         key=lambda m: (-m["score"], m["name"]))
         return {"action": "search", "query": query, "matches": matches}
 
     @classmethod
@@ -135,8 +156,12 @@ class EditSkillTool(BaseTool):
             raise ToolArgumentError("name must be the exact name of a custom skill (read_skill "
                                     "without arguments lists them).", parameter="name")
         manager = tool_skill_manager(self)
+        file_path = _checked(file_path, "file_path", MAX_NAME_CHARS)
+        if file_path.replace("\\", "/").strip("/").removeprefix("./") == TOOL_FILE:
+            raise ToolArgumentError(f"{TOOL_FILE} is a custom tool: edit it with edit_tool, which "
+                                    "checks and reloads it.", parameter="file_path")
         try:
-            return manager.edit(name, patch, _checked(file_path, "file_path", MAX_NAME_CHARS))
+            return manager.edit(name, patch, file_path)
         except SkillError as error:
             parameter = "name" if isinstance(error, SkillNotFoundError) else "patch"
             raise ToolArgumentError(str(error), parameter=parameter) from None
@@ -156,8 +181,17 @@ def tool_skill_manager(tool: BaseTool) -> SkillManager:
     return manager if manager is not None else default_skill_manager()
 
 
+def tool_docs(manager: SkillManager) -> dict[str, dict[str, str]]:
+    """Runtime skills: the docs of the registered tools (``BaseTool.get_doc``) this manager's
+    run may see (:func:`srh_core.tools.custom_tools.custom_tool_docs`)."""
+    docs = custom_tool_docs(manager)
+    enabled = manager.enabled
+    return {name: doc for name, doc in docs.items() if enabled is None or name in enabled}
+
+
 def _listing_text(result: dict[str, Any]) -> str:
-    rows = [f"- {s['name']}{' (custom)' if s['source'] == 'custom' else ''}: {s['description']}"
+    marks = {"custom": " (custom)", "tool": " (tool reference)"}
+    rows = [f"- {s['name']}{marks.get(s['source'], '')}: {s['description']}"
             for s in result["skills"]]
     lines = ["Skills (read one with read_skill(name=...)):", *(rows or ["(none)"])]
     problems = result["problems"]

@@ -81,7 +81,9 @@ const SRH = (() => {
 
   function nav(current) {
     const links = [["/", "Runs", "runs"], ["/sweeps", "Sweeps", "sweeps"],
-                   ["/cluster", "Cluster", "cluster"]];
+                   ["/cluster", "Cluster", "cluster"],
+                   ["/panels/prepare/main", "Prepare data", "prepare"],
+                   ["/panels/evaluator/main", "Build evaluator", "evaluator"]];
     document.body.prepend(el("header", { class: "top" },
       el("span", { class: "brand" }, "SRHarness"),
       links.map(([href, label, key]) => el("a", { href, class: key === current ? "here" : null },
@@ -92,5 +94,80 @@ const SRH = (() => {
     return decodeURIComponent(window.location.pathname.split("/").filter(Boolean).pop() || "");
   }
 
-  return { el, clear, put, api, post, num, seconds, math, badge, nav, lastPathPart, SVG_NS };
+  // ------------------------------------------------------------ events
+  // A timeline event is {seq, kind, timestamp, payload}. Known kinds get a sentence; any
+  // other kind (a new one included) shows its payload's fields, so it needs no code here.
+  function coordLabel(p) {
+    if (p.coord) return `R${p.coord.R}-C${p.coord.C}-L${p.coord.L}` + (p.coord.K ? `-K${p.coord.K}` : "");
+    return p.R ? `R${p.R}-C${p.C}-L${p.L}` : "";
+  }
+
+  function summary(value, limit = 200) {
+    let text;
+    if (value === null || value === undefined) text = "";
+    else if (typeof value !== "object") text = String(value);
+    else if (Array.isArray(value)) text = `[${value.length}]`;
+    else {
+      text = Object.entries(value).map(([key, item]) => {
+        if (item === null || typeof item !== "object") return `${key}=${item}`;
+        return `${key}=${Array.isArray(item) ? `[${item.length}]` : `{${Object.keys(item).join(", ")}}`}`;
+      }).join(" · ");
+    }
+    return text.length > limit ? text.slice(0, limit) + "…" : text;
+  }
+
+  function toolName(p) { return p.call ? p.call.name : (p.name || ""); }
+
+  function describe(event) {
+    const p = event.payload || {};
+    const c = coordLabel(p);
+    const at = (text) => [c, text].filter(Boolean).join(" ");
+    switch (event.kind) {
+      case "state_changed": return `${p.previous} → ${p.current}`;
+      case "command_received": return `${p.action}${p.accepted === false ? ` refused: ${p.error}` : ""}` +
+        (p.message ? `: ${p.message}` : "");
+      case "prompt_added": return at((p.message && p.message.content) || p.content || "");
+      case "assistant_completed": return at(`${(p.tool_calls || []).map((t) => t.name).join(", ") ||
+        "no tool call"} ${p.content ? "· " + p.content.slice(0, 160) : ""}`);
+      case "assistant_delta": return at((p.content || p.delta || "").slice(-160));
+      case "assistant_failed": return at(p.error || "");
+      case "tool_started": return at(toolName(p));
+      case "tool_completed": return at(`${toolName(p)} ${p.ok ? "ok" : "failed"}`);
+      case "topk_updated": return at(`best: ${p.records && p.records[0] ? p.records[0].formula : "–"}`);
+      case "execution_completed": case "execution_failed":
+        return summary(Object.fromEntries(Object.entries(p).filter(([, v]) => v !== null && v !== "")));
+      case "settings_applied": return at(summary(p.settings));
+      case "settings_failed": return at(`${summary(p.settings)} refused: ${p.error || ""}`);
+      default: {
+        const rest = Object.fromEntries(Object.entries(p).filter(([key]) => !["coord", "R", "C", "L", "K"]
+          .includes(key)));
+        return at(summary(rest));
+      }
+    }
+  }
+
+  // Streamed replies (assistant_delta): one text per response, the text so far when the
+  // event has it (content), else each delta appended; assistant_completed closes it.
+  function stream(streams, event) {
+    const p = event.payload || {};
+    const key = p.response_id || coordLabel(p) || "reply";
+    if (event.kind === "assistant_delta") {
+      const entry = streams.get(key) || { label: coordLabel(p), text: "", done: false };
+      entry.text = typeof p.content === "string" ? p.content : entry.text + (p.delta || "");
+      streams.delete(key);
+      streams.set(key, entry);                  // the newest stream last
+      return true;
+    }
+    const label = coordLabel(p);
+    const entry = streams.get(key) || [...streams.values()].find((e) => !e.done && e.label === label);
+    if (event.kind === "assistant_completed" && entry) {
+      entry.done = true;
+      if (typeof p.content === "string" && p.content) entry.text = p.content;
+      return true;
+    }
+    return false;
+  }
+
+  return { el, clear, put, api, post, num, seconds, math, badge, nav, lastPathPart, SVG_NS,
+           describe, summary, stream, coordLabel };
 })();

@@ -6,7 +6,7 @@ const { el, put, num } = SRH;
 const key = SRH.lastPathPart();
 const base = `/api/runs/${encodeURIComponent(key)}`;
 const state = { nodes: [], selected: null, summary: null, cursor: 0, refreshing: false,
-                again: false, timeline: [] };
+                again: false, timeline: [], streams: new Map() };
 const ACTIONS = ["pause", "resume", "force_pause", "next_c", "next_r"];
 
 // ------------------------------------------------------------------ summary
@@ -194,30 +194,21 @@ for (const action of ACTIONS) {
 document.getElementById("send").addEventListener("click", () => command("message"));
 
 // ----------------------------------------------------------------- timeline
-function describe(event) {
-  const p = event.payload || {};
-  const c = p.coord ? `R${p.coord.R}-C${p.coord.C}-L${p.coord.L}` + (p.coord.K ? `-K${p.coord.K}` : "")
-    : (p.R ? `R${p.R}-C${p.C}-L${p.L}` : "");
-  switch (event.kind) {
-    case "state_changed": return `${p.previous} → ${p.current}`;
-    case "command_received": return `${p.action}${p.accepted === false ? ` refused: ${p.error}` : ""}` +
-      (p.message ? `: ${p.message}` : "");
-    case "prompt_added": return `${c} ${(p.message && p.message.content) || ""}`;
-    case "assistant_completed": return `${c} ${(p.tool_calls || []).map((t) => t.name).join(", ") ||
-      "no tool call"} ${p.content ? "· " + p.content.slice(0, 160) : ""}`;
-    case "assistant_failed": return `${c} ${p.error || ""}`;
-    case "tool_started": return `${c} ${p.call ? p.call.name : ""}`;
-    case "tool_completed": return `${c} ${p.call ? p.call.name : ""} ${p.ok ? "ok" : "failed"}`;
-    case "topk_updated": return `${c} best: ${p.records && p.records[0] ? p.records[0].formula : "–"}`;
-    case "execution_completed": case "execution_failed": return `${p.status} ${p.reason || ""}`;
-    default: return c;
-  }
+function renderStreams() {
+  const entries = [...state.streams.values()].slice(-6).reverse();
+  document.getElementById("streams-card").hidden = entries.length === 0;
+  put(document.getElementById("streams"), entries.map((entry) => el("div", { class: "msg assistant" },
+    el("div", { class: "role" }, `${entry.label || "reply"}${entry.done ? " · complete" : " · streaming…"}`),
+    el("pre", { class: "stream" }, entry.text))));
 }
 
 function addTimeline(event) {
+  if (SRH.stream(state.streams, event)) renderStreams();
+  if (event.kind === "assistant_delta") return;  // shown as the streamed text, not a line each
+
   state.timeline.unshift(el("div", { "data-kind": event.kind },
     el("span", { class: "muted" }, `#${event.seq} ${new Date(event.timestamp * 1000)
-      .toLocaleTimeString()} `), el("b", {}, event.kind), " ", describe(event)));
+      .toLocaleTimeString()} `), el("b", {}, event.kind), " ", SRH.describe(event)));
   state.timeline = state.timeline.slice(0, 300);
   put(document.getElementById("timeline"), state.timeline);
 }
@@ -242,7 +233,7 @@ function connect() {
   source.addEventListener("open", () => put(document.getElementById("live"), "live"));
   source.addEventListener("error", () => put(document.getElementById("live"), "reconnecting…"));
   source.addEventListener("progress", () => refresh());
-  source.addEventListener("reset", () => { state.timeline = []; });
+  source.addEventListener("reset", () => { state.timeline = []; state.streams.clear(); });
   source.addEventListener("timeline", (message) => {
     const event = JSON.parse(message.data);
     state.cursor = event.seq;

@@ -161,7 +161,7 @@ def boundary_taken(R: int) -> Any:
             return ControlChange(outcome=BoundaryDecision.from_dict(taken))
         loaded = ControlState.load(stored)
         before = loaded.state
-        decision = take_boundary(loaded.manager, loaded.ledger, R, block=False)
+        decision = take_boundary(loaded.manager, loaded.ledger, R)
         loaded.released_since(before)
         return loaded.change(taken=None if decision.empty else decision.to_dict(),
                              outcome=decision)

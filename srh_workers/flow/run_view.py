@@ -23,6 +23,7 @@ from redis import Redis
 
 from srh_core.agent import SRAgent, load_agent_class
 from srh_core.agent.settings import SearchSettings
+from srh_core.api.cancel import cancel_when
 from srh_core.context import AgentContext
 from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
@@ -159,8 +160,9 @@ class WorkerRunView:
         """Cut ``agent``'s model requests at the task's soft time limit or at a stop request.
 
         The limit is ``budget``'s (None: not cut); the run's stop flag (``srh cancel``,
-        a failed branch) is read every :data:`CUT_POLL_SECONDS`, so a cancel does not
-        wait for a model that never answers. ``agent`` is built with ``bounded=True``.
+        a failed branch) and the time are read every :data:`CUT_POLL_SECONDS` by the one
+        watcher (:func:`srh_core.api.cancel.cancel_when`), so a cancel does not wait for
+        a model that never answers. ``agent`` is built with ``bounded=True``.
 
         Raises:
             ModelRequestError: The model had not answered when the time was up
@@ -170,32 +172,16 @@ class WorkerRunView:
         if seconds is None:
             yield
             return
-        done, why = threading.Event(), []
-
-        def watch() -> None:
-            end = time.monotonic() + seconds
-            while not done.wait(max(0.0, min(CUT_POLL_SECONDS, end - time.monotonic()))):
-                stop = _stop_reason(self)
-                if stop is None and time.monotonic() < end:
-                    continue
-                why.append(stop or f"no answer within the step task's time limit ({seconds:.0f} "
-                                   f"s left of SRH_BRANCH_SOFT_LIMIT)")
-                for api in (agent.api, getattr(agent, "strong_api", None)):
-                    if api is not None and callable(getattr(api, "cancel", None)):
-                        api.cancel()
-                return
-
-        watcher = threading.Thread(target=watch, name="srh-request-cut", daemon=True)
-        watcher.start()
-        try:
-            yield
-        except ModelRequestCancelledError as error:
-            if not why:
-                raise
-            raise ModelRequestError(f"The model request was cut: {why[0]}.",
-                                    retryable=False) from error
-        finally:
-            done.set()
+        cut = RequestCut(self, seconds)
+        with cancel_when(cut, lambda: cancel_requests(agent), poll_seconds=CUT_POLL_SECONDS,
+                         name="srh-request-cut"):
+            try:
+                yield
+            except ModelRequestCancelledError as error:
+                if cut.reason is None:  # cancelled by something else (a force-pause)
+                    raise
+                raise ModelRequestError(f"The model request was cut: {cut.reason}.",
+                                        retryable=False) from error
 
     @property
     def model_access(self) -> Any:
@@ -229,6 +215,37 @@ class WorkerRunView:
         if self.settings.save_path:
             return path_inside(self.runs_dir, self.settings.save_path)
         return run_path(self.runs_dir, self.spec.run_id)
+
+
+class RequestCut:
+    """When a bounded step's model request is cut, and why (the watcher's condition).
+
+    Args:
+        rt: The run (its stop flag).
+        seconds: Seconds left before the step task's soft limit.
+    """
+
+    def __init__(self, rt: WorkerRunView, seconds: float) -> None:
+        self.rt = rt
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.reason: str | None = None
+
+    def __call__(self) -> bool:
+        """True once the run is stopped or the time is up; records which in ``reason``."""
+        stop = _stop_reason(self.rt)
+        if stop is None and time.monotonic() < self.end:
+            return False
+        self.reason = stop or (f"no answer within the step task's time limit "
+                               f"({self.seconds:.0f} s left of SRH_BRANCH_SOFT_LIMIT)")
+        return True
+
+
+def cancel_requests(agent: SRAgent) -> None:
+    """Cancel the model requests ``agent``'s adapters have in flight."""
+    for api in (agent.api, getattr(agent, "strong_api", None)):
+        if api is not None and callable(getattr(api, "cancel", None)):
+            api.cancel()
 
 
 def _stop_reason(rt: WorkerRunView) -> str | None:

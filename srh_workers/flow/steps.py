@@ -169,7 +169,9 @@ def close_step(rt: WorkerRunView, R: int, C: int, L: int) -> list[Action]:
     if plan is None or any(k not in results for k in range(1, plan.K + 1)):
         logger.warning("R%d-C%d-L%d: closing before every sample was recorded", R, C, L)
         return []
-    after = rt.agent().close_step(branch, plan, [results[k] for k in range(1, plan.K + 1)])
+    samples = [results[k] for k in range(1, plan.K + 1)]  # their candidates found once
+    after = rt.agent().close_step(branch, plan, [sample.results for sample in samples],
+                                  candidates=[sample.candidates for sample in samples])
     rt.store.flow.save_branches([after])
     return scheduled(rt, on_step_closed(after, early_stop=rt.settings.early_stop))
 

@@ -60,6 +60,9 @@ class ChunkControl:
         self.parked, self.released = park_run(self.rt, self.owner)  # a paused run parks here
         return self.parked
 
+    def wait_release(self) -> bool:
+        return False  # a held chunk ends: a release (or a stop) sends its continuation
+
 
 def run_whole(rt: WorkerRunView, owner: str, budget: Budget) -> list[Action]:
     """Run (or continue) the run in this task until it ends or the chunk's time is up.

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from srh_core.agent.branch import BranchState
 from srh_core.agent.steps import StepPlan
 from srh_core.errors import SearchStateError
 from srh_core.jsonio import dumps
-from srh_core.types import ToolCallResult
+from srh_core.types import CandidateRecord, ToolCallResult
 from srh_workers.store.scripts import reply_text
 
 if TYPE_CHECKING:
@@ -28,7 +29,28 @@ if TYPE_CHECKING:
     from srh_workers.store.keys import RunKeys
     from srh_workers.store.scripts import RunScripts
 
-__all__ = ["FlowState"]
+__all__ = ["FlowState", "StoredSample", "sample_record"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSample:
+    """One sample's stored record: its tool results and, when its task found them, its
+    candidates (None in a record written before they were kept: the closer computes them)."""
+
+    results: list[ToolCallResult]
+    candidates: list[CandidateRecord] | None = None
+
+
+def sample_record(results: Sequence[ToolCallResult],
+                  candidates: Sequence[CandidateRecord] | None) -> str:
+    """A sample's results field: ``{"results": [...], "candidates": [...]}`` as JSON text.
+
+    Records written before the candidates were kept are a bare results list;
+    :func:`_stored_sample` reads both, so a run in flight during an upgrade closes.
+    """
+    return dumps({"results": [r.to_dict() for r in results],
+                  "candidates": None if candidates is None else [c.to_dict()
+                                                                 for c in candidates]})
 
 
 class FlowState:
@@ -113,8 +135,9 @@ class FlowState:
         return _plan(plan), None if results is None else _results(results)
 
     def close_state(self, R: int, C: int, L: int
-                    ) -> tuple[BranchState, StepPlan | None, dict[int, list[ToolCallResult]]]:
-        """A step's closing reads, in one round trip: branch, plan and every sample's results."""
+                    ) -> tuple[BranchState, StepPlan | None, dict[int, StoredSample]]:
+        """A step's closing reads, in one round trip: branch, plan and every sample's record
+        (its results and the candidates its task found)."""
         pipe = self.client.pipeline(transaction=False)
         pipe.get(self.keys.branch(R, C))
         pipe.get(self.keys.plan(R, C, L))
@@ -122,7 +145,7 @@ class FlowState:
         branch, plan, results = pipe.execute()
         if branch is None:
             raise SearchStateError(f"Run {self.run_id}: branch R{R}-C{C} has no state.")
-        by_sample = {int(reply_text(k)): _results(v) for k, v in results.items()}
+        by_sample = {int(reply_text(k)): _stored_sample(v) for k, v in results.items()}
         return BranchState.from_dict(json.loads(branch)), _plan(plan), by_sample
 
     def load_plan(self, R: int, C: int, L: int) -> StepPlan | None:
@@ -137,12 +160,13 @@ class FlowState:
         return sorted(plans, key=lambda p: (p["R"], p["L"], p["C"]))
 
     def store_results(self, R: int, C: int, L: int, K: int,
-                      results: Sequence[ToolCallResult]) -> None:
-        """Store sample K's results unless stored (first write wins)."""
+                      results: Sequence[ToolCallResult],
+                      candidates: Sequence[CandidateRecord] | None = None) -> None:
+        """Store sample K's results (and candidates) unless stored (first write wins)."""
         key = self.keys.results(R, C, L)
         pipe = self.client.pipeline(transaction=True)
         pipe.sadd(self.keys.registry, key)
-        pipe.hsetnx(key, str(K), dumps([r.to_dict() for r in results]))
+        pipe.hsetnx(key, str(K), sample_record(results, candidates))
         pipe.execute()
 
     # -------------------------------------------------------- coordination
@@ -216,4 +240,14 @@ def _plan(raw: Any) -> StepPlan | None:
 
 
 def _results(raw: bytes | str) -> list[ToolCallResult]:
-    return [ToolCallResult.from_dict(item) for item in json.loads(raw)]
+    return _stored_sample(raw).results
+
+
+def _stored_sample(raw: bytes | str) -> StoredSample:
+    data = json.loads(raw)
+    if isinstance(data, list):  # written before the candidates were kept
+        return StoredSample([ToolCallResult.from_dict(item) for item in data])
+    found = data.get("candidates")
+    return StoredSample([ToolCallResult.from_dict(item) for item in data["results"]],
+                        None if found is None else [CandidateRecord.from_dict(c)
+                                                    for c in found])

@@ -306,7 +306,9 @@ class RunKeys:
         return self.key(f"restart:{_coordinate('R', R)}:finished")
 
     def results(self, R: int, C: int, L: int) -> str:
-        """Hash: sample index K -> JSON list of the sample's ToolCallResults (first write wins)."""
+        """Hash: sample index K -> the sample's ToolCallResults and the candidates found in
+        them (``flow.sample_record``; a bare results list before they were kept); first
+        write wins."""
         return self.key(f"results:{_coordinate('R', R)}:{_coordinate('C', C)}:"
                         f"{_coordinate('L', L)}")
 

@@ -74,7 +74,7 @@ from srh_core.types import (
 from srh_workers.store.cluster import ClusterIndex
 from srh_workers.store.control import ControlRecords
 from srh_workers.store.delivery import DeliveryGuard
-from srh_workers.store.flow import FlowState
+from srh_workers.store.flow import FlowState, sample_record
 from srh_workers.store.keys import (
     COMPLEXITY_DIGITS,
     FINISHED_RUN_TTL_SECONDS,
@@ -146,11 +146,15 @@ class SampleBatch:
     entries: list[PoolEntry | None] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)
     results: list[ToolCallResult] = field(default_factory=list)
+    found: list[CandidateRecord] | None = None
     kept: bool = False
     outcome: SampleOutcome | None = None
 
-    def keep_results(self, results: list[ToolCallResult]) -> None:
+    def keep_results(self, results: list[ToolCallResult],
+                     candidates: Sequence[CandidateRecord] | None = None) -> None:
+        """The sample's results, and the candidates found in them (stored for the closer)."""
         self.results, self.kept = list(results), True
+        self.found = None if candidates is None else list(candidates)
 
     def matches(self, coordinate: SearchCoordinate) -> bool:
         return (coordinate.R, coordinate.C, coordinate.L, coordinate.K) == (
@@ -289,11 +293,12 @@ class RedisRunStore:
                                    "recorded no node.")
         return self.record_sample(batch.node, batch.entries, samples=batch.samples,
                                   results=batch.results if batch.kept else None,
-                                  log_lines=batch.log_lines)
+                                  found=batch.found, log_lines=batch.log_lines)
 
     def record_sample(self, node: SearchNode,
                       candidates: Iterable[CandidateRecord | PoolEntry | None], *,
                       samples: int, results: Sequence[ToolCallResult] | None = None,
+                      found: Sequence[CandidateRecord] | None = None,
                       log_lines: Sequence[str] = ()) -> SampleOutcome:
         """One sample's writes in one atomic script: what a tool task records.
 
@@ -307,6 +312,8 @@ class RedisRunStore:
             candidates: The sample's candidates (unrankable ones are not pooled).
             samples: K, the number of samples of the step (0: claim nothing).
             results: The sample's tool results, kept for closing the step.
+            found: The candidates found in ``results``, kept with them (so the
+                step's closer does not parse the sample's formulas again).
             log_lines: ``tool_calls.jsonl`` records of the sample, as JSON text.
         """
         entries = [c if isinstance(c, PoolEntry) or c is None else pool_entry(c, self.policy)
@@ -315,7 +322,7 @@ class RedisRunStore:
         done, results_key, advanced = self.flow.sample_keys(at.R, at.C, at.L)
         script_keys = (*keys.node_keys, *keys.pool_keys, done, keys.registry, results_key,
                        keys.tool_log, advanced)
-        payload = "" if results is None else dumps([r.to_dict() for r in results])
+        payload = "" if results is None else sample_record(results, found)
         argv: list[Any] = [*node_args(node), at.K, samples, payload, len(log_lines), *log_lines]
         argv += [value for entry in entries if entry is not None for value in entry.argv()]
         reply = self._scripts.call("record_sample", script_keys, argv)

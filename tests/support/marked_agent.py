@@ -12,6 +12,7 @@ from typing import Any
 
 from srh_core.agent import SRAgent
 from srh_core.api import ModelResponse
+from srh_core.interactive.agent import SRAgentInteractive
 from srh_core.types import CandidateRecord, ParentLink, ToolCallResult
 
 PROMPT_MARK = "[marked by MarkedAgent]"
@@ -41,3 +42,7 @@ class MarkedAgent(SRAgent):
         marked = {**(usage or {}), "mark": f"R{R}-C{C}-L{L}-K{K}"}
         return super().record_sample(response, results, parents, prompt, marked,
                                      R=R, C=C, L=L, K=K)
+
+
+class InteractiveMarkedAgent(MarkedAgent, SRAgentInteractive):
+    """MarkedAgent with the researcher's controls (the pause parity test)."""

@@ -26,13 +26,16 @@ def free_port() -> int:
 
 
 class LiveServer:
-    """``create_app(Catalog(roots))`` served by uvicorn on a thread."""
+    """``create_app(Catalog(roots))`` served by uvicorn on a thread (``panels`` closed at exit:
+    the app's lifespan, which would close them, is off here)."""
 
     def __init__(self, roots: list[Path], *, token: str | None = None,
                  allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
-                 cluster: Any = None) -> None:
+                 cluster: Any = None, panels: Any = None) -> None:
         self.port = free_port()
-        app = create_app(Catalog(roots, cluster), token=token, allowed_hosts=allowed_hosts)
+        self.panels = panels
+        app = create_app(Catalog(roots, cluster), token=token, allowed_hosts=allowed_hosts,
+                         panels=panels)
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                 lifespan="off", timeout_graceful_shutdown=1)
         self.server = uvicorn.Server(config)
@@ -53,6 +56,8 @@ class LiveServer:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        if self.panels is not None:
+            assert self.panels.close(), "a panel's turn did not end"
 
 
 class Client:

@@ -15,7 +15,8 @@ TOKEN = "t0ken-for-tests-0123456789"
 
 
 def args(**values) -> argparse.Namespace:
-    defaults = {"host": "127.0.0.1", "port": 8765, "runs": None, "redis": None, "token": None}
+    defaults = {"host": "127.0.0.1", "port": 8765, "runs": None, "redis": None, "token": None,
+                "workspaces": "workspaces", "llm": "offline", "base_url": None}
     return argparse.Namespace(**{**defaults, **values})
 
 

@@ -6,6 +6,9 @@ providers exist on both sides.
 The provider counts its requests per sampling seed in Redis (``srh-test:requests``), which is how
 a test proves that a finished step was never sampled again, and it can be
 made slow (``SRH_TEST_MODEL_DELAY``) so a test can kill a worker mid-request.
+With ``SRH_TEST_COUNT_PARSES`` set, every parse of a candidate formula (the one entry point,
+``srh_core.agent.candidates.candidate_from_entry``) is counted in Redis per node and formula
+(``srh-test:parses``), which is how a test proves a sample's formulas are parsed once.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from typing import Any
 
 import redis
 
+from srh_core.agent import candidates
 from srh_core.api import BaseAPI
 from srh_core.api.call_result import SampleDelta
 from srh_core.api.response import CallSummary, ModelResponse, Usage
 from srh_core.tools.base import BaseTool
 
 REQUESTS_KEY = "srh-test:requests"
+PARSES_KEY = "srh-test:parses"
+COUNT_PARSES_ENV = "SRH_TEST_COUNT_PARSES"
 MODEL_DELAY_ENV = "SRH_TEST_MODEL_DELAY"
 PROBE_SECONDS = 1.0
 FORMULAS = ("x1*x2**2", "x1*x2", "x1 + x2", "x2**2")
@@ -147,3 +153,21 @@ class MeteredAPI(BaseAPI):
                 finish_reason="stop", sample=k))
             yield SampleDelta(k, text, list(outcome.calls))
         return CallSummary(tuple(responses), METERED_USAGE, self.provider, str(self.model))
+
+
+def _count_parses() -> None:
+    """Count each candidate parse in this worker (see the module's docstring)."""
+    url = os.environ.get("SRH_REDIS_URL") or os.environ.get("SRH_BROKER_URL")
+    if not os.environ.get(COUNT_PARSES_ENV) or not url:
+        return
+    client = redis.Redis.from_url(url)
+    parse = candidates.candidate_from_entry
+
+    def counted(entry: Any, node_id: str, target: str | None, tool: str | None) -> Any:
+        client.hincrby(PARSES_KEY, f"{node_id}|{entry.get('formula')}", 1)
+        return parse(entry, node_id, target, tool)
+
+    candidates.candidate_from_entry = counted
+
+
+_count_parses()

@@ -5,13 +5,17 @@ of the step opening and one of the recording; the cluster rebuilds it from its
 import path. Both granularities of the cluster are checked (a step as tasks, a
 whole run as chunked tasks), with early stop on and off: the same node labels,
 parent links, responses and marks, the same result, the same run-directory files.
-A stop decision (the run's stop flag) is checked the same way: both runtimes pass it
-through the scheduler's one gate, in process (the embedded loop and the task bodies).
+A stop decision (the run's stop flag) and a pause and its resume are checked the same
+way: both runtimes pass them through the scheduler's one gate, in process (the embedded
+loop and the task bodies) at a restart and at a level, and a pause at the run's first
+boundary on real workers (both granularities).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,14 +27,19 @@ import redis
 from srh_core.agent import SearchSettings
 from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_CANCELLED
-from srh_core.embedded.runner import StopFlag, make_context, search_loop
+from srh_core.embedded.runner import StopFlag, finish_run, make_context, search_loop
+from srh_core.interactive import ControlCommand
 from srh_core.problems import load_suite
 from srh_core.state import SearchRunState
+from srh_workers.control.channel import RedisControlChannel
+from srh_workers.control.parking import step_member
+from srh_workers.control.submit import submit_interactive
 from srh_workers.flow.dispatch import dispatch
 from srh_workers.flow.names import RESTART, STEP, Action
+from srh_workers.flow.tasks import sender
 from srh_workers.store import RedisRunStore
 from srh_workers.submit import submit_run
-from tests.support.marked_agent import PROMPT_MARK, MarkedAgent
+from tests.support.marked_agent import PROMPT_MARK, InteractiveMarkedAgent, MarkedAgent
 from tests.support.results import without_times
 from tests.workers.cluster import Cluster
 from tests.workers.support import wait_until
@@ -168,3 +177,159 @@ def test_a_stop_decides_the_same_in_both_runtimes(redis_server: str, early_stop)
     ended = [(b.C, b.L, b.status, b.stop_reason) for b in celery_store.flow.load_branches(last, 2)]
     assert ended == [(C, 1 if last == 2 else 2, "stopped", STOP_CANCELLED) for C in (1, 2)]
     client.close()
+
+
+def state_changes(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(e["payload"]["previous"], e["payload"]["current"]) for e in events
+            if e["kind"] == "state_changed"]
+
+
+@pytest.mark.parametrize("early_stop", [False, True], ids=["at-a-restart", "at-a-level"])
+def test_a_pause_and_its_resume_decide_the_same_in_both_runtimes(redis_server: str,
+                                                                  early_stop):
+    """A pause asked at a boundary both runtimes reach in the same state passes the one
+    gate: no step opens until the resume; the embedded runner holds the first branch on
+    its thread, the step tasks park every branch's next step; after the resume both go
+    on to the same nodes and result, and the controls went through the same states."""
+    problem = load_suite().get(PROBLEM)
+    X, y = problem.sample(300, seed=0)
+    values = {**VALUES, "early_stop": early_stop, "max_refinement_depth": 2}
+    options = {"pause_on_tool_free": False}
+
+    def at_boundary(R: int, L: int) -> bool:
+        return L >= 2 if early_stop else R == 2
+
+    agent = InteractiveMarkedAgent(run_id="pause-emb", **options, **values)
+    store = SearchRunState(None, agent.settings.ranking_metric, agent.settings.larger_is_better,
+                           run_id="pause-emb")
+    agent.bind_run(make_context(agent, X, {problem.output: y}), store, None, "find y")
+    manager = agent.interaction_manager
+    control = StopFlag(agent.pause_gate())
+    held: list[tuple[int, int, int]] = []
+    at_hold: dict[str, Any] = {}
+    last: list[BranchState] = []
+
+    def resume_once_held() -> None:
+        end = time.monotonic() + 60
+        while not manager.status()["waiting_at_boundary"] and time.monotonic() < end:
+            time.sleep(0.01)
+        # resumed either way (the run must not hang); `held` says whether it was held
+        at_hold["held_on_thread"] = manager.status()["waiting_at_boundary"]
+        manager.command("resume")
+
+    def checkpoint(R: int, branches: Sequence[BranchState]) -> None:
+        last[:] = [b.copy() for b in branches]
+        if not held and manager.state == "running" and \
+                all(at_boundary(R, b.L) for b in branches if not b.finished):
+            manager.command("pause")  # `srh pause` there
+            threading.Thread(target=resume_once_held, daemon=True).start()
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["event"] == "held":
+            held.append((event["R"], event["C"], event["L"]))
+            at_hold.setdefault("labels", sorted(r["node_label"] for r in store.records()))
+            at_hold.setdefault("steps", sorted(step_member(b.R, b.C, b.L) for b in last
+                                               if not b.finished))
+
+    agent.observers.append(on_event)
+    outcome = search_loop(agent, 1, None, checkpoint, control, threads=1)
+    assert outcome is not None
+    expected = finish_run(agent, store, outcome).to_dict()  # its `finished` ends the controls
+    first = (2, 1, 1) if not early_stop else (1, 1, 2)
+    assert held == [first]  # held once, the first branch, before it opened the step
+    assert at_hold["held_on_thread"]
+    embedded_states = state_changes(manager.get_recent_events(0)["events"])
+    assert embedded_states == [("idle", "running"), ("running", "pausing"),
+                               ("pausing", "paused"), ("paused", "running"),
+                               ("running", "idle")]
+
+    client = redis.Redis.from_url(redis_server)
+    run_id = f"pause-cel-{int(early_stop)}"
+    queue: deque[Action] = deque()
+    settings = SearchSettings.build(run_id=run_id, granularity="step", **values)
+    submit_interactive(client, queue.append, settings, X, {problem.output: y}, "find y",
+                       agent_class=InteractiveMarkedAgent, options=options)
+    celery_store = RedisRunStore.open(client, run_id)
+    channel = RedisControlChannel(client, run_id, queue.append)
+    paused = False
+    while queue:
+        action = queue.popleft()
+        if not paused and ((action.task == RESTART and at_boundary(action.args[1], 1)) or
+                           (action.task == STEP and at_boundary(action.args[1],
+                                                                action.args[3]))):
+            channel.send(ControlCommand("pause"))
+            paused = True
+        queue.extend(dispatch(client, action))
+        if paused and not queue and celery_store.stored_result() is None:
+            # every task ended: the run holds no worker, its next steps parked
+            assert celery_store.controls.held_steps() == at_hold["steps"]
+            assert sorted(r["node_label"] for r in celery_store.records()) == at_hold["labels"]
+            assert step_member(*first) in at_hold["steps"]
+            channel.send(ControlCommand("resume"))  # re-sends the parked steps
+    result = celery_store.stored_result()
+    assert result is not None and paused
+    assert (result.status, result.stop_reason) == (outcome.status, outcome.reason)
+    assert fingerprint(celery_store.records(include_detail=True)) == \
+        fingerprint(store.records(include_detail=True))
+    assert comparable(result.to_dict()) == comparable(expected)
+    assert state_changes(channel.read_events(0)["events"]) == embedded_states
+    client.close()
+
+
+@pytest.mark.parametrize("granularity", ["step", "run"])
+def test_a_pause_before_the_first_step_holds_the_same_on_real_workers(cluster: Cluster,
+                                                                       granularity):
+    """Asked before any step opened (the run's first boundary), a pause holds the run in
+    both runtimes; on real workers no worker is held (the steps, or the whole-run task,
+    park), and the resume goes on to the embedded run's nodes and result."""
+    problem = load_suite().get(PROBLEM)
+    X, y = problem.sample(300, seed=0)
+    values = {**VALUES, "early_stop": False, "max_refinement_depth": 2}
+    options = {"pause_on_tool_free": False}
+
+    agent = InteractiveMarkedAgent(run_id="first-emb", **options, **values)
+    store = SearchRunState(None, agent.settings.ranking_metric, agent.settings.larger_is_better,
+                           run_id="first-emb")
+    agent.bind_run(make_context(agent, X, {problem.output: y}), store, None, "find y")
+    manager = agent.interaction_manager
+    held: list[tuple[int, int, int]] = []
+    resumed: list[bool] = []
+
+    def resume_once_held() -> None:
+        end = time.monotonic() + 60
+        while not manager.status()["waiting_at_boundary"] and time.monotonic() < end:
+            time.sleep(0.01)
+        resumed.append(manager.status()["waiting_at_boundary"] and not store.records())
+        manager.command("resume")
+
+    def checkpoint(R: int, branches: Sequence[BranchState]) -> None:
+        if not resumed and manager.state == "running" and all(b.L == 1 for b in branches):
+            manager.command("pause")  # the run's first boundary: no step opened yet
+            threading.Thread(target=resume_once_held, daemon=True).start()
+
+    agent.observers.append(lambda e: e["event"] == "held" and held.append((e["R"], e["C"],
+                                                                           e["L"])))
+    outcome = search_loop(agent, 1, None, checkpoint, StopFlag(agent.pause_gate()), 1)
+    assert outcome is not None
+    expected = finish_run(agent, store, outcome).to_dict()
+    assert held == [(1, 1, 1)] and resumed == [True]
+
+    run_id = f"first-cel-{granularity}"
+    settings = SearchSettings.build(run_id=run_id, granularity=granularity, **values)
+    submit_interactive(cluster.client, sender(cluster.app), settings, X, {problem.output: y},
+                       "find y", agent_class=InteractiveMarkedAgent, options=options)
+    channel = RedisControlChannel(cluster.client, run_id, sender(cluster.app))
+    channel.apply(ControlCommand("pause"))  # before any worker took the run's first task
+    cluster.start("branches", concurrency=2)
+    cluster.start("tools", concurrency=1)
+    celery_store = RedisRunStore.open(cluster.client, run_id)
+    parked = ["run"] if granularity == "run" else [step_member(1, C, 1) for C in (1, 2)]
+    wait_until(lambda: celery_store.controls.held_steps() == parked, 60,
+               f"the {granularity} tasks to park")
+    assert celery_store.records() == []  # held before any step opened
+    status = channel.apply(ControlCommand("resume"))  # re-sends what parked
+    assert status["interaction_state"] == "running"
+    result = cluster.result(run_id)
+    assert fingerprint(celery_store.records(include_detail=True)) == \
+        fingerprint(store.records(include_detail=True))
+    assert comparable(result.to_dict()) == comparable(expected)
