@@ -52,6 +52,11 @@ ENTRY_POINTS: dict[str, str] = {
                                  "(the openai SDK, 0.7 s of imports) when a run builds its "
                                  "first client; the endpoint registry, and the settings "
                                  "that read it, stay light",
+    r"srh_core\.agent\.(base|conversation)": "an agent's run-time machinery: the tool "
+                                              "executor (code sandbox, process pools), "
+                                              "custom-tool discovery and SRAgent load when "
+                                              "an agent runs; `srh web` imports the agent "
+                                              "classes for its panels and loads none of it",
     r"srh_workers\.endpoints": "the cluster's quota gates: the gate factory loads "
                                "srh_workers.quota (Redis, and the openai SDK through "
                                "srh_core.api.gate) when a worker makes its gates; a "
