@@ -121,6 +121,10 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         maxsize: Largest complexity (engine nodes) of a formula found; None: no bound.
         guesses: Formulas to start from (engine syntax; ``param("a")`` for a constant to
             fit), evaluated with their constants fitted at the first step.
+        nested_constraints: PySR's ``{"sin": {"sin": 0, "cos": 0}}``: how many of an
+            operator a formula may nest inside another; None: no limit.
+        constraints: PySR's size constraints, ``{"^": (-1, 1), "sin": 5}``: the largest
+            argument(s) of an operator (-1: no limit); None: no limit.
         evaluator: A ``.py`` file defining the run's evaluator (a ``DefaultEvaluator``
             subclass, loaded as ``load_custom_evaluator`` does); None: the default.
         warm_start: A second ``fit`` starts from the previous fit's Pareto front (its
@@ -166,6 +170,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         binary_operators: Sequence[str] | None = None,
         unary_operators: Sequence[str] | None = None, maxsize: int | None = None,
         guesses: Sequence[str] | None = None, evaluator: str | None = None,
+        nested_constraints: Mapping[str, Mapping[str, int]] | None = None,
+        constraints: Mapping[str, int | Sequence[int]] | None = None,
         warm_start: bool = False, verbosity: int = 0,
         problem_description: str = "",
         X_units: Sequence[str] | Mapping[str, str] | None = None, y_units: str | None = None,
@@ -220,6 +226,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.maxsize = maxsize
         self.guesses = guesses
         self.evaluator = evaluator
+        self.nested_constraints = nested_constraints
+        self.constraints = constraints
         self.warm_start = warm_start
         self.verbosity = verbosity
         self.problem_description = problem_description
@@ -239,6 +247,11 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
             values[name] = None if values[name] is None else list(values[name])
         values["ban_tools"] = list(values["ban_tools"] or [])
         values["guesses"] = list(values["guesses"] or [])
+        for name in ("nested_constraints", "constraints"):
+            if isinstance(values[name], Mapping):
+                values[name] = {key: dict(limit) if isinstance(limit, Mapping) else
+                                list(limit) if isinstance(limit, Sequence) else limit
+                                for key, limit in values[name].items()}
         if isinstance(values["prices"], Mapping):
             values["prices"] = {key: dict(rates) if isinstance(rates, Mapping) else rates
                                 for key, rates in values["prices"].items()}
@@ -268,7 +281,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------ fitting
     def fit(self, X: Any, y: Any, variable_names: Sequence[str] | None = None,
-            problem_description: str | None = None) -> SRHarnessRegressor:
+            problem_description: str | None = None,
+            sample_weight: Any = None) -> SRHarnessRegressor:
         """Search for a formula y = f(X).
 
         Args:
@@ -277,6 +291,10 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
             variable_names: Variable names of X's columns in formulas (default:
                 DataFrame column names when they are usable identifiers, else x1, x2, ...).
             problem_description: Overrides the ``problem_description`` parameter.
+            sample_weight: ``(n_samples,)`` weights >= 0 (scikit-learn's name; PySR's
+                ``weights``): every fit minimises the weighted MSE, the metrics (``mse``,
+                ``r2``...) and the ranking are weighted, and rows of weight 0 take no
+                part. None (or equal weights): unweighted.
 
         Returns:
             self.
@@ -300,6 +318,11 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         if units:
             settings = settings.replace(units=units)
         data = {name: matrix[:, i] for i, name in enumerate(names)}
+        weights = _sample_weight(sample_weight, len(vector))
+        if weights is not None:  # a column of the data the settings name, not a feature
+            column = _free_name("sample_weight", [*names, target])
+            data[column] = weights
+            settings = settings.replace(weights=column)
         text = self.problem_description if problem_description is None else problem_description
         agent = SRAgent(settings)
         if self.verbosity:
@@ -387,14 +410,20 @@ def expected_failed_checks(estimator: SRHarnessRegressor) -> dict[str, str]:
     A search whose replies vary between fits (a language model, or a time
     limit that cuts the search at a different point) cannot pass the checks
     that fit twice and compare the predictions; with the offline proposer and
-    no time limit the search is deterministic and every check applies. Pass
+    no time limit the search is deterministic and those checks apply. Integer
+    weights are not repeated rows (the one check that compares them is expected
+    to fail for every search). Pass
     it to ``check_estimator(est, expected_failed_checks=expected_failed_checks(est))``
     or ``parametrize_with_checks(..., expected_failed_checks=expected_failed_checks)``.
     """
+    weights = {"check_sample_weight_equivalence_on_dense_data": (
+        "a row of weight 2 and the same row twice are different data to the search: the "
+        "validation split, the row samples and the sample count the model reads differ")}
     if not estimator._search_varies():
-        return {}
-    return dict.fromkeys(_REFIT_COMPARISONS, "two searches on the same data may return "
-                         "different formulas (model replies or the time limit vary)")
+        return weights
+    return {**weights, **dict.fromkeys(_REFIT_COMPARISONS, "two searches on the same data "
+                                       "may return different formulas (model replies or the "
+                                       "time limit vary)")}
 
 
 def _units(X_units: Sequence[str] | Mapping[str, str] | None, y_units: str | None,
@@ -424,6 +453,31 @@ def _units(X_units: Sequence[str] | Mapping[str, str] | None, y_units: str | Non
     if y_units is not None:
         units[target] = y_units
     return units
+
+
+def _sample_weight(sample_weight: Any, n_samples: int) -> np.ndarray | None:
+    """``sample_weight`` as float weights, or None when absent or all equal.
+
+    Raises:
+        ConfigurationError: Not one finite weight >= 0 per sample, or all 0.
+    """
+    if sample_weight is None:
+        return None
+    try:
+        weights = np.asarray(sample_weight, dtype=float)
+    except (TypeError, ValueError):
+        weights = np.asarray([np.nan])
+    if weights.ndim == 0:
+        weights = np.full(n_samples, float(weights))
+    if weights.shape != (n_samples,) or not np.all(np.isfinite(weights)) or \
+            np.any(weights < 0):
+        raise ConfigurationError(
+            f"sample_weight must be {n_samples} finite numbers >= 0 (one per row of X); got "
+            f"shape {weights.shape}.", setting="sample_weight")
+    if not np.any(weights > 0):
+        raise ConfigurationError("sample_weight must hold at least one weight above zero; "
+                                 "every weight is zero.", setting="sample_weight")
+    return None if weights.min() == weights.max() else weights.copy()
 
 
 def _check_guesses(guesses: Sequence[str], names: Sequence[str]) -> None:

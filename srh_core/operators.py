@@ -14,6 +14,16 @@ What each engine operation needs (any one of the listed operators):
 ``*``; ``a**3`` ``cube``, ``^`` or ``*``; ``a**0.5`` ``sqrt`` or ``^``;
 ``a**-1`` ``inv``, ``/`` or ``^``; any other power ``^``; ``f(a)`` ``f`` (``sqrt``
 also ``^``; ``inv`` also ``/``).
+
+PySR's ``nested_constraints`` (``{"sin": {"sin": 0, "cos": 0}}``: inside a
+``sin``, at most 0 ``sin`` and 0 ``cos`` along any path) and ``constraints``
+(``{"^": (-1, 1)}``: a power's base any size, its exponent at most 1 node;
+``{"sin": 5}``: a ``sin``'s argument at most 5 nodes) are checked the same way
+on a formula's engine tree (:func:`srh_engine.constraints.constraint_violations`):
+a formula that breaks one is scored but is not a candidate, the native search's
+evolution discards such trees and its front keeps none. An engine node counts as
+every PySR operator that can write it (``x**2`` is ``^`` and ``square``; ``-x`` is
+``neg``).
 """
 
 from __future__ import annotations
@@ -23,10 +33,13 @@ from typing import Any
 
 import srh_engine as engine
 from srh_core.errors import ConfigurationError, did_you_mean
+from srh_engine.constraints import constraint_violations
 from srh_engine.search import DEFAULT_OPERATORS
 
-__all__ = ["BINARY_OPERATORS", "UNARY_OPERATORS", "check_operators", "missing_operators",
-           "operator_limits", "search_operators"]
+__all__ = ["BINARY_OPERATORS", "UNARY_OPERATORS", "check_constraints",
+           "check_nested_constraints", "check_operators", "constraint_limits",
+           "constraint_violations",
+           "missing_operators", "operator_limits", "search_operators"]
 
 BINARY_OPERATORS = ("+", "-", "*", "/", "^")
 """PySR's binary operators the harness knows (``^`` is a power)."""
@@ -73,10 +86,17 @@ def check_operators(kind: str, names: Iterable[Any] | None) -> list[str] | None:
 
 def operator_limits(args: Any) -> tuple[list[str] | None, list[str] | None, int | None]:
     """``(binary, unary, maxsize)`` of a run's settings (a settings object or a mapping)."""
-    def read(name: str) -> Any:
-        return args.get(name) if isinstance(args, dict) else getattr(args, name, None)
+    return _read(args, "binary_operators"), _read(args, "unary_operators"), _read(args, "maxsize")
 
-    return read("binary_operators"), read("unary_operators"), read("maxsize")
+
+def constraint_limits(args: Any) -> tuple[dict[str, dict[str, int]] | None,
+                                          dict[str, Any] | None]:
+    """``(nested_constraints, constraints)`` of a run's settings."""
+    return _read(args, "nested_constraints"), _read(args, "constraints")
+
+
+def _read(args: Any, name: str) -> Any:
+    return args.get(name) if isinstance(args, dict) else getattr(args, name, None)
 
 
 def search_operators(binary: Sequence[str] | None, unary: Sequence[str] | None
@@ -141,3 +161,68 @@ def _power_needs(exponent: float | None) -> tuple[str, tuple[str, ...]]:
     if exponent == -1:
         return "**-1", ("inv", "/", "^")
     return "**", ("^",)
+
+
+def _canonical(name: Any, where: str) -> str:
+    """PySR's spelling of an operator named in a constraint.
+
+    Raises:
+        ValueError: Not an operator (with "did you mean").
+    """
+    known = (*BINARY_OPERATORS, *UNARY_OPERATORS)
+    canonical = ALIASES.get(name, name) if isinstance(name, str) else name
+    if canonical not in known:
+        hint = did_you_mean(str(name), known).strip()
+        raise ValueError(f"{where}: unknown operator {name!r}"
+                         f"{f' ({hint[:1].lower()}{hint[1:]})' if hint else ''}; the "
+                         f"operators are {', '.join(known)}")
+    return str(canonical)
+
+
+def check_nested_constraints(value: Any) -> dict[str, dict[str, int]] | None:
+    """PySR's ``nested_constraints`` in canonical names: ``{outer: {inner: max count}}``.
+
+    Raises:
+        ValueError: Not a mapping of mappings to ints >= 0, or an unknown operator.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ValueError('nested_constraints must map operators to {operator: count} '
+                         f'(e.g. {{"sin": {{"sin": 0}}}}); got {value!r:.80}')
+    checked: dict[str, dict[str, int]] = {}
+    for outer, inner in value.items():
+        name = _canonical(outer, "nested_constraints")
+        for nested, count in inner.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < -1:
+                raise ValueError(f"nested_constraints[{outer!r}][{nested!r}] must be an int "
+                                 f">= 0 (-1: no limit); got {count!r}")
+            checked.setdefault(name, {})[_canonical(nested, "nested_constraints")] = count
+    return checked
+
+
+def check_constraints(value: Any) -> dict[str, int | list[int]] | None:
+    """PySR's size ``constraints`` in canonical names: a unary operator's largest argument
+    (an int) or a binary operator's largest left and right arguments (two ints); -1 is no
+    limit.
+
+    Raises:
+        ValueError: A bad size, a unary operator given two, or an unknown operator.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError('constraints must map operators to sizes (e.g. {"^": [-1, 1], '
+                         f'"sin": 5}}); got {value!r:.80}')
+    checked: dict[str, int | list[int]] = {}
+    for raw, limit in value.items():
+        name = _canonical(raw, "constraints")
+        binary = name in BINARY_OPERATORS
+        sizes = list(limit) if isinstance(limit, list | tuple) else [limit]
+        if len(sizes) != (2 if binary else 1) or any(
+                isinstance(n, bool) or not isinstance(n, int) or n < -1 for n in sizes):
+            shape = "two ints (left, right)" if binary else "one int"
+            raise ValueError(f"constraints[{raw!r}] must be {shape} (a size >= 1, or -1: no "
+                             f"limit); got {limit!r}")
+        checked[name] = sizes if binary else sizes[0]
+    return checked

@@ -283,12 +283,17 @@ def _subset_problem(problem: LeastSquaresProblem, expression: Expression,
             subset[name] = array[keep]
         else:
             return None
-    sub = LeastSquaresProblem(expression, subset, problem.target[keep], initial)
+    weights = None if problem.weights is None else problem.weights[keep]
+    if weights is not None and not np.any(weights > 0):
+        return None
+    sub = LeastSquaresProblem(expression, subset, problem.target[keep], initial, weights)
     return sub if sub.n_rows >= sub.size else None
 
 
 def _final_loss(problem: LeastSquaresProblem, theta: np.ndarray) -> tuple[float, int]:
     prediction = problem.predictions(theta)
+    if problem.weights is not None:
+        return _weighted_loss(problem.weights, prediction, problem.target)
     error = prediction - problem.target
     total = float(error @ error)
     if math.isfinite(total):  # every row usable: no masks, no copies
@@ -298,6 +303,19 @@ def _final_loss(problem: LeastSquaresProblem, theta: np.ndarray) -> tuple[float,
         return math.nan, int(problem.target.size)
     error = prediction[used] - problem.target[used]
     return float(error @ error) / int(used.sum()), int(problem.target.size - used.sum())
+
+
+def _weighted_loss(weights: np.ndarray, prediction: np.ndarray, target: np.ndarray
+                   ) -> tuple[float, int]:
+    """Weighted MSE ``sum w r^2 / sum w`` over the finite rows of positive weight; the
+    rows of weight 0 are not counted as excluded."""
+    positive = weights > 0
+    used = positive & np.isfinite(prediction) & np.isfinite(target)
+    excluded = int(positive.sum() - used.sum())
+    if not used.any():
+        return math.nan, excluded
+    error = prediction[used] - target[used]
+    return float(weights[used] @ (error * error)) / float(weights[used].sum()), excluded
 
 
 def _no_fit(expression: Expression, problem: LeastSquaresProblem, message: str,
@@ -318,8 +336,10 @@ def fit(
     num_nodes: int | None = None,
     time: Any = None,
     delay_resolver: DelayResolver | None = None,
+    weights: Any = None,
 ) -> FitResult:
-    """Fit parameters (and optionally constants) by minimising the mean squared error.
+    """Fit parameters (and optionally constants) by minimising the mean squared error
+    (weighted, ``sum w r^2 / sum w``, with ``weights``).
 
     Args:
         expression: The formula; its :class:`Parameter` and
@@ -342,6 +362,8 @@ def fit(
         num_nodes: Number of graph nodes, for indexed formulas.
         time: Sample times along the leading axis, for ``delay``.
         delay_resolver: Custom ``delay`` history lookup.
+        weights: One non-negative weight per row of the target (PySR's ``weights``);
+            ``loss`` is then the weighted MSE and rows of weight 0 take no part.
 
     Returns:
         The fit result. A fit that fails to converge is not an error:
@@ -364,7 +386,7 @@ def fit(
     structure = {"num_nodes": num_nodes, "time": time, "delay_resolver": delay_resolver}
     with np.errstate(all="ignore"):
         problem = LeastSquaresProblem(working, values, _target_array(values, target),
-                                      initial or {}, **structure)
+                                      initial or {}, weights, **structure)
         if problem.size == 0:
             return _no_fit(expression, problem, "expression has no parameters to fit", True)
         if problem.n_rows == 0:

@@ -8,6 +8,10 @@ Rows whose prediction is not finite at the start point are left out of the
 fit; rows that become non-finite at a trial point get a large finite
 residual (and a zero Jacobian row), so optimisers back off instead of
 crashing on nan.
+
+Weights (PySR's ``weights``, scikit-learn's ``sample_weight``): each row's
+residual and Jacobian row are scaled by ``sqrt(w / mean w)``, so the loss is
+the weighted MSE ``sum w r^2 / sum w``; rows of weight 0 are left out.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from .errors import FitError
 from .evaluation import evaluate_node, group_labels
 from .nodes import Expression, GroupedParameter, Parameter
 
-__all__ = ["DEFAULT_INITIAL_VALUE", "GroupLayout", "LeastSquaresProblem", "PENALTY_SCALE"]
+__all__ = ["DEFAULT_INITIAL_VALUE", "GroupLayout", "LeastSquaresProblem", "PENALTY_SCALE",
+           "row_weights"]
 
 DEFAULT_INITIAL_VALUE = 1.0
 """Start value of a parameter with no initial value and no bound value."""
@@ -70,15 +75,39 @@ def _group_start(layout: GroupLayout, initial: Mapping[str, Any]) -> list[float]
     return [float(table.get(category, default)) for category in layout.categories]
 
 
+def row_weights(weights: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``weights`` (one per row of a target of ``shape``) flattened like the target, or
+    None for none.
+
+    Raises:
+        FitError: Not one finite, non-negative weight per row, or every weight 0.
+    """
+    if weights is None:
+        return None
+    array = np.asarray(weights, dtype=float)
+    rows = shape[0] if shape else 1
+    if array.ndim != 1 or array.size != rows:
+        raise FitError(f"weights must be one number per row ({rows}); got shape "
+                       f"{array.shape}", field="weights")
+    if not (np.all(np.isfinite(array)) and np.all(array >= 0)) or not np.any(array > 0):
+        raise FitError("weights must be finite and >= 0, and not all 0", field="weights")
+    return np.broadcast_to(array.reshape((rows,) + (1,) * (len(shape) - 1)),
+                           shape).reshape(-1).copy()
+
+
 class LeastSquaresProblem:
     """Residuals and Jacobian of ``expression(values; theta) - target``."""
 
     def __init__(self, expression: Expression, values: Mapping[str, Any], target: np.ndarray,
-                 initial: Mapping[str, Any], **structure: Any) -> None:
+                 initial: Mapping[str, Any], weights: np.ndarray | None = None,
+                 **structure: Any) -> None:
         self.expression = expression
         self.env = JacobianEnv(values, {}, **structure)
         self.shape = target.shape
         self.target = target.reshape(-1)
+        self.weights = row_weights(weights, self.shape)
+        self.scale = None if self.weights is None else np.sqrt(
+            self.weights / float(np.mean(self.weights[self.weights > 0])))
         self.names = list(dict.fromkeys(
             node.name for node in expression.iter_preorder() if isinstance(node, Parameter)))
         self.groups = self._layout_groups(len(self.names))
@@ -124,6 +153,8 @@ class LeastSquaresProblem:
         with np.errstate(all="ignore"):
             prediction = self.predictions(self.theta0)
         finite = np.isfinite(prediction) & np.isfinite(self.target)
+        if self.weights is not None:
+            finite &= self.weights > 0
         return None if finite.all() else np.flatnonzero(finite)
 
     @property
@@ -159,6 +190,8 @@ class LeastSquaresProblem:
     def residuals(self, theta: np.ndarray) -> np.ndarray:
         """Prediction minus target on the fitted rows; non-finite -> penalty."""
         residual = self.predictions(theta) - self.target
+        if self.scale is not None:
+            residual = residual * self.scale
         if self.rows is not None:
             residual = residual[self.rows]
         if not np.isfinite(residual).all():
@@ -172,6 +205,8 @@ class LeastSquaresProblem:
         """
         self.load(theta)
         _, matrix = jacobian(self.expression, self.env, self.shape, self.size)
+        if self.scale is not None:
+            matrix = matrix * self.scale
         if self.rows is not None:
             matrix = matrix[:, self.rows]
         if not np.isfinite(matrix).all():

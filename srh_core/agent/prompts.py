@@ -21,6 +21,7 @@ MAX_VARIABLES_LISTED = 40
 #: Features named at all (the ones past MAX_VARIABLES_LISTED by name only, so a
 #: model can still refer to them).
 MAX_NAMES_LISTED = 1000
+MAX_UNIT_CHARS = 60
 
 
 def system_prompt(max_depth: int, restart_records: Sequence[CandidateRecord], metric: str) -> str:
@@ -59,14 +60,18 @@ def user_prompt(
     restart_records: Sequence[CandidateRecord],
     metric: str,
     limits: Sequence[str] = (),
+    units: Mapping[str, str] | None = None,
 ) -> str:
-    """The task: description, variables with ranges, the run's limits (:func:`limit_lines`)
-    and restart evidence."""
+    """The task: description, variables with ranges (and units when known), the run's limits
+    (:func:`limit_lines`) and restart evidence."""
+    units = units or {}
     lines = [problem_description.strip() or "Find the formula behind the data.", ""]
-    lines.append(formats.TARGET_PREFIX + _variable_line(target, target_values, descriptions))
+    lines.append(formats.TARGET_PREFIX + _variable_line(target, target_values, descriptions,
+                                                        units.get(target)))
     lines.append(f"- Features ({len(features)}):")
     for name in list(features)[:MAX_VARIABLES_LISTED]:
-        lines.append(formats.FEATURE_PREFIX + _variable_line(name, features[name], descriptions))
+        lines.append(formats.FEATURE_PREFIX + _variable_line(name, features[name], descriptions,
+                                                             units.get(name)))
     if len(features) > MAX_VARIABLES_LISTED:
         rest = list(features)[MAX_VARIABLES_LISTED:MAX_NAMES_LISTED]
         more = len(features) - MAX_VARIABLES_LISTED - len(rest)
@@ -90,14 +95,35 @@ def limit_lines(settings: Any) -> list[str]:
                                              *(UNARY_OPERATORS if unary is None else unary)]))
     if settings.maxsize is not None:
         lines.append(formats.maxsize_line(settings.maxsize))
+    nested, sizes = getattr(settings, "nested_constraints", None), getattr(
+        settings, "constraints", None)
+    if nested or sizes:
+        lines.append(_constraints_line(nested or {}, sizes or {}))
     lines += [formats.guess_line(guess) for guess in settings.guesses]
     return lines
 
 
-def _variable_line(name: str, values: Any, descriptions: Mapping[str, str]) -> str:
+def _constraints_line(nested: Mapping[str, Mapping[str, int]],
+                      sizes: Mapping[str, Any]) -> str:
+    """The prompt line of PySR's ``nested_constraints`` and size ``constraints``."""
+    parts = [f"at most {count} {inner} inside {outer}" for outer, inner_counts in nested.items()
+             for inner, count in inner_counts.items() if count >= 0]
+    for name, limit in sizes.items():
+        if isinstance(limit, list):
+            parts += [f"{side} of {name} at most {most} nodes"
+                      for side, most in zip(("left", "right"), limit, strict=False) if most >= 0]
+        elif limit >= 0:
+            parts.append(f"argument of {name} at most {limit} nodes")
+    return "- Constraints: " + "; ".join(parts)
+
+
+def _variable_line(name: str, values: Any, descriptions: Mapping[str, str],
+                   units: str | None = None) -> str:
     array = np.asarray(values, dtype=float).ravel()
     finite = array[np.isfinite(array)]
     note = descriptions.get(name, "").strip()[:120]
+    if units is not None:  # a physicist's first clue: the dimensions a formula must respect
+        note = f"units: {units[:MAX_UNIT_CHARS]}" + (f"; {note}" if note else "")
     if finite.size:
         return formats.variable_text(name, f"{finite.min():.4g}", f"{finite.max():.4g}", note)
     return f"{name}: no finite values" + (f" ({note})" if note else "")

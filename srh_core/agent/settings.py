@@ -28,7 +28,7 @@ from srh_core.api.endpoints import ENDPOINT_NAME_PATTERN
 from srh_core.api.pricing import price_overrides
 from srh_core.errors import ConfigurationError, did_you_mean
 from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
-from srh_core.operators import check_operators
+from srh_core.operators import check_constraints, check_nested_constraints, check_operators
 from srh_engine import UnitError, parse_units
 
 ToolParserName = Literal["openai", "json", "text", "xml"]
@@ -139,6 +139,15 @@ class SearchSettings(BaseModel):
             search's formulas; None: no bound.
         guesses: Formulas to start from (engine syntax, ``param("a")`` for constants to
             fit): the first step evaluates them, fitted, as candidates.
+        nested_constraints: PySR's ``nested_constraints``: ``{"sin": {"sin": 0, "cos": 0}}``
+            allows no sin or cos inside a sin; a formula that breaks it is not a candidate
+            and the native search's front keeps none. None: no limit.
+        constraints: PySR's size ``constraints``: ``{"^": [-1, 1]}`` (a power's exponent at
+            most 1 node), ``{"sin": 5}`` (a sin's argument at most 5 nodes); -1 no limit.
+        weights: The data column holding each row's weight (PySR's ``weights``,
+            scikit-learn's ``sample_weight``): fits minimise the weighted MSE, metrics and
+            ranking are weighted, rows of weight 0 take no part; the column is not a
+            feature. None: every row weighs the same.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, strict=True)
@@ -195,11 +204,24 @@ class SearchSettings(BaseModel):
     unary_operators: list[str] | None = Field(default=None, strict=False)
     maxsize: int | None = Field(default=None, ge=3, le=60)
     guesses: list[str] = Field(default_factory=list, strict=False, max_length=MAX_GUESSES)
+    nested_constraints: dict[str, dict[str, int]] | None = Field(default=None, strict=False)
+    constraints: dict[str, int | list[int]] | None = Field(default=None, strict=False)
+    weights: str | None = None
 
     @field_validator("binary_operators", "unary_operators")
     @classmethod
     def _known_operators(cls, value: list[str] | None, info: Any) -> list[str] | None:
         return check_operators(info.field_name.split("_")[0], value)
+
+    @field_validator("nested_constraints", mode="before")
+    @classmethod
+    def _known_nesting(cls, value: Any) -> Any:
+        return check_nested_constraints(value)
+
+    @field_validator("constraints", mode="before")
+    @classmethod
+    def _known_sizes(cls, value: Any) -> Any:
+        return check_constraints(value)
 
     @field_validator("guesses")
     @classmethod
@@ -216,6 +238,13 @@ class SearchSettings(BaseModel):
     def _non_empty(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must be None or a non-empty variable name")
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _column_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.isidentifier():
+            raise ValueError(f"must be None or the name of a data column; got {value!r}")
         return value
 
     @field_validator("units")

@@ -315,9 +315,10 @@ class SRAgent(Agent):
                                    restart_records: list[CandidateRecord]) -> str:
         target, values = next(iter(y.items()))
         descriptions = getattr(self.context, "variable_descriptions", {}) or {}
+        units = getattr(self.context, "variable_units", None) or self.settings.units or {}
         return prompts.user_prompt(problem_description, X, target, values, descriptions,
                                    restart_records, self.settings.ranking_metric,
-                                   prompts.limit_lines(self.settings))
+                                   prompts.limit_lines(self.settings), units)
 
     def customize_initial_prompts(self, messages: list[Message], *, X: Mapping[str, Any],
                                   y: Mapping[str, Any]) -> list[Message]:

@@ -194,7 +194,8 @@ def manifest_data(path: Path, target: str | None, description: str | None) -> Pr
                        relation_names=loaded["relation_names"], num_nodes=loaded["num_nodes"],
                        variable_structures=loaded["variable_structures"],
                        variable_axes=loaded["variable_axes"],
-                       variable_descriptions=loaded["variable_descriptions"])
+                       variable_descriptions=loaded["variable_descriptions"],
+                       variable_units=loaded["variable_units"])
     text = description or f"Find the formula for {target} from the other variables."
     return ProblemData(X, {target: loaded["data"][target]}, text)
 

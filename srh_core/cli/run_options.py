@@ -35,8 +35,23 @@ SETTING_OF_FLAG = {
     "skills": "skills", "skills_dir": "skills_dir", "evaluator": "evaluator",
     "binary_operators": "binary_operators",
     "unary_operators": "unary_operators", "maxsize": "maxsize", "guesses": "guesses",
+    "weights": "weights", "nested_constraints": "nested_constraints",
+    "constraints": "constraints",
 }
 SYNTHETIC_ONLY = ("features", "x_low", "x_high", "noise_std_ratio")
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object flag (argparse type of ``--nested-constraints``, ``--constraints``)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"expected a JSON object: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object; got {text!r:.60}")
+    return value
 
 
 def name_list(text: str) -> list[str]:
@@ -81,6 +96,20 @@ def run_units(args: argparse.Namespace) -> dict[str, str] | None:
         found.update(_manifest_units(Path(args.data)))
     found.update(getattr(args, "units", None) or {})
     return found or None
+
+
+def _manifest_entry(directory: Path, key: str) -> str | None:
+    """A top-level text entry of a context.data manifest (``weights``), or None; a bad
+    manifest is reported by loading the data."""
+    from srh_core.context.manifest_schema import MANIFEST_NAME
+    from srh_core.context.manifest_store import read_manifest_json
+    from srh_core.errors import ContextManifestError
+
+    try:
+        value = read_manifest_json(directory / MANIFEST_NAME).get(key)
+    except (ContextManifestError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _manifest_units(directory: Path) -> dict[str, str]:
@@ -134,6 +163,9 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--noise-std-ratio", type=float, help="--equation: Gaussian noise on the "
                       "target with std = RATIO x std(target) (default 0)")
     data.add_argument("--description", help="problem description shown to the model")
+    data.add_argument("--weights", metavar="COLUMN",
+                      help="--data: the column of row weights (PySR's weights; a context.data "
+                           "manifest may name it): weighted fits, metrics and ranking")
     units = data.add_mutually_exclusive_group()
     units.add_argument("--units", type=unit_list, metavar="NAME=UNITS,...",
                        help='units of the variables and the target, e.g. "m=kg,v=m/s,'
@@ -187,6 +219,12 @@ def _formula_options(parser: argparse.ArgumentParser) -> None:
                                "log,sin,cos,tanh,abs,inv,neg")
     formulas.add_argument("--maxsize", type=int, metavar="N",
                           help="largest complexity (nodes) of a formula found, 3 to 60")
+    formulas.add_argument("--nested-constraints", type=json_object, metavar="JSON",
+                          help='PySR\'s nested_constraints, e.g. \'{"sin": {"sin": 0, '
+                               '"cos": 0}}\' (no sin or cos inside a sin)')
+    formulas.add_argument("--constraints", type=json_object, metavar="JSON",
+                          help='PySR\'s size constraints, e.g. \'{"^": [-1, 1], "sin": 5}\' '
+                               "(largest argument(s) of an operator; -1: no limit)")
     formulas.add_argument("--guess", dest="guesses", action="append", metavar="FORMULA",
                           help="a formula to start from, evaluated with its constants fitted "
                                "at the first step (repeatable; param(\"a\") for a constant)")
@@ -266,6 +304,8 @@ def settings_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The SearchSettings values the flags set (absent flags are left out)."""
     flags = {setting: getattr(args, dest, None) for dest, setting in SETTING_OF_FLAG.items()}
     flags["units"] = run_units(args)
+    if flags["weights"] is None and getattr(args, "data", None) and Path(args.data).is_dir():
+        flags["weights"] = _manifest_entry(Path(args.data), "weights")
     workspace = flags["workspace"]
     if workspace is not None and not Path(workspace).is_dir():
         raise ConfigurationError(f"--workspace {workspace} is not a directory.",

@@ -21,6 +21,7 @@ from srh_core.context.validation import (
     check_context_data,
     check_descriptions,
     check_sample_count,
+    check_weights,
     raise_first,
 )
 from srh_core.errors import DataError
@@ -168,6 +169,9 @@ class DataCommits:
         self, data: dict[str, np.ndarray], layout: DataLayout, descriptions: dict[str, str]
     ) -> None:
         issues = check_context_data(data, layout) + check_descriptions(descriptions, data)
+        weights = self.weights_name  # type: ignore[attr-defined]
+        if not issues and weights is not None and layout.target is not None:
+            issues += filter(None, [check_weights(data, weights, layout.target)])
         settings = self.settings()  # type: ignore[attr-defined]
         if not issues and layout.target is not None and settings.min_train_rows is not None:
             issues += filter(None, [check_sample_count(

@@ -41,6 +41,7 @@ from srh_core.context.settings import ContextSettings, resolve_context_settings
 from srh_core.context.validation import (
     DataLayout,
     check_context_data,
+    check_weights,
     raise_first,
 )
 from srh_core.errors import ConfigurationError, DataError
@@ -189,8 +190,28 @@ class AgentContext(DataCommits):
         return tuple(name for name in self._data if name not in axes)
 
     def feature_names(self) -> tuple[str, ...]:
-        """Return the selected non-axis variables other than the target, in data order."""
-        return tuple(name for name in self.variable_names() if name != self.target)
+        """Return the selected non-axis variables other than the target and the weights
+        column, in data order."""
+        left_out = (self.target, self.weights_name)
+        return tuple(name for name in self.variable_names() if name not in left_out)
+
+    @property
+    def weights_name(self) -> str | None:
+        """The data column of per-row weights (the ``weights`` setting), or None."""
+        value = _args_value(self.args, "weights")
+        return value if isinstance(value, str) and value else None
+
+    def row_weights(self) -> np.ndarray | None:
+        """Per-row weights of this context's rows (None without a ``weights`` setting).
+
+        Raises:
+            DataError: The setting names a column that is missing or not valid weights.
+        """
+        name = self.weights_name
+        if name is None:
+            return None
+        raise_first(list(filter(None, [check_weights(self._data, name, self.target)])))
+        return np.asarray(self._data[name], dtype=float)
 
     def target_values(self) -> np.ndarray:
         """Return the target array.

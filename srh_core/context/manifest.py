@@ -68,8 +68,8 @@ def load_context_data(directory: str | Path) -> dict[str, Any]:
         directory: The directory holding ``manifest.json`` and the ``.npy`` files.
 
     Returns:
-        ``{"path", "target", "data", "variable_descriptions", "variable_units", "variable_axes",
-        "variable_structures", "relation_names", "num_nodes", "warnings"}``,
+        ``{"path", "target", "weights", "data", "variable_descriptions", "variable_units",
+        "variable_axes", "variable_structures", "relation_names", "num_nodes", "warnings"}``,
         ready for :meth:`AgentContext.commit_context_data`.
 
     Raises:
@@ -361,6 +361,12 @@ def _check_loaded(reading: _Reading, manifest: ManifestRoot) -> None:
                     f"{list(manifest.variables)}.{did_you_mean(target, manifest.variables)}",
                     "Name one of the variables as the target.")
         target = None
+    weights = manifest.weights
+    if weights is not None and (weights not in reading.variables or weights == target):
+        reading.add("manifest.weights", f"Weights {weights!r} is not a variable other than "
+                    f"the target; variables: {list(manifest.variables)}."
+                    f"{did_you_mean(weights, manifest.variables)}",
+                    "Name the variable that holds the row weights.")
     failed = (set(manifest.variables) | set(manifest.axes)) - set(reading.data)
     layout = _layout(reading, manifest, target if target not in failed else None)
     usable = reading.usable_data()
@@ -405,6 +411,7 @@ def _loaded(reading: _Reading, manifest: ManifestRoot) -> dict[str, Any]:
     return {
         "path": str(reading.root),
         "target": manifest.target,
+        "weights": manifest.weights,
         "data": {name: usable[name] for name in order},
         "variable_descriptions": {name: specs[name].description.strip() for name in order},
         "variable_units": {name: spec.units for name, spec in reading.variables.items()

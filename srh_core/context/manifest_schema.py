@@ -21,7 +21,9 @@
   (optional unit text such as ``"m/s"``, see :func:`srh_engine.parse_units`).
 - ``axes`` (optional): ``description`` and exactly one of ``values`` (inline
   JSON scalars), ``file`` (a 1-D ``.npy``) or ``size`` (gives ``0..size-1``).
-- ``target`` (optional) names the variable to predict; ``num_nodes`` is
+- ``target`` (optional) names the variable to predict; ``weights`` (optional)
+  names the variable holding each row's weight (PySR's ``weights``; a run over
+  the directory then weighs its fits and metrics by it); ``num_nodes`` is
   required with relations.
 
 Each part is validated separately, so one broken variable does not hide the
@@ -102,6 +104,7 @@ class ManifestRoot(_Strict):
     """Root fields; variables and axes are checked one by one afterwards."""
 
     target: str | None = None
+    weights: str | None = None
     description: str = ""
     variables: dict[str, Any] = Field(min_length=1)
     axes: dict[str, Any] = Field(default_factory=dict)

@@ -74,6 +74,8 @@ def save_context_data(context: AgentContext, directory: str | Path, *,
             variables[name] = _variable_entry(context, name)
         manifest = {"target": context.target, "description": description,
                     "variables": variables, "axes": axes, "num_nodes": context.num_nodes}
+        if getattr(context, "weights_name", None) is not None:
+            manifest["weights"] = context.weights_name
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     except OSError as error:
         raise ContextManifestError(f"Cannot write {root}: {error}") from error

@@ -38,6 +38,8 @@ class ContextSettings:
         min_train_rows: When set (a search's settings set it), committing data
             with a target refuses fewer training rows than this, and a validation
             split that would hold out no row; None accepts any length.
+        weights: The data column of per-row weights (weighted fits and metrics; not a
+            feature), or None.
     """
 
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION
@@ -47,6 +49,7 @@ class ContextSettings:
     fit_constants: bool = False
     fit_method: str = "auto"
     min_train_rows: int | None = None
+    weights: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as a JSON-ready dict."""
@@ -76,6 +79,7 @@ def resolve_context_settings(args: Any) -> ContextSettings:
         fit_constants=_flag("fit_constants", read("fit_constants", False)),
         fit_method=_fit_method(read("fit_method", "auto")),
         min_train_rows=_min_rows(read("min_train_rows", None)),
+        weights=_weights_column(read("weights", None)),
     )
 
 
@@ -83,6 +87,15 @@ def _reader(args: Any) -> Any:
     if isinstance(args, dict):
         return lambda name, default: args.get(name, default)
     return lambda name, default: getattr(args, name, default)
+
+
+def _weights_column(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.isidentifier():
+        raise ConfigurationError(f"The 'weights' setting must be the name of a data column or "
+                                 f"None. Got {value!r} instead.", setting="weights")
+    return value
 
 
 def _min_rows(value: Any) -> int | None:

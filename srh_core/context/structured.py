@@ -40,6 +40,8 @@ class StructuredData(dict):
         variable_structures: Edge field -> its relation.
         variable_axes: Declared axes by name.
         variable_descriptions: Descriptions by name.
+        variable_units: Units by name (a ``context.data`` manifest's), kept by the run's
+            context and its run directory.
         time: The time variable of trajectory data.
         derivatives: Variable (the target, usually) -> the state it is the time
             derivative of.
@@ -50,6 +52,7 @@ class StructuredData(dict):
                  variable_structures: Mapping[str, str] | None = None,
                  variable_axes: Mapping[str, tuple[str, ...]] | None = None,
                  variable_descriptions: Mapping[str, str] | None = None,
+                 variable_units: Mapping[str, str] | None = None,
                  time: str | None = None,
                  derivatives: Mapping[str, str] | None = None) -> None:
         super().__init__(arrays)
@@ -58,6 +61,7 @@ class StructuredData(dict):
         self.variable_structures = dict(variable_structures or {})
         self.variable_axes = {name: tuple(axes) for name, axes in (variable_axes or {}).items()}
         self.variable_descriptions = dict(variable_descriptions or {})
+        self.variable_units = dict(variable_units or {})
         self.time = time
         self.derivatives = dict(derivatives or {})
 
@@ -66,7 +70,8 @@ class StructuredData(dict):
         return {"relation_names": list(self.relation_names), "num_nodes": self.num_nodes,
                 "variable_structures": dict(self.variable_structures),
                 "variable_axes": dict(self.variable_axes),
-                "variable_descriptions": dict(self.variable_descriptions)}
+                "variable_descriptions": dict(self.variable_descriptions),
+                "variable_units": dict(self.variable_units)}
 
     def role_note(self, name: str, value: Any) -> str:
         """The bracketed role of ``name`` (empty for an ordinary variable)."""

@@ -159,6 +159,28 @@ def check_name(name: object) -> DataIssue | None:
     return None
 
 
+def check_weights(data: Mapping[str, np.ndarray], name: str | None,
+                  target: str | None) -> DataIssue | None:
+    """The ``weights`` setting's column: one finite weight >= 0 per row, not all 0."""
+    if name is None:
+        return None
+    if name not in data:
+        return DataIssue(name, f"The 'weights' setting names {name!r}, which is not in the "
+                         f"data ({', '.join(data)}).", "Add the weights column or unset it.")
+    if name == target:
+        return DataIssue(name, f"The weights column {name!r} is the target.",
+                         "Name another column.")
+    values = np.asarray(data[name])
+    rows = len(data[target]) if target in data else values.shape[0] if values.ndim else 0
+    if values.dtype.kind not in "biuf" or values.ndim != 1 or values.shape[0] != rows:
+        return DataIssue(name, f"The weights column {name!r} must hold one number per row "
+                         f"({rows}); got dtype {values.dtype} and shape {values.shape}.")
+    if not (np.all(np.isfinite(values)) and np.all(values >= 0)) or not np.any(values > 0):
+        return DataIssue(name, f"The weights column {name!r} must be finite and >= 0, and "
+                         "not all 0.")
+    return None
+
+
 def check_sample_count(n_samples: int, validation_fraction: float,
                        min_train_rows: int = MIN_TRAIN_ROWS) -> DataIssue | None:
     """Refuse data too short to fit, or to give the requested validation split.

@@ -99,6 +99,10 @@ def run_inputs(context: Any, description: str, run_id: str
     problem: dict[str, Any] = {"description": description, "target": context.target,
                                "features": list(context.feature_names()), "run_id": run_id}
     names = [*context.feature_names(), context.target]
+    weights = getattr(context, "weights_name", None)
+    if weights is not None:  # the weights column is data, not a feature
+        problem["weights"] = weights
+        names.insert(-1, weights)
     axes = {name: list(value) for name, value in context.variable_axes.items() if value}
     if context.relation_names or context.num_nodes is not None or axes:
         problem["layout"] = {
@@ -106,15 +110,23 @@ def run_inputs(context: Any, description: str, run_id: str
             "variable_structures": context.variable_structures, "variable_axes": axes,
             "variable_descriptions": context.variable_descriptions}
         names = list(context.data)
+    units = getattr(context, "variable_units", None)
+    if units:  # a manifest's units live on the context only: resume gives them back
+        problem["variable_units"] = dict(units)
     return problem, {name: context.data[name] for name in names}
 
 
 def resumed_inputs(problem: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
                    ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
-    """Features, the target and the recorded layout (None for plain data) of a run."""
+    """Features, the target and the recorded layout of a run (None for plain data without
+    units; the recorded ``variable_units`` join the layout)."""
     target = str(problem["target"])
     layout = problem.get("layout")
     names = [n for n in arrays if n != target] if layout else list(problem["features"])
+    if problem.get("weights") and not layout:
+        names.append(str(problem["weights"]))
+    if problem.get("variable_units"):
+        layout = {**(layout or {}), "variable_units": dict(problem["variable_units"])}
     return {n: arrays[n] for n in names}, {target: arrays[target]}, layout
 
 

@@ -15,6 +15,10 @@ are left out of both fitting and scoring (the metric dict's ``n_samples``
 says how many rows were scored). A non-finite *prediction* on a counted row is
 not dropped: it makes the error metrics nan (see :mod:`.metrics`).
 
+Weights: with a ``weights`` setting (the data column of per-row weights, PySR's
+``weights``), ``fit`` minimises the weighted MSE and ``evaluate`` gives the
+weighted metrics (:mod:`.metrics`); rows of weight 0 take no part in either.
+
 Graph data (``num_nodes`` and relations in the context) is evaluated
 graph-aligned (see :mod:`.graph`). Derivative targets: when the settings name
 a ``rollout_state`` (and ``rollout_time``, default ``"t"``), a candidate's
@@ -91,13 +95,13 @@ class DefaultEvaluator:
         used_symbols(context, (f, y))
         if not constants and engine.count_parameters(f) == 0:
             return f
-        values, target = observed_data(f, y, context)
+        values, target, weights = weighted_data(f, y, context)
         if target.shape[0] == 0:
             raise DataError("No complete sample to fit on: every row has a missing value in a "
-                            "variable the formula reads, or a non-finite target.")
+                            "variable the formula reads, a non-finite target or weight 0.")
         result = engine.fit(f, engine_values(f, values, context), target,
                             method=settings.fit_method, fit_constants=constants,
-                            **engine_options(f, context))
+                            weights=weights, **engine_options(f, context))
         return result.expression
 
     @classmethod
@@ -115,10 +119,10 @@ class DefaultEvaluator:
             ``mse, rmse, mae, mape, r2, aic, bic, pearson, spearman, complexity,
             n_params, n_samples, n_finite``.
         """
-        values, target = observed_data(f, y, context)
+        values, target, weights = weighted_data(f, y, context)
         prediction = engine.evaluate(f, engine_values(f, values, context),
                                      **engine_options(f, context))
-        return metrics.regression_metrics(f, target, prediction)
+        return metrics.weighted_regression_metrics(f, target, prediction, weights)
 
     @classmethod
     def fit_candidate(cls, f: engine.Expression, context: AgentContext) -> engine.Expression:
@@ -203,6 +207,16 @@ def target_symbol(context: AgentContext) -> engine.Expression:
     return engine.Symbol(context.target)
 
 
+def weighted_data(
+    f: engine.Expression, y: engine.Expression, context: AgentContext
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray | None]:
+    """:func:`observed_data` without the rows of weight 0, and the weights of the rows kept
+    (None without a ``weights`` setting)."""
+    weights = getattr(context, "row_weights", lambda: None)()
+    values, target, rows = _observed(f, y, context, weights)
+    return values, target, None if weights is None else weights[rows]
+
+
 def observed_data(
     f: engine.Expression, y: engine.Expression, context: AgentContext
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -220,6 +234,13 @@ def observed_data(
     Raises:
         DataError: A symbol of ``f`` or ``y`` is not in the data.
     """
+    values, target, _ = _observed(f, y, context, None)
+    return values, target
+
+
+def _observed(f: engine.Expression, y: engine.Expression, context: AgentContext,
+              weights: np.ndarray | None
+              ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     names = used_symbols(context, (f, y))
     aligned = set(row_aligned_names(context))
     values = {name: context.data[name] for name in names}
@@ -227,8 +248,10 @@ def observed_data(
     target = _as_target(engine.evaluate(y, engine_values(y, values, context),
                                         **engine_options(y, context)), n_samples)
     rows = _complete_rows(n_samples, [values[n] for n in names if n in aligned], target)
+    if weights is not None:
+        rows &= weights > 0
     kept = {name: value[rows] if name in aligned else value for name, value in values.items()}
-    return kept, target[rows]
+    return kept, target[rows], rows
 
 
 def used_symbols(context: AgentContext, expressions: Iterable[engine.Expression]) -> list[str]:
@@ -238,6 +261,10 @@ def used_symbols(context: AgentContext, expressions: Iterable[engine.Expression]
         DataError: A symbol is not a name of ``context.data``.
     """
     names = list(dict.fromkeys(n for e in expressions for n in engine.symbols(e)))
+    weights = getattr(context, "weights_name", None)
+    if weights in names:
+        raise DataError(f"The formula uses {weights!r}, the weights column: it weighs the rows "
+                        "and is not a variable of a formula.", variable=weights)
     for name in names:
         if name not in context.data:
             known = list(context.data)

@@ -16,6 +16,13 @@ by failing where it is inconvenient: if the prediction is non-finite on any
 sample whose target is finite, every error and correlation metric is nan
 (an unrankable candidate); ``n_samples`` (finite targets) and ``n_finite``
 (finite pairs) tell how far it got.
+
+Weights (PySR's ``weights``, scikit-learn's ``sample_weight``): with ``weights``,
+:func:`prediction_metrics` gives the weighted metrics, ``mse = sum w r^2 / sum w``,
+``r2 = 1 - sum w r^2 / sum w (y - ybar_w)^2`` (``ybar_w`` the weighted mean), mae
+and mape weighted the same way, the Gaussian AIC/BIC of the weighted MSE over the
+rows of positive weight, and the weighted Pearson correlation (Spearman: of the
+ranks); rows of weight 0 do not count at all.
 """
 
 from __future__ import annotations
@@ -168,7 +175,8 @@ def calc_complexity(expression: Any) -> int:
     return int(engine.complexity(expression))
 
 
-def prediction_metrics(y_true: Any, y_pred: Any, num_parameters: int) -> MetricDict:
+def prediction_metrics(y_true: Any, y_pred: Any, num_parameters: int,
+                       weights: Any = None) -> MetricDict:
     """Every error and correlation metric plus ``n_samples`` and ``n_finite``.
 
     Applies the invalid-prediction rule of this module: a non-finite prediction
@@ -178,17 +186,25 @@ def prediction_metrics(y_true: Any, y_pred: Any, num_parameters: int) -> MetricD
         y_true: Target values.
         y_pred: Predicted values broadcastable to ``y_true``.
         num_parameters: Number of fitted parameters (for AIC and BIC).
+        weights: One weight >= 0 per row of ``y_true`` (None: unweighted); rows of
+            weight 0 are left out and the metrics are weighted (module docstring).
 
     Returns:
         ``mse, rmse, mae, mape, r2, aic, bic, pearson, spearman, n_samples, n_finite``.
     """
     true, pred = flat_arrays(y_true, y_pred)
     observed = np.isfinite(true)
+    row_weights = None if weights is None else _flat_weights(weights, np.shape(y_true))
+    if row_weights is not None:
+        observed &= row_weights > 0
     finite = observed & np.isfinite(pred)
     counts = {"n_samples": int(observed.sum()), "n_finite": int(finite.sum())}
-    if counts["n_finite"] < counts["n_samples"]:
+    unweighable = row_weights is not None and counts["n_finite"] == 0
+    if counts["n_finite"] < counts["n_samples"] or unweighable:
         return {**dict.fromkeys(ERROR_METRICS, NAN), **counts}
     true, pred = true[finite], pred[finite]
+    if row_weights is not None:
+        return {**weighted_metrics(true, pred, row_weights[finite], num_parameters), **counts}
     return {
         "mse": calc_MSE(true, pred), "rmse": calc_RMSE(true, pred),
         "mae": calc_MAE(true, pred), "mape": calc_MAPE(true, pred),
@@ -197,6 +213,65 @@ def prediction_metrics(y_true: Any, y_pred: Any, num_parameters: int) -> MetricD
         "pearson": calc_PearsonR(true, pred), "spearman": calc_SpearmanR(true, pred),
         **counts,
     }
+
+
+def weighted_metrics(true: np.ndarray, pred: np.ndarray, weights: np.ndarray,
+                     num_parameters: int) -> dict[str, float]:
+    """The error and correlation metrics weighted by ``weights`` (finite pairs, weights > 0)."""
+    total = float(weights.sum())
+    error = _diff(pred, true)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mse = float(weights @ np.square(error)) / total
+        mae = float(weights @ np.abs(error)) / total
+        nonzero = true != 0
+        mape = float(weights[nonzero] @ (np.abs(error[nonzero]) / np.abs(true[nonzero]))) / \
+            float(weights[nonzero].sum()) if nonzero.any() else NAN
+        spread = float(weights @ np.square(true - float(weights @ true) / total)) / total
+    if _constant(true):
+        r2 = 1.0 if mse == 0 else -math.inf
+    else:
+        r2 = 1.0 - mse / spread if spread > 0 else NAN
+    n = int(true.size)
+    if mse == 0 or not math.isfinite(mse):
+        aic = bic = -math.inf if mse == 0 else NAN
+    else:
+        log_likelihood = -n / 2 * (math.log(2 * math.pi) + math.log(mse) + 1)
+        aic = float(2 * num_parameters - 2 * log_likelihood)
+        bic = float(num_parameters * math.log(n) - 2 * log_likelihood)
+    return {"mse": mse, "rmse": math.sqrt(mse) if mse >= 0 else NAN, "mae": mae,
+            "mape": mape, "r2": float(r2), "aic": aic, "bic": bic,
+            "pearson": _weighted_correlation(true, pred, weights),
+            "spearman": _weighted_correlation(average_ranks(true), average_ranks(pred),
+                                              weights) if true.size >= 2 else NAN}
+
+
+def _flat_weights(weights: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """One weight per row of a target of ``shape``, repeated along its other axes.
+
+    Raises:
+        DataError: Not one weight per row.
+    """
+    array = np.asarray(weights, dtype=float)
+    rows = shape[0] if shape else 1
+    if array.ndim != 1 or array.size != rows:
+        raise DataError(f"Weights must be one number per row ({rows}); got shape "
+                        f"{array.shape}.")
+    return np.broadcast_to(array.reshape((rows,) + (1,) * (len(shape) - 1)),
+                           shape or (1,)).reshape(-1)
+
+
+def _weighted_correlation(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> float:
+    if a.size < 2 or _constant(a) or _constant(b):
+        return NAN
+    total = float(weights.sum())
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        da, db = a - float(weights @ a) / total, b - float(weights @ b) / total
+        numerator = float(weights @ (da * db))
+        denominator = math.sqrt(float(weights @ (da * da))) * \
+            math.sqrt(float(weights @ (db * db)))
+    if denominator == 0 or not math.isfinite(denominator) or not math.isfinite(numerator):
+        return NAN
+    return max(-1.0, min(1.0, numerator / denominator))
 
 
 def regression_metrics(expression: Any, y_true: Any, y_pred: Any) -> MetricDict:
@@ -211,8 +286,15 @@ def regression_metrics(expression: Any, y_true: Any, y_pred: Any) -> MetricDict:
         ``mse, rmse, mae, mape, r2, aic, bic, pearson, spearman, complexity,
         n_params, n_samples, n_finite``; see the module docstring for edge cases.
     """
+    return weighted_regression_metrics(expression, y_true, y_pred, None)
+
+
+def weighted_regression_metrics(expression: Any, y_true: Any, y_pred: Any,
+                                weights: Any) -> MetricDict:
+    """:func:`regression_metrics` with one weight per row of ``y_true`` (None: unweighted;
+    see :func:`prediction_metrics`)."""
     n_params = int(engine.count_parameters(expression))
-    metrics = prediction_metrics(y_true, y_pred, n_params)
+    metrics = prediction_metrics(y_true, y_pred, n_params, weights)
     return {**metrics, "complexity": calc_complexity(expression), "n_params": n_params}
 
 

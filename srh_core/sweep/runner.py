@@ -46,7 +46,7 @@ from srh_core.context import load_tabular
 from srh_core.errors import SRHarnessError
 from srh_core.jsonio import atomic_write_json, read_json
 from srh_core.sweep.progress import SweepProgress
-from srh_core.sweep.spec import Cell, SweepSpec, cells, problem_suite
+from srh_core.sweep.spec import Cell, SweepSpec, cells, problem_suite, resumed_cells
 from srh_core.sweep.summary import counts_by_state
 from srh_core.types import SearchResult
 from srh_engine import EngineError, parse
@@ -229,12 +229,12 @@ class SweepRunner:
         else:
             self.progress = SweepProgress(spec.name, len(cells(spec)),
                                           line=progress, stream=sys.stderr)
-        self.cells = cells(spec)
-        self.state = self._load_state()
+        known = self.store.load()
+        self.cells = resumed_cells(cells(spec), known)
+        self.state = self._load_state(known)
 
     # ------------------------------------------------------------- state
-    def _load_state(self) -> dict[str, dict[str, Any]]:
-        known = self.store.load()
+    def _load_state(self, known: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         methods = {variant.name: variant.method for variant in self.spec.variants}
         return {cell.cell_id: known.get(cell.cell_id) or new_entry(cell, methods[cell.variant])
                 for cell in self.cells}
@@ -519,7 +519,8 @@ def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
         return replace(_dataset_data(spec, cell, settings), method=variant.method)
 
     problem = problem_suite(spec).get(cell.problem)
-    data = protocol_data(problem, cell.seed, spec.protocol(cell.noise))
+    data = protocol_data(problem, cell.seed, replace(spec.protocol(cell.noise),
+                                                     units=cell.units))
     if data.units:  # the suite's units, then the sweep's own [settings] units
         settings = settings.replace(units={**data.units, **(settings.units or {})})
     return CellData(data.X_train, {data.target: data.y_train}, data.description, settings,
@@ -530,8 +531,10 @@ def _dataset_data(spec: SweepSpec, cell: Cell, settings: Any) -> CellData:
     dataset = next(d for d in spec.datasets if d.name == cell.problem)
     data, _ = load_tabular(Path(spec.base_dir) / dataset.path)
     X = {name: np.asarray(v) for name, v in data.items() if name != dataset.target}
-    if dataset.units:
+    if dataset.units and cell.units:
         settings = settings.replace(units={**dataset.units, **(settings.units or {})})
+    if dataset.weights:
+        settings = settings.replace(weights=dataset.weights)
     return CellData(X, {dataset.target: np.asarray(data[dataset.target])},
                     dataset.description or f"Find {dataset.target}.", settings)
 

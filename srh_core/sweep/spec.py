@@ -38,6 +38,7 @@
     path = "pendulum.csv"
     target = "T"
     units = {L = "m", g = "m/s^2", T = "s"}   # optional
+    weights = "w"                              # optional: the column of row weights
 
 Every (problem or dataset) x seed x variant (x noise level, when ``noise`` lists
 levels) is one cell and one run. ``seeds`` may also be ``"srbench:N"``: the first N
@@ -58,7 +59,8 @@ import hashlib
 import json
 import re
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,8 @@ class Dataset(BaseModel):
     target: str
     description: str = ""
     units: dict[str, str] | None = None
+    weights: str | None = None
+    """The column of row weights (PySR's ``weights``): the run's ``weights`` setting."""
 
 
 class SweepSpec(BaseModel):
@@ -166,6 +170,11 @@ class Cell:
     A cell is named by ``(problem, seed, variant, settings_hash)``: resubmitting a
     sweep runs only the cells that are missing or failed, and a changed setting
     (or sample count, or noise) makes a new cell instead of reusing the old result.
+    A cell whose run is given units (its suite's problem has them and the sweep
+    says ``units = true``, or its dataset lists them) computes something else than
+    the same cell without: its id ends in ``|units``. A sweep recorded before units
+    existed knows its cells by the id without it; they resume as they were, without
+    units (:func:`resumed_cells`).
     """
 
     problem: str
@@ -176,6 +185,8 @@ class Cell:
     noise: float = 0.0
     noise_in_label: bool = False
     """The sweep lists noise levels: the level is part of the label."""
+    units: bool = False
+    """The run is given the suite's (or the dataset's) units."""
 
     @property
     def label(self) -> str:
@@ -186,7 +197,8 @@ class Cell:
     @property
     def cell_id(self) -> str:
         """The cell's key in the sweep's state: the label and the settings hash."""
-        return f"{self.label}|{self.settings_hash}" if self.settings_hash else self.label
+        named = f"{self.label}|{self.settings_hash}" if self.settings_hash else self.label
+        return f"{named}|units" if self.units else named
 
     def run_id(self, sweep: str, attempt: int) -> str:
         digest = hashlib.sha1(self.cell_id.encode()).hexdigest()[:10]
@@ -306,11 +318,25 @@ def problem_names(spec: SweepSpec) -> list[str]:
 
 def cells(spec: SweepSpec) -> list[Cell]:
     """Every cell, in a stable order (problem, seed, noise level, variant)."""
-    sources = [(name, False) for name in problem_names(spec)]
-    sources += [(dataset.name, True) for dataset in spec.datasets]
+    suite = problem_suite(spec)
+    sources = [(name, False, spec.units and _has_units(suite.get(name)))
+               for name in problem_names(spec)]
+    sources += [(dataset.name, True, bool(dataset.units)) for dataset in spec.datasets]
     levels, listed = spec.noise_levels(), isinstance(spec.noise, list)
     hashes = {(variant.name, level): settings_hash(spec, variant, level)
               for variant in spec.variants for level in levels}
-    return [Cell(name, seed, variant.name, dataset, hashes[variant.name, level], level, listed)
-            for name, dataset in sources for seed in spec.seed_list() for level in levels
+    return [Cell(name, seed, variant.name, dataset, hashes[variant.name, level], level, listed,
+                 units)
+            for name, dataset, units in sources for seed in spec.seed_list() for level in levels
             for variant in spec.variants]
+
+
+def _has_units(problem: Any) -> bool:
+    return bool(problem.si_units()) if hasattr(problem, "si_units") else False
+
+
+def resumed_cells(found: list[Cell], known: Mapping[str, Any]) -> list[Cell]:
+    """``found`` with each cell given units whose id the sweep's state does not know, but
+    knows without ``|units`` (recorded before units existed), named and run without them."""
+    return [replace(cell, units=False) if cell.units and cell.cell_id not in known and
+            replace(cell, units=False).cell_id in known else cell for cell in found]

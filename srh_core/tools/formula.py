@@ -37,7 +37,12 @@ import srh_engine as engine
 from srh_core import formats
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
 from srh_core.evaluator.graph import engine_options, engine_values
-from srh_core.operators import missing_operators, operator_limits
+from srh_core.operators import (
+    constraint_limits,
+    constraint_violations,
+    missing_operators,
+    operator_limits,
+)
 from srh_core.tools.base import BaseTool
 from srh_core.tools.diagnostics import (
     diagnostic_lines,
@@ -93,12 +98,14 @@ class TrainingData:
     Attributes:
         X: ``(n_rows, n_inputs)`` input values.
         y: ``(n_rows,)`` target values.
-        n_dropped: Rows left out for a non-finite input or target.
+        n_dropped: Rows left out for a non-finite input or target (or weight 0).
+        weights: Each row's weight (the ``weights`` setting's column), or None.
     """
 
     X: np.ndarray
     y: np.ndarray
     n_dropped: int
+    weights: np.ndarray | None = None
 
 
 class FormulaTool(BaseTool):
@@ -249,15 +256,23 @@ class FormulaTool(BaseTool):
                                     "broadcast together.", parameter="x") from None
         matrix = np.column_stack([a.reshape(-1) for a in arrays])
         rows = np.isfinite(matrix).all(axis=1)
+        weights = split.row_weights()
+        if weights is not None:  # one weight per sample, repeated along a row's other axes
+            weights = np.broadcast_to(weights.reshape((-1,) + (1,) * (arrays[0].ndim - 1)),
+                                      arrays[0].shape).reshape(-1)
+            rows &= weights > 0
         if int(rows.sum()) < min_rows:
             raise ToolArgumentError(f"Only {int(rows.sum())} training rows have finite inputs and "
-                                    f"target; {self.metadata.name} needs at least {min_rows}.",
+                                    f"target{' and a weight > 0' if weights is not None else ''}; "
+                                    f"{self.metadata.name} needs at least {min_rows}.",
                                     parameter="y")
         kept = matrix[rows]
-        return TrainingData(kept[:, 1:], kept[:, 0], int(rows.size - rows.sum()))
+        return TrainingData(kept[:, 1:], kept[:, 0], int(rows.size - rows.sum()),
+                            None if weights is None else weights[rows])
 
     # ------------------------------------------------------------ evaluation
-    def evaluate_formula(self, f: engine.Expression, target: DataTerm, *, fit: bool = False,
+    def evaluate_formula(self, f: engine.Expression, target: DataTerm, *,
+                         fit: bool | None = None,
                          show_diagnostics: bool = True,
                          details: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Fit (optionally) on train, then score ``target = f`` per split.
@@ -265,7 +280,9 @@ class FormulaTool(BaseTool):
         Args:
             f: The formula (parameters bound, unless ``fit``).
             target: The target expression.
-            fit: Fit the parameters and free numeric constants of ``f`` on train.
+            fit: Fit the parameters and free numeric constants of ``f`` on train; None (a
+                tool's own fitted formula): only when the run weighs its rows unequally,
+                so that a tool's unweighted least squares become the weighted fit.
             show_diagnostics: Add residual diagnostics of the train split.
             details: Extra keys (``parameters``, ``warnings``...) merged into the result.
 
@@ -274,8 +291,15 @@ class FormulaTool(BaseTool):
             the target was transformed and the transform can be undone, is in
             ``all_formulas``.
         """
-        fitted = self.structural(self._fitted(f, target) if fit else f, target)
+        warnings = []
+        if fit:
+            f = self._fitted(f, target)
+        elif fit is None and self.weighted():  # a tool's own fit is unweighted: refit
+            f, warning = self._weighted_refit(f, target)
+            warnings += [warning] if warning else []
+        fitted = self.structural(f, target)
         entry = self.score_formula(fitted, target, show_diagnostics=show_diagnostics)
+        entry["warnings"] = entry.get("warnings", []) + warnings
         for key, value in (details or {}).items():
             entry[key] = entry.get("warnings", []) + list(value) if key == "warnings" else value
         back = self.back_transformed(fitted, target)
@@ -294,6 +318,23 @@ class FormulaTool(BaseTool):
                                     f"fitting accepts at most {MAX_FIT_VALUES}.", parameter="f")
         return context.evaluator.fit(f, target.expression, context.train_split,
                                      fit_constants=True)
+
+    def weighted(self) -> bool:
+        """Whether the run weighs its rows unequally (a ``weights`` column that is not
+        constant on the training rows of positive weight)."""
+        weights = self.require_context().train_split.row_weights()
+        if weights is None:
+            return False
+        positive = weights[weights > 0]
+        return positive.size > 0 and bool(positive.min() != positive.max())
+
+    def _weighted_refit(self, f: engine.Expression, target: DataTerm
+                        ) -> tuple[engine.Expression, str | None]:
+        """``f`` with its numbers refitted under the weighted loss, or ``f`` and why not."""
+        try:
+            return self._fitted(f, target), None
+        except (ToolArgumentError, engine.EngineError, DataError) as error:
+            return f, f"constants fitted unweighted (the weighted refit failed: {error})"
 
     def structural(self, f: engine.Expression, target: DataTerm) -> engine.Expression:
         """``f`` with the fitted numbers the training data accept as exact constants
@@ -338,6 +379,8 @@ class FormulaTool(BaseTool):
         units = units_report(f, target.expression, context)
         if units is not None:
             entry["units"] = units
+        if context.weights_name is not None:
+            entry["weights"] = context.weights_name
         outside = self.outside_limits(f)
         if outside and entry["is_candidate"]:
             entry["is_candidate"] = False
@@ -356,6 +399,9 @@ class FormulaTool(BaseTool):
         size = engine.complexity(f)
         if maxsize is not None and size > maxsize:
             return f"its complexity {size} is above the run's maxsize {maxsize}"
+        broken = constraint_violations(f, *constraint_limits(self.require_context().args))
+        if broken:
+            return f"it breaks the run's constraints: {'; '.join(broken[:3])}"
         return None
 
     def positive_variables(self, f: engine.Expression) -> list[str]:
@@ -379,6 +425,13 @@ class FormulaTool(BaseTool):
         if target.is_target:  # y_true already shows it
             names = [name for name in names if name != target.text]
         data = {n: split.data[n] for n in names[:MAX_DIAGNOSTIC_VARIABLES] if n in split.data}
+        weights = split.row_weights()
+        if weights is not None:  # the rows of weight 0 are no residuals of the fit
+            keep = weights > 0
+            y_true, y_pred = (np.broadcast_to(np.asarray(a, dtype=float), keep.shape)[keep]
+                              if np.ndim(a) <= 1 else np.asarray(a)[keep]
+                              for a in (y_true, y_pred))
+            data = {n: v[keep] if np.shape(v)[:1] == keep.shape else v for n, v in data.items()}
         return {"split": "train", **residual_diagnostics(y_true, y_pred, data)}
 
     def back_transformed(self, f: engine.Expression, target: DataTerm) -> dict[str, Any] | None:
@@ -431,6 +484,9 @@ class FormulaTool(BaseTool):
                                     display_formula(result))
         for split, metrics in (result.get("metrics") or {}).items():
             lines.append(formats.split_line(split, metric_line(metrics)))
+        if result.get("weights"):
+            lines.append(f"  (metrics weighted by {result['weights']}: weighted MSE and R^2; "
+                         "rows of weight 0 left out)")
         if not result.get("is_candidate") and not any(
                 str(text).startswith("not a candidate") for text in result.get("warnings") or []):
             lines.append("  (not a candidate for the target)")

@@ -18,7 +18,12 @@ from typing import Any
 
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
-from srh_core.operators import operator_limits, search_operators
+from srh_core.operators import (
+    constraint_limits,
+    constraint_violations,
+    operator_limits,
+    search_operators,
+)
 from srh_core.tools.base import BaseTool
 from srh_core.tools.dimensions import context_dimensions, target_dimension
 from srh_core.tools.formula import DataTerm, FormulaTool
@@ -91,12 +96,37 @@ class ExpressionSearchTool(FormulaTool):
         units, target_units = self._units(names, inputs, target)
         result = search(data.X[rows], data.y[rows], names, time_budget=budget, seed=seed,
                         operators=checked, max_complexity=size, workers=islands, units=units,
-                        target_units=target_units)
+                        target_units=target_units,
+                        weights=None if data.weights is None else data.weights[rows],
+                        **self._constraints(inputs))
         formulas = [_in_inputs(entry.expression, inputs) for entry in result.front]
+        formulas, dropped = self._within_constraints(formulas)
         entry = self._results(formulas, target, show_diagnostics, result)
         if "search" in entry:
             entry["search"]["notes"] = [_named(note, inputs) for note in result.notes]
+            if dropped:
+                entry["search"]["notes"].append(f"dropped {dropped} front formula(s) that "
+                                                "break the run's constraints")
         return entry
+
+    def _constraints(self, inputs: Sequence[DataTerm]) -> dict[str, Any]:
+        """The run's constraints for the search, when its inputs are the plain variables
+        (an input expression such as ``x*y`` is one leaf to the search, so its trees'
+        sizes are not the formula's; the front is filtered in the inputs' terms anyway)."""
+        nested, sizes = constraint_limits(self.require_context().args)
+        if not (nested or sizes) or any(not isinstance(t.expression, engine.Symbol)
+                                        for t in inputs):
+            return {}
+        return {"nested_constraints": nested, "constraints": sizes}
+
+    def _within_constraints(self, formulas: list[engine.Expression]
+                            ) -> tuple[list[engine.Expression], int]:
+        """The formulas that keep the run's ``nested_constraints`` and ``constraints``."""
+        limits = constraint_limits(self.require_context().args)
+        if limits == (None, None):
+            return formulas, 0
+        kept = [f for f in formulas if not constraint_violations(f, *limits)]
+        return kept, len(formulas) - len(kept)
 
     def _units(self, names: Sequence[str], inputs: Sequence[DataTerm], target: DataTerm
                ) -> tuple[dict[str, str] | None, str | None]:

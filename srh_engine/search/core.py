@@ -41,6 +41,14 @@ consistency (:func:`srh_engine.check_dimensions`: constants may carry units)
 and an inconsistent one is dropped from the front, with a note saying which
 and why.
 
+Weights (``weights``, PySR's): rows of weight 0 are dropped first (they take no
+part in a weighted loss); when the other rows weigh differently, the evolution's
+fitness, the refit of the front (:func:`srh_engine.fit` with ``weights``), the
+front's MSE and R^2 and so the choice between formulas are weighted; the
+enumeration and the sums score forms on row samples drawn in proportion to the
+weights; the decomposition tests and the exactness checks weigh the kept rows
+equally.
+
 Time: every phase checks a deadline; the refit phase owns the last
 ``REFIT_SHARE`` of the budget and stops fitting when the budget is spent,
 so a call returns within the budget plus one fit, or plus ``MIN_REFITS`` fits
@@ -58,9 +66,11 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import BrokenExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 import numpy as np
 
+from ..constraints import constraint_violations
 from ..dimensional import check_dimensions
 from ..evaluation import evaluate
 from ..nodes import Number, Symbol
@@ -120,7 +130,10 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
            time_budget: float = 10.0, seed: int = 0, operators: Sequence[str] | None = None,
            max_complexity: int = 30, max_evaluations: int | None = None,
            workers: int | None = None, units: Mapping[str, str | Dimension] | None = None,
-           target_units: str | Dimension | None = None) -> ExpressionSearchResult:
+           target_units: str | Dimension | None = None,
+           weights: np.ndarray | None = None,
+           nested_constraints: Mapping[str, Mapping[str, int]] | None = None,
+           constraints: Mapping[str, Any] | None = None) -> ExpressionSearchResult:
     """Search for formulas ``y = f(X)``: a Pareto front of complexity against error.
 
     Args:
@@ -143,6 +156,12 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
             with ``target_units`` and every input's units, the problem is reduced to
             dimensionless groups first; every formula is checked against them.
         target_units: Units of the target.
+        weights: ``(rows,)`` weights >= 0 of the rows (PySR's ``weights``): the front is
+            fitted and ranked by the weighted MSE; rows of weight 0 take no part.
+        nested_constraints, constraints: PySR's limits in its names
+            (:mod:`srh_engine.constraints`): the evolution discards a tree that breaks
+            them and the front keeps no formula that does (the enumeration does not know
+            them).
 
     Returns:
         The front (each formula fitted on every row), with counts and notes.
@@ -153,6 +172,7 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
     """
     started = time.monotonic()
     X, y, names = _check(X, y, names, time_budget, max_complexity, max_evaluations)
+    X, y, weights = _weighted_rows(X, y, weights)
     resolve_operators(operators)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or
                                 workers < 1):
@@ -161,13 +181,15 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
     wanted = None if target_units is None else str(parse_units(target_units))
     count = available_workers() if workers is None else workers
     deadline = started + time_budget
+    limits = (nested_constraints, constraints) if nested_constraints or constraints else None
     calls = [{"X": X, "y": y, "names": names, "deadline": deadline, "seed": seed + k,
               "operators": operators, "max_complexity": max_complexity,
-              "max_evaluations": max_evaluations, "units": dimensions, "target_units": wanted}
+              "max_evaluations": max_evaluations, "units": dimensions, "target_units": wanted,
+              "weights": weights, "limits": limits}
              for k in range(1, count)]
     futures, pool, failure = submit_islands(_island, calls)
     entries, evaluated, notes = _island(X, y, names, deadline, seed, operators, max_complexity,
-                                        max_evaluations, dimensions, wanted)
+                                        max_evaluations, dimensions, wanted, weights, limits)
     if failure is not None:
         notes.append(f"searched in one process: the island pool did not start ({failure})")
     merged = 0
@@ -194,8 +216,41 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
     if dimensions:
         entries = _consistent(entries, dimensions, wanted, notes)
+    if limits is not None:
+        entries = _within(entries, limits, notes)
     return ExpressionSearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
                         tuple(dict.fromkeys(notes)))
+
+
+def _within(entries: list[FrontEntry], limits: tuple[Any, Any], notes: list[str]
+            ) -> list[FrontEntry]:
+    """The entries that keep PySR's constraints; a note counts the dropped ones."""
+    kept = [entry for entry in entries if not constraint_violations(entry.expression, *limits)]
+    if len(kept) < len(entries):
+        notes.append(f"dropped {len(entries) - len(kept)} of {len(entries)} fitted formulas "
+                     "that break the constraints")
+    return kept
+
+
+def _weighted_rows(X: np.ndarray, y: np.ndarray, weights: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The rows of positive weight and their weights (None when they weigh the same).
+
+    Raises:
+        ValueError: Not one finite weight >= 0 per row, or fewer than 3 of positive weight.
+    """
+    if weights is None:
+        return X, y, None
+    weights = np.asarray(weights, dtype=float).reshape(-1)
+    if weights.size != y.size or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError(f"weights must be {y.size} finite numbers >= 0 (one per row); got "
+                         f"shape {weights.shape}")
+    keep = weights > 0
+    if int(keep.sum()) < 3:
+        raise ValueError(f"search needs at least 3 rows of positive weight; got "
+                         f"{int(keep.sum())}")
+    X, y, weights = X[keep], y[keep], weights[keep]
+    return X, y, None if weights.min() == weights.max() else weights
 
 
 def _consistent(entries: list[FrontEntry], dimensions: Mapping[str, str], wanted: str | None,
@@ -216,11 +271,13 @@ def _consistent(entries: list[FrontEntry], dimensions: Mapping[str, str], wanted
 def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, seed: int,
             operators: Sequence[str] | None, max_complexity: int,
             max_evaluations: int | None, units: Mapping[str, str] | None = None,
-            target_units: str | None = None) -> tuple[list[FrontEntry], int, list[str]]:
+            target_units: str | None = None, weights: np.ndarray | None = None,
+            limits: tuple[Any, Any] | None = None
+            ) -> tuple[list[FrontEntry], int, list[str]]:
     """One single-process search until ``deadline``: its fitted entries, count and notes."""
     binary, unary = resolve_operators(operators)
     time_budget = max(deadline - time.monotonic(), 0.0)
-    run = Run(y, binary, unary, max_complexity, seed)
+    run = Run(y, binary, unary, max_complexity, seed, weights=weights, limits=limits)
     budget = Budget(deadline - REFIT_SHARE * time_budget, run.counter, max_evaluations)
     values = {name: X[:, i] for i, name in enumerate(names)}
     run.columns_by_name = values
@@ -234,7 +291,7 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
         entries = refit(run, values, deadline - SNAP_SHARE * time_budget)
         if reduction is not None:  # answers mapped back: one monomial per product
             entries = [_merged(entry, values) for entry in entries]
-        entries = snap_front(entries, values, y, deadline)
+        entries = snap_front(entries, values, y, deadline, weights)
     return entries, run.counter.value, run.notes
 
 

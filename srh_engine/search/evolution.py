@@ -53,6 +53,24 @@ def linear_nmse(values: np.ndarray, target: np.ndarray, target_var: float) -> fl
     return max(0.0, 1.0 - r * r / (spread * target_var * target.size))
 
 
+def weighted_linear_nmse(values: np.ndarray, target: np.ndarray, weights: np.ndarray) -> float:
+    """:func:`linear_nmse` under row weights (summing to 1): ``1 - r_w^2`` of the weighted
+    correlation, the weighted NMSE of the best ``a + b*values``."""
+    if not isinstance(values, np.ndarray) or values.shape != target.shape:
+        return 1.0 if np.isfinite(values).all() else float("inf")
+    with np.errstate(all="ignore"):
+        centred = values - float(weights @ values)
+        spread = float(weights @ (centred * centred))
+        if not np.isfinite(spread):
+            return float("inf")
+        if spread <= 1e-300:
+            return 1.0
+        rest = target - float(weights @ target)
+        r = float(weights @ (centred * rest))
+        target_var = float(weights @ (rest * rest))
+    return max(0.0, 1.0 - r * r / (spread * target_var)) if target_var > 0 else 1.0
+
+
 @dataclass
 class Evolution:
     """One regularised-evolution run on a problem view.
@@ -63,6 +81,9 @@ class Evolution:
         binary, unary: Operator names.
         max_size: Largest tree size.
         seed: Seed of every random choice.
+        weights: Row weights of the fitness rows (PySR's ``weights``); None: equal.
+        allowed: Whether a tree may be kept (PySR's constraints); a tree it refuses
+            scores inf. None: every tree.
     """
 
     columns: Sequence[np.ndarray]
@@ -71,6 +92,8 @@ class Evolution:
     unary: Sequence[str]
     max_size: int
     seed: int = 0
+    weights: np.ndarray | None = None
+    allowed: Callable[[Tree], bool] | None = None
     archive: dict[int, tuple[float, Tree]] = field(default_factory=dict)
     evaluated: int = 0
 
@@ -78,6 +101,8 @@ class Evolution:
         self.binary, self.unary = tuple(self.binary), tuple(self.unary)
         self.rng = random.Random(self.seed * 1_000_003 + 11)
         self.var = float(np.var(self.target))
+        if self.weights is not None:
+            self.weights = self.weights / float(self.weights.sum())
         self.memo: dict[Tree, np.ndarray] = {}
         self.scores: dict[Tree, float] = {}
         self.population: deque[tuple[float, Tree]] = deque()
@@ -93,7 +118,14 @@ class Evolution:
             self.scores.clear()
         with np.errstate(all="ignore"):
             values = evaluate_tree(tree, self.columns, self.memo)
-        score = linear_nmse(values, self.target, self.var) if self.var > 0 else 1.0
+        if self.allowed is not None and not self.allowed(tree):
+            score = float("inf")
+        elif self.var <= 0:
+            score = 1.0
+        elif self.weights is not None:
+            score = weighted_linear_nmse(values, self.target, self.weights)
+        else:
+            score = linear_nmse(values, self.target, self.var)
         self.evaluated += 1
         self.scores[tree] = score
         self._archive(tree, score)

@@ -135,9 +135,8 @@ def refit(run: Run, values: dict[str, np.ndarray], deadline: float) -> list[Fron
             chosen.append(item)
         if len(chosen) >= MAX_REFITS:
             break
-    variance = float(np.var(run.y))
-    mean = float(np.mean(run.y))  # the simplest formula: every front starts with it
-    entries = [FrontEntry(Number(mean), 1, variance, 0.0)]
+    mean, variance = weighted_moments(run.y, run.weights)
+    entries = [FrontEntry(Number(mean), 1, variance, 0.0)]  # every front starts with the mean
     seen, slowest = set(), 0.0
     for attempt, item in enumerate(chosen):
         tick = time.monotonic()
@@ -151,18 +150,28 @@ def refit(run: Run, values: dict[str, np.ndarray], deadline: float) -> list[Fron
         if key in seen:
             continue
         seen.add(key)
-        entry = fit_entry(expression, values, run.y, variance)
+        entry = fit_entry(expression, values, run.y, variance, run.weights)
         if entry is not None:
             entries.append(entry)
         slowest = max(slowest, time.monotonic() - tick)
     return entries
 
 
+def weighted_moments(y: np.ndarray, weights: np.ndarray | None) -> tuple[float, float]:
+    """Mean and variance of ``y``, weighted by ``weights`` when given."""
+    if weights is None:
+        return float(np.mean(y)), float(np.var(y))
+    mean = float(weights @ y) / float(weights.sum())
+    return mean, float(weights @ (y - mean) ** 2) / float(weights.sum())
+
+
 def fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray,
-              variance: float) -> FrontEntry | None:
+              variance: float, weights: np.ndarray | None = None) -> FrontEntry | None:
+    """``expression`` fitted to ``y`` (the weighted MSE with ``weights``) as a front entry,
+    or None when it cannot be fitted on every row."""
     expression = fold_constants(expression)  # ``cos(cos(2.9))/(M*r)`` is a number over M*r
     try:
-        result = fit(expression, values, y, options={"restarts": 1})
+        result = fit(expression, values, y, options={"restarts": 1}, weights=weights)
     except Exception:  # noqa: BLE001 - a candidate that cannot be fitted is dropped
         return None
     if not math.isfinite(result.loss) or result.n_excluded:
@@ -171,7 +180,7 @@ def fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndarr
     loss = float(result.loss)
     pruned = map_postorder(fitted, _pruner(float(np.sqrt(np.mean(y**2)))))
     if pruned != fitted:
-        pruned_loss = _mse(pruned, values, y)
+        pruned_loss = _mse(pruned, values, y, weights)
         if pruned_loss <= loss * (1.0 + 1e-6) + 1e-300:
             fitted, loss = pruned, pruned_loss
     r2 = 1.0 - loss / variance if variance > 0 else 0.0
@@ -203,11 +212,14 @@ def _pruner(scale: float):
     return prune
 
 
-def _mse(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray) -> float:
+def _mse(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray,
+         weights: np.ndarray | None = None) -> float:
     with np.errstate(all="ignore"):
         predicted = np.broadcast_to(np.asarray(evaluate(expression, values), dtype=float),
                                     y.shape)
-        error = float(np.mean((predicted - y) ** 2))
+        squares = (predicted - y) ** 2
+        error = float(np.mean(squares)) if weights is None else \
+            float(weights @ squares) / float(weights.sum())
     return error if math.isfinite(error) else math.inf
 
 
@@ -227,12 +239,15 @@ def exact_on_all_rows(run: Run, found: list[Found], target: np.ndarray | None = 
     expression = candidate_expression(best, run, target)
     if expression is None:
         return False
-    entry = fit_entry(expression, run.columns_by_name, target, float(np.var(target)))
+    weights = run.weights if run.weights is not None and \
+        run.weights.size == target.size else None
+    entry = fit_entry(expression, run.columns_by_name, target,
+                      weighted_moments(target, weights)[1], weights)
     return entry is not None and entry.mse <= EXACT_MSE * float(np.mean(target**2))
 
 
 def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.ndarray,
-               deadline: float) -> list[FrontEntry]:
+               deadline: float, weights: np.ndarray | None = None) -> list[FrontEntry]:
     """``entries`` with the front's fitted numbers snapped to simple values where the BIC
     allows (:func:`srh_engine.snapping.snap_constants`): first the formula the "best" rule
     picks (:func:`.selection.steepest`; even past the deadline: one snap is a few dozen
@@ -242,9 +257,11 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
     ``SNAP_ROUNDS`` times.
 
     A snapped entry replaces its original; its complexity counts each constant part
-    (``1/sqrt(2*pi)``) as one number, like the folded number it replaces.
+    (``1/sqrt(2*pi)``) as one number, like the folded number it replaces. With
+    ``weights`` the snapped entry's error is the weighted MSE (the BIC test of a snap
+    itself weighs the rows equally).
     """
-    variance = float(np.var(y))
+    variance = weighted_moments(y, weights)[1]
     if variance <= 0:
         return entries
     current, tried = list(entries), set()
@@ -260,7 +277,8 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
             if not guaranteed and time.monotonic() > deadline:
                 return current
             tried.add(id(entry))
-            new = _snapped(entry, values, y, variance, None if guaranteed else deadline)
+            new = _snapped(entry, values, y, variance, None if guaranteed else deadline,
+                           weights)
             if new is not None:
                 tried.add(id(new))
                 current = [new if e is entry else e for e in current]
@@ -269,13 +287,14 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
 
 
 def _snapped(entry: FrontEntry, values: dict[str, np.ndarray], y: np.ndarray,
-             variance: float, deadline: float | None) -> FrontEntry | None:
+             variance: float, deadline: float | None,
+             weights: np.ndarray | None = None) -> FrontEntry | None:
     with np.errstate(all="ignore"):
         new = snap_constants(entry.expression, y, lambda e: evaluate(e, values),
                              deadline=deadline)
     if new is entry.expression:
         return None
-    loss = _mse(new, values, y)
+    loss = _mse(new, values, y, weights)
     if not math.isfinite(loss):
         return None
     return FrontEntry(new, _constant_parts_as_one(new), loss, float(1.0 - loss / variance))

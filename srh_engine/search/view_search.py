@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from ..constraints import constraint_violations
 from .budget import Budget
 from .combination import MAX_FORM_SIZE, combinations
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
-from .operators import Tree, evaluate_tree, size
+from .operators import Tree, evaluate_tree, size, to_expression
 from .views import EXACT_NMSE, Found, Run, View, all_rows_nmse, sample_rows, target_transforms
 
 __all__ = ["search_view"]
@@ -32,7 +35,7 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     rng = np.random.default_rng([seed, 3])
     candidates = target_transforms(target) if transforms else {"identity": target}
     names = list(candidates)
-    few = sample_rows(target.size, ENUMERATION_ROWS, rng)
+    few = sample_rows(target.size, ENUMERATION_ROWS, rng, run.weights)
     many = sample_rows(target.size, FITNESS_ROWS, rng)
     enumeration_budget = budget.share(ENUMERATION_SHARE)
     enumeration = Enumeration(view.columns[few], np.stack([candidates[n][few] for n in names]),
@@ -74,7 +77,7 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     if evolve and min((f.nmse for f in found), default=1.0) > EXACT_NMSE and \
             not budget.over():
         found += _evolve(run, view, candidates[best_name][many], columns, scored[best_name],
-                         best_name, budget, seed)
+                         best_name, budget, seed, many)
     return found
 
 
@@ -86,7 +89,7 @@ def _combined(run: Run, enumeration: Enumeration, view: View,
     if budget.over():
         return []
     share = budget.share(fraction)
-    rows = sample_rows(view.columns.shape[0], ELIMINATION_ROWS, rng)
+    rows = sample_rows(view.columns.shape[0], ELIMINATION_ROWS, rng, run.weights)
     rows = rng.permutation(rows)  # the first DICTIONARY_ROWS of them: the dictionary's rows
     targets = {name: values[rows] for name, values in candidates.items()}
     # its work (forms scored against residuals) is checked against the budget as pending
@@ -109,10 +112,21 @@ def _claims_exact(enumeration: Enumeration, view: View, candidates: dict[str, np
     return all_rows_nmse(tree, view, candidates[names[best.target]]) <= EXACT_NMSE
 
 
+def _allowed(run: Run, view: View) -> Callable[[Tree], bool] | None:
+    """Whether a tree of ``view`` keeps the run's constraints (None: no constraints)."""
+    limits = run.limits
+    if limits is None:
+        return None
+    return lambda tree: not constraint_violations(to_expression(tree, view.inputs), *limits)
+
+
 def _evolve(run: Run, view: View, target: np.ndarray, columns: list[np.ndarray],
-            seeds: list[tuple[float, Tree]], transform: str, budget: Budget, seed: int
-            ) -> list[Found]:
-    evolution = Evolution(columns, target, run.binary, run.unary, run.max_size, seed=seed)
+            seeds: list[tuple[float, Tree]], transform: str, budget: Budget, seed: int,
+            rows: np.ndarray) -> list[Found]:
+    weighted = run.weights is not None and run.weights.size == view.columns.shape[0]
+    weights = run.weights[rows] if weighted else None
+    evolution = Evolution(columns, target, run.binary, run.unary, run.max_size, seed=seed,
+                          weights=weights, allowed=_allowed(run, view))
     ordered = [tree for _, tree in sorted(seeds, key=lambda s: (s[0], size(s[1])))]
     evolution.seed_population(list(dict.fromkeys(ordered))[:SEEDS_PER_RUN])
     evolution.run(budget.over, EXACT_NMSE)

@@ -9,6 +9,7 @@ candidate (:class:`Found`) is a tree found in a view for one transform of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,10 @@ class Run:
     found: list[Found] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     columns_by_name: dict[str, np.ndarray] = field(default_factory=dict)
+    weights: np.ndarray | None = None
+    """Row weights of ``y`` (all > 0, not all equal), or None: equal weights."""
+    limits: tuple[Any, Any] | None = None
+    """PySR's ``(nested_constraints, constraints)`` (:mod:`srh_engine.constraints`)."""
 
 
 TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")
@@ -102,9 +107,14 @@ def inverse_transform(transform: str, scaled: Expression, sign: float) -> Expres
     return Unary("-", body) if sign < 0 else body
 
 
-def sample_rows(n: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` distinct row indices of ``n`` (all when fewer), sorted."""
-    return np.sort(rng.choice(n, size=min(n, count), replace=False))
+def sample_rows(n: int, count: int, rng: np.random.Generator,
+                weights: np.ndarray | None = None) -> np.ndarray:
+    """``count`` distinct row indices of ``n`` (all when fewer), sorted; with ``weights``
+    (one per row, all > 0) drawn with chances in proportion to them, so that equal-weight
+    scores on the sample follow the weighted loss."""
+    if weights is None or weights.size != n or n <= count:
+        return np.sort(rng.choice(n, size=min(n, count), replace=False))
+    return np.sort(rng.choice(n, size=count, replace=False, p=weights / weights.sum()))
 
 
 def column_values(tree: Tree, view: View) -> np.ndarray | None:

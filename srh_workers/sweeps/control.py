@@ -21,7 +21,7 @@ from redis import Redis
 from srh_core.errors import ConfigurationError, InputTooLargeError
 from srh_core.skills.bundle import skill_files
 from srh_core.sweep.runner import is_over, new_entry, sweep_status, table_row
-from srh_core.sweep.spec import SweepSpec, cells
+from srh_core.sweep.spec import SweepSpec, cells, resumed_cells
 from srh_core.sweep.summary import eta_seconds, summary_of
 from srh_workers.submit import cancel_run
 from srh_workers.sweeps.store import SweepRecord, list_sweeps
@@ -133,7 +133,8 @@ def load_spec(record: SweepRecord) -> SweepSpec:
 def sweep_entries(record: SweepRecord, spec: SweepSpec) -> dict[str, dict[str, Any]]:
     """The current spec's cells (those not yet seen by a coordinator as pending)."""
     known = record.entries()
-    return {cell.cell_id: known.get(cell.cell_id) or new_entry(cell) for cell in cells(spec)}
+    return {cell.cell_id: known.get(cell.cell_id) or new_entry(cell)
+            for cell in resumed_cells(cells(spec), known)}
 
 
 def status_of(meta: Mapping[str, str], entries: Mapping[str, Any]) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from srh_core.agent import SRAgent
 from srh_core.cli import UsageError, build_parser, main
 from srh_core.cli.commands import settings_from_args
 from srh_core.context import AgentContext, load_context_data
@@ -112,6 +114,26 @@ def test_sweep_cells_get_the_suite_units_by_default(tmp_path):
     assert anonymous.units == {"x1": "1", "x2": "kg*m*s^-2", "y": "kg*m*s^-2"}
     _, own = _cell_settings(tmp_path, settings_text='units = {Nn = "N"}')
     assert own.units["Nn"] == "N" and own.units["F"] == "kg*m*s^-2"
+
+
+def test_a_cell_given_units_is_named_by_them_and_an_old_cell_resumes_without(tmp_path):
+    from srh_core.sweep.runner import FileSweepState, SweepRunner, cell_data, new_entry
+    from srh_core.sweep.spec import cells, load_sweep
+
+    off, _ = _cell_settings(tmp_path, "units = false")
+    assert not off.units and not off.cell_id.endswith("|units")
+    cell, _ = _cell_settings(tmp_path)
+    assert cell.units and cell.cell_id.endswith("|units")
+    spec = load_sweep(tmp_path / "sweep.toml")  # the default: units = true
+    (cell,) = cells(spec)
+    old = replace(cell, units=False)  # the id a sweep recorded before units existed
+    FileSweepState(tmp_path / "out", spec.name).save({old.cell_id: new_entry(old)})
+    runner = SweepRunner(spec, tmp_path / "out", backend=None)
+    assert list(runner.state) == [old.cell_id] and runner.cells == [old]
+    assert cell_data(spec, runner.cells[0]).settings.units is None  # as it was
+    fresh = SweepRunner(spec, tmp_path / "fresh", backend=None)
+    assert list(fresh.state) == [cell.cell_id]
+    assert cell_data(spec, fresh.cells[0]).settings.units["F"] == "kg*m*s^-2"
 
 
 def test_sweep_settings_with_bad_units_name_them(tmp_path):
@@ -240,3 +262,54 @@ def test_expression_search_uses_the_units():
     assert result.result["metrics"]["train"]["r2"] > 1 - 1e-12
     assert result.result["units"]["consistent"] and result.result["units"]["dimension"] == "s"
     assert "units: consistent; the formula is in s (as the target)" in result.result_str
+
+
+class _FirstPrompt:
+    """An observer that stops the run at its first step (the prompt is then built)."""
+
+    def __call__(self, event):
+        if event["event"] == "step":
+            raise KeyboardInterrupt
+
+
+def _first_user_message(agent, X, y):
+    messages = agent.create_initial_prompt_messages("E from m and v", X, y, [])
+    return messages[1]["content"]
+
+
+def test_the_first_prompt_lists_the_units_of_every_variable_and_the_target():
+    context = _kinetic_context(UNITS)
+    agent = SRAgent(units=UNITS, context=context)
+    X = {name: context.data[name] for name in ("m", "v")}
+    text = _first_user_message(agent, X, {"E": context.data["E"]})
+    assert "- Target: E: range" in text and "(units: J)" in text
+    assert "m: range" in text and "(units: kg)" in text and "(units: m/s)" in text
+    plain = _first_user_message(SRAgent(context=_kinetic_context(None)), X,
+                                {"E": context.data["E"]})
+    assert "units" not in plain
+
+
+SEEN_UNITS: list[dict[str, str]] = []
+
+
+class UnitsWatcher(SRAgent):
+    """Notes the context's units at every step (in a list: no state on the agent)."""
+
+    def prepare_iteration(self, buffer, R, L, C):
+        SEEN_UNITS.append(dict(self.context.variable_units))
+        return super().prepare_iteration(buffer, R, L, C)
+
+
+def test_manifest_units_reach_a_python_api_run_and_survive_its_resume(tmp_path):
+    from srh_core.cli.commands import manifest_data
+
+    data = manifest_data(_manifest(tmp_path), None, None)
+    agent = UnitsWatcher(save_path=str(tmp_path / "run"), max_refinement_depth=2,
+                         run_id="units", validation_fraction=0.0, early_stop=False)
+    agent.observers.append(_FirstPrompt())
+    first = agent.run(data.X, data.y, data.description)
+    assert first["status"] == "interrupted"
+    assert first["candidates"][0]["details"]["units"]["target_dimension"] == "m*s^-1"
+    SEEN_UNITS.clear()
+    assert UnitsWatcher.resume(tmp_path / "run")["status"] == "completed"
+    assert SEEN_UNITS == [{"x": "m", "t": "s", "v": "m/s"}]  # step 2, after the resume
