@@ -4,14 +4,18 @@ Reads every ``srh_*`` module with ``ast`` (nothing is imported) and builds the
 graph of their imports of each other: an edge A -> B when A imports B at
 module level, or inside a function (``typing.TYPE_CHECKING`` blocks are not
 imports at run time and are left out). ``from P import name`` is an edge to
-``P.name`` when that is a module, else to ``P``.
+``P.name`` when that is a module, to the module P's ``lazy_exports`` table
+names for ``name`` (the import loads it), else to ``P``.
 
 - A *cycle* is a strongly connected component of more than one module (Python
   can only load one when some of its edges are imports inside functions, which
   run later): each is printed with the edges that close it.
 - *Inner imports* are imports of srh_* modules inside functions, counted
-  outside the command-line and web entry points (where lazy loading is the
-  point: a command imports what it uses).
+  outside the entry points (:data:`ENTRY_POINTS`, each with its reason: the
+  command line, the engine's method facade, the worker bootstrap, the web
+  routes), where lazy loading is the point: a command imports what it uses.
+  Everywhere else a module imports at module level (tests/test_import_graph.py
+  fails on an inner import outside the entry points).
 
 Usage: python scripts/import_graph.py [ROOT] [--json out.json]
 Prints a table and one JSON line.
@@ -30,8 +34,46 @@ from pathlib import Path
 from typing import Any
 
 PACKAGES = ("srh_engine", "srh_core", "srh_workers", "srh_web")
-#: Modules where imports inside functions are the sanctioned lazy loading.
-ENTRY_POINT = re.compile(r"(^|\.)(\w*cli|__main__)(\.|$)|^srh_web\.app$")
+#: The entry points: modules whose imports inside functions are the sanctioned lazy
+#: loading, each pattern (matched against the whole dotted module name) with its reason.
+#: Anywhere else an srh_* import inside a function is counted, and
+#: tests/test_import_graph.py fails on it.
+ENTRY_POINTS: dict[str, str] = {
+    r"(\w+\.)*\w*cli(\.\w+)*": "command line: `srh` registers every command at start-up "
+                             "(`srh --help` under 0.3 s); a command's handler imports what "
+                             "it uses when it runs",
+    r"srh_engine\.expression_methods": "the engine's method facade: Expression.evaluate, "
+                                       ".fit, .to_str, ... call the modules that build the "
+                                       "node classes (the one allowed cycle)",
+    r"srh_workers\.app": "worker bootstrap: the worker-start handlers load the watchdog, "
+                         "the sweep coordinator, artifacts and the endpoint publisher; a "
+                         "submitter that imports the app to send tasks loads none of them",
+    r"srh_core\.api\.endpoints": "model-client factory: build_api loads the OpenAI adapter "
+                                 "(the openai SDK, 0.7 s of imports) when a run builds its "
+                                 "first client; the endpoint registry, and the settings "
+                                 "that read it, stay light",
+    r"srh_core\.agent\.(base|conversation)": "an agent's run-time machinery: the tool "
+                                              "executor (code sandbox, process pools), "
+                                              "custom-tool discovery and SRAgent load when "
+                                              "an agent runs; `srh web` imports the agent "
+                                              "classes for its panels and loads none of it",
+    r"srh_workers\.endpoints": "the cluster's quota gates: the gate factory loads "
+                               "srh_workers.quota (Redis, and the openai SDK through "
+                               "srh_core.api.gate) when a worker makes its gates; a "
+                               "submitter publishing or reading endpoints does not",
+    r"srh_web\.(app|cluster|sweep_reader|views)": "web routes: `srh web` serves pages "
+                                                 "without NumPy, Celery or a Redis client; "
+                                                 "a route loads the engine, the sweep "
+                                                 "reader or the cluster client on the "
+                                                 "request that needs it",
+}
+_ENTRY_POINT = {pattern: re.compile(pattern) for pattern in ENTRY_POINTS}
+
+
+def entry_point(module: str) -> str | None:
+    """The ENTRY_POINTS pattern ``module`` falls under (None: not an entry point)."""
+    return next((pattern for pattern, regex in _ENTRY_POINT.items()
+                 if regex.fullmatch(module)), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,19 +126,40 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
+def lazy_tables(trees: dict[str, ast.Module]) -> dict[str, dict[str, str]]:
+    """Each package's ``lazy_exports`` table (name -> defining module), read from its
+    ``__init__``: ``from package import name`` loads that module, so it is the edge."""
+    tables = {}
+    for module, tree in trees.items():
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and getattr(node.func, "id", None) == "lazy_exports" and len(node.args) == 2
+                 and isinstance(node.args[1], ast.Name)]
+        for call in calls:
+            for node in tree.body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                        and getattr(node.targets[0], "id", None) == call.args[1].id):
+                    table = ast.literal_eval(node.value)
+                    tables[module] = {name: target if "." in target else f"{module}.{target}"
+                                      for name, target in table.items()}
+    return tables
+
+
 def edges(root: Path) -> tuple[dict[str, Path], list[Edge]]:
     found = modules(root)
+    trees = {module: ast.parse(path.read_text(encoding="utf-8"))
+             for module, path in found.items()}
+    lazy = lazy_tables(trees)
     result = []
     for module, path in found.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = trees[module]
         is_package = path.name == "__init__.py"
         for node, inner in _imports(tree):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
                 base = _resolve(module, node, is_package)
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in found else base
-                           for alias in node.names]
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in found
+                           else lazy.get(base, {}).get(alias.name, base) for alias in node.names]
             for target in dict.fromkeys(targets):
                 while target and target not in found:
                     target = target.rpartition(".")[0]
@@ -156,7 +219,8 @@ def cycles(names: list[str], graph: list[Edge]) -> list[list[str]]:
 def measure(root: Path) -> dict[str, Any]:
     found, graph = edges(root)
     found_cycles = cycles(sorted(found), graph)
-    inner = [edge for edge in graph if edge.inner and not ENTRY_POINT.search(edge.source)]
+    inner = [edge for edge in graph if edge.inner and not entry_point(edge.source)]
+    lazy = [edge for edge in graph if edge.inner and entry_point(edge.source)]
     return {
         "modules": len(found),
         "cycles": [{"modules": component,
@@ -167,6 +231,13 @@ def measure(root: Path) -> dict[str, Any]:
         "inner_imports_by_package": {package: sum(e.source.split(".")[0] == package
                                                   for e in inner) for package in PACKAGES},
         "inner_imports_all": sum(edge.inner for edge in graph),
+        "inner_imports_outside_entry_points": [
+            f"{e.source}:{e.line} -> {e.target}" for e in inner],
+        "entry_points": [{"pattern": pattern, "reason": reason,
+                          "modules": sorted({e.source for e in lazy
+                                             if entry_point(e.source) == pattern}),
+                          "inner_imports": sum(entry_point(e.source) == pattern for e in lazy)}
+                         for pattern, reason in ENTRY_POINTS.items()],
     }
 
 
@@ -183,6 +254,17 @@ def main() -> int:
     print("--- | --- | ---")
     for number, cycle in enumerate(report["cycles"], 1):
         print(f"{number} | {', '.join(cycle['modules'])} | {'; '.join(cycle['edges'])}")
+    print()
+    print("entry point | modules | inner imports | why imports there sit inside functions")
+    print("--- | --- | --- | ---")
+    for entry in report["entry_points"]:
+        print(f"{entry['pattern']} | {len(entry['modules'])} | {entry['inner_imports']} | "
+              f"{entry['reason']}")
+    if report["inner_imports_outside_entry_points"]:
+        print()
+        print("srh_* imports inside functions outside the entry points:")
+        for line in report["inner_imports_outside_entry_points"]:
+            print(f"  {line}")
     print(json.dumps(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -26,9 +26,12 @@ from typing import Any
 import numpy as np
 
 import srh_engine as engine
-from srh_core.agent.settings import MAX_GUESSES
+from srh_core.agent import SRAgent
+from srh_core.agent.settings import MAX_GUESSES, SearchSettings
+from srh_core.cli.display import StepLog
 from srh_core.errors import ConfigurationError, SRHarnessError, did_you_mean
 from srh_core.estimator_compat import ParamsBase, RegressorScoreMixin, validate_input
+from srh_core.symbolic import to_sympy
 from srh_core.types import SearchResult
 
 try:
@@ -241,8 +244,6 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         Raises:
             ConfigurationError: A parameter is invalid (a ValueError naming it).
         """
-        from srh_core.agent.settings import SearchSettings
-
         values = {name: value for name, value in self.get_params(deep=False).items()
                   if name not in ESTIMATOR_ONLY}
         for name in ("tools", "skills", "binary_operators", "unary_operators"):
@@ -301,8 +302,6 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         Returns:
             self.
         """
-        from srh_core.agent import SRAgent
-
         settings = self._resolve()
         if not isinstance(self.verbosity, int) or isinstance(self.verbosity, bool) or \
                 self.verbosity not in (0, 1):
@@ -330,8 +329,6 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         text = self.problem_description if problem_description is None else problem_description
         agent = SRAgent(settings)
         if self.verbosity:
-            from srh_core.cli.display import StepLog
-
             agent.observers.append(StepLog(agent))
         result = SearchResult.from_dict(agent.run(data, {target: vector}, text))
         self.result_ = result
@@ -387,8 +384,6 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
 
     def sympy(self, index: int | None = None) -> Any:
         """The fitted formula (or front row ``index``) as a SymPy expression."""
-        from srh_core.symbolic import to_sympy
-
         return to_sympy(self.expression(index))
 
     def latex(self, index: int | None = None) -> str:

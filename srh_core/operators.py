@@ -34,6 +34,7 @@ from typing import Any
 import srh_engine as engine
 from srh_core.errors import ConfigurationError, did_you_mean
 from srh_engine.constraints import constraint_violations
+from srh_engine.search import DEFAULT_OPERATORS
 
 __all__ = ["BINARY_OPERATORS", "UNARY_OPERATORS", "check_constraints",
            "check_nested_constraints", "check_operators", "constraint_limits",
@@ -107,7 +108,6 @@ def search_operators(binary: Sequence[str] | None, unary: Sequence[str] | None
     """
     if binary is None and unary is None:
         return None
-    from srh_engine.search import DEFAULT_OPERATORS
 
     binary = list(binary if binary is not None else BINARY_OPERATORS)
     unary = list(unary) if unary is not None else [

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from srh_core.api.response import ModelResponse
 from srh_core.types import CandidateRecord, ParentLink, ToolCall, ToolCallResult, json_value
-
-if TYPE_CHECKING:
-    from srh_core.api.response import ModelResponse
 
 
 def node_label(R: int, C: int, L: int, K: int) -> str:
@@ -84,10 +82,6 @@ class StepPlan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepPlan:
-        # not at import: srh_core.api's package loads the model adapters, and the stores
-        # (srh_core.state among them) import this module with ``import srh_core``
-        from srh_core.api.response import ModelResponse
-
         buffer = data.get("buffer")
         return cls(
             R=int(data["R"]), C=int(data["C"]), L=int(data["L"]),

@@ -24,8 +24,9 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from srh_core.embedded.run_dir import RunDirectory
 from srh_core.errors import SearchStateError
 from srh_core.ranking import (
     RankingPolicy,
@@ -58,9 +59,6 @@ from srh_core.types import (
     ToolCallResult,
     json_value,
 )
-
-if TYPE_CHECKING:
-    from srh_core.embedded.run_dir import RunDirectory
 
 SNAPSHOT_VERSION = 1
 CONTENT_PREVIEW_CHARS = 2_000
@@ -107,8 +105,6 @@ class SearchRunState:
             self.run_dir.write_run_record(self.run_id, self.agent_metadata)
 
     def _open_directory(self, save_path: Path) -> None:
-        from srh_core.embedded.run_dir import RunDirectory
-
         self.run_dir = RunDirectory(save_path)
 
     @property
@@ -436,8 +432,6 @@ class SearchRunState:
     @classmethod
     def load_nodes(cls, save_path: str | Path) -> list[dict[str, Any]]:
         """Read the node log of a run directory (last record of an id wins)."""
-        from srh_core.embedded.run_dir import RunDirectory
-
         records: dict[str, dict[str, Any]] = {}
         for record in RunDirectory(save_path).records("nodes"):
             records[record["node_id"]] = record

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from .errors import ExpressionError
 from .graph_nodes import Aggregate, Gather, Index, Indexed, Reduction, RelationLift
-from .nodes import Binary, Expression, Number, Parameter, Symbol, Unary
-from .transform import map_postorder
+from .nodes import Binary, Expression, Number, Parameter, Symbol, Unary, map_postorder
 
 __all__ = ["desugar", "needs_desugar", "split_relation_factor"]
 

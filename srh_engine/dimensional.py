@@ -35,6 +35,8 @@ from fractions import Fraction
 from typing import Any
 
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
+from .rendering import to_str
+from .transform import fold_constants
 from .units import DIMENSIONLESS, Dimension, parse_units
 
 __all__ = ["DimensionCheck", "check_dimensions"]
@@ -120,8 +122,6 @@ def check_dimensions(expression: Expression, dimensions: Mapping[str, Any],
 
 
 def _text(node: Expression) -> str:
-    from .rendering import to_str
-
     text = to_str(node)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -175,8 +175,6 @@ def _power(node: Binary, known: Mapping[str, Dimension]) -> Dim:
                         "that is not a literal rational number")
 def _rational(node: Expression) -> Fraction | None:
     """A literal exponent (``2``, ``0.5``, ``-1/3``, ``-(2)``) as a fraction, else None."""
-    from .transform import fold_constants
-
     folded = fold_constants(node)
     if isinstance(folded, Unary) and isinstance(folded.operand, Number):
         value = -folded.operand.value

@@ -13,7 +13,7 @@ The convenience methods (``evaluate``, ``fit``, ``to_str``...) live in
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any
@@ -35,6 +35,7 @@ __all__ = [
     "Unary",
     "Variable",
     "as_expression",
+    "map_postorder",
 ]
 
 BINARY_OPERATORS: frozenset[str] = frozenset({"+", "-", "*", "/", "**"})
@@ -354,9 +355,7 @@ class GroupedParameter(Expression):
         """The key of this parameter family in parameter mappings."""
         if self.name is not None:
             return self.name
-        from .rendering import to_str
-
-        return f"grouped[{to_str(self.by)}]"
+        return f"grouped[{self.by.to_str()}]"
 
     @property
     def operands(self) -> tuple[Expression, ...]:
@@ -364,3 +363,31 @@ class GroupedParameter(Expression):
 
     def with_operands(self, operands: tuple[Expression, ...]) -> Expression:
         return GroupedParameter(operands[0], self.name, self.value, self.default)
+
+
+def map_postorder(expression: Expression, transform: Callable[[Expression], Expression],
+                  ) -> Expression:
+    """Rebuild a tree bottom-up, applying ``transform`` to every (rebuilt) node.
+
+    Iterative, so it works on trees deeper than Python's recursion limit.
+    A node whose children come back unchanged is passed on as the same object.
+
+    Args:
+        expression: The tree to rewrite.
+        transform: Called on each node after its children were rewritten.
+
+    Returns:
+        The rewritten tree.
+    """
+    results: dict[int, Expression] = {}
+    for node in expression.iter_postorder():
+        if id(node) in results:
+            continue
+        children = node.operands
+        rebuilt = node
+        if children:
+            new_children = tuple(results[id(child)] for child in children)
+            if any(new is not old for new, old in zip(new_children, children, strict=True)):
+                rebuilt = node.with_operands(new_children)
+        results[id(node)] = transform(rebuilt)
+    return results[id(expression)]

@@ -27,6 +27,7 @@ from typing import Any
 
 from .desugaring import desugar
 from .errors import ExpressionError, ParseError
+from .evaluation import evaluate
 from .functions import FUNCTION_ALIASES, FUNCTIONS, resolve_function_name
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
 from .parser_calls import PARAMETER_CALLS
@@ -166,7 +167,6 @@ def _constant_value(expression: Expression) -> float | None:
     if not all(isinstance(n, Number | Binary | Unary | Function)
                for n in expression.iter_preorder()):
         return None
-    from .evaluation import evaluate
 
     return evaluate(expression)
 

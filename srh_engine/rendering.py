@@ -25,6 +25,7 @@ from typing import Any, Literal
 from .functions import FUNCTIONS
 from .graph_nodes import Aggregate, Delay, Gather, Index, Indexed, Reduction, RelationLift
 from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
+from .transform import map_postorder
 
 __all__ = ["ParameterStyle", "render", "to_str", "to_tree"]
 
@@ -277,8 +278,6 @@ def to_str(
 
 
 def _values_inlined(expression: Expression) -> Expression:
-    from .transform import map_postorder
-
     def inline(node: Expression) -> Expression:
         if isinstance(node, Parameter) and node.value is not None:
             return Number(node.value)

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from .errors import EvaluationError
-from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
+from .evaluation import Env, evaluate, group_labels
+from .nodes import (
+    Binary,
+    Expression,
+    Function,
+    GroupedParameter,
+    Number,
+    Parameter,
+    Symbol,
+    Unary,
+    map_postorder,
+)
 
 __all__ = [
     "bind_parameters",
@@ -29,34 +40,6 @@ MAX_EXACT_INTEGER = 2**53
 """Folded integer results at or above this magnitude stay floats."""
 
 _INTEGER_PRESERVING = frozenset({"+", "-", "*"})
-
-
-def map_postorder(expression: Expression, transform: Callable[[Expression], Expression],
-                  ) -> Expression:
-    """Rebuild a tree bottom-up, applying ``transform`` to every (rebuilt) node.
-
-    Iterative, so it works on trees deeper than Python's recursion limit.
-    A node whose children come back unchanged is passed on as the same object.
-
-    Args:
-        expression: The tree to rewrite.
-        transform: Called on each node after its children were rewritten.
-
-    Returns:
-        The rewritten tree.
-    """
-    results: dict[int, Expression] = {}
-    for node in expression.iter_postorder():
-        if id(node) in results:
-            continue
-        children = node.operands
-        rebuilt = node
-        if children:
-            new_children = tuple(results[id(child)] for child in children)
-            if any(new is not old for new, old in zip(new_children, children, strict=True)):
-                rebuilt = node.with_operands(new_children)
-        results[id(node)] = transform(rebuilt)
-    return results[id(expression)]
 
 
 def copy(expression: Expression) -> Expression:
@@ -113,8 +96,6 @@ def _fold_node(node: Expression) -> Expression:
         return node
     if not all(isinstance(operand, Number) for operand in node.operands):
         return node
-    from .evaluation import evaluate
-
     value = evaluate(node)
     if not math.isfinite(value):
         return node
@@ -210,8 +191,6 @@ def parameter_values(expression: Expression) -> dict[str, Any]:
 def _category_count(node: GroupedParameter, values: Mapping[str, Any] | None,
                     parameters: Mapping[str, Any] | None) -> int:
     if values is not None:
-        from .evaluation import Env, group_labels
-
         try:
             return len(np.unique(group_labels(node, Env(values, parameters))))
         except EvaluationError:  # labels not in ``values``: fall back to known values

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from srh_core.interactive import ControlChannel
+from srh_core.interactive import ControlChannel, RunDirectoryChannel
 from srh_web.errors import RunNotFoundError
 from srh_web.run_reader import RunReader, iter_run_directories
 from srh_web.sweep_reader import ClusterSweep, SweepReader, is_sweep_directory
@@ -50,8 +50,6 @@ class DirectoryRun:
         if self.reader.control_status() is None:
             return None
         if self._channel is None:
-            from srh_core.interactive import RunDirectoryChannel
-
             self._channel = RunDirectoryChannel(self.reader.path)
         return self._channel
 

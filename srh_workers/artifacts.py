@@ -24,8 +24,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from srh_core.embedded.run_dir import RunDirectory, run_inputs
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import atomic_write_json
+from srh_workers.flow.run_view import run_view_for
+from srh_workers.flow.steps import write_run_files
+from srh_workers.store import RedisRunStore
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -54,10 +58,6 @@ def export_run(client: Redis, run_id: str, directory: str | Path, *, partial: bo
         ConfigurationError: ``directory`` exists and is not empty.
         OSError: The directory cannot be written (nothing changed in Redis).
     """
-    from srh_workers.flow.run_view import run_view_for
-    from srh_workers.flow.steps import write_run_files
-    from srh_workers.store import RedisRunStore
-
     target = Path(directory)
     probe = RedisRunStore(client, run_id, register=False)
     if probe.spec_json() is None:
@@ -94,8 +94,6 @@ def export_run(client: Redis, run_id: str, directory: str | Path, *, partial: bo
 
 def _write_partial(rt: Any, path: Path) -> None:
     """A running run's directory: its inputs and the nodes so far, no result."""
-    from srh_core.embedded.run_dir import RunDirectory, run_inputs
-
     problem, arrays = run_inputs(rt.context, rt.spec.description, rt.spec.run_id)
     snapshot = rt.store.save_snapshot({"restart": rt.store.flow.latest_restart(),
                                        "status": "running", "backend": "celery"})
@@ -145,10 +143,6 @@ def judge_into_artifacts(root: Path, client: Redis) -> Any:
 def ensure_run_directory(client: Redis, run_id: str, run_dir: Path, *,
                          grace: float | None = None) -> bool:
     """Make sure a finished run's complete directory is at ``run_dir``; True if written here."""
-    from srh_core.embedded.run_dir import RunDirectory
-    from srh_workers.flow.run_view import run_view_for
-    from srh_workers.flow.steps import write_run_files
-
     grace = DIRECTORY_GRACE_SECONDS if grace is None else grace
     end = time.monotonic() + grace
     while not RunDirectory(run_dir).has_result():

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
 from srh_core.errors import ConfigurationError, SearchStateError
-from srh_core.evaluator.sandboxed import EvaluatorSource
+from srh_core.evaluator.sandboxed import EvaluatorSource, SandboxedEvaluator
+from srh_core.skills.bundle import unpack_skills
 from srh_workers.store import RedisRunStore
 
 DEFAULT_AGENT_CLASS = "srh_core.agent.sragent:SRAgent"
@@ -67,8 +68,6 @@ class RunSpec(BaseModel):
         if self.skills_bundle is not None:
             import tempfile
 
-            from srh_core.skills.bundle import unpack_skills
-
             folder = unpack_skills(self.skills_bundle, tempfile.gettempdir())
             settings = settings.replace(skills_dir=str(folder))
         return settings
@@ -82,8 +81,6 @@ class RunSpec(BaseModel):
         """
         if self.evaluator_source is None:
             return None
-        from srh_core.evaluator.sandboxed import SandboxedEvaluator
-
         return SandboxedEvaluator(self.evaluator_source)
 
 

@@ -18,14 +18,23 @@ import redis
 from redis import Redis
 
 from srh_core.agent import SRAgent, agent_class_path
+from srh_core.agent.outcome import STOP_CANCELLED
 from srh_core.agent.settings import SearchSettings
+from srh_core.context import AgentContext
+from srh_core.context.structured import commit_run_data
 from srh_core.errors import ConfigurationError, SearchStateError
+from srh_core.evaluator import load_custom_evaluator
+from srh_core.evaluator.sandboxed import EvaluatorSource
 from srh_core.ranking import select_best
+from srh_core.skills import run_skill_manager
+from srh_core.skills.bundle import pack_skills
 from srh_core.types import CandidateRecord, SearchResult
+from srh_workers.control.parking import release_stopped
 from srh_workers.endpoints import submit_access
 from srh_workers.errors import BrokerSendError
 from srh_workers.flow.names import Action, restart_action, whole_run_action
 from srh_workers.flow.run_view import resolve_granularity, run_view_for
+from srh_workers.flow.steps import repair_actions
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 from srh_workers.store.cluster import ClusterIndex
@@ -69,9 +78,6 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         DataError: The data is invalid (the error names the variable).
         BrokerSendError: The first task could not be sent (the run was removed).
     """
-    from srh_core.context import AgentContext
-    from srh_core.context.structured import commit_run_data
-
     if len(y) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(y)}.")
     class_path = agent_class_path(agent_class)
@@ -88,8 +94,6 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     now = time.time()
     skills = None
     if settings.skills_dir is not None:  # the workers have not got the folder: ship it
-        from srh_core.skills import run_skill_manager
-        from srh_core.skills.bundle import pack_skills
 
         run_skill_manager(settings.skills_dir, settings.skills)  # refuse bad names now
         skills = pack_skills(settings.skills_dir)
@@ -128,9 +132,6 @@ def shipped_evaluator(settings: SearchSettings) -> Any:
     """
     if settings.evaluator is None:
         return None
-    from srh_core.evaluator import load_custom_evaluator
-    from srh_core.evaluator.sandboxed import EvaluatorSource
-
     shipped = EvaluatorSource.read(settings.evaluator)
     load_custom_evaluator(settings.evaluator)
     return shipped
@@ -138,8 +139,6 @@ def shipped_evaluator(settings: SearchSettings) -> Any:
 
 def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:
     """Re-send what a stalled run's stored state says comes next (idempotent)."""
-    from srh_workers.flow.steps import repair_actions
-
     actions = repair_actions(run_view_for(client, run_id))
     for action in actions:
         send(action)
@@ -171,8 +170,6 @@ def refresh_run_data(client: Redis, run_id: str, data: Mapping[str, Any], *,
         SearchStateError: The run is unknown.
         DataError: The new data is invalid (the error names the variable).
     """
-    from srh_core.context import AgentContext
-
     store = RedisRunStore(client, run_id, register=False)
     load_spec(store)  # a clear error for an unknown run
     context = AgentContext.from_payload(store.payload(store.data_revision()))
@@ -275,9 +272,6 @@ def cancel_run(client: Redis, run_id: str, send: Send | None = None) -> list[Act
     Raises:
         SearchStateError: The run is unknown.
     """
-    from srh_core.agent.outcome import STOP_CANCELLED
-    from srh_workers.control.parking import release_stopped
-
     store = _store(client, run_id)[1]
     store.flow.request_stop(STOP_CANCELLED)
     if send is None:

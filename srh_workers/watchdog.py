@@ -48,6 +48,7 @@ from srh_core.errors import SearchStateError
 from srh_workers.flow.names import Action
 from srh_workers.store import RedisRunStore
 from srh_workers.store.cluster import ClusterIndex
+from srh_workers.submit import kick_run
 
 logger = logging.getLogger("srh.workers.watchdog")
 LOCK_FRACTION = 0.9
@@ -124,8 +125,6 @@ class Watchdog:
 
     def _check_run(self, run_id: str, since: float, now: float,
                    outage_began: float | None) -> Kick | None:
-        from srh_workers.submit import kick_run
-
         store = RedisRunStore(self.client, run_id, register=False)
         if store.spec_json() is None or store.stored_result() is not None:
             store.cluster.forget_active(run_id)

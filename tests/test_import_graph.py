@@ -1,4 +1,5 @@
-"""No import cycle among the srh_* modules beyond the few listed here (scripts/import_graph.py)."""
+"""No import cycle among the srh_* modules beyond the few listed here, and no srh_* import
+inside a function outside the entry points that scripts/import_graph.py lists (ENTRY_POINTS)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,29 @@ def test_no_import_cycle_beyond_the_allowed_ones():
            if not any(set(cycle["modules"]) <= allowed for allowed in ALLOWED_CYCLES)]
     assert not new, "new import cycles:\n" + "\n".join(
         "; ".join(cycle["edges"]) for cycle in new)
+
+
+def test_no_srh_import_inside_a_function_outside_the_entry_points():
+    report = import_graph().measure(ROOT)
+    assert not report["inner_imports_outside_entry_points"], (
+        "import these at module level (or, for a true lazy entry point, list its module in "
+        "scripts/import_graph.py ENTRY_POINTS with the reason):\n"
+        + "\n".join(report["inner_imports_outside_entry_points"]))
+
+
+def test_an_entry_points_inner_import_is_not_counted_and_a_lazy_name_is_an_edge(tmp_path):
+    package = tmp_path / "srh_core"
+    (package / "cli").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from srh_engine.lazy import lazy_exports\n\n_LAZY = {'Thing': 'low'}\n"
+        "__getattr__, __dir__ = lazy_exports(__name__, _LAZY)\n")
+    (package / "cli" / "__init__.py").write_text("")
+    (package / "cli" / "commands.py").write_text("def run():\n    from srh_core import Thing\n")
+    (package / "low.py").write_text("Thing = 1\n")
+    (package / "high.py").write_text("def late():\n    from srh_core import Thing\n")
+    report = import_graph().measure(tmp_path)
+    assert report["inner_imports_outside_entry_points"] == ["srh_core.high:2 -> srh_core.low"]
+    assert report["inner_imports_all"] == 2
 
 
 def test_the_scan_finds_a_cycle_closed_inside_a_function(tmp_path):

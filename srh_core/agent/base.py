@@ -18,6 +18,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from srh_core.api.endpoints import build_api
+from srh_core.context import AgentContext
+from srh_core.errors import ConfigurationError
+from srh_core.parsers import BaseParser
+from srh_core.skills import CustomToolError
 from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCall, ToolCallResult
 
@@ -68,9 +73,7 @@ class Agent(ABC):
         """
         if self.skill_manager is None:
             return []
-        from srh_core.errors import ConfigurationError
-        from srh_core.skills import CustomToolError
-        from srh_core.tools.custom_tools import discover_custom_tools
+        from srh_core.tools.custom_tools import discover_custom_tools  # the code sandbox
 
         try:
             return [tool.metadata.name for tool in discover_custom_tools(self.skill_manager)]
@@ -83,8 +86,6 @@ class Agent(ABC):
         Args:
             context: The shared agent and tool context.
         """
-        from srh_core.parsers import BaseParser
-
         self.context = context
         names = self.enabled_tool_names()
         self.tools = {name: BaseTool.create(name, context) for name in names}
@@ -111,8 +112,6 @@ class Agent(ABC):
         Raises:
             EndpointAccessError: The agent asks for an endpoint its access does not allow.
         """
-        from srh_core.api.endpoints import build_api
-
         return build_api(self.settings, provider, model, self.model_access, tool_list=metadata,
                          tool_parser_name=self.settings.tool_parser)
 
@@ -136,7 +135,7 @@ class Agent(ABC):
         Returns:
             One result per call, in order.
         """
-        from srh_core.embedded.executor import run_call
+        from srh_core.embedded.executor import run_call  # the sandbox and process pools
 
         return [run_call(self.tools, action) for action in actions]
 
@@ -157,7 +156,6 @@ class Agent(ABC):
         """
         if max_workers <= 1 or len(actions) <= 1:
             return self.execute_action(actions)
-        from srh_core.context import AgentContext
         from srh_core.embedded.executor import ProcessToolExecutor
 
         executor = ProcessToolExecutor(self.tools, min(max_workers, len(actions)),

@@ -19,6 +19,7 @@ from typing import Any
 
 from srh_core.ranking import RankingPolicy, SortKey
 from srh_core.types import CandidateRecord, ToolCallResult, json_value
+from srh_engine import EngineError, canonical_key, complexity, parse, symbols
 
 logger = logging.getLogger("srh.agent")
 
@@ -51,7 +52,6 @@ def candidate_from_entry(
         return None
     if target is not None and entry.get("target", target) != target:
         return None
-    from srh_engine import EngineError, canonical_key, complexity, parse, symbols
 
     try:
         expression = parse(str(entry["formula"]))

@@ -29,7 +29,10 @@ from typing import Any
 from srh_core.agent.base import Agent, Message
 from srh_core.agent.settings import SearchSettings
 from srh_core.api import ModelResponse
+from srh_core.api.endpoints import build_api
 from srh_core.errors import ConfigurationError, ModelResponseTruncatedError
+from srh_core.parsers import BaseParser
+from srh_core.skills import run_skill_manager
 from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCall, ToolCallResult, json_value
 
@@ -96,8 +99,6 @@ class ConversationAgent(Agent):
 
     # ------------------------------------------------------------- set-up
     def make_skill_manager(self, skills: list[str] | None, skills_dir: str | None) -> Any:
-        from srh_core.skills import run_skill_manager
-
         if skills is None and self.EXCLUDED_SKILLS:
             every = run_skill_manager(skills_dir, None).discover()[0]
             skills = sorted(name for name in every if name not in self.EXCLUDED_SKILLS)
@@ -188,16 +189,12 @@ class ConversationAgent(Agent):
                                                  "error": str(error)})
                 continue
             if settings.tool_parser != self.settings.tool_parser:
-                from srh_core.parsers import BaseParser
-
                 self.parser = BaseParser.create(settings.tool_parser, tool_names=list(self.tools))
             self.settings, self.max_steps, self.api = settings, max_steps, api
             self.bind_tool_values(self.tools.values())
             self.publish("settings_applied", {"settings": json_value(changes)})
 
     def rebuilt_api(self, settings: SearchSettings) -> Any:
-        from srh_core.api.endpoints import build_api
-
         return build_api(settings, settings.llm_provider, settings.llm_model, self.model_access,
                          tool_list=[tool.metadata for tool in self.tools.values()],
                          tool_parser_name=settings.tool_parser)

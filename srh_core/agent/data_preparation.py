@@ -16,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from srh_core.agent.conversation import ConversationAgent
+from srh_core.context.manifest import load_context_data
 from srh_core.context.manifest_schema import MANIFEST_NAME
+from srh_core.tools.base import BaseTool
 
 DATA_DIR = "context.data"
 SYSTEM_PROMPT = f"""You are the data-preparation agent of SRHarness. Work in the user's \
@@ -89,9 +91,6 @@ class DataPreparationAgent(ConversationAgent):
 
     def commit_prepared_data(self) -> tuple[dict[str, Any] | None, bool]:
         """(the validation report, whether the data was committed)."""
-        from srh_core.context.manifest import load_context_data
-        from srh_core.tools.base import BaseTool
-
         directory = self.context.workspace_path / DATA_DIR
         if not directory.is_dir():
             return None, False

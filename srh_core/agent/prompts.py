@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from srh_core import formats
+from srh_core.operators import BINARY_OPERATORS, UNARY_OPERATORS
 from srh_core.types import CandidateRecord, finite_float
 
 MAX_FRONT_ROWS = 8
@@ -90,8 +91,6 @@ def limit_lines(settings: Any) -> list[str]:
     lines = []
     binary, unary = settings.binary_operators, settings.unary_operators
     if binary is not None or unary is not None:
-        from srh_core.operators import BINARY_OPERATORS, UNARY_OPERATORS
-
         lines.append(formats.operators_line([*(BINARY_OPERATORS if binary is None else binary),
                                              *(UNARY_OPERATORS if unary is None else unary)]))
     if settings.maxsize is not None:

@@ -23,9 +23,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+import srh_engine as engine
 from srh_core.api.endpoints import ENDPOINT_NAME_PATTERN
+from srh_core.api.pricing import price_overrides
 from srh_core.errors import ConfigurationError, did_you_mean
 from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
+from srh_core.operators import check_constraints, check_nested_constraints, check_operators
+from srh_engine import UnitError, parse_units
 
 ToolParserName = Literal["openai", "json", "text", "xml"]
 #: Run ids name directories and Redis keys: no "." or ".." and no separators.
@@ -210,29 +214,21 @@ class SearchSettings(BaseModel):
     @field_validator("binary_operators", "unary_operators")
     @classmethod
     def _known_operators(cls, value: list[str] | None, info: Any) -> list[str] | None:
-        from srh_core.operators import check_operators
-
         return check_operators(info.field_name.split("_")[0], value)
 
     @field_validator("nested_constraints", mode="before")
     @classmethod
     def _known_nesting(cls, value: Any) -> Any:
-        from srh_core.operators import check_nested_constraints
-
         return check_nested_constraints(value)
 
     @field_validator("constraints", mode="before")
     @classmethod
     def _known_sizes(cls, value: Any) -> Any:
-        from srh_core.operators import check_constraints
-
         return check_constraints(value)
 
     @field_validator("guesses")
     @classmethod
     def _parsed_guesses(cls, value: list[str]) -> list[str]:
-        import srh_engine as engine
-
         for text in value:
             try:
                 engine.parse(text)
@@ -257,8 +253,6 @@ class SearchSettings(BaseModel):
     @field_validator("units")
     @classmethod
     def _valid_units(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        from srh_engine import UnitError, parse_units
-
         for name, text in (value or {}).items():
             if not name.isidentifier():
                 raise ValueError(f"{name!r} is not a variable name")
@@ -272,8 +266,6 @@ class SearchSettings(BaseModel):
     @classmethod
     def _valid_prices(cls, value: dict[str, dict[str, float]] | None
                       ) -> dict[str, dict[str, float]] | None:
-        from srh_core.api.pricing import price_overrides
-
         try:
             price_overrides(value)
         except ConfigurationError as error:

@@ -72,18 +72,22 @@ from srh_core.agent.candidates import (
 from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT, budget_stop
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import SampleRun
-from srh_core.api import ModelResponse
+from srh_core.api import ModelResponse, ModelRouter
 from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import RunDirectory
+from srh_core.embedded.runner import resume_search, run_search
 from srh_core.errors import (
     ConfigurationError,
     ModelResponseTruncatedError,
     PhaseStateWarning,
     SearchStateError,
 )
+from srh_core.evaluator import load_custom_evaluator
+from srh_core.parsers import BaseParser
 from srh_core.ranking import ExactFitRule, RankingPolicy, rank_candidates
 from srh_core.records import StepPlan
 from srh_core.seams import CandidateStore, Evaluator, ModelAdapter, PauseGate, ToolExecutor
+from srh_core.skills import run_skill_manager
 from srh_core.tools.base import BaseTool
 from srh_core.types import CandidateRecord, ParentLink, SearchResult, ToolCall, ToolCallResult
 
@@ -151,13 +155,9 @@ class SRAgent(Agent):
         self.settings = settings or SearchSettings.build(**settings_values)
         if skill_manager is None and (self.settings.skills is not None
                                       or self.settings.skills_dir is not None):
-            from srh_core.skills import run_skill_manager
-
             skill_manager = run_skill_manager(self.settings.skills_dir, self.settings.skills)
         self.skill_manager = skill_manager
         if evaluator is None and self.settings.evaluator is not None:
-            from srh_core.evaluator import load_custom_evaluator
-
             evaluator = load_custom_evaluator(self.settings.evaluator)
         self.api: ModelAdapter | None = api
         self.model_access = model_access  # None: ModelAccess.local() (this process's operator)
@@ -315,8 +315,6 @@ class SRAgent(Agent):
         Raises:
             ConfigurationError: A requested tool is not registered.
         """
-        import srh_core.tools.catalogue  # noqa: F401 - registers the built-in tools
-
         requested = self.settings.tools
         custom = self.custom_tool_names()  # registered first: the tools setting may name them
         names = list(self.DEFAULT_TOOLS if requested is None else requested)
@@ -340,9 +338,6 @@ class SRAgent(Agent):
 
     def initialize_tools(self, context: Any) -> None:
         """Bind the enabled tools, the parser and the model adapters to ``context``."""
-        from srh_core.api import ModelRouter
-        from srh_core.parsers import BaseParser
-
         names = self.enabled_tool_names()
         self.tools = {name: BaseTool.create(name, context) for name in names}
         self.tools_revision = getattr(context, "revision", None)
@@ -929,8 +924,6 @@ class SRAgent(Agent):
     def search(self, X: Mapping[str, Any], y: Mapping[str, Any] | Any,
                problem_description: str = "") -> dict[str, Any]:
         """The R-C-L-K search of the embedded runtime (see :mod:`srh_core.embedded`)."""
-        from srh_core.embedded.runner import run_search
-
         self.result_ = run_search(self, X, y, problem_description)
         return self.result_.to_dict()
 
@@ -942,8 +935,6 @@ class SRAgent(Agent):
     @classmethod
     def resume(cls, path: str | Path, **overrides: Any) -> dict[str, Any]:
         """Continue a run directory; finished steps are not repeated."""
-        from srh_core.embedded.runner import resume_search
-
         return resume_search(path, agent_class=cls, **overrides).to_dict()
 
     def format_progress(self, R: int | None, L: int | None, C: int | None) -> str:

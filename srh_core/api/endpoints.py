@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from srh_core.api.base import PROVIDERS, BaseAPI
 from srh_core.errors import ConfigurationError, did_you_mean
 from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
 
@@ -302,8 +303,7 @@ def build_api(settings: Any, provider: str, model: str | None, access: ModelAcce
     Raises:
         EndpointAccessError: The run asks for an endpoint ``access`` does not allow.
     """
-    from srh_core.api.base import PROVIDERS, BaseAPI
-    from srh_core.api.openai_api import OpenAIAPI
+    from srh_core.api.openai_api import OpenAIAPI  # the OpenAI SDK: 0.7 s of imports
 
     access = access or ModelAccess.local()
     provider = access.provider_for(settings, provider)

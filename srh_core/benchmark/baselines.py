@@ -39,8 +39,11 @@ import numpy as np
 
 from srh_core.agent import SRAgent
 from srh_core.api.response import ModelResponse
-from srh_core.errors import ConfigurationError, SRHarnessError
+from srh_core.benchmark.protocol import renamed_formula
+from srh_core.errors import ConfigurationError, SRHarnessError, did_you_mean
+from srh_core.tools.pysr import FEATURE_PREFIX
 from srh_core.types import ToolCall
+from srh_engine import EngineError
 
 #: The methods a benchmark or sweep variant may name; "srh" is the agent itself.
 METHODS = ("srh", "gplearn", "pyoperon", "pysr")
@@ -76,8 +79,6 @@ class ModelTextError(SRHarnessError, ValueError):
 def check_method(method: str) -> None:
     """Raises ConfigurationError naming the known methods when ``method`` is not one."""
     if method not in METHODS:
-        from srh_core.errors import did_you_mean
-
         raise ConfigurationError(f"Unknown method {method!r}; known: {', '.join(METHODS)}."
                                  f"{did_you_mean(method, METHODS)}", setting="method")
 
@@ -172,8 +173,6 @@ def fit_pysr(X: Mapping[str, Any], y: np.ndarray, names: Sequence[str], budget: 
     """PySR with ``timeout_in_seconds`` as its stopping rule, serial (``procs=0``)."""
     from pysr import PySRRegressor
 
-    from srh_core.tools.pysr import FEATURE_PREFIX
-
     model = PySRRegressor(timeout_in_seconds=max(1.0, budget), niterations=OPERON_UNBOUNDED,
                           procs=0, random_state=seed, deterministic=True,
                           parallelism="serial", progress=False, verbosity=0)
@@ -266,9 +265,6 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 
 def _substituted(formula: str, names: Mapping[str, str]) -> str:
     """``formula`` with the placeholder symbols renamed (through the engine's tree)."""
-    from srh_core.benchmark.protocol import renamed_formula
-    from srh_engine import EngineError
-
     try:
         return renamed_formula(formula, {name: placeholder
                                          for placeholder, name in names.items()})

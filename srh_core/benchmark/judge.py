@@ -43,6 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from srh_core.symbolic import SymbolicExportError, to_sympy
+from srh_engine import EngineError, parse
+
 #: SRBench checks a model symbolically only above this test R^2.
 SYMBOLIC_R2_THRESHOLD = 0.5
 #: SRBench's accuracy solution: test R^2 above this.
@@ -121,9 +124,6 @@ class _Unreadable(Exception):
 
 
 def _sympy_pair(formula: str, truth: str) -> tuple[Any, Any]:
-    from srh_core.symbolic import SymbolicExportError, to_sympy
-    from srh_engine import EngineError, parse
-
     symbols: dict[str, Any] = {}
     built = []
     for label, text in (("truth", truth), ("model", formula)):

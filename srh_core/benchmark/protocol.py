@@ -33,6 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from srh_core.errors import ConfigurationError
+from srh_engine import parse, to_str
+from srh_engine.nodes import Symbol
+from srh_engine.transform import map_postorder
+
 #: SRBench's noise levels (a fraction of the training target's RMS).
 SRBENCH_NOISE_LEVELS = (0.0, 0.001, 0.01, 0.1)
 #: SRBench's share of each dataset held out for testing.
@@ -61,8 +66,6 @@ def srbench_seeds(n: int) -> list[int]:
     so trial k here is trial k there.
     """
     if not 1 <= n <= SRBENCH_SEED_COUNT:
-        from srh_core.errors import ConfigurationError
-
         raise ConfigurationError(f"SRBench's seed list has {SRBENCH_SEED_COUNT} seeds; asked "
                                  f"for {n}.", setting="seeds")
     return list(SRBENCH_SEEDS[:n])
@@ -166,10 +169,6 @@ def renamed_formula(formula: str, names: Mapping[str, str]) -> str:
     Raises:
         srh_engine.EngineError: The formula does not parse.
     """
-    from srh_engine import parse, to_str
-    from srh_engine.nodes import Symbol
-    from srh_engine.transform import map_postorder
-
     back = {method: original for original, method in names.items() if method != original}
     if not back:
         return formula

@@ -45,6 +45,7 @@ from srh_core.context.validation import (
     raise_first,
 )
 from srh_core.errors import ConfigurationError, DataError
+from srh_core.evaluator.default import DefaultEvaluator
 from srh_core.types import json_value
 
 SPLIT_NAMES = ("train", "validation")
@@ -333,8 +334,6 @@ class AgentContext(DataCommits):
 
 
 def _default_evaluator() -> Any:
-    from srh_core.evaluator.default import DefaultEvaluator
-
     return DefaultEvaluator()
 
 

@@ -33,6 +33,7 @@ from srh_core.context.manifest_store import read_manifest_json, write_json_atomi
 from srh_core.context.validation import DataLayout, check_context_data, check_name
 from srh_core.errors import ContextManifestError, DataError, InputTooLargeError, did_you_mean
 from srh_core.input_limits import DATA_LIMIT_ENV, check_array_file, data_limit
+from srh_engine import UnitError, parse_units
 
 
 @dataclass
@@ -260,8 +261,6 @@ def _read_variable(reading: _Reading, manifest: ManifestRoot, name: str, raw: An
 
 
 def _valid_units(reading: _Reading, where: str, units: str) -> bool:
-    from srh_engine import UnitError, parse_units
-
     try:
         parse_units(units)
     except UnitError as error:

@@ -21,6 +21,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srh_core.errors import ConfigurationError, DataError
+from srh_core.evaluator.default import DefaultEvaluator
+from srh_core.evaluator.loading import load_custom_evaluator
 
 if TYPE_CHECKING:
     from srh_core.context.context import AgentContext
@@ -149,9 +151,6 @@ def _evaluator_ref(evaluator: Any) -> EvaluatorRef:
 
 
 def restore_evaluator(ref: EvaluatorRef) -> Any:
-    from srh_core.evaluator.default import DefaultEvaluator
-    from srh_core.evaluator.loading import load_custom_evaluator
-
     if (ref.module, ref.qualname) == (DefaultEvaluator.__module__, DefaultEvaluator.__qualname__):
         return DefaultEvaluator()
     if ref.path is None:

@@ -37,6 +37,8 @@ from functools import lru_cache
 import numpy as np
 
 from srh_core.errors import DataError, did_you_mean
+from srh_engine.functions import FUNCTION_ALIASES, FUNCTIONS
+from srh_engine.parser import MODULE_PREFIXES, PARAMETER_BUILDERS
 
 NUMERIC_KINDS = "biuf"
 RELATION_WIDTHS = (2, 3)
@@ -129,9 +131,6 @@ def check_context_data(
 @lru_cache(maxsize=1)
 def reserved_names() -> Mapping[str, str]:
     """Names the formula language gives a meaning, each with what it means there."""
-    from srh_engine.functions import FUNCTION_ALIASES, FUNCTIONS
-    from srh_engine.parser import MODULE_PREFIXES, PARAMETER_BUILDERS
-
     reserved = {name: "a function of the formula language" for name in FUNCTIONS}
     reserved |= {name: f"an alias of the function {FUNCTION_ALIASES[name]!r}"
                  for name in FUNCTION_ALIASES}

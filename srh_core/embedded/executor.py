@@ -27,6 +27,7 @@ from typing import Any
 
 from srh_core.errors import ToolRunAbort, did_you_mean
 from srh_core.tools.base import BaseTool
+from srh_core.tools.custom_tools import CustomTool, load_custom_tool
 from srh_core.types import ToolCall, ToolCallResult
 from srh_engine.processes import end_with_parent, stop_pool
 
@@ -100,7 +101,6 @@ def _init_worker(owner_pid: int, modules: Sequence[str], names: Sequence[str],
     for module in modules:
         importlib.import_module(module)
     if custom_tools:  # a skill's tool.py is registered from its file, not by an import
-        from srh_core.tools.custom_tools import load_custom_tool
 
         for path in custom_tools:
             load_custom_tool(path)
@@ -134,7 +134,6 @@ class ProcessToolExecutor:
         self.names = list(tools)
         self.modules = sorted({type(tool).__module__ for tool in tools.values()})
         self.max_workers = max(1, max_workers)
-        from srh_core.tools.custom_tools import CustomTool
 
         custom = [tool.spec.path for tool in tools.values() if isinstance(tool, CustomTool)]
         self._init_args = (os.getpid(), self.modules, self.names, build_context, payload, custom)

@@ -51,6 +51,8 @@ from srh_core.agent.scheduler import (
     on_restart_ended,
 )
 from srh_core.agent.steps import opened_step, sample_results
+from srh_core.context import AgentContext
+from srh_core.context.structured import commit_run_data
 from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
 from srh_core.embedded.run_dir import RunDirectory, resumed_inputs, run_inputs
 from srh_core.errors import ConfigurationError, SearchStateError, ToolRunAbort
@@ -248,9 +250,6 @@ def make_context(agent: SRAgent, X: Mapping[str, Any], y: Mapping[str, Any] | An
 
     ``layout`` is a resumed run's recorded layout (:func:`resumed_inputs`).
     """
-    from srh_core.context import AgentContext
-    from srh_core.context.structured import commit_run_data
-
     targets = dict(y) if isinstance(y, Mapping) else {"y": np.asarray(y)}
     if len(targets) != 1:
         raise ConfigurationError(f"y must name exactly one target; got {list(targets)}.")
@@ -276,7 +275,6 @@ def executor_factory(agent: SRAgent, context: Any) -> Callable[[Mapping[str, Any
     def build(tools: Mapping[str, Any]) -> Any:
         if settings.max_workers == 0 and settings.time_limit is None:
             return SerialToolExecutor(tools)
-        from srh_core.context import AgentContext
 
         return ProcessToolExecutor(tools, max(1, settings.max_workers),
                                    AgentContext.from_payload, context.to_payload())

@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import numpy as np
 
 import srh_engine as engine
-from srh_core.errors import DataError, did_you_mean
+from srh_core.errors import ConfigurationError, DataError, did_you_mean
 from srh_core.evaluator import metrics
+from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE
 from srh_core.evaluator.graph import engine_options, engine_values
 from srh_core.evaluator.metrics import MetricDict
 from srh_core.evaluator.splits import row_aligned_names, split_aligned_context
@@ -156,8 +157,6 @@ def rollout_options(context: AgentContext) -> tuple[str, str] | None:
     time = read("rollout_time", "t") or "t"
     for name, setting in ((state, "rollout_state"), (time, "rollout_time")):
         if name not in context.data:
-            from srh_core.errors import ConfigurationError
-
             raise ConfigurationError(f"The {setting!r} setting names {name!r}, which is not "
                                      f"in the data.{did_you_mean(name, context.data)}",
                                      setting=setting)
@@ -188,8 +187,6 @@ def rollout_rmse(f: engine.Expression, context: AgentContext, state: str, time: 
 
 
 def _rollout_rmse(f: engine.Expression, context: AgentContext, state: str, time: str) -> float:
-    from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE
-
     try:
         value = calc_trajectory_rollout_RMSE(f, context, time=time, state=state,
                                              time_limit=ROLLOUT_SECONDS, rtol=ROLLOUT_RTOL,

@@ -32,6 +32,8 @@ import numpy as np
 import srh_engine as engine
 from srh_core.errors import DataError, SRHarnessError
 from srh_core.evaluator.graph import engine_values
+from srh_core.evaluator.splits import row_aligned_names
+from srh_engine.evaluation import Env, evaluate_node
 
 __all__ = [
     "BLOWUP_FACTOR",
@@ -185,8 +187,6 @@ def _splines(observed: Mapping[str, np.ndarray], times: np.ndarray) -> Any:
 def _sample_aligned(values: Mapping[str, Any], context: Any, n: int) -> list[str]:
     """Names interpolated in time: the context's sample variables, else arrays of n rows."""
     if context is not None:
-        from srh_core.evaluator.splits import row_aligned_names
-
         return [name for name in row_aligned_names(context) if name in values]
     return [name for name, value in values.items()
             if np.ndim(getattr(value, "values", value)) >= 1
@@ -203,8 +203,6 @@ class _RightHandSide:
     def __init__(self, f: engine.Expression, state: str, time: str, values: Mapping[str, Any],
                  aligned: Sequence[str], segments: Sequence[slice],
                  state_shape: tuple[int, ...], num_nodes: int | None) -> None:
-        from srh_engine.evaluation import Env
-
         self.f, self.state, self.time = f, state, time
         self.shape = (len(segments), *state_shape)
         self.times = np.asarray(values[time], dtype=np.float64).reshape(-1)[segments[0]]
@@ -218,8 +216,6 @@ class _RightHandSide:
         self.env = Env(dict(self.fixed), {}, num_nodes=num_nodes)
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
-        from srh_engine.evaluation import evaluate_node
-
         current = dict(self.fixed)
         current[self.state] = y.reshape(self.shape)
         current[self.time] = np.full(self.time_shape, t)
@@ -258,16 +254,12 @@ class SystemRightHandSide:
     def __init__(self, formulas: Mapping[str, engine.Expression], fixed: Mapping[str, Any],
                  state_shape: tuple[int, ...] = (), num_nodes: int | None = None,
                  time: str | None = None) -> None:
-        from srh_engine.evaluation import Env
-
         self.formulas = {name: engine.desugar(f) for name, f in formulas.items()}
         self.fixed, self.state_shape, self.time = dict(fixed), state_shape, time
         self.size = int(np.prod(state_shape)) if state_shape else 1
         self.envs = {name: Env(dict(fixed), {}, num_nodes=num_nodes) for name in formulas}
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
-        from srh_engine.evaluation import evaluate_node
-
         states = y.reshape(len(self.formulas), self.size)
         current = dict(self.fixed)
         for k, name in enumerate(self.formulas):

@@ -25,16 +25,19 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 import srh_engine as engine
+from srh_core.context import AgentContext, load_context_data
+from srh_core.context.manifest_writer import save_context_data
 from srh_core.errors import EvaluatorLoadError
 from srh_core.evaluator.default import DefaultEvaluator, MetricDict
-
-if TYPE_CHECKING:
-    from srh_core.context import AgentContext
+from srh_core.sandbox import run_python_with_json
+from srh_core.tools.source import package_roots
+from srh_core.workspace import Workspace
 
 MAX_SOURCE_BYTES = 1_000_000
 TIMEOUT_SECONDS = 120.0
@@ -140,8 +143,6 @@ class SandboxedEvaluator(DefaultEvaluator):
     def split(self, context: AgentContext) -> dict[str, Any]:  # type: ignore[override]
         with tempfile.TemporaryDirectory(prefix="srh-evaluator-") as temporary:
             reply = self._call("split", context, folder=Path(temporary))
-            from srh_core.context import load_context_data
-
             return {name: context.with_data(load_context_data(
                 Path(temporary) / "out" / name)["data"]) if present else None
                 for name, present in reply["splits"].items()}
@@ -169,11 +170,6 @@ class SandboxedEvaluator(DefaultEvaluator):
             with tempfile.TemporaryDirectory(prefix="srh-evaluator-") as temporary:
                 return self._call(action, context, f=f, y=y, options=options,
                                   folder=Path(temporary))
-        from srh_core.context.manifest_writer import save_context_data
-        from srh_core.sandbox import run_python_with_json
-        from srh_core.tools.source import package_roots
-        from srh_core.workspace import Workspace
-
         (folder / "evaluator").mkdir()
         (folder / "evaluator" / self.shipped.filename).write_text(self.shipped.source,
                                                                   encoding="utf-8")
@@ -204,10 +200,6 @@ def _digest(text: str) -> str:
 
 def _probe_context() -> AgentContext:
     """A tiny context to load the file once against (its class name, a load error early)."""
-    import numpy as np
-
-    from srh_core.context import AgentContext
-
     context = AgentContext()
     context.commit_data({"x": np.arange(4.0), "y": np.arange(4.0)}, target="y")
     return context

@@ -12,10 +12,11 @@ order: the first ``n_train`` samples train and the rest validate, whatever
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from srh_core.context import AgentContext
 from srh_core.evaluator import splits
 from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE, integrate_ODE
 from srh_core.evaluator.metrics import (
@@ -32,9 +33,6 @@ from srh_core.evaluator.metrics import (
     regression_metrics,
 )
 from srh_core.evaluator.splits import IndexPair, select_random_indices
-
-if TYPE_CHECKING:
-    from srh_core.context import AgentContext
 
 __all__ = [
     "AgentContext", "RolloutError", "calc_AIC", "calc_BIC", "calc_MAE", "calc_MAPE",
@@ -119,7 +117,6 @@ def split_aligned_context(context: AgentContext, *, chronological: bool = False
 
 def __getattr__(name: str) -> Any:
     if name == "AgentContext":  # imported late: srh_core.context imports the evaluator
-        from srh_core.context import AgentContext
 
         return AgentContext
     raise AttributeError(f"module 'srh_core.evaluator.utils' has no attribute {name!r}")

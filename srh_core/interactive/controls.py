@@ -35,6 +35,7 @@ from srh_core.interactive.channel import ControlChannel, InProcessChannel
 from srh_core.interactive.errors import InteractionSnapshotError
 from srh_core.interactive.events import InteractionEventKind
 from srh_core.interactive.manager import SEARCH_TRANSITIONS, PendingMessage, SearchTransition
+from srh_core.interactive.run_dir_channel import RunDirectoryChannel
 from srh_core.interactive.sr_manager import SRInteractionManager
 
 
@@ -217,8 +218,6 @@ class LocalControls:
                 return
             channel = self.channel
             if channel is None and save_path is not None:
-                from srh_core.interactive.run_dir_channel import RunDirectoryChannel
-
                 channel = RunDirectoryChannel(save_path)
             if channel is not None and not isinstance(channel, InProcessChannel):
                 self._bridge = ControlBridge(self.manager, channel)

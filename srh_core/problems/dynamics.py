@@ -32,8 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from srh_core.context.structured import StructuredData
 from srh_core.errors import ConfigurationError
+from srh_core.evaluator.dynamics import (
+    RolloutError,
+    SystemRightHandSide,
+    calc_trajectory_rollout_RMSE,
+    integrate_system,
+)
 from srh_core.problems.formula import Judgement
+from srh_engine import EngineError, parse
 
 SOLVED_TOLERANCE = 1e-6
 ROLLOUT_TOLERANCE = 1e-3
@@ -110,15 +118,11 @@ class OdeProblem:
         return [*self.states, TIME]
 
     def expression(self) -> Any:
-        from srh_engine import parse
-
         return parse(self.formula)
 
     # ---------------------------------------------------------------- data
     def simulate(self, n: int, rng: np.random.Generator) -> Trajectories:
         """``n`` samples over ``trajectories`` admissible trajectories."""
-        from srh_engine import parse
-
         formulas = {name: parse(text) for name, text in self.system}
         counts = [n // self.trajectories + (k < n % self.trajectories)
                   for k in range(self.trajectories)]
@@ -131,12 +135,6 @@ class OdeProblem:
 
     def _trajectory(self, formulas: dict[str, Any], count: int, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        from srh_core.evaluator.dynamics import (
-            RolloutError,
-            SystemRightHandSide,
-            integrate_system,
-        )
-
         rhs = SystemRightHandSide(formulas, {})
         times = np.linspace(0.0, self.t_end, count)
         for _ in range(MAX_DRAWS):
@@ -162,8 +160,6 @@ class OdeProblem:
     def sample(self, n: int = 2000, seed: int = 0, noise: float = 0.0) -> tuple[Any, np.ndarray]:
         """Search data: states and time as features (a StructuredData naming the time and
         the derivative), this state's derivative as target."""
-        from srh_core.context.structured import StructuredData
-
         rng = np.random.default_rng([seed, 0])
         data = self.simulate(n, rng)
         y = data.derivatives[self.state]
@@ -190,9 +186,6 @@ class OdeProblem:
 
     def rollout_error(self, formula: str, values: Mapping[str, np.ndarray]) -> float | None:
         """Relative rollout RMSE of this state under ``formula`` (None when it fails)."""
-        from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE
-        from srh_engine import EngineError, parse
-
         try:
             rmse = calc_trajectory_rollout_RMSE(parse(formula), values, time=TIME,
                                                 state=self.state)
@@ -204,8 +197,6 @@ class OdeProblem:
 
 def _predict(formula: str, values: Mapping[str, Any], num_nodes: int | None
              ) -> np.ndarray | None:
-    from srh_engine import EngineError, parse
-
     try:
         with np.errstate(all="ignore"):
             return np.asarray(parse(formula).evaluate(values, num_nodes=num_nodes), dtype=float)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from srh_core.errors import ConfigurationError
+from srh_engine import EngineError, UnitError, parse, parse_units
 
 SOLVED_TOLERANCE = 1e-6
 TINY = 1e-300
@@ -116,8 +117,6 @@ class Problem:
         return canonical_units(given, self.unit_symbols, self.name)
 
     def expression(self) -> Any:
-        from srh_engine import parse
-
         return parse(self.formula)
 
     def sample_inputs(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -141,8 +140,6 @@ class Problem:
 
 def judged(formula: str, X: Mapping[str, np.ndarray], truth: np.ndarray) -> Judgement:
     """``formula`` on ``X`` against ``truth`` (unparseable: not solved, infinite error)."""
-    from srh_engine import EngineError, parse
-
     try:
         with np.errstate(all="ignore"):
             predicted = np.broadcast_to(parse(formula).evaluate(X), truth.shape)
@@ -170,8 +167,6 @@ def unit_symbols(data: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 def canonical_units(given: Mapping[str, str], symbols: tuple[tuple[str, str], ...],
                     problem: str) -> dict[str, str]:
     """Unit text by name, read with the suite's ``symbols`` and written back as SI text."""
-    from srh_engine import UnitError, parse_units
-
     try:
         return {name: str(parse_units(text, dict(symbols))) for name, text in given.items()}
     except UnitError as error:

@@ -28,6 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from srh_core.context import AgentContext
+from srh_core.context.structured import StructuredData
+from srh_core.errors import ConfigurationError
+from srh_core.evaluator.dynamics import (
+    RolloutError,
+    SystemRightHandSide,
+    calc_trajectory_rollout_RMSE,
+    integrate_system,
+)
 from srh_core.problems.dynamics import (
     MAX_DRAWS,
     ROLLOUT_TOLERANCE,
@@ -40,6 +49,7 @@ from srh_core.problems.dynamics import (
     scale_error,
 )
 from srh_core.problems.formula import Judgement
+from srh_engine import EngineError, parse
 
 RELATION = "A"
 
@@ -109,16 +119,12 @@ class NetworkProblem:
         return {f.name: rng.uniform(f.low, f.high, size=self.num_nodes) for f in self.fields}
 
     def expression(self) -> Any:
-        from srh_engine import parse
-
         return parse(self.formula)
 
     # ---------------------------------------------------------------- data
     def simulate(self, n: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray],
                                                                   np.ndarray]:
         """Node states ``(n, N)``, times and exact derivatives over the trajectories."""
-        from srh_core.evaluator.dynamics import SystemRightHandSide
-
         fixed = {RELATION: self.edges, **{k: v[None, :] for k, v in self.constants.items()}}
         rhs = SystemRightHandSide({self.state: self.expression()}, fixed, (self.num_nodes,),
                                   self.num_nodes)
@@ -132,9 +138,6 @@ class NetworkProblem:
 
     def _trajectory(self, rhs: Any, count: int, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        from srh_core.errors import ConfigurationError
-        from srh_core.evaluator.dynamics import RolloutError, integrate_system
-
         times = np.linspace(0.0, self.t_end, count)
         for _ in range(MAX_DRAWS):
             start = rng.uniform(self.initial.low, self.initial.high, size=self.num_nodes)
@@ -150,8 +153,6 @@ class NetworkProblem:
 
     def values(self, states: Mapping[str, np.ndarray]) -> Any:
         """The run's features: states, relation, node constants per sample, time."""
-        from srh_core.context.structured import StructuredData
-
         n = len(states[TIME])
         arrays = {self.state: states[self.state], RELATION: self.edges,
                   **{k: np.repeat(v[None, :], n, axis=0) for k, v in self.constants.items()},
@@ -188,10 +189,6 @@ class NetworkProblem:
 
     def rollout_error(self, formula: str, values: Any) -> float | None:
         """Relative rollout RMSE of the node field under ``formula`` (None when it fails)."""
-        from srh_core.context import AgentContext
-        from srh_core.evaluator.dynamics import RolloutError, calc_trajectory_rollout_RMSE
-        from srh_engine import EngineError, parse
-
         context = AgentContext(data=dict(values), relation_names=set(values.relation_names),
                                num_nodes=values.num_nodes)
         try:

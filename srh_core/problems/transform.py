@@ -37,6 +37,7 @@ from srh_core.problems.formula import (
     canonical_units,
     judged,
 )
+from srh_engine import parse
 
 #: A point is kept when g(y, x\\i) gives back x_i to this relative error.
 AGREEMENT = 1e-6
@@ -103,8 +104,6 @@ class TransformProblem:
                      for name in self.inputs)
 
     def expression(self) -> Any:
-        from srh_engine import parse
-
         return parse(self.formula)
 
     def _slice(self, ood: bool) -> tuple[float, float]:

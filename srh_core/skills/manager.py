@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from srh_core.errors import did_you_mean
+from srh_core.errors import ConfigurationError, did_you_mean
 from srh_core.jsonio import atomic_write_text
 from srh_core.skills.bundle import UNPACKED_DIR
 from srh_core.skills.errors import SkillError, SkillNotFoundError
@@ -366,8 +366,6 @@ def run_skill_manager(skills_dir: str | Path | None,
         ConfigurationError: ``skills_dir`` is not a directory, or ``enabled`` names a
             skill that neither the built-in nor the custom folder holds.
     """
-    from srh_core.errors import ConfigurationError
-
     if skills_dir is not None and not Path(skills_dir).is_dir():
         raise ConfigurationError(f"skills_dir {str(skills_dir)!r} is not a directory (a folder "
                                  "with one sub-folder per skill, each with a SKILL.md).",

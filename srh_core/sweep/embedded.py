@@ -27,8 +27,12 @@ from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from srh_core.agent import SearchSettings
 from srh_core.agent.outcome import INTERRUPTED_BY_USER
+from srh_core.agent.sragent import recorded_agent_class
+from srh_core.benchmark.baselines import agent_class
 from srh_core.embedded.run_dir import run_path
+from srh_core.embedded.runner import resume_search
 from srh_core.sweep.runner import CellData
 from srh_core.sweep.spec import Cell
 from srh_core.types import SearchResult
@@ -79,11 +83,6 @@ def run_cell(settings: dict[str, Any], X: dict[str, Any], y: dict[str, Any],
     A run directory left by an interrupted attempt of the same run id is resumed
     (with the agent class it recorded). ``method`` picks the agent: srh or a baseline.
     """
-    from srh_core.agent import SearchSettings
-    from srh_core.agent.sragent import recorded_agent_class
-    from srh_core.benchmark.baselines import agent_class
-    from srh_core.embedded.runner import resume_search
-
     _in_cell.set()
     try:
         save_path = settings.get("save_path")

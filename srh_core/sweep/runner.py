@@ -39,12 +39,17 @@ from typing import Any, Protocol
 import numpy as np
 
 from srh_core.agent.outcome import INTERRUPTED_BY_USER, STOP_CANCELLED
+from srh_core.benchmark import judge
+from srh_core.benchmark.baselines import agent_class
+from srh_core.benchmark.protocol import method_names, protocol_data, renamed_formula
+from srh_core.context import load_tabular
 from srh_core.errors import SRHarnessError
 from srh_core.jsonio import atomic_write_json, read_json
 from srh_core.sweep.progress import SweepProgress
 from srh_core.sweep.spec import Cell, SweepSpec, cells, problem_suite, resumed_cells
 from srh_core.sweep.summary import counts_by_state
 from srh_core.types import SearchResult
+from srh_engine import EngineError, parse
 
 logger = logging.getLogger("srh.sweep")
 
@@ -123,8 +128,6 @@ class CellData:
 
     @property
     def agent_class(self) -> Any:
-        from srh_core.benchmark.baselines import agent_class
-
         return agent_class(self.method)
 
 
@@ -514,7 +517,6 @@ def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
             settings = settings.replace(**{name: str(Path(spec.base_dir) / value)})
     if cell.dataset:
         return replace(_dataset_data(spec, cell, settings), method=variant.method)
-    from srh_core.benchmark.protocol import protocol_data
 
     problem = problem_suite(spec).get(cell.problem)
     data = protocol_data(problem, cell.seed, replace(spec.protocol(cell.noise),
@@ -526,8 +528,6 @@ def cell_data(spec: SweepSpec, cell: Cell) -> CellData:
 
 
 def _dataset_data(spec: SweepSpec, cell: Cell, settings: Any) -> CellData:
-    from srh_core.context import load_tabular
-
     dataset = next(d for d in spec.datasets if d.name == cell.problem)
     data, _ = load_tabular(Path(spec.base_dir) / dataset.path)
     X = {name: np.asarray(v) for name, v in data.items() if name != dataset.target}
@@ -562,9 +562,6 @@ def judged_fields(spec: SweepSpec, entry: Mapping[str, Any], formula: str) -> di
     (our exact test), and with a test split SRBench's and LLM-SRBench's measures
     (:mod:`srh_core.benchmark.judge`) on the held-out test set and, when the problem has
     one, its out-of-domain set."""
-    from srh_core.benchmark.protocol import method_names, protocol_data, renamed_formula
-    from srh_engine import EngineError
-
     problem = problem_suite(spec).get(entry["problem"])
     protocol = spec.protocol(entry.get("noise", spec.noise_levels()[0]))
     try:
@@ -580,8 +577,6 @@ def judged_fields(spec: SweepSpec, entry: Mapping[str, Any], formula: str) -> di
 
 
 def benchmark_fields(problem: Any, formula: str, data: Any, seed: int) -> dict[str, Any]:
-    from srh_core.benchmark import judge
-
     X_test = {original: data.X_test[name] for original, name in data.names.items()}
     predicted = predictions(formula, X_test, len(data.y_test))
     r2 = judge.r2_score(data.y_test, predicted)
@@ -598,8 +593,6 @@ def benchmark_fields(problem: Any, formula: str, data: Any, seed: int) -> dict[s
 
 def predictions(formula: str, X: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     """The formula on ``X``; NaN everywhere when it cannot be evaluated (a failure)."""
-    from srh_engine import EngineError, parse
-
     try:
         with np.errstate(all="ignore"):
             values = np.broadcast_to(parse(formula).evaluate(dict(X)), (n,))

@@ -67,8 +67,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from srh_core.agent.settings import RUN_ID_PATTERN, SearchSettings
+from srh_core.benchmark.baselines import check_method, method_settings
+from srh_core.benchmark.protocol import Protocol, srbench_seeds
 from srh_core.errors import ConfigurationError, did_you_mean
 from srh_core.input_limits import MAX_CONFIG_BYTES, read_limited_text
+from srh_core.problems import load_suite
 
 #: Sweep, variant and dataset names: the run id pattern (no "." or "..", no separators).
 NAME_PATTERN = RUN_ID_PATTERN
@@ -83,8 +86,6 @@ class Variant(BaseModel):
 
     def overrides(self) -> dict[str, Any]:
         """The variant's search settings (a baseline's fixed shape first)."""
-        from srh_core.benchmark.baselines import method_settings
-
         return {**method_settings(self.method), **dict(self.model_extra or {})}
 
 
@@ -130,7 +131,6 @@ class SweepSpec(BaseModel):
         """The trial seeds (``"srbench:N"``: the first N of SRBench's list)."""
         if isinstance(self.seeds, list):
             return list(self.seeds)
-        from srh_core.benchmark.protocol import srbench_seeds
 
         return srbench_seeds(int(self.seeds.partition(":")[2]))
 
@@ -139,8 +139,6 @@ class SweepSpec(BaseModel):
 
     def protocol(self, noise: float) -> Any:
         """How a cell at this noise level gets its data (:mod:`srh_core.benchmark.protocol`)."""
-        from srh_core.benchmark.protocol import Protocol
-
         return Protocol(samples=self.samples, noise=noise, test_fraction=self.test_fraction,
                         max_train_samples=self.max_train_samples, anonymize=self.anonymize,
                         units=self.units)
@@ -282,8 +280,6 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 def _check(spec: SweepSpec) -> None:
-    from srh_core.benchmark.baselines import check_method
-
     for variant in spec.variants:
         check_method(variant.method)
         spec.search_settings(variant)  # raises ConfigurationError naming the setting
@@ -309,8 +305,6 @@ def _check(spec: SweepSpec) -> None:
 
 
 def problem_suite(spec: SweepSpec) -> Any:
-    from srh_core.problems import load_suite
-
     return load_suite(Path(spec.base_dir) / spec.suite if spec.suite else None)
 
 

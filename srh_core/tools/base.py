@@ -44,6 +44,7 @@ from srh_core.errors import ToolArgumentError, ToolError, ToolRunAbort
 from srh_core.registry import Registry
 from srh_core.tools.schema import infer_parameters, split_docstring, validate_arguments
 from srh_core.types import ToolCallResult, ToolMetadata, json_value
+from srh_engine import parse
 
 ToolClass = TypeVar("ToolClass", bound="type[BaseTool]")
 logger = logging.getLogger("srh.tools")
@@ -291,8 +292,6 @@ class BaseTool(ABC):
     @classmethod
     def parse_formula(cls, eq: str) -> Any:
         """Normalise and parse formula text with the engine (never ``eval``)."""
-        from srh_engine import parse
-
         return parse(cls.normalize_formula(eq))
 
 

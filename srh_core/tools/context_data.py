@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from srh_core.context.manifest import inspect_context_data, load_context_data
 from srh_core.errors import ContextManifestError, ToolArgumentError, WorkspaceError
 from srh_core.tools.base import BaseTool
 from srh_core.tools.workspace_shell import context_workspace, no_workspace_reason
@@ -41,8 +42,6 @@ class ValidateContextDataTool(BaseTool):
         Args:
             path: Workspace-relative directory holding manifest.json and flat .npy files.
         """
-        from srh_core.context.manifest import inspect_context_data, load_context_data
-
         if not isinstance(path, str) or not path.strip():
             raise ToolArgumentError("path must be a workspace-relative directory, e.g. "
                                     "'context.data'.", parameter="path")

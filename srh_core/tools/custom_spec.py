@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from srh_core.skills.errors import CustomToolError
-from srh_core.tools.schema import annotation_schema
+from srh_core.tools.schema import annotation_schema, split_docstring
 
 TOOL_FILE = "tool.py"
 ENTRY_FUNCTION = "run"
@@ -172,8 +172,6 @@ def _entry_function(module: ast.Module, shown: str) -> ast.FunctionDef:
 
 def _docstring_parts(docstring: str) -> tuple[str, dict[str, str]]:
     """(description, {argument: description}) of a Google-style docstring."""
-    from srh_core.tools.schema import split_docstring
-
     holder = type("Doc", (), {"__doc__": docstring})
     return split_docstring(holder)  # type: ignore[arg-type]
 

@@ -27,10 +27,14 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from srh_core.context.manifest_writer import save_context_data
 from srh_core.errors import ToolArgumentError, WorkspaceError
 from srh_core.tools.base import BaseTool
 from srh_core.tools.code_sandbox import SandboxedTool
+from srh_core.tools.evaluate import EvaluateTool
+from srh_core.tools.source import package_roots
 from srh_core.tools.workspace_shell import context_workspace
+from srh_core.workspace import Workspace
 
 TOOL_NAME = "validate_evaluator"
 EVALUATOR_DIR = "context.evaluator"
@@ -103,8 +107,6 @@ class ValidateEvaluatorTool(SandboxedTool):
         return {"evaluator_file": str(relative), **report}
 
     def current_evaluator(self, call: dict[str, Any]) -> dict[str, Any]:
-        from srh_core.tools.evaluate import EvaluateTool
-
         evaluator = getattr(self.context, "evaluator", None)
         result = EvaluateTool(context=self.context)(**call)
         return verdict({"evaluator_file": None, "loaded": True,
@@ -112,10 +114,6 @@ class ValidateEvaluatorTool(SandboxedTool):
                         "result": result.result, "result_str": result.result_str})
 
     def run_in_sandbox(self, folder: Path, name: str, call: dict[str, Any]) -> dict[str, Any]:
-        from srh_core.context.manifest_writer import save_context_data
-        from srh_core.tools.source import package_roots
-        from srh_core.workspace import Workspace
-
         settings = self.context.settings()
         with tempfile.TemporaryDirectory(prefix="srh-validate-evaluator-") as temporary:
             root = Path(temporary)

@@ -36,6 +36,7 @@ import numpy as np
 import srh_engine as engine
 from srh_core import formats
 from srh_core.errors import DataError, ToolArgumentError, did_you_mean
+from srh_core.evaluator.graph import engine_options, engine_values
 from srh_core.operators import (
     constraint_limits,
     constraint_violations,
@@ -535,8 +536,6 @@ def split_results(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[st
 
 def evaluate_on(expression: engine.Expression, split: Any) -> Any:
     """Evaluate on a context view, graph-aligned when the expression uses indices."""
-    from srh_core.evaluator.graph import engine_options, engine_values
-
     return engine.evaluate(expression, engine_values(expression, split.data, split),
                            **engine_options(expression, split))
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from srh_core.api.cancel import cancel_when
+from srh_core.api.endpoints import build_api
 from srh_core.errors import ModelRequestCancelledError, ToolArgumentError, ToolError
 from srh_core.tools.base import BaseTool
 
@@ -88,8 +89,6 @@ class ModelQueryTool(BaseTool):
         Returns:
             ``content``, ``provider``, ``model`` and ``usage`` (token counts, price).
         """
-        from srh_core.api.endpoints import build_api
-
         settings = self.run_settings()
         provider = provider or settings.llm_provider
         allowed = {settings.llm_provider, settings.strong_llm_provider or settings.llm_provider}

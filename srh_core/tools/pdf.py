@@ -15,6 +15,8 @@ from typing import Any
 
 from srh_core.errors import ToolArgumentError
 from srh_core.tools.base import BaseTool
+from srh_core.tools.web import WebPolicy, fetch
+from srh_core.tools.workspace_shell import context_workspace
 
 TOOL_NAME = "read_pdf"
 MAX_PAGES = 50
@@ -74,8 +76,6 @@ class PDFReadTool(BaseTool):
 
     def _read(self, source: str) -> bytes:
         if source.startswith(("http://", "https://")):
-            from srh_core.tools.web import WebPolicy, fetch
-
             page = fetch(source, WebPolicy.from_env())
             if page.status >= 400:
                 raise ConnectionError(f"{page.url} answered HTTP {page.status}.")
@@ -86,7 +86,6 @@ class PDFReadTool(BaseTool):
         if "://" in source:
             raise ToolArgumentError(f"Only workspace paths and http(s) URLs can be read; got "
                                     f"{source!r}.", parameter="source")
-        from srh_core.tools.workspace_shell import context_workspace
 
         path = context_workspace(self.context, TOOL_NAME).resolve(source)
         if not path.is_file():

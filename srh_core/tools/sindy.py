@@ -32,6 +32,8 @@ import numpy as np
 
 import srh_engine as engine
 from srh_core.errors import ToolArgumentError
+from srh_core.evaluator.default import rollout_rmse
+from srh_core.evaluator.metrics import regression_metrics
 from srh_core.tools.base import BaseTool
 from srh_core.tools.derivatives import MIN_POINTS, Differentiation, time_derivative
 from srh_core.tools.formula import (
@@ -316,9 +318,6 @@ class SINDyTool(FormulaTool):
 
     def _derivative_result(self, f: engine.Expression, details: dict[str, Any], state: str,
                            time: str, method: Differentiation) -> dict[str, Any]:
-        from srh_core.evaluator.default import rollout_rmse
-        from srh_core.evaluator.metrics import regression_metrics
-
         context = self.require_context()
         splits = {"train": context.train_split, "validation": context.validation_split}
         scores = {}

@@ -37,6 +37,7 @@ from srh_core.skills import (
 )
 from srh_core.tools.base import BaseTool
 from srh_core.tools.custom_spec import TOOL_FILE
+from srh_core.tools.custom_tools import custom_tool_docs
 
 TOOL_NAME = "read_skill"
 EDIT_TOOL_NAME = "edit_skill"
@@ -183,8 +184,6 @@ def tool_skill_manager(tool: BaseTool) -> SkillManager:
 def tool_docs(manager: SkillManager) -> dict[str, dict[str, str]]:
     """Runtime skills: the docs of the registered tools (``BaseTool.get_doc``) this manager's
     run may see (:func:`srh_core.tools.custom_tools.custom_tool_docs`)."""
-    from srh_core.tools.custom_tools import custom_tool_docs
-
     docs = custom_tool_docs(manager)
     enabled = manager.enabled
     return {name: doc for name, doc in docs.items() if enabled is None or name in enabled}

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..nodes import Binary, Expression, Function, Number, Symbol, Unary
+from ..rendering import to_str
 
 __all__ = ["BINARY", "COST", "DEFAULT_OPERATORS", "OPERATORS", "UNARY", "Tree", "evaluate_tree",
            "resolve_operators", "size", "to_expression", "tree_text"]
@@ -122,6 +123,4 @@ def to_expression(tree: Tree, inputs: Sequence[Expression]) -> Expression:
 
 def tree_text(tree: Tree, names: Sequence[str]) -> str:
     """A readable text of ``tree`` (for logs and tests)."""
-    from ..rendering import to_str
-
     return to_str(to_expression(tree, [Symbol(name) for name in names]))

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..nodes import Binary, Expression, Number, Symbol
 from ..rendering import to_str
+from ..transform import map_postorder
 from ..units import Dimension
 
 __all__ = ["Reduction", "reduce_by_units"]
@@ -324,8 +325,6 @@ def _solve(matrix: list[list[Fraction]], wanted: list[Fraction], n: int) -> Vect
 def merged_powers(expression: Expression) -> Expression:
     """``expression`` with each product of powers of inputs merged into one monomial:
     mapped back, ``r**3*dP/mu*(c/(L/r))`` is ``c*r**4*dP/(mu*L)`` (the same function)."""
-    from ..transform import map_postorder
-
     return map_postorder(expression, _merged_product)
 
 

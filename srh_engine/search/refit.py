@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from ..evaluation import evaluate
 from ..fitting import fit, free_constants
 from ..nodes import Binary, Expression, Number, Parameter, Symbol
 from ..rendering import to_str
@@ -95,8 +96,6 @@ def _unscaled(expression: Expression) -> Expression:
 
 
 def _values(expression: Expression, run: Run) -> np.ndarray | None:
-    from ..evaluation import evaluate
-
     with np.errstate(all="ignore"):
         values = np.asarray(evaluate(expression, run.columns_by_name), dtype=float)
     values = np.broadcast_to(values, run.y.shape)
@@ -215,8 +214,6 @@ def _pruner(scale: float):
 
 def _mse(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray,
          weights: np.ndarray | None = None) -> float:
-    from ..evaluation import evaluate
-
     with np.errstate(all="ignore"):
         predicted = np.broadcast_to(np.asarray(evaluate(expression, values), dtype=float),
                                     y.shape)
@@ -292,8 +289,6 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
 def _snapped(entry: FrontEntry, values: dict[str, np.ndarray], y: np.ndarray,
              variance: float, deadline: float | None,
              weights: np.ndarray | None = None) -> FrontEntry | None:
-    from ..evaluation import evaluate
-
     with np.errstate(all="ignore"):
         new = snap_constants(entry.expression, y, lambda e: evaluate(e, values),
                              deadline=deadline)

@@ -32,6 +32,7 @@ from srh_core.interactive import ControlChannelError, ControlCommand, Interactio
 from srh_workers.control.parking import RUN_MEMBER, parked_actions, step_member
 from srh_workers.control.state import commanded, opened, status_view
 from srh_workers.flow.names import Action
+from srh_workers.spec import load_spec
 from srh_workers.store import RedisRunStore
 
 SendAction = Callable[[Action], Any]
@@ -105,7 +106,6 @@ class RedisControlChannel:
         """Branches of the latest restart with a step in flight or queued."""
         if finished or held == (RUN_MEMBER,):
             return 0
-        from srh_workers.spec import load_spec
 
         try:
             settings = load_spec(self.store).search_settings()

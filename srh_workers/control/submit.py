@@ -10,6 +10,7 @@ from redis import Redis
 
 from srh_core.agent.settings import SearchSettings
 from srh_core.errors import ConfigurationError
+from srh_core.interactive import SRAgentInteractive
 from srh_workers.control.channel import open_controls
 from srh_workers.spec import RunSpec
 from srh_workers.store import RedisRunStore
@@ -41,8 +42,6 @@ def submit_interactive(client: Redis, send: Send, settings: SearchSettings,
     Raises:
         ConfigurationError: The class is not interactive, or the run id is in use.
     """
-    from srh_core.interactive import SRAgentInteractive
-
     agent_class = agent_class or SRAgentInteractive
     if not (isinstance(agent_class, type) and issubclass(agent_class, SRAgentInteractive)):
         raise ConfigurationError(f"An interactive run needs an SRAgentInteractive agent class. "

@@ -24,11 +24,13 @@ from redis import Redis
 from srh_core.agent import SRAgent, load_agent_class
 from srh_core.agent.settings import SearchSettings
 from srh_core.api.cancel import cancel_when
+from srh_core.context import AgentContext
 from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
 from srh_core.errors import ModelRequestCancelledError, ModelRequestError
 from srh_core.types import ToolCall, ToolCallResult
 from srh_workers.control.parking import agent_options
+from srh_workers.endpoints import worker_access
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 
@@ -129,8 +131,6 @@ class WorkerRunView:
         with self._lock:
             context = self._contexts.get(revision)
             if context is None:
-                from srh_core.context import AgentContext
-
                 if self._evaluator is None:
                     self._evaluator = self.spec.evaluator() or False  # False: the default
                 context = AgentContext.from_payload(self.store.payload(revision),
@@ -209,8 +209,6 @@ class WorkerRunView:
     def model_access(self) -> Any:
         """The endpoints and keys this run may use here (never the worker's keys elsewhere)."""
         if self._access is None:
-            from srh_workers.endpoints import worker_access
-
             self._access = worker_access(self.spec, self.client)
         return self._access
 

@@ -30,7 +30,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from srh_core.agent.outcome import failed_reason
 from srh_core.api.endpoints import EndpointAccessError
+from srh_core.context import AgentContext
 from srh_core.errors import ModelRequestError
+from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCallResult
 from srh_workers.errors import PoisonTaskError
 from srh_workers.flow import names, steps
@@ -218,8 +220,6 @@ def _probe_context(samples: int) -> Any:
     """A small fixed dataset per process (y = x1 * x2**2 + x3), built once."""
     import numpy as np
 
-    from srh_core.context import AgentContext
-
     if samples not in _PROBE_CONTEXTS:
         rng = np.random.default_rng(0)
         x1, x2, x3 = rng.uniform(1, 5, (3, samples))
@@ -234,9 +234,6 @@ def tool_probe(self: SRHTask, tool: str = "evaluate_formula",
                samples: int = 200) -> dict[str, Any]:
     """Run one tool call on a built-in dataset: a health check that tools really run
     on this worker, and the unit of the cluster benchmark."""
-    import srh_core.tools.catalogue  # noqa: F401 - registers the tools
-    from srh_core.tools.base import BaseTool
-
     samples = max(10, min(int(samples), 100_000))
     result = BaseTool.create(tool, _probe_context(samples))(**(params or {"f": "x1*x2**2"}))
     return {"ok": result.ok, "elapsed_s": result.meta_data.get("elapsed_s")}

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from srh_workers.config import broker_kind
+
 if TYPE_CHECKING:
     from celery import Task
     from prometheus_client import CollectorRegistry
@@ -117,8 +119,6 @@ def _amqp_depths(url: str, queues: Sequence[str]) -> dict[str, int]:
 
 def queue_depths(broker_url: str, queues: Sequence[str]) -> tuple[dict[str, int], int | None]:
     """Messages waiting per queue, and unacked messages (Redis only, else None)."""
-    from srh_workers.config import broker_kind
-
     kind = broker_kind(broker_url)
     if kind == "redis":
         return _redis_depths(broker_url, queues)

@@ -18,6 +18,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from srh_core.sweep.summary import CELL_STATES
+from srh_workers.store.client import redis_client
+from srh_workers.store.cluster import ClusterIndex
+from srh_workers.sweeps.store import SweepRecord, active_sweeps
+
 #: The most sweeps one scrape reads (each costs one HGETALL of its cells).
 MAX_SWEEPS_PER_SCRAPE = 50
 
@@ -31,18 +36,12 @@ class SweepCollector:
 
     def _redis(self) -> Any:
         if self._client is None:
-            from srh_workers.store.client import redis_client
-
             self._client = redis_client(self.redis_url)
         return self._client
 
     def collect(self) -> Iterable[Any]:
         from prometheus_client.core import GaugeMetricFamily
         from redis.exceptions import RedisError
-
-        from srh_core.sweep.summary import CELL_STATES
-        from srh_workers.store.cluster import ClusterIndex
-        from srh_workers.sweeps.store import SweepRecord, active_sweeps
 
         up = GaugeMetricFamily("srh_sweeps_up", "1 when the last scrape read the sweeps.")
         flight = GaugeMetricFamily("srh_sweeps_in_flight", "Sweeps being coordinated.")

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from redis.exceptions import WatchError
 
+from srh_core.context.payload import ContextPayload
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.jsonio import dumps
 from srh_core.ranking import (
@@ -446,8 +447,6 @@ class RedisRunStore:
         Raises:
             SearchStateError: The run (or that version of its data) was not published.
         """
-        from srh_core.context.payload import ContextPayload
-
         if revision is not None:
             return self._revised_payload(revision)
         fields: Mapping[bytes, bytes] = self.client.hgetall(self.keys.context)
@@ -508,8 +507,6 @@ class RedisRunStore:
         return None if raw is None else int(raw)
 
     def _revised_payload(self, revision: int) -> Any:
-        from srh_core.context.payload import ContextPayload
-
         prefix = f"rev:{revision}:"
         raw = self.client.hget(self.keys.context, prefix + CONTEXT_METADATA_FIELD.decode())
         if raw is None:

@@ -10,19 +10,14 @@
 - :mod:`srh_workers.sweeps.cli`: ``srh sweep submit|status|list|pause|resume|stop|cancel``.
 """
 
-
 from __future__ import annotations
 
-from typing import Any
+from srh_engine.lazy import lazy_exports
 
 __all__ = ["CelerySweepBackend"]
 
+# Loaded on first use: ``srh sweep``'s cluster actions register through
+# srh_workers.sweeps.cli without importing the Redis client.
+_LAZY = {"CelerySweepBackend": "backend"}
 
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: ``srh sweep``'s cluster actions register through
-    # srh_workers.sweeps.cli without importing the Redis client.
-    if name != "CelerySweepBackend":
-        raise AttributeError(f"module 'srh_workers.sweeps' has no attribute {name!r}")
-    from srh_workers.sweeps.backend import CelerySweepBackend
-
-    return CelerySweepBackend
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

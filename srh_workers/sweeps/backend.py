@@ -19,6 +19,8 @@ from srh_core.errors import SearchStateError
 from srh_core.sweep import BackendUnavailable, Cell, CellData, RunLost
 from srh_core.sweep.runner import RunExists
 from srh_core.types import SearchResult
+from srh_workers.store import RedisRunStore
+from srh_workers.submit import cancel_run, kick_run, run_result, submit_run
 
 POLL_SECONDS = 0.2
 
@@ -41,9 +43,6 @@ class CelerySweepBackend:
         self.send = send
 
     def submit(self, run_id: str, cell: Cell, data: CellData) -> None:
-        from srh_workers.store import RedisRunStore
-        from srh_workers.submit import submit_run
-
         with _reachable():
             if RedisRunStore(self.client, run_id, register=False).spec_json() is not None:
                 raise RunExists(f"run {run_id} was already submitted")
@@ -51,8 +50,6 @@ class CelerySweepBackend:
                        data.y, data.description, agent_class=data.agent_class)
 
     def poll(self, run_id: str) -> SearchResult | None:
-        from srh_workers.submit import run_result
-
         with _reachable():
             try:
                 return run_result(self.client, run_id)
@@ -60,21 +57,15 @@ class CelerySweepBackend:
                 raise RunLost(str(error)) from None
 
     def progress(self, run_id: str) -> int:
-        from srh_workers.store import RedisRunStore
-
         with _reachable():
             return RedisRunStore(self.client, run_id, register=False).node_count
 
     def kick(self, run_id: str) -> None:
-        from srh_workers.submit import kick_run
-
         with _reachable():
             kick_run(self.client, self.send, run_id)
 
     def cancel(self, run_id: str) -> None:
         """Cancel one cell's run (it ends at its branches' next steps)."""
-        from srh_workers.submit import cancel_run
-
         with _reachable():
             try:
                 cancel_run(self.client, run_id, self.send)

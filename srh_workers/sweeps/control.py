@@ -23,6 +23,7 @@ from srh_core.skills.bundle import skill_files
 from srh_core.sweep.runner import is_over, new_entry, sweep_status, table_row
 from srh_core.sweep.spec import SweepSpec, cells, resumed_cells
 from srh_core.sweep.summary import eta_seconds, summary_of
+from srh_workers.submit import cancel_run
 from srh_workers.sweeps.store import SweepRecord, list_sweeps
 
 #: The most a sweep's files (a suite file, datasets) may weigh in Redis together.
@@ -220,8 +221,6 @@ def stop_sweep(client: Redis, name: str) -> dict[str, Any]:
 def cancel_sweep(client: Redis, name: str, send: Callable[..., Any] | None = None
                  ) -> dict[str, Any]:
     """Every running cell's run cancelled now; the sweep ends ``cancelled``."""
-    from srh_workers.submit import cancel_run
-
     view = _control(client, name, "cancel", ("running", "paused", "stopped", "cancelled"))
     record = SweepRecord(client, name)
     for entry in record.entries().values():

@@ -20,7 +20,7 @@ from srh_core.api.offline.search_step import SECONDS_SETTING, configured_seconds
 from srh_core.api.offline.structured import structured_plan
 from srh_core.api.options import RequestOptions
 from srh_core.api.response import CallSummary, ModelResponse, Usage
-from srh_core.parsers import ToolLike, ToolParserName
+from srh_core.parsers import ToolLike, ToolParserName, tool_metadata
 
 
 @BaseAPI.register("offline")
@@ -43,8 +43,6 @@ class OfflineAPI(BaseAPI):
         self.available_tools = {tool.name for tool in self.tool_metadata()}
 
     def tool_metadata(self) -> list[Any]:
-        from srh_core.parsers import tool_metadata
-
         return [tool_metadata(tool) for tool in (self.tool_list or [])]
 
     def _generate(self, messages: Messages, n: int, options: RequestOptions,

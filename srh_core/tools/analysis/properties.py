@@ -37,6 +37,8 @@ import numpy as np
 from srh_core.errors import ToolArgumentError
 from srh_core.tools.analysis.variables import require_data
 from srh_core.tools.base import BaseTool
+from srh_engine.search import decomposition as dec
+from srh_engine.search.decomposition import multiplicative_separable, pair_combinations
 
 TOOL_NAME = "predict_property"
 GRID = 41
@@ -54,8 +56,6 @@ RELIABLE_ERROR = 0.1
 
 
 def _surrogate(X: np.ndarray, y: np.ndarray) -> tuple[Any, float]:
-    from srh_engine.search import decomposition as dec
-
     Xs, t = dec._rows(X, y)
     degree = dec._degree(X.shape[1], t.size)
     exponents = dec._exponents(X.shape[1], degree)
@@ -174,7 +174,6 @@ class PropertyPredictorTool(BaseTool):
         if len(y) < MIN_ROWS or not names:
             raise ToolArgumentError(f"predict_property needs at least {MIN_ROWS} finite rows "
                                     f"and one input; the training data has {len(y)}.")
-        from srh_engine.search.decomposition import multiplicative_separable, pair_combinations
 
         predict, error = _surrogate(X, y)
         reliable = error < RELIABLE_ERROR
