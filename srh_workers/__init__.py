@@ -48,6 +48,7 @@ _EXPORTS = {
     "kick_run": "srh_workers.submit",
     "list_runs": "srh_workers.submit",
     "CelerySweepBackend": "srh_workers.sweeps",
+    "AgentBuildError": "srh_workers.errors",
     "PoisonTaskError": "srh_workers.errors",
     "TransientTaskError": "srh_workers.errors",
 }
