@@ -73,6 +73,7 @@ def deliver(app: Celery, name: str, task_id: str, *args: Any, retries: int = 0) 
 
 def submitted(client: redis.Redis, *failures: Exception) -> str:
     """A one-branch run stored (its restart task not run yet) whose next builds fail."""
+    BuildFailingAgent.failures.clear()
     run_id = f"unbuilt-{uuid.uuid4().hex[:8]}"
     x = np.random.default_rng(0).uniform(1, 2, 40)
     settings = SearchSettings.build(run_id=run_id, granularity="step", global_width=1,
@@ -82,7 +83,6 @@ def submitted(client: redis.Redis, *failures: Exception) -> str:
     submit_run(client, queue.append, settings, {"x": x}, {"y": 2 * x}, "find y",
                agent_class=BuildFailingAgent)
     forget_run(run_id)
-    BuildFailingAgent.failures.clear()
     BuildFailingAgent.failures.extend(failures)
     return run_id
 
@@ -112,7 +112,7 @@ def test_only_deterministic_build_errors_end_the_run(error: Exception,
 def test_a_configuration_error_ends_the_run_failed_without_a_retry(
         app: Celery, client: redis.Redis) -> None:
     error = ConfigurationError("Unknown tool 'product_law'. Did you mean 'product_rule'?")
-    run_id = submitted(client, error, error)
+    run_id = submitted(client, error)
     deliver(app, names.RESTART, "t-restart", run_id, 1)  # no Retry raised, nothing sent
     report = run_status(client, run_id)
     assert report["status"] == "failed"
