@@ -2,11 +2,13 @@
 once (typed, recorded), a transient one is retried as any task's.
 
 The real restart task body runs one delivery at a time (as a worker runs it) against a run
-stored in a private redis-server; the agent class below fails its build as told.
+stored in a private redis-server; the agent class below fails its build as told. The
+watchdog, which kicks stalled runs, ends one whose view cannot be built too.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -28,9 +30,12 @@ from srh_workers.errors import AgentBuildError, TransientTaskError
 from srh_workers.flow import names
 from srh_workers.flow.names import Action
 from srh_workers.flow.run_view import build_failure, forget_run
+from srh_workers.store import ACTIVE_RUNS, RedisRunStore
 from srh_workers.submit import run_status, submit_run
+from srh_workers.watchdog import Watchdog
 
 pytestmark = pytest.mark.integration
+STALL = 100.0
 
 
 class BuildFailingAgent(SRAgent):
@@ -135,3 +140,20 @@ def test_a_build_error_is_typed_with_its_cause() -> None:
     failure = build_failure("r2", SkillError("No skill 'pendulum'."))
     assert isinstance(failure, AgentBuildError)
     assert "SkillError: No skill 'pendulum'." in str(failure)
+
+
+def test_the_watchdog_ends_a_stalled_run_whose_view_cannot_be_built(client: redis.Redis) -> None:
+    run_id = submitted(client)
+    # the run's class as a worker deployed without its module sees it
+    store = RedisRunStore(client, run_id, register=False)
+    spec = json.loads(store.spec_json() or "{}")
+    client.set(store.keys.spec, json.dumps({**spec, "agent_class": "lab_agents:LabAgent"}))
+    since = float(client.zscore(ACTIVE_RUNS, run_id))
+    dog = Watchdog(client, lambda action: None, STALL, 1.0, owner="test")
+    dog.check_runs(now=since + 1)
+    assert [k for k in dog.check_runs(now=since + STALL + 2) if k.run_id == run_id] == []
+    report = run_status(client, run_id)
+    assert report["status"] == "failed"
+    assert report["stop_reason"].startswith(
+        "ConfigurationError: The agent class 'lab_agents:LabAgent' cannot be imported here")
+    assert client.zscore(ACTIVE_RUNS, run_id) is None  # no longer watched
