@@ -33,6 +33,7 @@ from srh_workers.flow.run_view import build_failure, forget_run
 from srh_workers.store import ACTIVE_RUNS, RedisRunStore
 from srh_workers.submit import run_status, submit_run
 from srh_workers.watchdog import Watchdog
+from tests.workers.support import deliver
 
 pytestmark = pytest.mark.integration
 STALL = 100.0
@@ -62,18 +63,6 @@ def app(redis_server: str) -> Celery:
     return make_app(WorkerSettings(broker_url="memory://", result_backend="cache+memory://",
                                    redis_url=redis_server, task_modules=(), max_deliveries=2,
                                    max_retries=2, retry_backoff_max=1.0))
-
-
-def deliver(app: Celery, name: str, task_id: str, *args: Any, retries: int = 0) -> Any:
-    """Run one delivery of the flow task ``name`` as a worker would."""
-    task = app.tasks[name]
-    task.push_request(id=task_id, retries=retries, called_directly=False, is_eager=False,
-                      args=list(args), kwargs={}, hostname="test@host",
-                      delivery_info={"routing_key": "branches"})
-    try:
-        return task(*args)
-    finally:
-        task.pop_request()
 
 
 def submitted(client: redis.Redis, *failures: Exception) -> str:
@@ -118,20 +107,20 @@ def test_a_configuration_error_ends_the_run_failed_without_a_retry(
         app: Celery, client: redis.Redis) -> None:
     error = ConfigurationError("Unknown tool 'product_law'. Did you mean 'product_rule'?")
     run_id = submitted(client, error)
-    deliver(app, names.RESTART, "t-restart", run_id, 1)  # no Retry raised, nothing sent
+    deliver(app.tasks[names.RESTART], "t-restart", run_id, 1)  # no Retry raised, nothing sent
     report = run_status(client, run_id)
     assert report["status"] == "failed"
     assert report["stop_reason"] == f"ConfigurationError: {error}"
-    deliver(app, names.RESTART, "t-restart", run_id, 1)  # a redelivery changes nothing
+    deliver(app.tasks[names.RESTART], "t-restart", run_id, 1)  # a redelivery changes nothing
     assert run_status(client, run_id)["stop_reason"] == report["stop_reason"]
 
 
 def test_a_transient_error_while_building_is_retried(app: Celery, client: redis.Redis) -> None:
     run_id = submitted(client, redis.exceptions.ConnectionError("Connection reset by peer"))
     with pytest.raises(Retry):
-        deliver(app, names.RESTART, "t-flaky", run_id, 1)
+        deliver(app.tasks[names.RESTART], "t-flaky", run_id, 1)
     assert run_status(client, run_id)["status"] == "running"  # the run goes on
-    deliver(app, names.RESTART, "t-flaky", run_id, 1, retries=1)  # the retry builds it
+    deliver(app.tasks[names.RESTART], "t-flaky", run_id, 1, retries=1)  # the retry builds it
     report = run_status(client, run_id)
     assert report["status"] == "running" and [b["R"] for b in report["branches"]] == [1]
 
