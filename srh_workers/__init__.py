@@ -49,6 +49,7 @@ _EXPORTS = {
     "list_runs": "srh_workers.submit",
     "refresh_run_data": "srh_workers.submit",
     "CelerySweepBackend": "srh_workers.sweeps",
+    "AgentBuildError": "srh_workers.errors",
     "PoisonTaskError": "srh_workers.errors",
     "TransientTaskError": "srh_workers.errors",
 }

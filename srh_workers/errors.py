@@ -30,3 +30,20 @@ class PoisonTaskError(WorkersError):
 
 class TransientTaskError(WorkersError):
     """A task failed for a reason worth retrying (raise it to ask for a retry)."""
+
+
+class AgentBuildError(WorkersError):
+    """A worker cannot build a run's agent from the run's spec (a bad setting, skill, tool,
+    data payload or agent class): deterministic, so the run ends failed with it at once,
+    never retried or re-delivered.
+
+    Attributes:
+        run_id: The run.
+        reason: The run's stop reason, ``failed: <ErrorType>: <message>`` of the cause
+            (:func:`srh_core.agent.outcome.failed_reason`).
+    """
+
+    def __init__(self, message: str, *, run_id: str, reason: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.reason = reason

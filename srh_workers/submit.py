@@ -26,7 +26,6 @@ from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.evaluator import load_custom_evaluator
 from srh_core.evaluator.sandboxed import EvaluatorSource
 from srh_core.ranking import select_best
-from srh_core.skills import run_skill_manager
 from srh_core.skills.bundle import pack_skills
 from srh_core.types import CandidateRecord, SearchResult
 from srh_workers.control.parking import release_stopped
@@ -71,8 +70,9 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
         The published spec (its ``run_id`` names the run everywhere).
 
     Raises:
-        ConfigurationError: The run id is already in use, or the agent class
-            cannot be imported by name.
+        ConfigurationError: The run id is already in use, the agent class
+            cannot be imported by name, or a tool is unknown (:func:`check_tools`).
+        SkillError: A skill the run names is unknown.
         EndpointAccessError: The run asks for a model endpoint the workers would
             refuse (a base URL not on the operator's list, without its own key).
         DataError: The data is invalid (the error names the variable).
@@ -83,6 +83,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     class_path = agent_class_path(agent_class)
     shipped = shipped_evaluator(settings)
     submit_access(client, api_key).check_run(settings)
+    check_tools(agent_class, settings)
     settings = settings if settings.run_id else settings.replace(run_id=uuid.uuid4().hex[:12])
     target = next(iter(y))
     context = AgentContext(args=settings)
@@ -94,8 +95,6 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
     now = time.time()
     skills = None
     if settings.skills_dir is not None:  # the workers have not got the folder: ship it
-
-        run_skill_manager(settings.skills_dir, settings.skills)  # refuse bad names now
         skills = pack_skills(settings.skills_dir)
     spec = RunSpec(run_id=settings.run_id, settings=settings.model_dump(), skills_bundle=skills,
                    evaluator_source=shipped,
@@ -135,6 +134,19 @@ def shipped_evaluator(settings: SearchSettings) -> Any:
     shipped = EvaluatorSource.read(settings.evaluator)
     load_custom_evaluator(settings.evaluator)
     return shipped
+
+
+def check_tools(agent_class: type[SRAgent], settings: SearchSettings) -> list[str]:
+    """The tools the run's agent will offer, found the way a worker finds them when it builds
+    the agent (``enabled_tool_names``: the ``tools`` setting checked against the built-in
+    tools and the custom tools its skills declare), so a bad name is refused here, with a
+    "did you mean", rather than on a worker.
+
+    Raises:
+        ConfigurationError: A tool name is unknown or a skill's tool file is invalid.
+        SkillError: A skill name is unknown.
+    """
+    return agent_class(settings=settings).enabled_tool_names()
 
 
 def kick_run(client: Redis, send: Send, run_id: str) -> list[Action]:

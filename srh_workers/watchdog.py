@@ -45,7 +45,9 @@ from typing import Any
 import redis
 
 from srh_core.errors import SearchStateError
+from srh_workers.errors import AgentBuildError
 from srh_workers.flow.names import Action
+from srh_workers.flow.steps import end_unbuilt_run
 from srh_workers.store import RedisRunStore
 from srh_workers.store.cluster import ClusterIndex
 from srh_workers.submit import kick_run
@@ -145,6 +147,10 @@ class Watchdog:
             actions = kick_run(self.client, self.send, run_id)
         except SearchStateError as error:
             logger.warning("run %s is stalled but cannot be kicked: %s", run_id, error)
+            return None
+        except AgentBuildError as error:  # deterministic: kicking again would not help
+            logger.error("%s", error, extra={"event": "agent_build_failed"})
+            end_unbuilt_run(self.client, error)
             return None
         kick = Kick(run_id, now - since, tuple((a.task, *a.args[1:]) for a in actions))
         logger.warning("run %s: no progress for %.0f s; re-sent %d task(s): %s", run_id,

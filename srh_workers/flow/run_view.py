@@ -22,15 +22,19 @@ from typing import Any, Literal
 from redis import Redis
 
 from srh_core.agent import SRAgent, load_agent_class
+from srh_core.agent.outcome import failed_reason
 from srh_core.agent.settings import SearchSettings
 from srh_core.api.cancel import cancel_when
+from srh_core.api.endpoints import EndpointAccessError
 from srh_core.context import AgentContext
 from srh_core.embedded.executor import SerialToolExecutor
 from srh_core.embedded.run_dir import path_inside, run_path
-from srh_core.errors import ModelRequestCancelledError, ModelRequestError
+from srh_core.errors import ModelRequestCancelledError, ModelRequestError, SRHarnessError
 from srh_core.types import ToolCall, ToolCallResult
 from srh_workers.control.parking import agent_options
 from srh_workers.endpoints import worker_access
+from srh_workers.errors import AgentBuildError
+from srh_workers.reliability import is_transient
 from srh_workers.spec import RunSpec, load_spec
 from srh_workers.store import RedisRunStore
 
@@ -149,6 +153,9 @@ class WorkerRunView:
             bounded: The agent's model requests will be cut (:meth:`bounded_requests`).
             revision: The data revision to bind (a step's samples and close use the one
                 the step was opened on); None: the version the run's record names.
+
+        Raises:
+            AgentBuildError: The run's spec cannot make an agent here (:func:`build_failure`).
         """
 
         def executor(tools: Mapping[str, Any]) -> Any:
@@ -160,14 +167,20 @@ class WorkerRunView:
         # per thread (kept: building one costs an HTTP client and a TLS context, tens of ms)
         # is cut alone, and calls made after a cancel are not affected.
         shared = getattr(self._thread_api, "api", None) if bounded else self._api
-        context = self.context_at(revision)
-        agent = self.agent_class(settings=self.settings, context=context,
-                                 evaluator=context.evaluator,
-                                 api=shared,
-                                 store=self.store, executor=executor,
-                                 problem_description=self.spec.description,
-                                 deadline=self.deadline(), model_access=self.model_access,
-                                 **self.agent_options())
+        try:
+            context = self.context_at(revision)
+            agent = self.agent_class(settings=self.settings, context=context,
+                                     evaluator=context.evaluator,
+                                     api=shared,
+                                     store=self.store, executor=executor,
+                                     problem_description=self.spec.description,
+                                     deadline=self.deadline(), model_access=self.model_access,
+                                     **self.agent_options())
+        except BUILD_ERRORS as error:
+            failure = build_failure(self.run_id, error)
+            if failure is None:
+                raise
+            raise failure from error
         if self.granularity == "run":  # one agent runs many steps: data may be refreshed
             agent.context_source = lambda: self.context
         if bounded:
@@ -277,19 +290,53 @@ def _stop_reason(rt: WorkerRunView) -> str | None:
         return None
 
 
+#: What building a run's view or agent raises when the run's spec is wrong (a setting, a
+#: skill, a tool, the data payload, the agent class), the same on every delivery: errors of
+#: code and input, never of the machine (OSError, MemoryError) or of Redis.
+BUILD_ERRORS: tuple[type[Exception], ...] = (SRHarnessError, TypeError, ValueError, LookupError,
+                                             AttributeError, ImportError)
+
+
+def build_failure(run_id: str, error: Exception) -> AgentBuildError | None:
+    """The :class:`AgentBuildError` a failed build of ``run_id``'s view or agent raises.
+
+    A deterministic error becomes one, and the task bodies' boundary
+    (:mod:`srh_workers.flow.tasks`) ends the run failed with it; None (raise ``error``
+    as it is) for a transient error (:func:`srh_workers.reliability.is_transient`: the
+    task is retried) and for an endpoint refusal (its own handler refuses the run).
+    """
+    if is_transient(error) or isinstance(error, EndpointAccessError):
+        return None
+    reason = failed_reason(error)
+    return AgentBuildError(f"Run {run_id}: its agent cannot be built on this worker "
+                           f"({reason.removeprefix('failed: ')}).", run_id=run_id,
+                           reason=reason)
+
+
 _CACHE: OrderedDict[str, WorkerRunView] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
 def run_view_for(client: Redis, run_id: str, runs_dir: Path | None = None) -> WorkerRunView:
-    """The cached view of ``run_id`` in this process (data decoded once per process)."""
+    """The cached view of ``run_id`` in this process (data decoded once per process).
+
+    Raises:
+        SearchStateError: The run has no spec (never submitted, or expired).
+        AgentBuildError: Its spec's settings or agent class do not load here.
+    """
     with _CACHE_LOCK:
         cached = _CACHE.get(run_id)
         if cached is not None:
             _CACHE.move_to_end(run_id)
             return cached
-    view = WorkerRunView(client, load_spec(RedisRunStore(client, run_id, register=False)),
-                         runs_dir)
+    spec = load_spec(RedisRunStore(client, run_id, register=False))
+    try:
+        view = WorkerRunView(client, spec, runs_dir)
+    except BUILD_ERRORS as error:
+        failure = build_failure(run_id, error)
+        if failure is None:
+            raise
+        raise failure from error
     with _CACHE_LOCK:
         _CACHE[run_id] = view
         while len(_CACHE) > RUN_CACHE_SIZE:

@@ -28,8 +28,16 @@ import logging
 import time
 from pathlib import Path
 
+from redis import Redis
+
 from srh_core.agent.branch import BranchState
-from srh_core.agent.outcome import run_outcome
+from srh_core.agent.outcome import (
+    STOP_CANCELLED,
+    STOP_FAILED,
+    RunOutcome,
+    is_failure,
+    run_outcome,
+)
 from srh_core.agent.scheduler import (
     EndBranch,
     FinishRun,
@@ -45,9 +53,10 @@ from srh_core.agent.scheduler import (
     on_restart_ended,
     on_step_closed,
 )
+from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import opened_step, sample_results
 from srh_core.embedded.run_dir import RunDirectory, run_inputs
-from srh_core.errors import ConfigurationError
+from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.types import SearchResult
 from srh_workers.control.parking import (
     finish_controls,
@@ -55,6 +64,7 @@ from srh_workers.control.parking import (
     park_step,
     release_stopped,
 )
+from srh_workers.errors import AgentBuildError
 from srh_workers.flow.names import (
     Action,
     finalize_action,
@@ -63,7 +73,9 @@ from srh_workers.flow.names import (
     step_action,
     whole_run_action,
 )
-from srh_workers.flow.run_view import Budget, WorkerRunView
+from srh_workers.flow.run_view import BUILD_ERRORS, Budget, WorkerRunView
+from srh_workers.spec import load_spec
+from srh_workers.store import RedisRunStore
 
 logger = logging.getLogger("srh.workers")
 
@@ -290,6 +302,61 @@ def refuse_run(rt: WorkerRunView, reason: str) -> SearchResult:
     finish_controls(rt, result)
     log_run_finished(rt, result)
     return result
+
+
+def end_unbuilt_run(client: Redis, error: AgentBuildError,
+                    rt: WorkerRunView | None = None) -> SearchResult | None:
+    """End a run whose agent cannot be built (:class:`AgentBuildError`) as failed; once.
+
+    The error is deterministic, so nothing retries it: the run's stop flag is set to
+    its reason (branches in flight end at their next step), and the result is written
+    at once with what the run recorded and the error's type and message as its stop
+    reason, without an agent (:func:`finalize_run` builds one). A cancel or a failure
+    that came first wins. The result stays in Redis (``srh export`` writes a directory).
+
+    Args:
+        client: Redis of the run.
+        error: The build failure.
+        rt: The run's view, when it could be built (only the agent could not).
+
+    Returns:
+        The run's result, or None when the run is gone (its spec expired).
+    """
+    store, settings = (rt.store, rt.settings) if rt is not None else _bare_run(client,
+                                                                              error.run_id)
+    if store is None:
+        return None
+    store.flow.request_stop(error.reason)
+    existing = store.stored_result()
+    if existing is not None:
+        return existing
+    stop = store.flow.stop_reason() or error.reason
+    outcome = (RunOutcome("interrupted", STOP_CANCELLED) if stop == STOP_CANCELLED else
+               RunOutcome("failed", (stop if is_failure(stop) else error.reason)
+                          .removeprefix(f"{STOP_FAILED}: ")))
+    result = store.result(outcome.status, f"the agent could not be built; "
+                          f"{store.node_count} nodes", stop_reason=outcome.reason,
+                          selection=settings.selection)
+    if rt is not None:
+        finish_controls(rt, result)
+    logger.info("run %s finished: %s", error.run_id, result.status, extra={
+        "event": "run_finished", "run_id": error.run_id, "status": result.status,
+        "stop_reason": result.stop_reason})
+    return result
+
+
+def _bare_run(client: Redis, run_id: str) -> tuple[RedisRunStore | None, SearchSettings]:
+    """The store and settings of a run whose view cannot be built (defaults for settings
+    that do not load here); no store when the run is gone."""
+    probe = RedisRunStore(client, run_id, register=False)
+    try:
+        settings = SearchSettings.build(**load_spec(probe).settings)
+    except SearchStateError:
+        return None, SearchSettings.build()
+    except BUILD_ERRORS:
+        settings = SearchSettings.build()
+    return RedisRunStore(client, run_id, settings.ranking_metric, settings.larger_is_better,
+                         register=False), settings
 
 
 def write_run_directory(rt: WorkerRunView, result: SearchResult, path: Path) -> bool:

@@ -34,7 +34,7 @@ from srh_core.context import AgentContext
 from srh_core.errors import ModelRequestError
 from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCallResult
-from srh_workers.errors import PoisonTaskError
+from srh_workers.errors import AgentBuildError, PoisonTaskError
 from srh_workers.flow import names, steps
 from srh_workers.flow.dispatch import HANDLERS
 from srh_workers.flow.names import Action, whole_run_action
@@ -72,7 +72,9 @@ def _send_all(task: SRHTask, actions: Sequence[Action]) -> dict[str, Any]:
 
 def _run(task: SRHTask, name: str, run_id: str, *coordinate: int,
          budget: Budget | None = None) -> dict[str, Any]:
-    runtime = _runtime(task, run_id)
+    runtime = _built_runtime(task, run_id)
+    if runtime is None:
+        return {"run_id": run_id, "coordinate": list(coordinate), "enqueued": []}
     try:
         handler = HANDLERS[name]
         actions = (handler(runtime, *coordinate, budget=budget) if budget is not None
@@ -81,7 +83,26 @@ def _run(task: SRHTask, name: str, run_id: str, *coordinate: int,
         logger.error("run %s refused: %s", run_id, error)
         steps.refuse_run(runtime, str(error))
         actions = []
+    except AgentBuildError as error:
+        _end_unbuilt(task, error, runtime)
+        actions = []
     return {"run_id": run_id, "coordinate": list(coordinate), **_send_all(task, actions)}
+
+
+def _built_runtime(task: SRHTask, run_id: str) -> WorkerRunView | None:
+    """The run's view; None once a run whose view cannot be built here has been ended."""
+    try:
+        return _runtime(task, run_id)
+    except AgentBuildError as error:
+        _end_unbuilt(task, error)
+        return None
+
+
+def _end_unbuilt(task: SRHTask, error: AgentBuildError,
+                 runtime: WorkerRunView | None = None) -> None:
+    """The run's agent cannot be built here (deterministic): end the run failed, no retry."""
+    logger.error("%s", error, extra={"event": "agent_build_failed"})
+    steps.end_unbuilt_run(redis_client(str(app_settings(task.app).redis_url)), error, runtime)
 
 
 class FlowTask(SRHTask):
@@ -99,6 +120,12 @@ class FlowTask(SRHTask):
         args: Sequence[Any] = self.request.args or ()
         if not args:
             return
+        try:
+            self._on_poison(args, record)
+        except AgentBuildError as error:
+            _end_unbuilt(self, error)
+
+    def _on_poison(self, args: Sequence[Any], record: PoisonRecord) -> None:
         runtime = _runtime(self, str(args[0]))
         if self.name == names.SAMPLE and len(args) == 5:
             actions = _fail_sample(runtime, *args[1:], record)
@@ -122,6 +149,8 @@ class FlowTask(SRHTask):
             return
         try:
             _send_all(self, _after_failure(self, list(args), exc))
+        except AgentBuildError as error:  # moving the run on needs its agent: end it
+            _end_unbuilt(self, error)
         except Exception:  # the run cannot be told now (Redis down?): the watchdog retries
             logger.exception("%s[%s]: could not record the failure in its run", self.name,
                              task_id)
@@ -197,12 +226,17 @@ def branch_finalize(self: FlowTask, run_id: str) -> dict[str, Any]:
 @shared_task(name=names.WHOLE_RUN, bind=True, base=FlowTask)
 def whole_run(self: FlowTask, run_id: str) -> dict[str, Any]:
     """Run a whole run (granularity "run") until it ends or this task's time is up."""
-    runtime = _runtime(self, run_id)
+    runtime = _built_runtime(self, run_id)
+    if runtime is None:
+        return {"run_id": run_id, "enqueued": []}
     try:
         actions = run_whole(runtime, owner=str(self.request.id), budget=self.time_budget)
     except EndpointAccessError as error:
         logger.error("run %s refused: %s", run_id, error)
         steps.refuse_run(runtime, str(error))
+        actions = []
+    except AgentBuildError as error:
+        _end_unbuilt(self, error, runtime)
         actions = []
     except SoftTimeLimitExceeded:  # a step overran the chunk: continue from the checkpoint
         logger.warning("run %s: soft time limit inside a step; continuing in a new task", run_id)

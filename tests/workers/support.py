@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,14 @@ class WorkerProcess:
             except ProcessLookupError:
                 break
         return int(self.process.returncode)
+
+
+def deliver(task: Any, task_id: str, *args: Any, retries: int = 0) -> Any:
+    """Run the Celery ``task`` as a worker would run one delivery of message ``task_id``."""
+    task.push_request(id=task_id, retries=retries, called_directly=False, is_eager=False,
+                      args=list(args), kwargs={}, hostname="test@host",
+                      delivery_info={"routing_key": "tools"})
+    try:
+        return task(*args)
+    finally:
+        task.pop_request()

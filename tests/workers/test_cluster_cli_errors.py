@@ -14,9 +14,18 @@ import redis
 
 import srh_workers.app as app_module
 from srh_core.cli import main
+from srh_core.tools.custom_tools import loaded_custom_tools, unload_custom_tool
 from srh_workers.store import RUNS_INDEX
 
 PROBLEM = ["run", "--backend", "celery", "--problem", "feynman-I.6.2a", "-L", "1"]
+#: The tool of the skills folder every case runs beside (``--skills-dir skills``).
+PRODUCT_RULE = '''TOOL_NAME = "product_rule"
+TOOL_KIND = "formula"
+
+def run(data, target) -> dict:
+    """Propose the product of the inputs."""
+    return {"formula": "*".join(sorted(name for name in data if name != target))}
+'''
 
 
 def _closed_port() -> int:
@@ -38,6 +47,10 @@ CASES = {
                       "--own-key reads the openai key from OPENAI_API_KEY, which is not set"),
     "unknown_endpoint": ({}, ["--endpoint", "lab"], "must name one of the operator's endpoints"),
     "run_id_dotdot": ({}, ["--run-id", ".."], "The 'run_id' setting must be a string matching"),
+    "tool_named_otherwise_by_its_skill": ({}, ["--skills-dir", "skills", "--tools",
+                                                "evaluate_formula,product_law"],
+                                          "Unknown tool 'product_law'. Did you mean "
+                                          "'product_rule'?"),
     "broker_down": ({"SRH_BROKER_URL": f"redis://127.0.0.1:{_closed_port()}/0"}, [],
                     "The run's first task could not be sent to the broker"),
 }
@@ -52,6 +65,10 @@ def test_cluster_submit_error_is_one_line_and_leaves_no_run(
     client = redis.Redis.from_url(redis_server)
     runs_before, keys_before = client.zcard(RUNS_INDEX), set(client.keys("srh:{*"))
     monkeypatch.chdir(tmp_path)
+    skill = tmp_path / "skills" / "products"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: products\ndescription: Products.\n---\n# P\n")
+    (skill / "tool.py").write_text(PRODUCT_RULE)
     monkeypatch.setattr(app_module, "_app", None)  # the app is made from this case's env
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("SRH_ENDPOINTS", raising=False)
@@ -62,6 +79,8 @@ def test_cluster_submit_error_is_one_line_and_leaves_no_run(
         else:
             monkeypatch.setenv(name, value)
     code = main([*PROBLEM, *flags])
+    for path in [p for p in loaded_custom_tools() if p.startswith(str(tmp_path))]:
+        unload_custom_tool(path)  # the submitter's check registered the skills' tools
     stderr = capsys.readouterr().err
     lines = stderr.strip().splitlines()
     assert code == 2, stderr

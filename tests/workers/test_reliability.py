@@ -41,7 +41,7 @@ from srh_workers.reliability import (
     retry_countdown,
 )
 from srh_workers.store import RunKeys
-from tests.workers.support import WorkerProcess, wait_until, worker_env
+from tests.workers.support import WorkerProcess, deliver, wait_until, worker_env
 
 EXECUTIONS_KEY = "test:executions:{task_id}"
 
@@ -126,17 +126,6 @@ def guarded_app(redis_server: str, client: redis.Redis) -> Celery:
                               redis_url=redis_server, task_modules=(), max_deliveries=2,
                               max_retries=2, retry_backoff_max=1.0)
     return make_app(settings)
-
-
-def deliver(task: SRHTask, task_id: str, *args: Any, retries: int = 0) -> Any:
-    """Run ``task`` as a worker would run one delivery of message ``task_id``."""
-    task.push_request(id=task_id, retries=retries, called_directly=False, is_eager=False,
-                      args=list(args), kwargs={}, hostname="test@host",
-                      delivery_info={"routing_key": "tools"})
-    try:
-        return task(*args)
-    finally:
-        task.pop_request()
 
 
 def test_a_task_delivered_too_often_fails_without_running(guarded_app: Celery,
