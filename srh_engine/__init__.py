@@ -80,7 +80,7 @@ _LAZY = {
     "UnitError": "errors",
     "snap_constants": "snapping", "recognise_and_snap": "snapping",
     "DIMENSIONLESS": "units", "Dimension": "units", "parse_units": "units",
-    "readable": "readable",
+    "readable": "readable", "integral_number": "readable",
 }
 
 __all__ = [
@@ -138,6 +138,7 @@ __all__ = [
     "function",
     "gather",
     "grouped_param",
+    "integral_number",
     "inv",
     "log",
     "log10",

@@ -15,6 +15,12 @@ value, up to floating-point rounding, wherever the original is defined):
   ``a + b``, a term led by a negative number is subtracted (``a + -0.5*t`` ->
   ``a - 0.5*t``), ``-a + b`` is ``b - a``, and the minus of a product sits on
   its first factor (``-(m*x/T)`` -> ``-m*x/T``);
+* a number that is exactly integral (``float.is_integer()``, up to 2**53 in
+  magnitude, so the int is the same value) is an integer literal wherever it
+  appears (``sqrt(1.0 - x)`` -> ``sqrt(1 - x)``, ``2.0*x`` -> ``2*x``): SymPy,
+  and so SRBench's symbolic judge, does not cancel the Float ``1.0`` against
+  an Integer ``1``. Nothing is rounded: ``0.9999999`` and ``1.5`` stay. A
+  ``+ 0`` or ``- 0`` term is dropped (``x + 0`` -> ``x``, ``0 - x`` -> ``-x``);
 * ``exp(log(a) + b)`` is ``a*exp(b)`` (and ``exp(b - log(a))`` is
   ``exp(b)/a``) when ``a`` is positive wherever the formula is used: a
   positive number, ``exp(...)``, a name in ``positive``, or sums, products,
@@ -35,12 +41,14 @@ from collections.abc import Collection
 from .nodes import Binary, Expression, Function, Number, Parameter, Symbol, Unary
 from .transform import map_postorder
 
-__all__ = ["is_positive", "readable"]
+__all__ = ["integral_number", "is_positive", "readable"]
 
 NAMED_CONSTANTS = frozenset({math.pi, math.e})
 """Numbers printed by name; never multiplied into another number (``4*pi`` stays)."""
 POSITIVE_FUNCTIONS = frozenset({"exp", "cosh", "sigmoid"})
 """Functions whose value is positive for every finite argument."""
+INTEGRAL_LIMIT = 2.0**53
+"""Integral floats up to this magnitude become ints (every int up to it is a float exactly)."""
 
 _Signed = tuple[int, Expression]
 
@@ -59,6 +67,8 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
     names = frozenset(positive)
 
     def rewrite(node: Expression) -> Expression:
+        if isinstance(node, Number):
+            return Number(integral_number(node.value))
         if isinstance(node, Binary) and node.operator in ("+", "-"):
             return _sum_node(node)
         if isinstance(node, Unary):
@@ -74,6 +84,20 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
 
 
 # ------------------------------------------------------------------ products
+def integral_number(value: float) -> int | float:
+    """``value`` as an int when it is exactly integral (``2.0`` -> ``2``), else unchanged.
+
+    Args:
+        value: A number of a tree (``-0.0`` becomes ``0``; ``1.5``, ``0.9999999`` stay).
+
+    Returns:
+        The int of the same value, or ``value`` itself.
+    """
+    if isinstance(value, float) and value.is_integer() and abs(value) <= INTEGRAL_LIMIT:
+        return int(value)
+    return value
+
+
 def _is_inverse(node: Expression) -> bool:
     return isinstance(node, Function) and node.name == "inv"
 
@@ -108,8 +132,7 @@ def _factors(node: Expression) -> tuple[list[Expression], list[Expression]]:
 def _power(base: Expression, exponent: float) -> Expression:
     if exponent == 1:
         return base
-    whole = isinstance(exponent, float) and exponent.is_integer()
-    return Binary("**", base, Number(int(exponent) if whole else exponent))
+    return Binary("**", base, Number(integral_number(exponent)))
 
 
 def _product(top: list[Expression], bottom: list[Expression]) -> Expression:
@@ -133,7 +156,7 @@ def _magnitudes(factors: list[Expression]) -> list[Expression]:
     product = math.prod(plain) if plain else 1
     rest = [Number(abs(f.value)) if isinstance(f, Number) else f for f in factors
             if not isinstance(f, Number) or abs(f.value) in NAMED_CONSTANTS]
-    return rest if product == 1 else [Number(product), *rest]
+    return rest if product == 1 else [Number(integral_number(product)), *rest]
 
 
 def _chain(operator: str, items: list[Expression]) -> Expression | None:
@@ -183,6 +206,10 @@ def _sum_node(node: Binary) -> Expression:
     rewrites of one ``+``/``-`` (no reassociation, so no new rounding or cancellation)."""
     sign, right = _signed(node.right, 1 if node.operator == "+" else -1)
     left_sign, left = _signed(node.left, 1)
+    if _number(right) == 0:
+        return node.left
+    if _number(left) == 0:
+        return right if sign > 0 else _negative(right)
     if left_sign < 0 and sign > 0:
         return Binary("-", right, left)
     return Binary("+" if sign > 0 else "-", node.left, right)

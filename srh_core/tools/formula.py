@@ -545,10 +545,14 @@ def formula_text(f: engine.Expression) -> str:
 
     Factors of exactly 1 or -1 are dropped (``1*x`` -> ``x``, ``-1*x`` -> ``-x``,
     ``x/1`` and ``x**1`` -> ``x``): the value is the same bit for bit, the tree smaller.
+    A number (a bound value included) that is exactly integral is written as an int
+    (``1.0`` -> ``1``, :func:`srh_engine.integral_number`; ``1.5`` and ``0.9999999`` stay).
     """
     def inline(node: engine.Expression) -> engine.Expression:
         if isinstance(node, engine.Parameter) and node.value is not None:
-            return without_unit_factor(engine.Number(node.value))
+            return engine.Number(engine.integral_number(node.value))
+        if isinstance(node, engine.Number):
+            return engine.Number(engine.integral_number(node.value))
         return without_unit_factor(node)
 
     return engine.to_str(map_postorder(f, inline))

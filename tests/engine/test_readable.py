@@ -19,7 +19,7 @@ from srh_engine import (
     readable,
     to_str,
 )
-from srh_engine.readable import is_positive
+from srh_engine.readable import integral_number, is_positive
 
 RULES = [
     ("plus-minus", "exp(-0.9189385332046727 + -0.5*theta**2.0)", (),
@@ -44,6 +44,20 @@ RULES = [
     ("unit-factors", "1*x/1*y**1", (), "x*y"),
     ("subtraction-kept", "a - (b - c)", (), "a - (b - c)"),
     ("plain-kept", "x*sin(y) + 2", (), "x*sin(y) + 2"),
+    ("integral-additive-constant", "sqrt(1.0 - (s/h)**2.0)", (), "sqrt(1 - (s/h)**2)"),
+    ("integral-leading-constant", "-1.0 + x", (), "x - 1"),
+    ("integral-factor", "2.0*x*y", (), "2*x*y"),
+    ("integral-product-of-factors", "2.0*x*3.0", (), "6*x"),
+    ("integral-divisor", "x/4.0", (), "x/4"),
+    ("integral-inside-functions", "sin(3.0*x) + exp(-2.0)", (), "sin(3*x) + exp(-2)"),
+    ("integral-unit-factors-fold", "1.0*x/1.0*y*1.0", (), "x*y"),
+    ("integral-minus-one-factor", "-1.0*x + y", (), "y - x"),
+    ("plus-zero-folds", "x + 0.0", (), "x"),
+    ("minus-zero-folds", "x - -0.0", (), "x"),
+    ("zero-minus-folds", "0.0 - x*y", (), "-x*y"),
+    ("fraction-kept", "1.5*x + 0.5", (), "1.5*x + 0.5"),
+    ("fitted-near-integer-kept", "0.9999999*x + 2.0000001", (), "0.9999999*x + 2.0000001"),
+    ("huge-integral-kept-float", "x + 1e+300", (), "x + 1e+300"),
 ]
 
 
@@ -51,6 +65,20 @@ RULES = [
                          ids=[r[0] for r in RULES])
 def test_rewrite_rules(text: str, positive: tuple[str, ...], expected: str) -> None:
     assert to_str(readable(parse(text), positive)) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (1.0, 1), (2.0, 2), (-1.0, -1), (-0.0, 0), (0.5, 0.5), (1.5, 1.5), (0.9999999, 0.9999999),
+    (1.0000000000000002, 1.0000000000000002), (2.0**53, 2**53), (2.0**54, 2.0**54), (3, 3)])
+def test_integral_number_is_exact(value: float, expected: int | float) -> None:
+    got = integral_number(value)
+    assert got == expected and type(got) is type(expected)
+
+
+def test_integral_numbers_become_ints_in_the_tree() -> None:
+    tree = readable(parse("sqrt(1.0 - x) + 2.5"))
+    numbers = [node.value for node in tree.iter_preorder() if isinstance(node, Number)]
+    assert numbers == [1, 2.5] and [type(n) for n in numbers] == [int, float]
 
 
 @pytest.mark.parametrize(("text", "positive", "expected"), [

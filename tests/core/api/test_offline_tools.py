@@ -102,3 +102,10 @@ def test_constant_fit_snaps_a_pi_multiple_and_writes_no_unit_factor():
     assert result.ok, result.result_str
     assert result.result["formula"] == "q**2/(4*pi*eps*r)"
     assert result.result["metrics"]["train"]["mse"] < 1e-25
+
+
+def test_formula_text_writes_exactly_integral_numbers_as_ints():
+    tree = engine.parse('param("a", 1.0) - x*param("b", 2.0) + 1.5*sin(3.0*x) + 0.9999999')
+    assert formula_text(tree) == "1 - x*2 + 1.5*sin(3*x) + 0.9999999"
+    unit = engine.parse('param("a", 1.0)*x/param("b", 1.0)')
+    assert formula_text(unit) == "x"

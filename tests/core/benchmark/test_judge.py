@@ -172,3 +172,23 @@ def test_off_the_main_thread_the_check_is_bounded_too(monkeypatch):
     assert verdicts["small"] == judge.symbolic_solution("0.5*m*v**2 + 3", "m*v**2/2")
     assert verdicts["small"].symbolic_solution
     assert not verdicts["bad"].symbolic_solution and "cannot be read" in verdicts["bad"].reason
+
+
+def test_a_reported_formula_with_integral_floats_is_a_symbolic_solution():
+    """SymPy does not cancel a Float ``1.0`` against the truth's Integer ``1``: the formula as
+    the search builds it fails the judge, the formula as the tools report it passes."""
+    from srh_core.context import AgentContext
+    from srh_core.tools.base import BaseTool
+
+    rng = np.random.default_rng(0)
+    data = {"s": rng.uniform(0.0, 1.0, 200), "h": rng.uniform(1.5, 3.0, 200)}
+    data["y"] = np.sqrt(1 - (data["s"] / data["h"]) ** 2)
+    truth = "sqrt(1 - (s/h)**2)"
+    built = 'sqrt(param("c", 1.0) - (s/h)**2.0)'
+    assert not judge.symbolic_solution("sqrt(1.0 - (s/h)**2.0)", truth).symbolic_solution
+    context = AgentContext(args={"validation_fraction": 0.25}, data=data, target="y")
+    result = BaseTool.create("evaluate_formula", context)(f=built)
+    assert result.ok, result.result_str
+    assert result.result["formula"] == "sqrt(1 - (s/h)**2)"
+    verdict = judge.symbolic_solution(result.result["formula"], truth, r2_test=1.0)
+    assert verdict.symbolic_solution, verdict.reason
