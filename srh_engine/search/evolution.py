@@ -26,6 +26,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.optimize import leastsq  # here, not in the first tune: it is inside the budget
 
+from .consistency import Vector, tree_consistent
 from .operators import BINARY, UNARY, Tree, evaluate_tree, size
 
 __all__ = ["Evolution", "linear_nmse", "tune_constants"]
@@ -63,6 +64,8 @@ class Evolution:
         binary, unary: Operator names.
         max_size: Largest tree size.
         seed: Seed of every random choice.
+        dimensions: Each input's dimension (:func:`.consistency.input_dimensions`); with
+            them, a tree inconsistent inside scores infinite, unevaluated.
     """
 
     columns: Sequence[np.ndarray]
@@ -71,6 +74,7 @@ class Evolution:
     unary: Sequence[str]
     max_size: int
     seed: int = 0
+    dimensions: tuple[Vector | None, ...] | None = None
     archive: dict[int, tuple[float, Tree]] = field(default_factory=dict)
     evaluated: int = 0
 
@@ -91,6 +95,9 @@ class Evolution:
             self.memo.clear()
         if len(self.scores) > 4 * MEMO_LIMIT:
             self.scores.clear()
+        if self.dimensions is not None and not tree_consistent(tree, self.dimensions):
+            self.scores[tree] = math.inf
+            return math.inf
         with np.errstate(all="ignore"):
             values = evaluate_tree(tree, self.columns, self.memo)
         score = linear_nmse(values, self.target, self.var) if self.var > 0 else 1.0

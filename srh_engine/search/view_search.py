@@ -6,6 +6,7 @@ import numpy as np
 
 from .budget import Budget
 from .combination import MAX_FORM_SIZE, combinations
+from .consistency import input_dimensions
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
 from .operators import Tree, evaluate_tree, size
@@ -20,6 +21,9 @@ ENUMERATION_SHARE = 0.6
 COMBINATION_SHARE = 0.3
 """Of what the enumeration leaves: the sparse combinations of its forms."""
 SEEDS_PER_RUN = 60
+CONSISTENT_FORMS = True
+"""With the inputs' units known, enumerated and evolved forms that are dimensionally
+inconsistent inside are dropped as they are built (:mod:`.consistency`)."""
 ELIMINATION_ROWS = 512
 """Rows given to the combinations: the dictionary uses 128 of them, the backward
 elimination over monomials all of them (its full fit has up to a third as many terms)."""
@@ -35,8 +39,9 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     few = sample_rows(target.size, ENUMERATION_ROWS, rng)
     many = sample_rows(target.size, FITNESS_ROWS, rng)
     enumeration_budget = budget.share(ENUMERATION_SHARE)
+    dimensions = input_dimensions(view.inputs, run.units) if CONSISTENT_FORMS else None
     enumeration = Enumeration(view.columns[few], np.stack([candidates[n][few] for n in names]),
-                              run.binary, run.unary, seed=seed)
+                              run.binary, run.unary, seed=seed, dimensions=dimensions)
     combined: list[tuple[str, Tree]] | None = None
     combine = combine and view.columns.shape[0] > ENUMERATION_ROWS
     for level in range(2, min(run.max_size, largest or run.max_size) + 1):
@@ -74,7 +79,7 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     if evolve and min((f.nmse for f in found), default=1.0) > EXACT_NMSE and \
             not budget.over():
         found += _evolve(run, view, candidates[best_name][many], columns, scored[best_name],
-                         best_name, budget, seed)
+                         best_name, budget, seed, dimensions)
     return found
 
 
@@ -110,9 +115,10 @@ def _claims_exact(enumeration: Enumeration, view: View, candidates: dict[str, np
 
 
 def _evolve(run: Run, view: View, target: np.ndarray, columns: list[np.ndarray],
-            seeds: list[tuple[float, Tree]], transform: str, budget: Budget, seed: int
-            ) -> list[Found]:
-    evolution = Evolution(columns, target, run.binary, run.unary, run.max_size, seed=seed)
+            seeds: list[tuple[float, Tree]], transform: str, budget: Budget, seed: int,
+            dimensions: tuple | None = None) -> list[Found]:
+    evolution = Evolution(columns, target, run.binary, run.unary, run.max_size, seed=seed,
+                          dimensions=dimensions)
     ordered = [tree for _, tree in sorted(seeds, key=lambda s: (s[0], size(s[1])))]
     evolution.seed_population(list(dict.fromkeys(ordered))[:SEEDS_PER_RUN])
     evolution.run(budget.over, EXACT_NMSE)

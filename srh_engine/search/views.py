@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..nodes import Binary, Expression, Function, Number, Unary
+from ..units import Dimension
 from .budget import Counter
 from .evolution import linear_nmse
 from .operators import Tree, evaluate_tree
@@ -62,6 +63,8 @@ class Run:
     found: list[Found] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     columns_by_name: dict[str, np.ndarray] = field(default_factory=dict)
+    units: dict[str, Dimension] = field(default_factory=dict)
+    """The inputs' dimensions by name, where known (:mod:`.consistency`, :mod:`.invariance`)."""
 
 
 TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")
