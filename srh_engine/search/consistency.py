@@ -79,6 +79,8 @@ class FormDimensions:
         self.dims = np.array([v if v is not None else (0.0,) * _WIDTH for v in leaves],
                              dtype=float).reshape(len(leaves), _WIDTH)
         self.free = np.array([v is None for v in leaves], dtype=bool)
+        self.bad = np.zeros(len(leaves), dtype=bool)
+        """Inconsistent forms (an enumeration with the filter keeps none)."""
         self.dropped = 0
 
     def of(self, recipes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,16 +92,18 @@ class FormDimensions:
         left = recipes[:, 1]
         a, a_free = self.dims[left], self.free[left]
         if recipes[0, 2] < 0:
-            return _unary(name, a, a_free)
+            ok, dims, free = _unary(name, a, a_free)
+            return ok & ~self.bad[left], dims, free
         right = recipes[:, 2]
         b, b_free = self.dims[right], self.free[right]
+        sound = ~(self.bad[left] | self.bad[right])
         if name in ("+", "-"):
             same = np.all(np.abs(a - b) <= TOLERANCE, axis=1)
             ok = same | a_free | b_free
             dims = np.where(a_free[:, None], b, a)
-            return ok, dims, a_free & b_free
+            return ok & sound, dims, a_free & b_free
         dims = a + b if name == "*" else a - b
-        return np.ones(n, bool), dims, a_free | b_free
+        return sound, dims, a_free | b_free
 
     def keep(self, recipes: np.ndarray) -> np.ndarray:
         """Which candidates (one operator's) are consistent; counts the dropped ones."""
@@ -111,11 +115,13 @@ class FormDimensions:
         """Record a kept level (its forms get the next ids, in order)."""
         dims = np.zeros((recipes.shape[0], _WIDTH))
         free = np.zeros(recipes.shape[0], bool)
+        ok = np.ones(recipes.shape[0], bool)
         for code in np.unique(recipes[:, 0]):
             pick = np.flatnonzero(recipes[:, 0] == code)
-            _, dims[pick], free[pick] = self.of(recipes[pick])
+            ok[pick], dims[pick], free[pick] = self.of(recipes[pick])
         self.dims = np.vstack([self.dims, dims])
         self.free = np.concatenate([self.free, free])
+        self.bad = np.concatenate([self.bad, ~ok])
 
 
 def _unary(name: str, a: np.ndarray, a_free: np.ndarray

@@ -54,7 +54,13 @@ LOOSE_SLACK = 1.12
 """A peaked target (a Gaussian of a difference) defeats the free surrogate (relative error
 0.1..0.25 on four inputs); the pair tests then pass at this ratio to the free surrogate's
 error (measured on four inputs: true pairs 1.06..1.115, false ones above 1.2, except
-where the free surrogate was worse still, above 0.5 of the spread)."""
+where the free surrogate was worse still, above 0.5 of the spread). Only on at most
+``LOOSE_MAX_INPUTS`` inputs: on eight, a sum of small linear terms and a Gaussian passed
+with the product of two of the linear inputs (the surrogate's error is the Gaussian's, and
+the product loses little of the small terms); nor on two, where the combined surrogate has
+one input and a poor fit of the target by any one function passes."""
+LOOSE_MIN_INPUTS = 3
+LOOSE_MAX_INPUTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +194,8 @@ def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4,
     degree = _degree(X.shape[1], t.size)
     free = _residual(_design(_scaled(Xs), _exponents(X.shape[1], degree)), t)
     if free >= LOOSE_MAX_ERROR:
+        return []
+    if free >= MAX_SURROGATE_ERROR and not LOOSE_MIN_INPUTS <= X.shape[1] <= LOOSE_MAX_INPUTS:
         return []
     allowed = max(SLACK * free + FLOOR, PAIR_TOLERANCE) if free < MAX_SURROGATE_ERROR else \
         LOOSE_SLACK * free

@@ -10,7 +10,9 @@ only through one combination of the two:
 
 Each is tested as the pair decompositions are (:func:`.decomposition.pair_combinations`,
 the same fitted polynomial surrogates: the surrogate over the combined input and the others
-fits about as well as the free one), whatever function of the combination the target is.
+fits about as well as the free one), whatever function of the combination the target is;
+on the target, then (when none holds there and the target has one sign) on ``log|y|``,
+where a Gaussian or an exponential of the combination is a polynomial.
 A property found reduces the problem: the pair becomes one input of a new view (its input
 is the combination as an expression of the original inputs, so an answer found in the view
 maps back by substitution), and further properties are tested on that view, greedily, so
@@ -97,8 +99,12 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
     candidates = candidate_pairs(dimensions, d, max_untyped_inputs)
     if not candidates:
         return []
-    found = dec.pair_combinations(base.columns, target, limit=len(candidates),
-                                  candidates=candidates)
+    found, tested = [], target
+    for tested in _tested_targets(target):
+        found = dec.pair_combinations(base.columns, tested, limit=len(candidates),
+                                      candidates=candidates)
+        if found:
+            break
     if not found:
         return []
     first = _combined(base, *found[0])
@@ -117,7 +123,7 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
                 if i in position and j in position]
         if not more:
             break
-        still = dec.pair_combinations(view.columns, target, limit=1, candidates=more)
+        still = dec.pair_combinations(view.columns, tested, limit=1, candidates=more)
         if not still:
             break
         after = _combined(view, *still[0])
@@ -129,6 +135,14 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
         run.notes.append("invariance: " + ", ".join(to_str(x) for x in view.inputs[:taken])
                          + " taken out together")
     return views[:MAX_VIEWS]
+
+
+def _tested_targets(target: np.ndarray):
+    """The target, then ``log|y|`` when it has one sign: a symmetry of one is a symmetry of
+    the other, and a peaked target (a Gaussian) is a smooth one in logarithms."""
+    yield target
+    if np.all(target > 0) or np.all(target < 0):
+        yield np.log(np.abs(target))
 
 
 def _combined(view: View, i: int, j: int, operator: str) -> View | None:
