@@ -4,6 +4,7 @@
 Run alone::
 
     .venv/bin/python scripts/gen_problems.py --count 40 --seed 1 --out heldout.json
+    .venv/bin/python scripts/gen_problems.py --random --count 20 --seed 5 --units --out u.json
 
 Each problem is a random formula from a small grammar of forms that recur in
 physics, with sensible positive ranges (angles get ranges in radians):
@@ -53,6 +54,12 @@ contains: ``several-parts`` (two or more motifs), else the motif's name, else
 ``ratio-of-sums``, ``nested``, ``difference``, ``many-variables``, ``function``,
 ``other``, first match in that order.
 
+``--units`` gives every variable and the target units (over kg, m, s) under which
+the formula is dimensionally consistent, numbers taken as pure numbers: the terms of a
+sum alike, the arguments of exp/log/sin/cos dimensionless (:func:`draw_units`; each
+base dimension a random combination of an integer basis of the solutions), so the
+search's use of units can be measured on generated suites (``--methods search-units``).
+
 Every formula is checked on sampled data (finite, not degenerate) and redrawn
 otherwise. The output is the format of ``srh_core/problems/feynman_public.json``
 (``suite``, ``source``, ``syntax``, ``problems`` with ``id``, ``name``,
@@ -67,6 +74,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -493,6 +501,92 @@ def generate(count: int, seed: int) -> dict[str, Any]:
             "syntax": "numpy names; ln is the natural logarithm", "problems": problems}
 
 
+# ------------------------------------------------------------------------ units
+UNIT_BASES = ("kg", "m", "s")
+"""Base dimensions drawn for ``--units``."""
+
+
+def _linear_dimension(node: Any, names: list[str], rows: list[Fraction]) -> list[Fraction]:
+    """The dimension of ``node`` as a linear form in the variables' unknown exponents (one
+    base dimension); the rules' constraints appended to ``rows`` (each a form that is 0)."""
+    from srh_engine.nodes import Binary, Function, Number, Symbol, Unary
+    from srh_engine.transform import fold_constants
+
+    zero = [Fraction(0)] * len(names)
+    if isinstance(node, Symbol):
+        return [Fraction(int(name == node.name)) for name in names]
+    if isinstance(node, Unary):
+        return _linear_dimension(node.operand, names, rows)
+    if isinstance(node, Binary):
+        left = _linear_dimension(node.left, names, rows)
+        if node.operator == "**":
+            power = fold_constants(node.right)
+            if isinstance(power, Number):
+                return [Fraction(power.value).limit_denominator(12) * e for e in left]
+            rows += [left, _linear_dimension(node.right, names, rows)]
+            return zero
+        right = _linear_dimension(node.right, names, rows)
+        if node.operator in ("+", "-"):
+            rows.append([a - b for a, b in zip(left, right, strict=True)])
+            return left
+        sign = 1 if node.operator == "*" else -1
+        return [a + sign * b for a, b in zip(left, right, strict=True)]
+    if isinstance(node, Function):
+        inner = _linear_dimension(node.arguments[0], names, rows)
+        if node.name == "sqrt":
+            return [e / 2 for e in inner]
+        if node.name == "abs":
+            return inner
+        rows.append(inner)  # exp, log, sin, cos...: a dimensionless argument
+        return zero
+    return zero  # numbers are pure numbers
+
+
+def draw_units(formula: str, names: list[str], rng: np.random.Generator
+               ) -> tuple[dict[str, str], str]:
+    """Units of the variables under which ``formula`` is dimensionally consistent (numbers
+    taken as pure numbers), and the target's: for each of ``UNIT_BASES``, a random
+    combination (coefficients -1, 0, 1) of an integer basis of the solutions of the
+    formula's constraints (like terms of a sum, dimensionless arguments of functions)."""
+    import sympy
+
+    from srh_engine import parse
+    from srh_engine.units import BASE_DIMENSIONS, Dimension
+
+    rows: list[list[Fraction]] = []
+    root = _linear_dimension(parse(formula), names, rows)
+    matrix = sympy.Matrix(rows) if rows else sympy.zeros(1, len(names))
+    basis = []
+    for vector in matrix.nullspace():
+        scale = sympy.ilcm(*[sympy.fraction(v)[1] for v in vector]) if len(vector) else 1
+        basis.append([Fraction(int(v * scale)) for v in vector])
+    exponents = {name: [Fraction(0)] * len(BASE_DIMENSIONS) for name in names}
+    target = [Fraction(0)] * len(BASE_DIMENSIONS)
+    for base in UNIT_BASES:
+        column = BASE_DIMENSIONS.index(base)
+        weights = rng.integers(-1, 2, size=len(basis))
+        solution = [sum((int(w) * b[k] for w, b in zip(weights, basis, strict=True)),
+                        Fraction(0)) for k in range(len(names))]
+        for name, value in zip(names, solution, strict=True):
+            exponents[name][column] = value
+        target[column] = sum((r * v for r, v in zip(root, solution, strict=True)), Fraction(0))
+    units = {name: str(Dimension(tuple(e))) for name, e in exponents.items()}
+    return units, str(Dimension(tuple(target)))
+
+
+def with_units(document: dict[str, Any], seed: int) -> dict[str, Any]:
+    """``document`` with consistent units drawn for every problem (:func:`draw_units`)."""
+    rng = np.random.default_rng([seed, 31])
+    for problem in document["problems"]:
+        names = [v["name"] for v in problem["variables"]]
+        units, target = draw_units(problem["formula"], names, rng)
+        for variable in problem["variables"]:
+            variable["units"] = units[variable["name"]]
+        problem["output_units"] = target
+    document["source"] += " --units"
+    return document
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=DEFAULT_COUNT, help="problems to generate")
@@ -500,9 +594,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="-", help="output file (default: stdout)")
     parser.add_argument("--random", action="store_true",
                         help="draw from the random grammar instead of the family forms")
+    parser.add_argument("--units", action="store_true",
+                        help="give every variable and the target units under which the "
+                             "formula is dimensionally consistent (drawn at random)")
     args = parser.parse_args(argv)
     build = generate_random if args.random else generate
-    text = json.dumps(build(args.count, args.seed), indent=1)
+    document = build(args.count, args.seed)
+    if args.units:
+        document = with_units(document, args.seed)
+    text = json.dumps(document, indent=1)
     if args.out == "-":
         print(text)
     else:

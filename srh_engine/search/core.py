@@ -281,6 +281,7 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
     budget = Budget(deadline - REFIT_SHARE * time_budget, run.counter, max_evaluations)
     values = {name: X[:, i] for i, name in enumerate(names)}
     run.columns_by_name = values
+    run.units = {name: parse_units(text) for name, text in (units or {}).items()}
     base = View("inputs", [Symbol(n) for n in names], X)
     with np.errstate(all="ignore"), one_blas_thread():
         reduction = _reduction(run, X, y, names, units, target_units)

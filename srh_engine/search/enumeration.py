@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .consistency import FormDimensions, Vector
 from .operators import BINARY, COMMUTATIVE, COST, UNARY, Tree
 
 __all__ = ["Enumeration", "Scored"]
@@ -81,6 +82,8 @@ class Enumeration:
         level_cap: Most forms kept per size.
         seed: Seed of the random part of capped levels.
         constants: The constant leaves (not scored themselves: a constant form is dropped).
+        dimensions: Each input's dimension (:func:`.consistency.input_dimensions`); with
+            them, forms inconsistent inside are dropped as they are built.
     """
 
     columns: np.ndarray
@@ -90,6 +93,7 @@ class Enumeration:
     level_cap: int = 20_000
     seed: int = 0
     constants: Sequence[float] = CONSTANTS
+    dimensions: Sequence[Vector | None] | None = None
     levels: dict[int, _Level] = field(default_factory=dict)
     best: list[Scored] = field(default_factory=list)
     evaluated: int = 0
@@ -113,6 +117,8 @@ class Enumeration:
         self._keys = np.sort(self._key(values))
         self.levels[1] = _Level(values, recipes, 0)
         self._next_id = len(self._leaves)
+        self._forms = None if self.dimensions is None else FormDimensions(
+            [*self.dimensions, *(None for _ in self.constants)], self._codes)
         self._score(values[:len(leaves)], recipes[:len(leaves)], 1)
 
     # ------------------------------------------------------------- building
@@ -143,6 +149,8 @@ class Enumeration:
             values, recipes, _ = self._capped(kept)
             self.levels[size] = _Level(values, recipes, self._next_id)
             self._next_id += values.shape[0]
+            if self._forms is not None:
+                self._forms.add(recipes)
         return complete
 
     def _candidates(self, code: int, name: str, size: int):
@@ -189,6 +197,9 @@ class Enumeration:
     def _filter(self, values: np.ndarray, recipes: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
         self.evaluated += values.shape[0]
+        if self._forms is not None:  # before the deduplication: a consistent twin is kept
+            consistent = self._forms.keep(recipes)
+            values, recipes = values[consistent], recipes[consistent]
         with np.errstate(all="ignore"):
             keys = self._key(values)  # nan for any non-finite value
         rows = np.flatnonzero(np.isfinite(keys))

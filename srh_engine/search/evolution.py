@@ -26,6 +26,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.optimize import leastsq  # here, not in the first tune: it is inside the budget
 
+from .consistency import Vector, tree_consistent
 from .operators import BINARY, UNARY, Tree, evaluate_tree, size
 
 __all__ = ["Evolution", "linear_nmse", "tune_constants"]
@@ -84,6 +85,8 @@ class Evolution:
         weights: Row weights of the fitness rows (PySR's ``weights``); None: equal.
         allowed: Whether a tree may be kept (PySR's constraints); a tree it refuses
             scores inf. None: every tree.
+        dimensions: Each input's dimension (:func:`.consistency.input_dimensions`); with
+            them, a tree inconsistent inside scores infinite, unevaluated.
     """
 
     columns: Sequence[np.ndarray]
@@ -94,6 +97,7 @@ class Evolution:
     seed: int = 0
     weights: np.ndarray | None = None
     allowed: Callable[[Tree], bool] | None = None
+    dimensions: tuple[Vector | None, ...] | None = None
     archive: dict[int, tuple[float, Tree]] = field(default_factory=dict)
     evaluated: int = 0
 
@@ -116,6 +120,9 @@ class Evolution:
             self.memo.clear()
         if len(self.scores) > 4 * MEMO_LIMIT:
             self.scores.clear()
+        if self.dimensions is not None and not tree_consistent(tree, self.dimensions):
+            self.scores[tree] = math.inf
+            return math.inf
         with np.errstate(all="ignore"):
             values = evaluate_tree(tree, self.columns, self.memo)
         if self.allowed is not None and not self.allowed(tree):

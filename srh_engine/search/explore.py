@@ -18,6 +18,7 @@ from ..nodes import Binary, Expression, Number
 from ..rendering import to_str
 from . import decomposition as dec
 from .budget import Budget
+from .invariance import invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
@@ -27,11 +28,10 @@ __all__ = ["explore"]
 
 
 ANALYSIS_SHARE = 0.1
-MAX_PAIR_VIEWS = 2
 SURROGATE_NMSE = 1e-8
 """A surrogate's part is matched this closely by a form that is the exact part."""
 MAX_PAIR_INPUTS = 6
-"""Pair tests cost ~4 d**2/2 surrogate fits: skipped on wider problems."""
+"""Pair tests cost ~5 d**2/2 surrogate fits: without units, skipped on wider problems."""
 MAX_DEPTH = 3
 """Most nested splits."""
 PROBE_SHARE = 0.15
@@ -78,7 +78,9 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
         run.notes.append("no exact formula with the power factors divided out: "
                          "decomposed again without them")
         return now + _decomposed(run, base, target, budget, depth, factoring=False)
-    plans: list = ([("split", split)] if split else []) + [("view", v) for v in views]
+    # views with an invariance taken out first: fewer inputs, and the test is strict
+    plans: list = ([("split", split)] if split else []) + [("view", v) for v in views[1:]] + \
+        [("view", base)]
     found: list[Found] = []
     for index, (kind, item) in enumerate(plans):
         share_end = budget.share(1.0 / (len(plans) - index))
@@ -94,18 +96,8 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
 
 
 def _pair_views(run: Run, base: View, target: np.ndarray) -> list[View]:
-    if base.columns.shape[1] > MAX_PAIR_INPUTS:
-        return []
-    pairs = dec.pair_combinations(base.columns, target, limit=MAX_PAIR_VIEWS)
-    views = []
-    for i, j, operator in pairs:
-        combined = dec.combine(base.columns, i, j, operator)
-        u = Binary(operator, base.inputs[i], base.inputs[j])
-        rest = [base.inputs[k] for k in range(len(base.inputs)) if k not in (i, j)]
-        views.append(View(f"{to_str(u)} as one input", [u, *rest], combined))
-        run.notes.append(f"the target depends on {to_str(base.inputs[i])} and "
-                         f"{to_str(base.inputs[j])} only through {to_str(u)}")
-    return views
+    """Views with the pairs the target is invariant under taken out (:mod:`.invariance`)."""
+    return invariant_views(run, base, target, MAX_PAIR_INPUTS)
 
 
 def _split(run: Run, base: View, target: np.ndarray, budget: Budget

@@ -9,6 +9,7 @@ import numpy as np
 from ..constraints import constraint_violations
 from .budget import Budget
 from .combination import MAX_FORM_SIZE, combinations
+from .consistency import input_dimensions
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
 from .operators import Tree, evaluate_tree, size, to_expression
@@ -23,6 +24,9 @@ ENUMERATION_SHARE = 0.6
 COMBINATION_SHARE = 0.3
 """Of what the enumeration leaves: the sparse combinations of its forms."""
 SEEDS_PER_RUN = 60
+CONSISTENT_FORMS = True
+"""With the inputs' units known, enumerated and evolved forms that are dimensionally
+inconsistent inside are dropped as they are built (:mod:`.consistency`)."""
 ELIMINATION_ROWS = 512
 """Rows given to the combinations: the dictionary uses 128 of them, the backward
 elimination over monomials all of them (its full fit has up to a third as many terms)."""
@@ -38,8 +42,9 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     few = sample_rows(target.size, ENUMERATION_ROWS, rng, run.weights)
     many = sample_rows(target.size, FITNESS_ROWS, rng)
     enumeration_budget = budget.share(ENUMERATION_SHARE)
+    dimensions = input_dimensions(view.inputs, run.units) if CONSISTENT_FORMS else None
     enumeration = Enumeration(view.columns[few], np.stack([candidates[n][few] for n in names]),
-                              run.binary, run.unary, seed=seed)
+                              run.binary, run.unary, seed=seed, dimensions=dimensions)
     combined: list[tuple[str, Tree]] | None = None
     combine = combine and view.columns.shape[0] > ENUMERATION_ROWS
     for level in range(2, min(run.max_size, largest or run.max_size) + 1):
@@ -77,7 +82,7 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     if evolve and min((f.nmse for f in found), default=1.0) > EXACT_NMSE and \
             not budget.over():
         found += _evolve(run, view, candidates[best_name][many], columns, scored[best_name],
-                         best_name, budget, seed, many)
+                         best_name, budget, seed, many, dimensions)
     return found
 
 
@@ -122,11 +127,11 @@ def _allowed(run: Run, view: View) -> Callable[[Tree], bool] | None:
 
 def _evolve(run: Run, view: View, target: np.ndarray, columns: list[np.ndarray],
             seeds: list[tuple[float, Tree]], transform: str, budget: Budget, seed: int,
-            rows: np.ndarray) -> list[Found]:
+            rows: np.ndarray, dimensions: tuple | None = None) -> list[Found]:
     weighted = run.weights is not None and run.weights.size == view.columns.shape[0]
     weights = run.weights[rows] if weighted else None
     evolution = Evolution(columns, target, run.binary, run.unary, run.max_size, seed=seed,
-                          weights=weights, allowed=_allowed(run, view))
+                          weights=weights, allowed=_allowed(run, view), dimensions=dimensions)
     ordered = [tree for _, tree in sorted(seeds, key=lambda s: (s[0], size(s[1])))]
     evolution.seed_population(list(dict.fromkeys(ordered))[:SEEDS_PER_RUN])
     evolution.run(budget.over, EXACT_NMSE)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..nodes import Binary, Expression, Function, Number, Unary
+from ..units import Dimension
 from .budget import Counter
 from .evolution import linear_nmse
 from .operators import Tree, evaluate_tree
@@ -67,6 +68,8 @@ class Run:
     """Row weights of ``y`` (all > 0, not all equal), or None: equal weights."""
     limits: tuple[Any, Any] | None = None
     """PySR's ``(nested_constraints, constraints)`` (:mod:`srh_engine.constraints`)."""
+    units: dict[str, Dimension] = field(default_factory=dict)
+    """The inputs' dimensions by name, where known (:mod:`.consistency`, :mod:`.invariance`)."""
 
 
 TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")

@@ -4,13 +4,15 @@ same suite."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from srh_engine import parse
+from srh_engine import check_dimensions, parse, parse_units
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gen_problems.py"
 
@@ -45,3 +47,29 @@ def test_the_random_suite_is_seeded_and_holds_the_physics_shapes(gen):
     formulas = " ".join(p["formula"] for p in first["problems"])
     assert "sqrt(2*pi)" in formulas and "/(exp(" in formulas
     assert all(len(p["variables"]) <= gen.MAX_RANDOM_VARIABLES for p in first["problems"])
+
+
+def test_drawn_units_make_every_formula_consistent_and_the_suite_loads(gen, tmp_path):
+    from srh_core.problems import load_suite
+
+    document = gen.with_units(gen.generate_random(12, 7), 7)
+    dimensioned = 0
+    for problem in document["problems"]:
+        units = {v["name"]: v["units"] for v in problem["variables"]}
+        check = check_dimensions(parse(problem["formula"]), units, problem["output_units"])
+        assert check.consistent, (problem["formula"], units, check.reason)
+        dimensioned += any(text != "1" for text in units.values())
+    assert dimensioned >= 6  # not every problem made dimensionless
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    loaded = load_suite(str(path)).problems[0]
+    assert loaded.si_units()[loaded.output] == str(parse_units(
+        document["problems"][0]["output_units"]))
+
+
+def test_units_follow_the_rules_of_a_formula(gen):
+    rng = np.random.default_rng(0)
+    units, target = gen.draw_units("(a - b)*exp(-c/d)*sqrt(w)", ["a", "b", "c", "d", "w"], rng)
+    assert units["a"] == units["b"] and units["c"] == units["d"]
+    assert parse_units(target) == parse_units(units["a"]) * parse_units(units["w"]) ** \
+        Fraction(1, 2)
