@@ -136,7 +136,10 @@ async function send() {
     if (target) body.target = target;
   }
   try {
-    renderView(await SRH.post(`${base}/messages`, body));
+    const view = await SRH.post(`${base}/messages`, body);
+    // The stream may have shown this turn's end already (a fast turn): that view is newer.
+    const shown = state.view;
+    if (!shown || shown.turns < view.turns || shown.status === "working") renderView(view);
     document.getElementById("message").value = "";
   } catch (error) { put(note, el("span", { class: "bad" }, `Refused: ${error.message}`)); }
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -88,6 +89,7 @@ class Command:
             [*(executable or [SRH]), *args], cwd=cwd, env=dict(env or environment()),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True)
+        self._stderr_read = b""
 
     @property
     def session(self) -> int:
@@ -99,6 +101,25 @@ class Command:
         else:
             self.process.send_signal(signum)
 
+    def wait_stderr(self, text: str, timeout: float) -> str:
+        """The standard error so far, once it holds ``text``; read while the command runs
+        (a deadline only against a hang). Raises AssertionError when the command ends or
+        the deadline passes first."""
+        wanted, descriptor = text.encode(), self.process.stderr.fileno()
+        deadline = time.monotonic() + timeout
+        while wanted not in self._stderr_read:
+            left = deadline - time.monotonic()
+            assert left > 0, f"srh never wrote {text!r}; stderr:\n{self._stderr_text()}"
+            if select.select([descriptor], [], [], left)[0]:
+                chunk = os.read(descriptor, 65536)   # the descriptor: finish reads on from it
+                assert chunk, f"srh ended before writing {text!r}; stderr:\n" \
+                              f"{self._stderr_text()}"
+                self._stderr_read += chunk
+        return self._stderr_text()
+
+    def _stderr_text(self) -> str:
+        return self._stderr_read.decode(errors="replace")
+
     def finish(self, timeout: float) -> Finished:
         """Wait up to ``timeout`` seconds; a command still running then is killed and
         the test fails."""
@@ -107,8 +128,10 @@ class Command:
         except subprocess.TimeoutExpired:
             kill_session(self.session)
             stdout, stderr = self.process.communicate()
+            stderr = self._stderr_read + stderr
             raise AssertionError(f"srh did not return within {timeout:.0f}s; stderr tail:\n"
                                  f"{stderr.decode(errors='replace')[-2000:]}") from None
+        stderr = self._stderr_read + stderr
         return Finished(self.process.returncode, time.monotonic() - self.started,
                         stdout.decode(errors="replace"), stderr.decode(errors="replace"))
 

@@ -233,7 +233,7 @@ def test_closing_the_panels_ends_a_turn_at_its_next_boundary(workbench, openai_s
         assert status == 409 and "shutting down" in json.loads(body)["error"]
     finally:
         release.set()
-    assert server.panels.close() is True                     # the turn ended at its boundary
+    assert server.panels.close(timeout=60) is True   # the turn ended at its boundary
     view = client.json(f"/api/panels/prepare/{PANEL}")
     assert view["status"] == "idle" and view["result"]["stopped"] == "max_steps"
     assert view["result"]["steps"] == 1 and len(openai_server.requests) == 1
@@ -242,8 +242,10 @@ def test_closing_the_panels_ends_a_turn_at_its_next_boundary(workbench, openai_s
 def test_srh_web_serves_the_panels_and_ctrl_c_ends_a_turn_in_flight(openai_server, tmp_path):
     workspaces = tmp_path / "workspaces"
     asked, release = threading.Event(), threading.Event()
+    calls = []
 
-    def endless(request):
+    def endless(request):  # every reply calls a tool, so only a stop or max_steps ends it
+        calls.append(request)
         asked.set()
         release.wait(60)
         return reply(None, [tool_call("validate_context_data", {}, "c1")])
@@ -270,10 +272,15 @@ def test_srh_web_serves_the_panels_and_ctrl_c_ends_a_turn_in_flight(openai_serve
                            {"message": "Validate forever."})[0] == 202
         assert asked.wait(60)
         command.signal(signal.SIGINT)
-        release.set()                  # the turn goes on until the shutdown stops it
+        # The app's lifespan finds the turn in flight (its model still holds the reply):
+        # released earlier, the turn could end on its own (max_steps) before the shutdown
+        # reaches the lifespan, and nothing would be in flight to stop.
+        command.wait_stderr("Stopping 1 panel turn(s) in flight", 60)
+        release.set()                  # the turn goes on until its next safe boundary
         finished = command.finish(60)
         assert finished.returncode == 0, finished.stderr
-        assert "Stopping 1 panel turn(s) in flight" in finished.stderr   # the app's lifespan
+        assert "Stopping 1 panel turn(s) in flight" in finished.stderr
+        assert len(calls) == 1             # no further model response after the stop
         assert wait_session_empty(command.session, 10) == []
     finally:
         release.set()
