@@ -65,12 +65,13 @@ logger = logging.getLogger("srh.runtime")
 InteractionState: TypeAlias = Literal["idle", "running", "pausing", "interrupting", "paused"]
 InteractionAction: TypeAlias = Literal["message", "pause", "force_pause", "resume"]
 SRInteractionAction: TypeAlias = Literal["message", "pause", "force_pause", "resume",
-                                         "next_c", "next_r"]
+                                         "next_c", "next_r", "settings"]
 SearchTransition: TypeAlias = Literal["next_c", "next_r"]
 STATES: tuple[str, ...] = get_args(InteractionState)
 SEARCH_TRANSITIONS: tuple[str, ...] = get_args(SearchTransition)
 SNAPSHOT_VERSION = 1
 MAX_MESSAGE_CHARS = 20_000
+MAX_SETTINGS_CHARS = 4_000  # a settings command's JSON at most
 Listener = Callable[[Event], None]
 _WAIT_SLICE_SECONDS = 0.25  # condition waits are sliced so Ctrl-C reaches a paused run
 
