@@ -1,7 +1,8 @@
 """Settings that may change while an agent runs: the one check of which and how.
 
-Both the authoring agents' :meth:`~srh_core.agent.conversation.ConversationAgent.queue_runtime_settings`
-and :class:`~srh_core.interactive.SRAgentInteractive`'s queued settings (a control
+Both the authoring agents'
+:meth:`~srh_core.agent.conversation.ConversationAgent.queue_runtime_settings` and
+:class:`~srh_core.interactive.SRAgentInteractive`'s queued settings (a control
 command of either runtime) are applied at a safe boundary through
 :func:`changed_settings`: the names are checked against what that agent may
 change, the values by :class:`~srh_core.agent.settings.SearchSettings` itself.

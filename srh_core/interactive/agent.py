@@ -8,8 +8,8 @@ both runtimes once they call them at the same boundaries:
   branch while a pause is asked (embedded: :meth:`SRAgentInteractive.pause_gate`,
   the runner waits on its thread; on a cluster the step task parks it);
 - ``prepare_iteration`` is the safe boundary after that: it applies the
-  runtime settings queued (a ``settings`` command, or :meth:`SRAgentInteractive.queue_runtime_settings`;
-  :data:`RUNTIME_SETTINGS` may change, checked by
+  runtime settings queued (a ``settings`` command, or
+  :meth:`SRAgentInteractive.queue_runtime_settings`; :data:`RUNTIME_SETTINGS` may change, checked by
   :func:`srh_core.agent.runtime_settings.changed_settings`, the authoring agents'
   check too) and publishes ``settings_applied`` / ``settings_failed``, inserts the
   queued messages into the branch's buffer (so they reach the next model

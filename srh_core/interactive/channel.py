@@ -103,7 +103,8 @@ class ControlCommand:
             raise InvalidCommandError(f"A command's sent_at must be a number. Got {sent_at!r}.",
                                       action=data["action"])
         return cls(action=data["action"], message=data.get("message"),
-                   settings=data.get("settings"), id=data.get("id") or uuid.uuid4().hex, sent_at=float(sent_at))
+                   settings=data.get("settings"), id=data.get("id") or uuid.uuid4().hex,
+                   sent_at=float(sent_at))
 
 
 def command_fields(command: ControlCommand) -> dict[str, Any]:

@@ -4,8 +4,8 @@ The state is what the embedded runtime keeps in process memory, as JSON in
 the run's ``control`` key: the :class:`~srh_core.interactive.SRInteractionManager`
 snapshot (state, queued messages and settings, pending transition), the
 :class:`~srh_core.interactive.ControlLedger` (messages carried to the next
-branch, restarts a ``next_r`` ended, the runtime settings taken so far), the agent's pause options and the
-force-pause flag. Each function below is a ``decide`` for
+branch, restarts a ``next_r`` ended, the runtime settings taken so far), the
+agent's pause options and the force-pause flag. Each function below is a ``decide`` for
 :meth:`~srh_workers.store.RedisRunStore.update_control`: it loads the manager
 in its live state, applies one operation with the manager's own rules,
 collects the events the manager published and returns the
