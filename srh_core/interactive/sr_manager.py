@@ -53,10 +53,7 @@ class SRInteractionManager(InteractionManager):
                 JSON object of names (or given to another action).
         """
         if action != "settings":
-            if settings is not None:
-                raise InvalidCommandError(f"Only a settings command carries settings; "
-                                          f"{action!r} got {settings!r:.80}.", action=action)
-            return super().command(action, message, command_id=command_id)
+            return super().command(action, message, command_id=command_id, settings=settings)
         changes = checked_settings(settings)
         with self._condition:
             self._settings.append(changes)

@@ -24,6 +24,7 @@ from srh_core.errors import ConfigurationError
 from srh_core.interactive import (
     ControlCommand,
     ControlLedger,
+    InteractionManager,
     InvalidCommandError,
     RunDirectoryChannel,
     SRAgentInteractive,
@@ -240,3 +241,10 @@ def test_srh_settings_steers_a_run_directory_and_a_refused_one_lets_it_go_on(ope
     assert {f["error_type"] for f in failed} == {"ConfigurationError"}
     assert "cannot change during a search" in failed[1]["error"]
     assert events[-1]["kind"] == "execution_completed"
+
+
+def test_only_the_search_manager_takes_settings_commands():
+    with pytest.raises(InvalidCommandError, match="Unknown interaction action 'settings'"):
+        InteractionManager().command("settings", settings={"llm_max_tokens": 9})
+    with pytest.raises(InvalidCommandError, match="Only a settings command carries settings"):
+        SRInteractionManager().command("message", "hi", settings={"llm_max_tokens": 9})
