@@ -56,6 +56,20 @@ def wait_until(condition, timeout: float = 15.0) -> None:
         time.sleep(0.02)
 
 
+def start_run(openai_server, path, run_id: str) -> threading.Thread:
+    """An interactive run of depth 3 in ``path``, on a thread."""
+    agent = SRAgentInteractive(llm_provider="openai", llm_model="test-model",
+                               base_url=openai_server.base_url, tool_parser="openai",
+                               early_stop=False, run_id=run_id, save_path=str(path),
+                               global_width=1, max_refinement_depth=3, tools=["evaluate_formula"])
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(1, 5, (2, 100))
+    thread = threading.Thread(target=agent.run, args=({"x1": x1, "x2": x2},
+                                                      {"y": x1 * x2**2}), daemon=True)
+    thread.start()
+    return thread
+
+
 def test_the_commands_are_registered_with_their_actions():
     assert set(ACTIONS) == set(HELP) | {"resume"}
     assert ACTIONS["next-branch"] == "next_c" and ACTIONS["next-restart"] == "next_r"
@@ -66,15 +80,7 @@ def test_control_commands_steer_a_run_directory(openai_server, tmp_path, capsys)
     openai_server.script(evaluate("x1*x2", 0.6), evaluate("x1*x2**2", 0.6),
                          evaluate("x1", 0.0))
     path = tmp_path / "run"
-    agent = SRAgentInteractive(llm_provider="openai", llm_model="test-model",
-                               base_url=openai_server.base_url, tool_parser="openai",
-                               early_stop=False, run_id="cli", save_path=str(path),
-                               global_width=1, max_refinement_depth=3, tools=["evaluate_formula"])
-    rng = np.random.default_rng(0)
-    x1, x2 = rng.uniform(1, 5, (2, 100))
-    thread = threading.Thread(target=agent.run, args=({"x1": x1, "x2": x2},
-                                                      {"y": x1 * x2**2}), daemon=True)
-    thread.start()
+    thread = start_run(openai_server, path, "cli")
     channel = RunDirectoryChannel(path)
 
     def parked() -> None:
@@ -201,15 +207,7 @@ def test_srh_settings_steers_a_run_directory_and_a_refused_one_lets_it_go_on(ope
                                                                             tmp_path):
     openai_server.script(evaluate("x1*x2", 0.3), evaluate("x1*x2**2", 0.0), evaluate("x1", 0.0))
     path = tmp_path / "run"
-    agent = SRAgentInteractive(llm_provider="openai", llm_model="test-model",
-                               base_url=openai_server.base_url, tool_parser="openai",
-                               early_stop=False, run_id="cli-settings", save_path=str(path),
-                               max_refinement_depth=3, tools=["evaluate_formula"])
-    rng = np.random.default_rng(0)
-    x1, x2 = rng.uniform(1, 5, (2, 100))
-    thread = threading.Thread(target=agent.run, args=({"x1": x1, "x2": x2},
-                                                      {"y": x1 * x2**2}), daemon=True)
-    thread.start()
+    thread = start_run(openai_server, path, "cli-settings")
     channel = RunDirectoryChannel(path)
     openai_server.wait_for_requests(1, timeout=30)
     assert srh("pause", str(path)).returncode == 0
