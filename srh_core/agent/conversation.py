@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from srh_core.agent.base import Agent, Message
+from srh_core.agent.runtime_settings import changed_settings, previous_values
 from srh_core.agent.settings import SearchSettings
 from srh_core.api import ModelResponse
 from srh_core.api.endpoints import build_api
@@ -150,11 +151,6 @@ class ConversationAgent(Agent):
                 (nothing is queued then).
         """
         changes = dict(settings)
-        unknown = sorted(set(changes) - RUNTIME_SETTINGS)
-        if unknown:
-            raise ConfigurationError(f"{unknown[0]!r} cannot change during a conversation; "
-                                     f"these can: {', '.join(sorted(RUNTIME_SETTINGS))}.",
-                                     setting=unknown[0])
         self.resolved_settings(changes)
         with self._queue_lock:
             self._queued_settings.append(changes)
@@ -169,7 +165,8 @@ class ConversationAgent(Agent):
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ConfigurationError(f"max_steps must be an int >= 1. Got {max_steps!r} "
                                      "instead.", setting="max_steps")
-        settings = self.settings.replace(**{k: v for k, v in changes.items() if k != "max_steps"})
+        settings = changed_settings(self.settings, changes, RUNTIME_SETTINGS,
+                                    during="a conversation", own=frozenset({"max_steps"}))
         if settings.llm_provider == "offline":
             raise ConfigurationError("The offline provider cannot author files.",
                                      setting="llm_provider")
@@ -186,13 +183,16 @@ class ConversationAgent(Agent):
                                    }.isdisjoint(changes) else self.rebuilt_api(settings)
             except ConfigurationError as error:
                 self.publish("settings_failed", {"settings": json_value(changes),
-                                                 "error": str(error)})
+                                                 "error": str(error),
+                                                 "error_type": type(error).__name__})
                 continue
+            previous = previous_values(self.settings, changes, {"max_steps": self.max_steps})
             if settings.tool_parser != self.settings.tool_parser:
                 self.parser = BaseParser.create(settings.tool_parser, tool_names=list(self.tools))
             self.settings, self.max_steps, self.api = settings, max_steps, api
             self.bind_tool_values(self.tools.values())
-            self.publish("settings_applied", {"settings": json_value(changes)})
+            self.publish("settings_applied", {"settings": json_value(changes),
+                                              "previous": json_value(previous)})
 
     def rebuilt_api(self, settings: SearchSettings) -> Any:
         return build_api(settings, settings.llm_provider, settings.llm_model, self.model_access,

@@ -556,8 +556,9 @@ class SRAgent(Agent):
                 adapter streams; a non-streaming adapter gives one piece per sample).
         """
         api, route = self.route_model(L)
-        options = {"n": self.K, "max_tokens": self.settings.llm_max_tokens,
-                   "temperature": self.settings.llm_temperature,
+        sampling = self.step_settings(R=R, C=C, L=L)
+        options = {"n": self.K, "max_tokens": sampling.llm_max_tokens,
+                   "temperature": sampling.llm_temperature,
                    "seed": self.sampling_seed(R=R, C=C, L=L)}
         started = time.monotonic()
         try:
@@ -616,6 +617,11 @@ class SRAgent(Agent):
             text = " ".join(response.content.split())
             logger.info("R%d C%d L%d K%d: %s; %s", R, C, L, response.sample, calls,
                         text[:160] + ("..." if len(text) > 160 else ""))
+
+    def step_settings(self, *, R: int, C: int, L: int) -> SearchSettings:
+        """Hook: the settings step (R, C, L)'s model request uses (the run's, here;
+        SRAgentInteractive's with the runtime settings in force at its boundary)."""
+        return self.settings
 
     def sampling_seed(self, *, R: int, C: int, L: int) -> int:
         """Seed of one step's sampling: a pure function of the run seed and coordinate."""

@@ -1,4 +1,9 @@
-"""``srh pause|resume|message|next-branch|next-restart TARGET``: steer an interactive run.
+"""``srh pause|resume|message|next-branch|next-restart|settings TARGET``: steer an interactive run.
+
+(``srh settings TARGET NAME=VALUE ...`` queues runtime settings, e.g.
+``llm_max_tokens=2048 llm_temperature=0.5``; each VALUE is read as JSON when it
+is JSON, else as text. The run applies them at its next step boundary and says
+so with a ``settings_applied`` or ``settings_failed`` event.)
 
 (``srh resume`` is also the command that continues a stopped run directory:
 given a live interactive run, it resumes it from a pause instead; see
@@ -31,12 +36,13 @@ from srh_core.interactive.run_dir_channel import run_is_live
 ECHO_SECONDS = 5.0
 _POLL_SECONDS = 0.05
 ACTIONS = {"pause": "pause", "resume": "resume", "message": "message",
-           "next-branch": "next_c", "next-restart": "next_r"}
+           "next-branch": "next_c", "next-restart": "next_r", "settings": "settings"}
 HELP = {
     "pause": "pause an interactive run at its next step boundary",
     "message": "send the model a message (inserted before its next request)",
     "next-branch": "end the current branch and move on to the next",
     "next-restart": "end the current restart and start the next",
+    "settings": "queue runtime settings (NAME=VALUE ...) for the next step boundary",
 }
 
 
@@ -63,6 +69,9 @@ def register_control_commands(subparsers: Any) -> None:
         parser.add_argument("target", metavar="TARGET", help="run directory or cluster run id")
         if name == "message":
             parser.add_argument("text", help="the message")
+        if name == "settings":
+            parser.add_argument("assignments", nargs="+", metavar="NAME=VALUE", help=(
+                "a setting and its new value (JSON, else text), e.g. llm_max_tokens=2048"))
         if name == "pause":
             parser.add_argument("--force", action="store_true", help=(
                 "force-pause: cut the model request and the tool calls in flight"))
@@ -74,8 +83,28 @@ def handle_control(args: argparse.Namespace) -> int:
     action = ACTIONS[args.command]
     if action == "pause" and getattr(args, "force", False):
         action = "force_pause"
-    command = ControlCommand(action, getattr(args, "text", None))
+    settings = parse_assignments(args.assignments) if action == "settings" else None
+    command = ControlCommand(action, getattr(args, "text", None), settings)
     return apply_and_report(resolve_target(args.target), command, args.target, args.json)
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` words as settings; a VALUE is JSON when it parses, else text.
+
+    Raises:
+        ConfigurationError: A word without ``=`` or without a name.
+    """
+    settings: dict[str, Any] = {}
+    for word in assignments:
+        name, equals, text = word.partition("=")
+        if not equals or not name.strip():
+            raise ConfigurationError(f"A setting is NAME=VALUE (e.g. llm_max_tokens=2048). Got "
+                                     f"{word!r} instead.", setting="settings")
+        try:
+            settings[name.strip()] = json.loads(text)
+        except ValueError:
+            settings[name.strip()] = text
+    return settings
 
 
 def apply_and_report(target: ControlTarget, command: ControlCommand, name: str,
@@ -139,6 +168,8 @@ def status_line(target: str, action: str, status: dict[str, Any]) -> str:
         parts.append(f"{status['waiting_branches']} branch step(s) held")
     if status.get("pending_messages"):
         parts.append(f"{status['pending_messages']} message(s) queued")
+    if status.get("pending_settings"):
+        parts.append(f"{status['pending_settings']} settings change(s) queued")
     return ", ".join(parts)
 
 

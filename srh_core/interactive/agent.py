@@ -7,7 +7,11 @@ both runtimes once they call them at the same boundaries:
   scheduler's gate (:func:`srh_core.agent.scheduler.gate`), which holds the
   branch while a pause is asked (embedded: :meth:`SRAgentInteractive.pause_gate`,
   the runner waits on its thread; on a cluster the step task parks it);
-- ``prepare_iteration`` is the safe boundary after that: it inserts the
+- ``prepare_iteration`` is the safe boundary after that: it applies the
+  runtime settings queued (a ``settings`` command, or
+  :meth:`SRAgentInteractive.queue_runtime_settings`; :data:`RUNTIME_SETTINGS` may change, checked by
+  :func:`srh_core.agent.runtime_settings.changed_settings`, the authoring agents'
+  check too) and publishes ``settings_applied`` / ``settings_failed``, inserts the
   queued messages into the branch's buffer (so they reach the next model
   request) and returns a queued ``next_c`` / ``next_r``, which ends the
   branch (``next_r``: every branch of the restart) as done;
@@ -46,15 +50,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from srh_core.agent.runtime_settings import changed_settings, previous_values
+from srh_core.agent.settings import SearchSettings
 from srh_core.agent.sragent import SRAgent
 from srh_core.api import ModelResponse
 from srh_core.errors import ConfigurationError, ModelRequestCancelledError, ToolRunAbort
 from srh_core.interactive.channel import ControlChannel
-from srh_core.interactive.controls import AgentControls, LocalControls
+from srh_core.interactive.controls import AgentControls, BoundaryDecision, LocalControls
 from srh_core.interactive.manager import PendingMessage
 from srh_core.interactive.sr_manager import SRInteractionManager
 from srh_core.seams import PauseGate
-from srh_core.types import CandidateRecord, ToolCall, ToolCallResult
+from srh_core.types import CandidateRecord, ToolCall, ToolCallResult, json_value
 
 Message = dict[str, Any]
 PREVIEW_CHARS = 4000
@@ -63,6 +69,10 @@ DELTA_INTERVAL = 0.1  # seconds between two assistant_delta events of one sample
 #: Tools that may write the workspace's files: a successful call publishes workspace_changed.
 WORKSPACE_WRITERS = frozenset({"workspace_shell", "workspace_code_executor", "edit_skill",
                                "edit_tool", "create_skill"})
+#: What a settings command may change while a search runs: the sampling of each model
+#: request, taken at the step's boundary in both runtimes (the search's shape and budgets
+#: are the scheduler's, fixed for the run).
+RUNTIME_SETTINGS = frozenset({"llm_max_tokens", "llm_temperature"})
 MESSAGE_PREFIX = "[Message from the researcher]"
 FORCE_PAUSE_NOTICE = ("[Harness] The researcher force-paused this step: its model response and "
                       "tool calls were cut, so there are no results from it.")
@@ -105,6 +115,7 @@ class SRAgentInteractive(SRAgent):
         self.pause_on_truncated = pause_on_truncated
         self._lock = threading.Lock()
         self._step_flags: dict[tuple[int, int, int], set[str]] = {}
+        self._step_settings: dict[tuple[int, int, int], SearchSettings] = {}
         super().__init__(llm_provider, llm_model, **kwargs)
         self.observers.append(self._on_agent_event)
 
@@ -145,11 +156,72 @@ class SRAgentInteractive(SRAgent):
         if reason is not None:
             return reason
         decision = controls.boundary(R, C, L)
+        self._apply_settings(decision, {"R": R, "C": C, "L": L})
         if decision.transition is not None:
             return decision.transition
         for message in decision.messages:
             self._insert_message(buffer, message, R, C, L)
         return super().prepare_iteration(buffer, R, L, C)
+
+    # ------------------------------------------------------ runtime settings
+    def queue_runtime_settings(self, settings: Mapping[str, Any]) -> None:
+        """Queue settings for the next step boundary (a ``settings`` command in this process).
+
+        Args:
+            settings: Any of :data:`RUNTIME_SETTINGS`.
+
+        Raises:
+            ConfigurationError: A name that may not change during a search, a value
+                the settings refuse (nothing is queued then), or a run whose controls
+                live elsewhere (send a settings command through its channel).
+        """
+        changes = dict(settings)
+        changed_settings(self.settings, changes, RUNTIME_SETTINGS, during="a search")
+        if not isinstance(self.controls, LocalControls):
+            raise ConfigurationError("This run's controls live on the cluster: send a settings "
+                                     "command (srh settings RUN_ID name=value).",
+                                     setting="settings")
+        self.controls.manager.command("settings", settings=changes)
+
+    def step_settings(self, *, R: int, C: int, L: int) -> SearchSettings:
+        """The run's settings with the runtime settings in force at step (R, C, L)'s boundary."""
+        with self._lock:
+            return self._step_settings.get((R, C, L), self.settings)
+
+    def _apply_settings(self, decision: BoundaryDecision, coord: Mapping[str, int]) -> None:
+        """Put the logged settings in force for the step; publish the outcome of the ones
+        taken here.
+
+        The log is replayed onto the run's settings at every boundary, so an agent
+        rebuilt for each task (a cluster's) uses the same settings as one kept for the
+        whole run; a change refused here is refused wherever it is replayed. The step's
+        settings are kept by coordinate (in place, not on ``self``: the step's phase
+        changes no attribute) until its close.
+        """
+        if not decision.settings_log:
+            return
+        in_force, events = self.settings, []
+        first_new = len(decision.settings_log) - decision.new_settings
+        for index, changes in enumerate(decision.settings_log):
+            try:
+                updated = changed_settings(in_force, changes, RUNTIME_SETTINGS,
+                                           during="a search")
+            except ConfigurationError as error:
+                if index >= first_new:
+                    events.append(("settings_failed", {
+                        "settings": json_value(changes), "coord": dict(coord),
+                        "error": str(error), "error_type": type(error).__name__}))
+                continue
+            if index >= first_new:
+                events.append(("settings_applied", {
+                    "settings": json_value(changes), "coord": dict(coord),
+                    "previous": json_value(previous_values(in_force, changes))}))
+            in_force = updated
+        if in_force is not self.settings and decision.transition is None:
+            with self._lock:
+                self._step_settings[coord["R"], coord["C"], coord["L"]] = in_force
+        if events:
+            self.controls.publish_events(events)
 
     def _insert_message(self, buffer: list[Message], message: PendingMessage, R: int, C: int,
                         L: int) -> None:
@@ -302,6 +374,8 @@ class SRAgentInteractive(SRAgent):
         each task): the same in both runtimes.
         """
         self._pop_flags(R, C, L)  # the step's force-pause flag, if any, is done with
+        with self._lock:
+            self._step_settings.pop((R, C, L), None)
         buffer, parents = super().update_conversation(buffer, response_list, results_list,
                                                       node_parents, R, L, C, **kwargs)
         cut = any(response.finish_reason == "cancelled" for response in response_list) or any(

@@ -21,7 +21,7 @@ import logging
 import threading
 from typing import Any
 
-from srh_core.interactive.channel import ControlChannel, ControlCommand
+from srh_core.interactive.channel import ControlChannel, ControlCommand, command_fields
 from srh_core.interactive.errors import InteractionError
 from srh_core.interactive.events import Event
 from srh_core.interactive.manager import InteractionManager
@@ -105,7 +105,8 @@ class ControlBridge:
 
     def _apply(self, command: ControlCommand) -> None:
         try:
-            self.manager.command(command.action, command.message, command_id=command.id)
+            self.manager.command(command.action, command.message, command_id=command.id,
+                                 **command_fields(command))
         except InteractionError as error:
             self.manager.publish_event("command_received", {
                 "action": command.action, "id": command.id, "accepted": False,

@@ -33,6 +33,7 @@ from srh_core.interactive.manager import (
     InteractionManager,
     SRInteractionAction,
 )
+from srh_core.interactive.sr_manager import checked_settings
 
 COMMAND_ACTIONS: tuple[str, ...] = get_args(SRInteractionAction)
 
@@ -44,16 +45,18 @@ class ControlCommand:
     Attributes:
         action: One of :data:`COMMAND_ACTIONS`.
         message: The text of a "message" command (None otherwise).
+        settings: The ``{name: value}`` of a "settings" command (None otherwise).
         id: Unique id; the run echoes it in its ``command_received`` event.
         sent_at: Unix time the controller sent it.
 
     Raises:
         InvalidCommandError: Unknown action, or a message that is empty,
-            too long, or given to another action.
+            too long, or given to another action (settings likewise).
     """
 
     action: str
     message: str | None = None
+    settings: Mapping[str, Any] | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     sent_at: float = field(default_factory=time.time)
 
@@ -72,13 +75,22 @@ class ControlCommand:
         elif self.message is not None:
             raise InvalidCommandError(f"Only a message command carries text; {self.action!r} "
                                       f"got {self.message!r:.80}.", action=self.action)
+        if self.action == "settings":
+            object.__setattr__(self, "settings", checked_settings(self.settings))
+        elif self.settings is not None:
+            raise InvalidCommandError(f"Only a settings command carries settings; "
+                                      f"{self.action!r} got {self.settings!r:.80}.",
+                                      action=self.action)
         if not isinstance(self.id, str) or not 1 <= len(self.id) <= 64:
             raise InvalidCommandError(f"A command id must be 1 to 64 characters. Got "
                                       f"{self.id!r:.80} instead.", action=self.action)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "action": self.action, "message": self.message,
-                "sent_at": self.sent_at}
+        record = {"id": self.id, "action": self.action, "message": self.message,
+                  "sent_at": self.sent_at}
+        if self.settings is not None:
+            record["settings"] = dict(self.settings)
+        return record
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ControlCommand:
@@ -91,7 +103,13 @@ class ControlCommand:
             raise InvalidCommandError(f"A command's sent_at must be a number. Got {sent_at!r}.",
                                       action=data["action"])
         return cls(action=data["action"], message=data.get("message"),
-                   id=data.get("id") or uuid.uuid4().hex, sent_at=float(sent_at))
+                   settings=data.get("settings"), id=data.get("id") or uuid.uuid4().hex,
+                   sent_at=float(sent_at))
+
+
+def command_fields(command: ControlCommand) -> dict[str, Any]:
+    """The keyword arguments of ``manager.command`` a command adds to its action and text."""
+    return {} if command.settings is None else {"settings": command.settings}
 
 
 @runtime_checkable
@@ -149,7 +167,8 @@ class InProcessChannel:
         self.manager = manager
 
     def send(self, command: ControlCommand) -> None:
-        self.manager.command(command.action, command.message, command_id=command.id)
+        self.manager.command(command.action, command.message, command_id=command.id,
+                             **command_fields(command))
 
     def read_events(self, after_sequence: int = 0) -> dict[str, Any]:
         return self.manager.get_recent_events(after_sequence)

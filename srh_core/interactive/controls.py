@@ -19,7 +19,11 @@ So a boundary never waits: the pause was decided before the step opened.
 Both decide a boundary with :func:`take_boundary`: a branch of a restart that
 ``next_r`` ended ends too; otherwise it takes the queued messages (inserted
 before its next model request) or the pending ``next_c`` / ``next_r``, whose
-messages are carried to the next branch's first request.
+messages are carried to the next branch's first request. Every boundary also
+takes the queued runtime settings: the ledger logs them, and the decision
+carries the whole log (an agent rebuilt for each task, on a cluster, replays
+it onto the run's settings) and which entries are new (the taker publishes
+``settings_applied`` / ``settings_failed`` for those).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from srh_core.interactive.bridge import ControlBridge
@@ -50,20 +54,47 @@ class BoundaryDecision:
 
     messages: tuple[PendingMessage, ...] = ()
     transition: SearchTransition | None = None
+    settings_log: tuple[dict[str, Any], ...] = ()
+    new_settings: int = 0
 
     @property
     def empty(self) -> bool:
-        return not self.messages and self.transition is None
+        """Nothing taken here (the settings log in force is not something taken)."""
+        return not self.messages and self.transition is None and not self.new_settings
+
+    @property
+    def taken_settings(self) -> tuple[dict[str, Any], ...]:
+        """The settings commands this boundary took (the log's last ``new_settings``)."""
+        return self.settings_log[len(self.settings_log) - self.new_settings:]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"messages": message_dicts(self.messages), "transition": self.transition}
+        return {"messages": message_dicts(self.messages), "transition": self.transition,
+                "settings_log": [dict(c) for c in self.settings_log],
+                "new_settings": self.new_settings}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BoundaryDecision:
         transition = data.get("transition")
         if transition is not None and transition not in SEARCH_TRANSITIONS:
             raise InteractionSnapshotError(f"Unknown branch transition {transition!r}.")
-        return cls(tuple(messages_from(data.get("messages") or [])), transition)
+        log = settings_log_from(data.get("settings_log") or [])
+        new = data.get("new_settings", 0)
+        if isinstance(new, bool) or not isinstance(new, int) or not 0 <= new <= len(log):
+            raise InteractionSnapshotError(f"new_settings must be an int in 0..{len(log)}. "
+                                           f"Got {new!r}.")
+        return cls(tuple(messages_from(data.get("messages") or [])), transition, log, new)
+
+
+def settings_log_from(records: Any) -> tuple[dict[str, Any], ...]:
+    """A persisted settings log: a list of non-empty objects.
+
+    Raises:
+        InteractionSnapshotError: Anything else.
+    """
+    if not isinstance(records, list) or not all(isinstance(r, Mapping) and r for r in records):
+        raise InteractionSnapshotError(f"A settings log must be a list of non-empty objects. "
+                                       f"Got {records!r:.120} instead.")
+    return tuple(dict(r) for r in records)
 
 
 def message_dicts(messages: Iterable[PendingMessage]) -> list[dict[str, Any]]:
@@ -92,13 +123,26 @@ class ControlLedger:
         carried: Messages waiting for the next branch's first request (taken
             with a ``next_c`` / ``next_r``, or queued before the run started).
         skipped: Restarts that a ``next_r`` ended.
+        settings_log: The runtime settings commands taken so far, in order.
     """
 
-    def __init__(self, carried: Iterable[PendingMessage] = (), skipped: Iterable[int] = ()
-                 ) -> None:
+    def __init__(self, carried: Iterable[PendingMessage] = (), skipped: Iterable[int] = (),
+                 settings_log: Iterable[Mapping[str, Any]] = ()) -> None:
         self._lock = threading.Lock()
         self._carried = list(carried)
         self._skipped = set(skipped)
+        self._settings_log = [dict(c) for c in settings_log]
+
+    def log_settings(self, taken: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
+        """Append the settings commands a boundary took; the whole log after them."""
+        with self._lock:
+            self._settings_log += [dict(c) for c in taken]
+            return tuple(dict(c) for c in self._settings_log)
+
+    @property
+    def settings_log(self) -> tuple[dict[str, Any], ...]:
+        with self._lock:
+            return tuple(dict(c) for c in self._settings_log)
 
     def skips(self, R: int) -> bool:
         with self._lock:
@@ -123,14 +167,16 @@ class ControlLedger:
     def to_dict(self) -> dict[str, Any]:
         with self._lock:
             return {"carried": message_dicts(self._carried),
-                    "skipped_restarts": sorted(self._skipped)}
+                    "skipped_restarts": sorted(self._skipped),
+                    "settings_log": [dict(c) for c in self._settings_log]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ControlLedger:
         skipped = data.get("skipped_restarts") or []
         if not all(isinstance(R, int) and not isinstance(R, bool) for R in skipped):
             raise InteractionSnapshotError(f"skipped_restarts must be ints. Got {skipped!r}.")
-        return cls(messages_from(data.get("carried") or []), skipped)
+        return cls(messages_from(data.get("carried") or []), skipped,
+                   settings_log_from(data.get("settings_log") or []))
 
 
 def take_boundary(manager: SRInteractionManager, ledger: ControlLedger, R: int
@@ -145,10 +191,14 @@ def take_boundary(manager: SRInteractionManager, ledger: ControlLedger, R: int
         ledger: The run's carried messages and skipped restarts.
         R: The branch's restart.
     """
+    taken = manager.consume_settings()
+    log = ledger.log_settings(taken)
     if ledger.skips(R):
-        return BoundaryDecision(transition="next_r")
-    messages = manager.pass_boundary()
-    return ledger.settle(messages, manager.consume_search_transition(), R)
+        decision = BoundaryDecision(transition="next_r")
+    else:
+        messages = manager.pass_boundary()
+        decision = ledger.settle(messages, manager.consume_search_transition(), R)
+    return replace(decision, settings_log=log, new_settings=len(taken))
 
 
 @runtime_checkable

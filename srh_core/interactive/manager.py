@@ -65,12 +65,13 @@ logger = logging.getLogger("srh.runtime")
 InteractionState: TypeAlias = Literal["idle", "running", "pausing", "interrupting", "paused"]
 InteractionAction: TypeAlias = Literal["message", "pause", "force_pause", "resume"]
 SRInteractionAction: TypeAlias = Literal["message", "pause", "force_pause", "resume",
-                                         "next_c", "next_r"]
+                                         "next_c", "next_r", "settings"]
 SearchTransition: TypeAlias = Literal["next_c", "next_r"]
 STATES: tuple[str, ...] = get_args(InteractionState)
 SEARCH_TRANSITIONS: tuple[str, ...] = get_args(SearchTransition)
 SNAPSHOT_VERSION = 1
 MAX_MESSAGE_CHARS = 20_000
+MAX_SETTINGS_CHARS = 4_000  # a settings command's JSON at most
 Listener = Callable[[Event], None]
 _WAIT_SLICE_SECONDS = 0.25  # condition waits are sliced so Ctrl-C reaches a paused run
 
@@ -146,7 +147,8 @@ class InteractionManager:
 
     # ----------------------------------------------------------- commands
     def command(self, action: str, message: str | None = None, *,
-                command_id: str | None = None) -> dict[str, Any]:
+                command_id: str | None = None,
+                settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Apply a researcher's command (see the module's table).
 
         Args:
@@ -154,6 +156,8 @@ class InteractionManager:
             message: The text of a "message" command.
             command_id: The id of a command that came through a channel
                 (echoed in the ``command_received`` event).
+            settings: Only :class:`~srh_core.interactive.SRInteractionManager`'s
+                "settings" command carries them (refused here).
 
         Returns:
             :meth:`status` after the command.
@@ -163,6 +167,9 @@ class InteractionManager:
             InteractionStateError: The action makes no sense in this state.
         """
         self._check_action(action)
+        if settings is not None:
+            raise InvalidCommandError(f"Only a settings command carries settings; {action!r} "
+                                      f"got {settings!r:.80}.", action=action)
         cancellers: list[Callable[[], None]] = []
         with self._condition:
             if action == "message":

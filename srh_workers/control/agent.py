@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 
 from srh_core.api.cancel import cancel_when
 from srh_core.interactive import BoundaryDecision
+from srh_core.interactive.controls import settings_log_from
 from srh_core.interactive.events import InteractionEventKind, check_event_kind
 from srh_core.types import json_value
 from srh_workers.control.state import boundary_taken, pause_requested, runs_freely
@@ -105,8 +106,9 @@ class RedisAgentControls:
         stored, taken = self.store.controls.control_reads(field)
         if taken is not None:
             return BoundaryDecision.from_dict(taken)
-        if runs_freely(stored, R):
-            return BoundaryDecision()
+        if runs_freely(stored, R):  # the settings in force still come with it
+            return BoundaryDecision(settings_log=settings_log_from(
+                (stored or {}).get("ledger", {}).get("settings_log") or []))
         decision = self.store.controls.update_control(boundary_taken(R), taken_field=field).outcome
         return decision if isinstance(decision, BoundaryDecision) else BoundaryDecision()
 

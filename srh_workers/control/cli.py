@@ -1,4 +1,4 @@
-"""The cluster's side of ``srh pause|resume|message|next-branch|next-restart RUN_ID``.
+"""The cluster's side of ``srh pause|resume|message|next-branch|next-restart|settings RUN_ID``.
 
 :func:`cluster_target` is registered in ``srh_core.cli.control_commands.CONTROL_TARGETS``
 by the workers' CLI plugin: a target that is not a run directory is looked

@@ -2,10 +2,10 @@
 
 The state is what the embedded runtime keeps in process memory, as JSON in
 the run's ``control`` key: the :class:`~srh_core.interactive.SRInteractionManager`
-snapshot (state, queued messages, pending transition), the
+snapshot (state, queued messages and settings, pending transition), the
 :class:`~srh_core.interactive.ControlLedger` (messages carried to the next
-branch, restarts a ``next_r`` ended), the agent's pause options and the
-force-pause flag. Each function below is a ``decide`` for
+branch, restarts a ``next_r`` ended, the runtime settings taken so far), the
+agent's pause options and the force-pause flag. Each function below is a ``decide`` for
 :meth:`~srh_workers.store.RedisRunStore.update_control`: it loads the manager
 in its live state, applies one operation with the manager's own rules,
 collects the events the manager published and returns the
@@ -36,6 +36,7 @@ from srh_core.interactive import (
     SRInteractionManager,
     take_boundary,
 )
+from srh_core.interactive.channel import command_fields
 from srh_workers.store.control import ControlChange
 
 STATE_VERSION = 1
@@ -120,7 +121,7 @@ def commanded(command: ControlCommand) -> Any:
         outcome: Any
         try:
             outcome = loaded.manager.command(command.action, command.message,
-                                             command_id=command.id)
+                                             command_id=command.id, **command_fields(command))
         except InteractionError as error:
             loaded.manager.publish_event("command_received", {
                 "action": command.action, "id": command.id, "accepted": False,
@@ -242,7 +243,8 @@ def runs_freely(stored: Stored, R: int) -> bool:
     manager = stored.get("manager") or {}
     ledger = stored.get("ledger") or {}
     return (manager.get("state") == "running" and not manager.get("messages")
-            and not manager.get("search_transitions") and not ledger.get("carried")
+            and not manager.get("search_transitions") and not manager.get("queued_settings")
+            and not ledger.get("carried")
             and R not in (ledger.get("skipped_restarts") or []))
 
 

@@ -10,7 +10,10 @@ redis-server and one worker per queue serve the module's tests.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -338,3 +341,42 @@ def test_a_streamed_reply_reaches_the_cluster_timeline_as_assistant_deltas(steer
     assert deltas and completed[0]["content"] == text
     assert all(text.startswith(d["content"]) for d in deltas)
     assert {d["response_id"] for d in deltas} == {"steer-stream:R1-C1-L1-K1"}
+
+
+def token_limit(body: dict[str, Any]) -> Any:
+    return body.get("max_tokens", body.get("max_completion_tokens"))
+
+
+@pytest.mark.parametrize("granularity", ["step", "run"])
+def test_runtime_settings_reach_every_later_step_on_workers_and_a_refused_one_is_reported(
+        steered, model, granularity):
+    model.respond_with(evaluating_reply(FORMULAS, delay=0.3))
+    run = Steered(steered, model, f"steer-settings-{granularity}", max_refinement_depth=3,
+                  local_sample_size=1, granularity=granularity)
+    run.wait_for_requests(1)
+    run.send("pause")
+    run.wait_parked()
+    env = {**os.environ, "SRH_REDIS_URL": steered.url, "SRH_BROKER_URL": steered.url,
+           "SRH_TASK_MODULES": "none"}
+    done = subprocess.run([sys.executable, "-m", "srh_core", "settings", run.run_id,
+                           "llm_max_tokens=333", "llm_temperature=0.5"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "1 settings change(s) queued" in done.stdout
+    run.control.apply(ControlCommand("settings", settings={"llm_temperature": 9}))
+    assert run.send("resume")["interaction_state"] == "running"
+    assert run.result().status == "completed"
+
+    bodies = sorted(run.bodies(), key=lambda body: run.coordinate(body)[2])
+    assert [(token_limit(b), b["temperature"]) for b in bodies] == [
+        (4096, 1.0), (333, 0.5), (333, 0.5)]            # rebuilt agents replay the log
+    events = run.control.read_events(0)["events"]
+    applied = [e["payload"] for e in events if e["kind"] == "settings_applied"]
+    failed = [e["payload"] for e in events if e["kind"] == "settings_failed"]
+    assert applied == [{"settings": {"llm_max_tokens": 333, "llm_temperature": 0.5},
+                        "coord": {"R": 1, "C": 1, "L": 2},
+                        "previous": {"llm_max_tokens": 4096, "llm_temperature": 1.0}}]
+    assert [(f["settings"], f["error_type"]) for f in failed] == [
+        ({"llm_temperature": 9}, "ConfigurationError")]
+    assert run.received() == ["pause", "settings", "settings", "resume"]
+    assert run.control.read_status()["interaction_state"] == "idle"

@@ -268,7 +268,8 @@ def test_status_snapshot():
     assert {k: status[k] for k in status if k != "server_time"} == {
         "interaction_state": "interrupting", "paused": True, "waiting_at_boundary": False,
         "waiting_branches": 0, "force_pause_requested": True, "pending_messages": 1,
-        "last_event_seq": status["last_event_seq"], "pending_transition": "next_c"}
+        "last_event_seq": status["last_event_seq"], "pending_transition": "next_c",
+        "pending_settings": 0}
 
 
 # ------------------------------------------------------------- SR transitions
