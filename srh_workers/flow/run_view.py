@@ -265,10 +265,16 @@ class RequestCut:
         self.seconds = seconds
         self.end = time.monotonic() + seconds
         self.reason: str | None = None
+        self._asked = False
 
     def __call__(self) -> bool:
-        """True once the run is stopped or the time is up; records which in ``reason``."""
-        stop = _stop_reason(self.rt)
+        """True once the run is stopped or the time is up; records which in ``reason``.
+
+        The watcher's first ask (at once) reads only the clock: the scheduler's gate read
+        the stop flag to open this step, so reading it again would only cost Redis a command
+        per step (``scripts/redis_commands_per_step.py``)."""
+        stop = _stop_reason(self.rt) if self._asked else None
+        self._asked = True
         if stop is None and time.monotonic() < self.end:
             return False
         self.reason = stop or (f"no answer within the step task's time limit "
