@@ -49,30 +49,32 @@ REFERENCE_ALL = {
 
 # reference module -> (our module, the names we implement)
 IMPLEMENTED = {
-    "sr_harness.agents": ("srh_core.agent", """Agent DataPreparationAgent
+    "sr_harness.agents": ("srh_core.agent", """Agent DataPreparationAgent SRAgentInteractive
         EvaluatorConstructionAgent SRAgent"""),
     "sr_harness.core": ("srh_core", REFERENCE_ALL["sr_harness.core"]),
-    "sr_harness.evaluator": ("srh_core.evaluator", """ContextSplits DefaultEvaluator
+    "sr_harness.evaluator": ("srh_core.evaluator", """ContextSplits DefaultEvaluator GraphEvaluator
         load_custom_evaluator MetricDict MetricValue utils"""),
     "sr_harness.evaluator.utils": ("srh_core.evaluator.utils", """AgentContext calc_MSE
         calc_RMSE calc_MAE calc_MAPE calc_R2 calc_AIC calc_BIC calc_PearsonR calc_SpearmanR
         calc_complexity regression_metrics select_random_indices select_OOD_indices
-        split_indices split_aligned_context"""),
+        split_indices split_aligned_context integrate_ODE calc_trajectory_rollout_RMSE"""),
     "sr_harness.api": ("srh_core.api", """APICallResult BaseAPI DeepSeekAPI GeminiAPI
         LMStudioAPI ManualAPI ModelResponseTruncatedError OpenAIAPI OpenRouterAPI
-        SiliconFlowAPI ToolParserName"""),
+        SiliconFlowAPI ToolList ToolParserName"""),
     "sr_harness.tools": ("srh_core.tools", """BaseTool CodeExecutorTool ConstantFitTool
         EICTool EvaluateCodeTool EvaluateTool HarmonicInteractionFitTool PolynomialFitTool
         PowerLawFitTool PySRTool RationalFitTool ReadSkill RelationshipAnalysisTool SINDyTool
         StatisticsTool SubmitFormulaTool ToolCallResult ToolMetadata ToolRunAbort
         WorkspaceCodeExecutorTool WorkspaceShellTool PDFReadTool PropertyPredictorTool
         WebFetchTool WebSearchTool EditSkill ValidateContextDataTool LLMTool SubagentTool
-        ModelTestTool ReadSourceTool ValidateEvaluatorTool CreateSkill EditTool"""),
+        ModelTestTool ReadSourceTool ValidateEvaluatorTool CreateSkill EditTool ND2Tool
+        SR4MDLTool"""),
     "sr_harness_engine": ("srh_engine", """Binary Expression FitResult Function
         GroupedParameter Number Parameter Symbol Variable abs arccos arcsin arctan cos cosh
         bind_parameters cot count_parameters csc evaluate exp fit fold_constants function
         grouped_param inv log log10 param parameter_values parse render sec sech sigmoid
-        sign sin sinh sqrt tan tanh unbound_parameters"""),
+        sign sin sinh sqrt tan tanh unbound_parameters Aggregate Gather Index Indexed
+        Reduction RelationField RelationLift aggr delay desugar gather reduction sour targ"""),
 }
 CASES = [(reference, ours, name) for reference, (ours, names) in IMPLEMENTED.items()
          for name in names.split()]

@@ -19,6 +19,7 @@ _LAZY = {
     "EvaluatorConstructionAgent": "evaluator_construction",
     "RunOutcome": "outcome", "run_outcome": "outcome", "step_gate": "outcome",
     "SearchSettings": "settings",
+    "SRAgentInteractive": "srh_core.interactive.agent",
     "SRAgent": "sragent", "agent_class_path": "sragent", "load_agent_class": "sragent",
     "recorded_agent_class": "sragent",
     "opened_step": "steps", "sample_results": "steps",

@@ -43,6 +43,7 @@ _LAZY = {
     "ModelRequestCancelledError": "srh_core.errors",
     "ModelRequestError": "srh_core.errors",
     "ModelResponseTruncatedError": "srh_core.errors",
+    "ToolList": "srh_core.api.base",
     "ToolParserName": "srh_core.parsers",
 }
 
@@ -73,6 +74,7 @@ __all__ = [
     "RetryPolicy",
     "SampleDelta",
     "SiliconFlowAPI",
+    "ToolList",
     "ToolParserName",
     "Usage",
     "normalize_lmstudio_base_url",

@@ -15,7 +15,7 @@ import threading
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from srh_core.api.call_result import APICallResult, SampleDelta
 from srh_core.api.cancel import CancelToken
@@ -25,6 +25,10 @@ from srh_core.errors import ConfigurationError
 from srh_core.parsers import BaseParser, ToolLike, ToolParserName
 from srh_core.registry import Registry
 from srh_core.types import ToolCall
+
+#: What ``tool_list`` takes (the reference's name): tool objects, tool classes, their
+#: metadata, or mappings with at least a ``name``.
+ToolList: TypeAlias = list[ToolLike]
 
 Messages = list[dict[str, Any]]
 _ApiT = TypeVar("_ApiT", bound="type[BaseAPI]")
