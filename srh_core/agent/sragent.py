@@ -277,6 +277,11 @@ class SRAgent(Agent):
             if self._executor_factory is not None:
                 self._retired_executors.append(self.executor)
                 self.executor = self._executor_factory(self.tools)
+            # An embedded run keeps the new data in its run directory (resume runs on it);
+            # a cluster's versions are already stored (RedisRunStore.publish_data).
+            record_data = getattr(self.store, "record_data", None)
+            if record_data is not None:
+                record_data(context, self.problem_description)
         logger.info("Data revision %s -> %s: tools rebuilt.", previous, context.revision)
         return data_refresh.data_change(context, previous)
 
