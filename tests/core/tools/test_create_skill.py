@@ -189,14 +189,13 @@ def test_refusals_send_no_request(openai_server: Any, tmp_path: Path, context: A
 
 @pytest.mark.parametrize("max_workers", [0, 1], ids=["serial", "process-pool"])
 def test_in_a_search_run_the_draft_sees_the_calling_branch_s_conversation(
-        openai_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        openai_server: Any, skills: Path, monkeypatch: pytest.MonkeyPatch,
         max_workers: int) -> None:
     from srh_core.agent import SRAgent
     from tests.support.openai_payloads import tool_call
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    skills_dir = tmp_path / "skills"
-    skills_dir.mkdir()
+    skills_dir = skills  # the tool the draft registers is dropped afterwards
     request = "Capture the log-log slope check as a tool."
     openai_server.script(
         Reply.json(chat_completion(content="The log-log slope is 2.0; keep it.", tool_calls=[
@@ -206,7 +205,8 @@ def test_in_a_search_run_the_draft_sees_the_calling_branch_s_conversation(
     agent = SRAgent(llm_provider="openai", llm_model="test-model",
                     base_url=openai_server.base_url, tool_parser="openai",
                     tools=["evaluate_formula", "create_skill"], skills_dir=str(skills_dir),
-                    max_refinement_depth=1, max_workers=max_workers, early_stop=False)
+                    max_refinement_depth=1, max_workers=max_workers, early_stop=False,
+                    save_path=str(skills.parent / "run"))
     result = agent.run({"x": x}, {"y": 2.0 * x**2}, "Pendulum periods: marker-7f3e.")
     openai_server.assert_script_consumed()
     assert result["status"] == "completed", result["stop_reason"]
@@ -218,10 +218,8 @@ def test_in_a_search_run_the_draft_sees_the_calling_branch_s_conversation(
     assert "marker-7f3e" in brief and "(no conversation)" not in brief
     assert brief.endswith(request)
     assert (skills_dir / "log-slope-check" / "tool.py").read_text() == SLOPE_TOOL
-    logged = [json.loads(line) for line in
-              (Path(agent.settings.save_path) / "tool_calls.jsonl").read_text().splitlines()] \
-        if agent.settings.save_path else []
-    assert all("conversation" not in json.dumps(record) for record in logged)
+    logged = (Path(agent.settings.save_path) / "tool_calls.jsonl").read_text()
+    assert '"create_skill"' in logged and "marker-7f3e" not in logged  # not logged again
 
 
 def test_the_carried_conversation_is_bounded() -> None:
