@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from srh_core.embedded.run_dir import RunDirectory
+from srh_core.embedded.run_dir import RunDirectory, run_inputs
 from srh_core.errors import SearchStateError
 from srh_core.ranking import (
     RankingPolicy,
@@ -419,6 +419,16 @@ class SearchRunState:
         self._spend = spent
         run_dir.rewrite("response", [line for plan in plans
                                      for line in response_records(self.run_id, plan)])
+
+    def record_data(self, context: Any, description: str) -> None:
+        """Keep ``context``'s data (a refresh) in the run directory, so resume runs on it.
+
+        Nothing to do in memory, or when the run directory holds this revision already.
+        """
+        if self.run_dir is None or context.revision in self.run_dir.data_revisions():
+            return
+        problem, arrays = run_inputs(context, description, self.run_id)
+        self.run_dir.write_data_revision(problem, arrays)
 
     def save_snapshot(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write ``state.json`` atomically (with ``extra`` under "runtime"); return it."""

@@ -89,6 +89,9 @@ class ToolCall:
         id: Provider call id (native function calling) or a parser-made id.
         raw: The provider-native object, when there was one (not serialised).
         raw_str: The exact text the call was parsed from, when known.
+        conversation: The calling branch's recent messages, for a tool that works from
+            the conversation (``BaseTool.call_conversation``); it travels with the call to
+            the process that runs it and is not serialised (the run logs the prompts).
     """
 
     name: str
@@ -96,6 +99,7 @@ class ToolCall:
     id: str | None = None
     raw: Any = None
     raw_str: str | None = None
+    conversation: list[dict[str, str]] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -277,6 +277,11 @@ class SRAgent(Agent):
             if self._executor_factory is not None:
                 self._retired_executors.append(self.executor)
                 self.executor = self._executor_factory(self.tools)
+            # An embedded run keeps the new data in its run directory (resume runs on it);
+            # a cluster's versions are already stored (RedisRunStore.publish_data).
+            record_data = getattr(self.store, "record_data", None)
+            if record_data is not None:
+                record_data(context, self.problem_description)
         logger.info("Data revision %s -> %s: tools rebuilt.", previous, context.revision)
         return data_refresh.data_change(context, previous)
 
@@ -664,7 +669,7 @@ class SRAgent(Agent):
         ``results_list`` the hooks get, and in the returned run) to the step's close.
         """
         R, C, L = plan.R, plan.C, plan.L
-        response = [plan.responses[K - 1]]
+        response = [self.with_conversation(plan.responses[K - 1], plan)]
         with self.stateless_phase("run_sample"):
             grouped = self.execute_tool_calls(response, R, L, C)
             candidates = self.sample_candidates(response[0], grouped[0], R=R, C=C, L=L, K=K)
@@ -674,6 +679,26 @@ class SRAgent(Agent):
             kept = [replace(c, details=dict(c.details)) for c in candidates]  # as found: a pool
             self.collect_candidates(response, results_list, R, L, C)  # may add diagnostics
         return SampleRun(list(grouped[0]), kept)
+
+    def with_conversation(self, response: ModelResponse, plan: StepPlan) -> ModelResponse:
+        """``response`` whose calls carry the branch's conversation where their tool asks
+        for it (:meth:`BaseTool.call_conversation <srh_core.tools.base.BaseTool.call_conversation>`:
+        ``create_skill`` drafts from it).
+
+        The conversation is the step's buffer (the plan's: it travels with the plan to
+        a cluster's sample task), bounded by the tool; the call carries it to whichever
+        process runs it.
+        """
+        buffer = plan.prompt if plan.buffer is None else plan.buffer
+        calls = []
+        for call in response.tool_calls:
+            tool = self.tools.get(call.name)
+            conversation = None if tool is None else type(tool).call_conversation(buffer)
+            calls.append(call if conversation is None else replace(call,
+                                                                   conversation=conversation))
+        if all(new is old for new, old in zip(calls, response.tool_calls, strict=True)):
+            return response
+        return replace(response, tool_calls=tuple(calls))
 
     def execute_tool_calls(self, response_list: Sequence[ModelResponse], R: int, L: int,
                            C: int) -> list[list[ToolCallResult]]:

@@ -304,6 +304,10 @@ def handle_resume(args: argparse.Namespace) -> int:
         from srh_core.agent.sragent import recorded_agent_class
 
         agent_class = recorded_agent_class(args.run_dir)  # the class the run recorded
+    refreshed = RunDirectory(args.run_dir).data_revisions()
+    if refreshed:  # stderr: --json keeps stdout one JSON document
+        print(f"Resuming on the data refreshed during the run (data revision {refreshed[-1]}, "
+              f"{len(refreshed)} refresh(es) recorded in data_revisions/).", file=sys.stderr)
     result = resume_search(args.run_dir, agent_class=agent_class, **overrides)
     settings = RunDirectory(args.run_dir).settings()
     return print_result(result, settings, args.json)

@@ -264,6 +264,13 @@ class AgentContext(DataCommits):
         """The cached validation view, or None when validation is disabled."""
         return self._splits()["validation"]
 
+    def restore_revision(self, revision: int) -> None:
+        """Number the data as revision ``revision`` (a resumed run's recorded one), so the
+        revisions its branches and candidates recorded keep meaning the same data."""
+        with self._lock:
+            self._revision = int(revision)
+            self._split_cache = None
+
     def invalidate_splits(self) -> None:
         """Discard the cached training and validation views."""
         with self._lock:

@@ -6,7 +6,10 @@ the model can correct itself. :class:`ToolRunAbort` propagates.
 
 The process pool rebuilds the tools in each worker from their registry
 names and the run's context payload (sent once, at worker start), the same
-way a Celery tool worker does. A call that overruns its timeout gets an
+way a Celery tool worker does, with the values the agent gave the tools
+(settings, model access, skills: :data:`WORKER_VALUES`); a call's
+``conversation`` (the calling branch's messages, for the tools that ask for
+them) travels with the call. A call that overruns its timeout gets an
 ``ok=False`` result and the pool is replaced, which kills the runaway. The
 workers end with the process that owns them, and :meth:`ProcessToolExecutor.close`
 is bounded: a call still running when the run ends is killed, never waited on.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from srh_core.errors import ToolRunAbort, did_you_mean
-from srh_core.tools.base import BaseTool
+from srh_core.tools.base import BaseTool, call_conversation
 from srh_core.tools.custom_tools import CustomTool, load_custom_tool
 from srh_core.types import ToolCall, ToolCallResult
 from srh_engine.processes import end_with_parent, stop_pool
@@ -45,7 +49,8 @@ def run_call(tools: Mapping[str, BaseTool], call: ToolCall) -> ToolCallResult:
     if tool is None:
         return unknown_tool_result(call, list(tools))
     params = call.params if isinstance(call.params, Mapping) else {"_": call.params}
-    return tool(**params)
+    with call_conversation(call.conversation):
+        return tool(**params)
 
 
 class SerialToolExecutor:
@@ -93,9 +98,32 @@ _WORKER_TOOLS: dict[str, BaseTool] = {}
 CLOSE_SECONDS = 0.5
 
 
+#: The run's parts an agent gives its tools besides the context (Agent.bind_tool_values)
+#: that a worker's tools get too: the model's settings and access, the skills.
+WORKER_VALUES = ("settings", "model_access", "skill_manager")
+
+
+def worker_values(tools: Mapping[str, BaseTool]) -> dict[str, dict[str, Any]]:
+    """Each tool's :data:`WORKER_VALUES` that can be sent to a worker (pickled)."""
+    sent: dict[str, dict[str, Any]] = {}
+    for name, tool in tools.items():
+        values = {}
+        for key in WORKER_VALUES:
+            if tool.values.get(key) is None:
+                continue
+            try:
+                pickle.dumps(tool.values[key])
+            except Exception:  # noqa: BLE001 - a value that cannot travel stays behind
+                continue
+            values[key] = tool.values[key]
+        sent[name] = values
+    return sent
+
+
 def _init_worker(owner_pid: int, modules: Sequence[str], names: Sequence[str],
                  build_context: Callable[..., Any], payload: Any,
-                 custom_tools: Sequence[str] = ()) -> None:
+                 custom_tools: Sequence[str] = (),
+                 values: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     end_with_parent(owner_pid)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for module in modules:
@@ -106,7 +134,9 @@ def _init_worker(owner_pid: int, modules: Sequence[str], names: Sequence[str],
             load_custom_tool(path)
     context = build_context(payload)
     _WORKER_TOOLS.clear()
-    _WORKER_TOOLS.update({name: BaseTool.create(name, context) for name in names})
+    _WORKER_TOOLS.update({name: BaseTool.create(name, context, **dict((values or {}).get(name)
+                                                                      or {}))
+                          for name in names})
 
 
 def _run_in_worker(call: ToolCall) -> ToolCallResult:
@@ -136,7 +166,8 @@ class ProcessToolExecutor:
         self.max_workers = max(1, max_workers)
 
         custom = [tool.spec.path for tool in tools.values() if isinstance(tool, CustomTool)]
-        self._init_args = (os.getpid(), self.modules, self.names, build_context, payload, custom)
+        self._init_args = (os.getpid(), self.modules, self.names, build_context, payload, custom,
+                           worker_values(tools))
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -223,4 +254,4 @@ def _closed(call: ToolCall) -> ToolCallResult:
 def _plain(call: ToolCall) -> ToolCall:
     """The picklable part of a call (provider-native ``raw`` objects stay behind)."""
     return ToolCall(name=call.name, params=dict(call.params or {}), id=call.id,
-                    raw_str=call.raw_str)
+                    raw_str=call.raw_str, conversation=call.conversation)

@@ -8,7 +8,9 @@ leave the same set of files. All JSON is strict; nothing is ever pickled::
     settings.json       SearchSettings, as validated
     problem.json        description, target, feature names, run id (and the data's
                         layout for graph data: relations, num_nodes, axes, descriptions)
-    data.npz            the arrays the run searched (np.savez; read with allow_pickle=False)
+    data.npz            the arrays the run started with (np.savez; read with allow_pickle=False)
+    data_revisions/     the data of every refresh during the run (``<revision>.npz`` and its
+                        ``<revision>.json`` problem record, written last): resume takes the latest
     run.json            run id, creation time, agent metadata (class, settings)
     nodes.jsonl         append-only node log
     candidates.jsonl    append-only candidate log
@@ -55,6 +57,7 @@ RUN_FILES = ("settings.json", "problem.json", "data.npz", "run.json", "nodes.jso
              "candidates.jsonl", "tool_calls.jsonl", "plans.jsonl", "response.jsonl", "state.json",
              "result.json")
 
+REVISIONS = "data_revisions"  # the folder of the data refreshed during a run
 
 _RUN_ID = re.compile(RUN_ID_PATTERN)
 
@@ -97,7 +100,8 @@ def run_inputs(context: Any, description: str, run_id: str
     :func:`resumed_inputs` can commit the same data again.
     """
     problem: dict[str, Any] = {"description": description, "target": context.target,
-                               "features": list(context.feature_names()), "run_id": run_id}
+                               "features": list(context.feature_names()), "run_id": run_id,
+                               "data_revision": context.revision}
     names = [*context.feature_names(), context.target]
     weights = getattr(context, "weights_name", None)
     if weights is not None:  # the weights column is data, not a feature
@@ -145,9 +149,22 @@ class RunDirectory:
         self.path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.path / "settings.json", settings.model_dump())
         atomic_write_json(self.path / "problem.json", dict(problem))
-        temporary = self.path / ".data.tmp.npz"
-        np.savez(temporary, **{name: np.asarray(value) for name, value in arrays.items()})
-        temporary.replace(self.path / "data.npz")
+        _write_arrays(self.path / "data.npz", arrays)
+
+    def write_data_revision(self, problem: Mapping[str, Any],
+                            arrays: Mapping[str, np.ndarray]) -> Path:
+        """Record the data of a refresh (``problem["data_revision"]`` names it).
+
+        The arrays first, then the problem record (each atomic): a revision
+        counts once its record is there, so a run killed in between resumes
+        on the previous one. Returns the record's path.
+        """
+        revision = int(problem["data_revision"])
+        folder = self.path / REVISIONS
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_arrays(folder / f"{revision}.npz", arrays)
+        atomic_write_json(folder / f"{revision}.json", dict(problem))
+        return folder / f"{revision}.json"
 
     def write_run_record(self, run_id: str, agent_metadata: Mapping[str, Any]) -> None:
         """``run.json``, once (a resumed run keeps its creation time)."""
@@ -214,11 +231,25 @@ class RunDirectory:
         return self._read("run.json")
 
     def arrays(self) -> dict[str, np.ndarray]:
-        path = self.path / "data.npz"
-        if not path.exists():
-            raise SearchStateError(f"{path} is missing; the run directory cannot be resumed.")
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
+        return _read_arrays(self.path / "data.npz")
+
+    def data_revisions(self) -> list[int]:
+        """The refreshed data revisions recorded in ``data_revisions/``, ascending."""
+        folder = self.path / REVISIONS
+        if not folder.is_dir():
+            return []
+        return sorted(int(path.stem) for path in folder.glob("*.json") if path.stem.isdigit()
+                      and (folder / f"{path.stem}.npz").exists())
+
+    def latest_data(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """``problem.json`` and the arrays of the latest data: the last refresh recorded,
+        else the data the run started with (its problem has ``"refreshed": True``)."""
+        revisions = self.data_revisions()
+        if not revisions:
+            return self.problem(), self.arrays()
+        name = f"{REVISIONS}/{revisions[-1]}"
+        return ({**self._read(f"{name}.json"), "refreshed": True},
+                _read_arrays(self.path / f"{name}.npz"))
 
     def snapshot(self) -> dict[str, Any]:
         return self._read("state.json")
@@ -269,6 +300,19 @@ class RunDirectory:
         figure.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(figure)
         return path
+
+
+def _write_arrays(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    temporary = path.with_name(f".{path.stem}.tmp.npz")
+    np.savez(temporary, **{name: np.asarray(value) for name, value in arrays.items()})
+    temporary.replace(path)
+
+
+def _read_arrays(path: Path) -> dict[str, np.ndarray]:
+    if not path.exists():
+        raise SearchStateError(f"{path} is missing; the run directory cannot be resumed.")
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
 
 
 def _response_lines(run_id: str, plans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

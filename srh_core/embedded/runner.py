@@ -320,6 +320,8 @@ def resume_search(path: str | Path, agent_class: type[SRAgent], **overrides: Any
     restart index and every opened step's responses come back from the run
     directory. A run stopped by its time limit, by Ctrl-C or by a crash
     continues (with a fresh time limit: the one given, else the run's own).
+    The data is the latest the run recorded: the last refresh's
+    (``data_revisions/``), else the data it started with.
 
     Raises:
         SearchStateError: The directory is not a resumable run.
@@ -331,10 +333,15 @@ def resume_search(path: str | Path, agent_class: type[SRAgent], **overrides: Any
         return run_dir.result()
     settings = run_dir.settings(save_path=str(run_dir.path), **overrides)
     agent = agent_class(settings=settings)
-    problem = run_dir.problem()
-    X, y, layout = resumed_inputs(problem, run_dir.arrays())
+    problem, arrays = run_dir.latest_data()  # a refresh's data when the run had one
+    X, y, layout = resumed_inputs(problem, arrays)
     store = SearchRunState.from_state(snapshot, run_dir.path)
     context = make_context(agent, X, y, layout)
+    if problem.get("data_revision") is not None:  # the revision the records name
+        context.restore_revision(int(problem["data_revision"]))
+    if problem.get("refreshed"):
+        logger.info("Resuming on the data refreshed during the run (data revision %s).",
+                    problem["data_revision"])
     agent.bind_run(context, store, executor_factory(agent, context), problem["description"],
                    deadline=_deadline(agent))
     restart, branches = _resume_point(runtime, agent.settings)

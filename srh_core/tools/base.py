@@ -35,7 +35,9 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
@@ -58,6 +60,22 @@ TOOLS: Registry[type[BaseTool]] = Registry("tool", "Registered tools", error=Too
                                            loader=_load_builtin_tools)
 RESULT_STR_LIMIT = 6_000
 MAX_FORMULA_LENGTH = 2_000
+#: The conversation of the call running in this thread (:func:`call_conversation`).
+_CALL_CONVERSATION: ContextVar[list[dict[str, str]] | None] = ContextVar(
+    "srh_call_conversation", default=None)
+
+
+@contextmanager
+def call_conversation(messages: list[dict[str, str]] | None) -> Iterator[None]:
+    """Run a call with ``messages`` (its ``ToolCall.conversation``) as its conversation.
+
+    A context variable: each thread (a branch, a pool worker's call) sees its own.
+    """
+    token = _CALL_CONVERSATION.set(messages)
+    try:
+        yield
+    finally:
+        _CALL_CONVERSATION.reset(token)
 _CODE_FENCE_CHARS = "`$ \n\t"
 #: What a tool call does with numpy's floating-point errors: "record" counts them in
 #: ``meta_data["numeric_warnings"]`` and the debug log; "warn" leaves numpy's default
@@ -194,6 +212,22 @@ class BaseTool(ABC):
     def availability(cls) -> str | None:
         """Why this tool cannot run here (an optional backend missing), or None."""
         return None
+
+    @classmethod
+    def call_conversation(cls, messages: Sequence[dict[str, Any]]) -> list[dict[str, str]] | None:
+        """Hook: what of the calling branch's ``messages`` a call of this tool carries.
+
+        An agent that runs the call (SRAgent's samples, in both runtimes) attaches it to
+        the call (``ToolCall.conversation``); a tool that drafts from the conversation
+        returns a bounded copy. The base carries nothing.
+        """
+        return None
+
+    def conversation(self) -> list[dict[str, Any]]:
+        """The conversation this call works from: the one its call carried, else the
+        messages the agent set (:meth:`~srh_core.agent.base.Agent.set_messages`)."""
+        carried = _CALL_CONVERSATION.get()
+        return list(carried if carried is not None else self.values.get("messages") or [])
 
     # ----------------------------------------------------------- execution
     @abstractmethod

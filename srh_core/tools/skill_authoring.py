@@ -3,12 +3,13 @@
 ``create_skill(request, force=False, history_messages=None)`` asks the run's
 model (the request path of ``call_llm``: :class:`~srh_core.tools.model_tools.ModelQueryTool`,
 so the run's endpoint, key and quota; the offline provider is refused) to
-draft a skill from the conversation (``values["messages"]``, which
-:meth:`~srh_core.agent.base.Agent.set_messages` sets: the authoring agents do,
-an SRAgent search step does not, so there the request is the whole brief; the
-last ``history_messages`` of them, at most :data:`MAX_HISTORY_CHARS` characters)
-and the request. The draft is one JSON
-object: a ``kind`` (``instructions``: SKILL.md only; ``data_analysis``: a
+draft a skill from the conversation and the request. The conversation is
+the calling branch's in a search run (SRAgent attaches the step's buffer,
+bounded by :meth:`CreateSkillTool.call_conversation`, to the call: it travels
+with the call to a pool worker or a cluster's sample task), else the messages
+:meth:`~srh_core.agent.base.Agent.set_messages` set (the authoring agents'); the
+last ``history_messages`` of them, at most :data:`MAX_HISTORY_CHARS` characters.
+The draft is one JSON object: a ``kind`` (``instructions``: SKILL.md only; ``data_analysis``: a
 custom tool returning an analysis; ``formula_proposal``: a custom tool
 returning a formula, ``TOOL_KIND = "formula"``), a ``name``, a
 ``description``, the Markdown ``content`` and the ``tool_code``. It is
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,9 +146,23 @@ class CreateSkillTool(ModelQueryTool):
         raise SkillError(f"The model gave no acceptable skill draft in {MAX_ROUNDS} requests; "
                          f"the last was refused: {problem}")
 
+    @classmethod
+    def call_conversation(cls, messages: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+        """The newest of the branch's ``messages`` within :data:`MAX_HISTORY_CHARS`, as
+        text (each at most :data:`MAX_MESSAGE_CHARS`): what a call carries."""
+        kept: list[dict[str, str]] = []
+        size = 0
+        for message in reversed(messages):
+            text = _text(message.get("content"))
+            size += len(text)
+            if size > MAX_HISTORY_CHARS:
+                break
+            kept.append({"role": str(message.get("role", "?")), "content": text})
+        return kept[::-1]
+
     def brief(self, request: str, history_messages: int | None) -> str:
         """The conversation so far (newest kept within the bound) and the request."""
-        history = list(self.values.get("messages") or [])
+        history = self.conversation()
         if history_messages is not None:
             history = history[len(history) - history_messages:] if history_messages else []
         lines: list[str] = []

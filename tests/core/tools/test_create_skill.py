@@ -185,3 +185,54 @@ def test_refusals_send_no_request(openai_server: Any, tmp_path: Path, context: A
     result = tool(**params)
     assert not result.ok and needle in result.result_str
     assert openai_server.requests == []
+
+
+@pytest.mark.parametrize("max_workers", [0, 1], ids=["serial", "process-pool"])
+def test_in_a_search_run_the_draft_sees_the_calling_branch_s_conversation(
+        openai_server: Any, skills: Path, monkeypatch: pytest.MonkeyPatch,
+        max_workers: int) -> None:
+    from srh_core.agent import SRAgent
+    from tests.support.openai_payloads import tool_call
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    skills_dir = skills  # the tool the draft registers is dropped afterwards
+    request = "Capture the log-log slope check as a tool."
+    openai_server.script(
+        Reply.json(chat_completion(content="The log-log slope is 2.0; keep it.", tool_calls=[
+            tool_call("create_skill", {"request": request}, "c1")]), path=CHAT),
+        Reply.json(chat_completion(content=draft()), path=CHAT))  # the drafting request
+    x = np.linspace(1.0, 3.0, 30)
+    agent = SRAgent(llm_provider="openai", llm_model="test-model",
+                    base_url=openai_server.base_url, tool_parser="openai",
+                    tools=["evaluate_formula", "create_skill"], skills_dir=str(skills_dir),
+                    max_refinement_depth=1, max_workers=max_workers, early_stop=False,
+                    save_path=str(skills.parent / "run"))
+    result = agent.run({"x": x}, {"y": 2.0 * x**2}, "Pendulum periods: marker-7f3e.")
+    openai_server.assert_script_consumed()
+    assert result["status"] == "completed", result["stop_reason"]
+    step, drafting = openai_server.bodies()
+    assert drafting["messages"][0]["content"].startswith("You write reusable skills")
+    brief = drafting["messages"][1]["content"]
+    for message in step["messages"]:  # the branch's messages before the call, in order
+        assert f"[{message['role']}] {message['content'][:200]}" in brief
+    assert "marker-7f3e" in brief and "(no conversation)" not in brief
+    assert brief.endswith(request)
+    assert (skills_dir / "log-slope-check" / "tool.py").read_text() == SLOPE_TOOL
+    logged = (Path(agent.settings.save_path) / "tool_calls.jsonl").read_text()
+    assert '"create_skill"' in logged and "marker-7f3e" not in logged  # not logged again
+
+
+def test_the_carried_conversation_is_bounded() -> None:
+    from srh_core.tools.skill_authoring import (
+        MAX_HISTORY_CHARS,
+        MAX_MESSAGE_CHARS,
+        CreateSkillTool,
+    )
+
+    messages = [{"role": "user", "content": f"{i}:" + "x" * 10_000} for i in range(20)]
+    kept = CreateSkillTool.call_conversation(messages)
+    assert 0 < len(kept) < len(messages)
+    assert sum(len(m["content"]) for m in kept) <= MAX_HISTORY_CHARS
+    assert all(len(m["content"]) <= MAX_MESSAGE_CHARS + 6 for m in kept)
+    assert kept[-1]["content"].startswith("19:")  # the newest are kept
+    assert BaseTool.get_class("evaluate_formula").call_conversation(messages) is None
