@@ -295,7 +295,8 @@ class RunDirectory:
         if front:
             axes.step(*zip(*front, strict=True), where="post", color="C3", label="Pareto front")
         axes.set(xlabel="complexity", ylabel=metric, yscale="symlog")
-        axes.legend(loc="best")
+        if cloud or front:  # a run with no scored candidate has nothing to label
+            axes.legend(loc="best")
         path = self.path / "pareto.png"
         figure.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(figure)
