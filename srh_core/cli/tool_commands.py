@@ -46,6 +46,9 @@ def register(subparsers: Any) -> None:
     call.add_argument("--skills", type=lambda text: [p.strip() for p in text.split(",")
                                                      if p.strip()],
                       metavar="NAMES", help="skills read_skill offers (default: all)")
+    call.add_argument("--evaluator", metavar="FILE", type=Path,
+                      help="a custom evaluator (.py defining a DefaultEvaluator subclass) that "
+                           "fits and scores formulas, as `srh run --evaluator` uses it")
     call.add_argument("--llm", metavar="PROVIDER:MODEL",
                       help="the model call_llm and subagent ask (default: none)")
     call.add_argument("--base-url", help="OpenAI-compatible endpoint URL of --llm")
@@ -103,6 +106,10 @@ def handle_call(args: argparse.Namespace) -> int:
     params = _params(args.params)
     context = context_from_data(Path(args.data), args.target, {
         "validation_fraction": args.validation_fraction, "workspace": args.workspace})
+    if args.evaluator is not None:  # the submitter's own code, loaded as `srh run` loads it
+        from srh_core.evaluator import load_custom_evaluator
+
+        context.evaluator = load_custom_evaluator(args.evaluator)
     if args.llm is not None:  # the model of call_llm and subagent (this process's access)
         from srh_core.agent.settings import SearchSettings
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from srh_core.cli import main
+from tests.support.evaluators import MAX_ERROR_EVALUATOR
 
 
 @pytest.fixture
@@ -49,6 +50,23 @@ def test_call_runs_the_tool_like_the_agent_does(table, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] and result["meta_data"]["tool"] == "polynomial_fit"
     assert result["result"]["data_split_results"]["train"]["metrics"]["r2"] > 0.999999
+
+
+def test_call_scores_with_a_custom_evaluator(table, tmp_path, capsys):
+    evaluator = tmp_path / "max_error.py"
+    evaluator.write_text(MAX_ERROR_EVALUATOR)
+    argv = ["tool", "call", "evaluate", "--data", str(table), "--target", "y",
+            "--params", '{"f": "x1*x2"}', "--json"]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)["result"]["data_split_results"]["train"]
+    assert "max_abs_error" not in plain["metrics"]
+    assert main([*argv, "--evaluator", str(evaluator)]) == 0
+    metrics = json.loads(capsys.readouterr().out)["result"]["data_split_results"]["train"][
+        "metrics"]
+    assert metrics["max_abs_error"] == pytest.approx(2 * metrics["mse"] ** 0.5)
+    evaluator.write_text("this is not python(")
+    assert main([*argv, "--evaluator", str(evaluator)]) == 2
+    assert "max_error.py" in capsys.readouterr().err
 
 
 def test_a_failed_call_exits_1_with_the_message_the_model_would_read(table, capsys):
