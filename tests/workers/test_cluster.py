@@ -14,8 +14,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,10 +29,14 @@ from srh_workers.flow.tasks import sender
 from srh_workers.store import RedisRunStore
 from srh_workers.submit import run_status
 from srh_workers.sweeps import CelerySweepBackend
-from tests.workers.cluster import (QUICK_RECOVERY_ENV, QUICK_VISIBILITY, RECOVERY_TARGET_SECONDS,
-                                   Cluster)
-from tests.workers.conftest import RedisServerFactory
+from tests.workers.cluster import (
+    QUICK_RECOVERY_ENV,
+    QUICK_VISIBILITY,
+    RECOVERY_TARGET_SECONDS,
+    Cluster,
+)
 from tests.workers.cluster_plugins import REQUESTS_KEY
+from tests.workers.conftest import RedisServerFactory
 from tests.workers.support import ROOT, wait_until
 
 pytestmark = pytest.mark.integration
