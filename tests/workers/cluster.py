@@ -3,6 +3,9 @@
 Workers run with short limits (visibility timeout 12 s, restore sweep every
 second) because every task is short by design; a message held by a worker
 that vanished therefore comes back within visibility + restore interval.
+The tests that kill a worker to watch that happen pass :data:`QUICK_RECOVERY_ENV`
+(visibility 9 s). Start a test's workers with :meth:`Cluster.start_together`, so
+their start-ups overlap.
 """
 
 from __future__ import annotations
