@@ -3,6 +3,9 @@
 Workers run with short limits (visibility timeout 12 s, restore sweep every
 second) because every task is short by design; a message held by a worker
 that vanished therefore comes back within visibility + restore interval.
+The tests that kill a worker to watch that happen pass :data:`QUICK_RECOVERY_ENV`
+(visibility 9 s). Start a test's workers with :meth:`Cluster.start_together`, so
+their start-ups overlap.
 """
 
 from __future__ import annotations
@@ -28,6 +31,15 @@ CLUSTER_ENV = {
     "SRH_BRANCH_SOFT_LIMIT": "6", "SRH_BRANCH_HARD_LIMIT": "8", "SRH_RETRY_BACKOFF_MAX": "2",
     "SRH_TASK_MODULES": "srh_workers.flow.tasks,tests.workers.cluster_plugins",
     "SRH_LOG_FORMAT": "text",
+}
+# For the tests that SIGKILL a worker and wait for its held message to come back: the
+# documented limits set lower still (the tasks of those tests sleep at most 1.5 s, so a
+# soft limit of 5 s keeps over 3x headroom), so the wait after the kill is 9 s, not 12 s.
+QUICK_VISIBILITY = 9
+QUICK_RECOVERY_ENV = {
+    "SRH_VISIBILITY_TIMEOUT": str(QUICK_VISIBILITY), "SRH_RETRY_BACKOFF_MAX": "1",
+    "SRH_TOOL_SOFT_LIMIT": "5", "SRH_TOOL_HARD_LIMIT": "6",
+    "SRH_BRANCH_SOFT_LIMIT": "5", "SRH_BRANCH_HARD_LIMIT": "6",
 }
 
 
@@ -65,13 +77,18 @@ class Cluster:
         assert worker.alive, worker.log_text()[-2000:]
         return worker
 
+    def start_together(self, *workers: tuple[str, dict[str, Any]]) -> list[WorkerProcess]:
+        """Start workers side by side, each ``(queue, keyword arguments of start)``, then wait
+        until every one is ready (one start-up's wait instead of one per worker)."""
+        started = [self.start(queue, wait=False, **options) for queue, options in workers]
+        for worker, (queue, _) in zip(started, workers, strict=True):
+            self.ready(worker, queue)
+        return started
+
     def start_pair(self, **extra_env: str) -> list[WorkerProcess]:
         """A branches worker and a tools worker (one process each), started side by side."""
-        workers = [self.start(queue, concurrency=1, wait=False, **extra_env)
-                   for queue in ("branches", "tools")]
-        for worker in workers:
-            self.ready(worker)
-        return workers
+        return self.start_together(*((queue, {"concurrency": 1, **extra_env})
+                                     for queue in ("branches", "tools")))
 
     def submit(self, settings: SearchSettings, X: dict[str, Any], y: dict[str, Any],
                agent_class: type[SRAgent] = SRAgent) -> str:

@@ -44,8 +44,7 @@ def test_srh_and_gplearn_give_the_same_rows_embedded_and_on_the_cluster(
         cluster: Cluster, tmp_path: Path) -> None:
     cluster.env.update({"SRH_SWEEP_INTERVAL": "0.2", "SRH_SWEEP_LEASE": "2"})
     _, embedded = benchmark(cluster.env, tmp_path / "embedded", "--jobs", "2")
-    cluster.start("branches", concurrency=2)
-    cluster.start("tools", concurrency=2)
+    cluster.start_together(("branches", {"concurrency": 2}), ("tools", {"concurrency": 2}))
     _, clustered = benchmark(cluster.env, tmp_path / "cluster", "--backend", "celery")
     here, there = by_cell(embedded), by_cell(clustered)
     assert set(here) == set(there) and len(here) == 4

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,27 @@ from srh_workers.flow.tasks import sender
 from srh_workers.store import RedisRunStore
 from srh_workers.submit import run_status
 from srh_workers.sweeps import CelerySweepBackend
-from tests.workers.cluster import RECOVERY_TARGET_SECONDS, VISIBILITY, Cluster
+from tests.workers.cluster import (
+    QUICK_RECOVERY_ENV,
+    QUICK_VISIBILITY,
+    RECOVERY_TARGET_SECONDS,
+    Cluster,
+)
 from tests.workers.cluster_plugins import REQUESTS_KEY
+from tests.workers.conftest import RedisServerFactory
 from tests.workers.support import ROOT, wait_until
 
 pytestmark = pytest.mark.integration
+
+@pytest.fixture
+def quick_cluster(redis_server_factory: RedisServerFactory, tmp_path: Path) -> Iterator[Cluster]:
+    """The ``cluster`` fixture with :data:`QUICK_RECOVERY_ENV`: a killed worker's message is
+    back after 9 s instead of 12 s."""
+    server = redis_server_factory(appendonly=True)
+    made = Cluster(server.url, tmp_path, **QUICK_RECOVERY_ENV)
+    yield made
+    made.close()
+
 
 def power_law_data(n: int = 300) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     rng = np.random.default_rng(1)
@@ -68,8 +85,7 @@ def test_smallest_deployment_matches_the_embedded_run(cluster: Cluster) -> None:
     values = {"max_restart_loop": 2, "global_width": 2, "max_refinement_depth": 3,
               "local_sample_size": 2, "early_stop": False, "seed": 3}
     embedded = SRAgent(run_id="same", **values).run(X, {problem.output: y}, "find y")
-    cluster.start("branches", concurrency=1)
-    cluster.start("tools", concurrency=1)
+    cluster.start_together(("branches", {"concurrency": 1}), ("tools", {"concurrency": 1}))
     run_id = cluster.submit(SearchSettings.build(run_id="same-c", **values), X,
                             {problem.output: y})
     result = cluster.result(run_id).to_dict()
@@ -97,11 +113,12 @@ def _held_tool_task(client: redis.Redis) -> tuple[Any, ...] | None:
     return None
 
 
-def test_a_killed_tools_worker_loses_nothing(cluster: Cluster) -> None:
+def test_a_killed_tools_worker_loses_nothing(quick_cluster: Cluster) -> None:
+    cluster = quick_cluster
     settings = slow_settings("killtools", global_width=2, max_refinement_depth=2,
                              local_sample_size=2)
-    cluster.start("branches", concurrency=2)
-    tools = cluster.start("tools", concurrency=1)
+    _, tools = cluster.start_together(("branches", {"concurrency": 2}),
+                                      ("tools", {"concurrency": 1}))
     run_id = cluster.submit(settings, *power_law_data())
     held = wait_until(lambda: _held_tool_task(cluster.client), 60, "a tool task in flight")
     os.killpg(tools.process.pid, signal.SIGKILL)  # the whole node: main process and children
@@ -113,16 +130,18 @@ def test_a_killed_tools_worker_loses_nothing(cluster: Cluster) -> None:
                "the lost tool task to come back")
     recovery = time.monotonic() - killed_at
     print(f"lost tool task recovered {recovery:.1f}s after the kill "
-          f"(visibility timeout {VISIBILITY}s + restore sweep 1s)")
+          f"(visibility timeout {QUICK_VISIBILITY}s + restore sweep 1s)")
     assert recovery < RECOVERY_TARGET_SECONDS
     assert cluster.result(run_id).status == "completed"
     assert_complete(cluster.client, run_id, settings)
 
 
-def test_a_killed_branch_worker_resumes_without_resampling(cluster: Cluster) -> None:
+def test_a_killed_branch_worker_resumes_without_resampling(quick_cluster: Cluster) -> None:
+    cluster = quick_cluster
     settings = slow_settings("killbranch", max_refinement_depth=3, local_sample_size=2)
-    branches = cluster.start("branches", concurrency=1, SRH_TEST_MODEL_DELAY="1.5")
-    cluster.start("tools", concurrency=2)
+    branches, _ = cluster.start_together(
+        ("branches", {"concurrency": 1, "SRH_TEST_MODEL_DELAY": "1.5"}),
+        ("tools", {"concurrency": 2}))
     run_id = cluster.submit(settings, *power_law_data())
     requests = lambda: {int(k): int(v) for k, v in cluster.client.hgetall(REQUESTS_KEY).items()}  # noqa: E731
     wait_until(lambda: len(requests()) >= 2, 60, "the second step's model request")
@@ -146,8 +165,7 @@ def _srh(env: dict[str, str], *args: str, **kwargs: Any) -> subprocess.Popen[str
 
 
 def test_the_run_survives_its_submitter(cluster: Cluster) -> None:
-    cluster.start("branches", concurrency=2)
-    cluster.start("tools", concurrency=1)
+    cluster.start_together(("branches", {"concurrency": 2}), ("tools", {"concurrency": 1}))
     submitter = _srh(cluster.env, "run", "--backend", "celery", "--problem", "feynman-I.12.4",
                      "-C", "2", "-L", "3", "-K", "2", "--run-id", "orphan",
                      "--samples", "300")
@@ -172,9 +190,8 @@ def _write_sweep(path: Path, name: str, problems: list[str], seeds: list[int]) -
 
 
 def test_a_sweep_of_20_cells_on_two_tool_workers(cluster: Cluster, tmp_path: Path) -> None:
-    cluster.start("branches", concurrency=4)
-    cluster.start("tools", concurrency=1)
-    cluster.start("tools", concurrency=1)
+    cluster.start_together(("branches", {"concurrency": 4}), ("tools", {"concurrency": 1}),
+                           ("tools", {"concurrency": 1}))
     problems = ["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13", "feynman-II.34.2",
                 "feynman-I.39.1"]
     spec = load_sweep(_write_sweep(tmp_path / "sweep.toml", "twenty", problems, [0, 1, 2, 3]))
@@ -189,8 +206,7 @@ def test_a_sweep_of_20_cells_on_two_tool_workers(cluster: Cluster, tmp_path: Pat
 
 def test_a_redis_restart_during_a_sweep_loses_no_finished_cell(cluster: Cluster,
                                                                 tmp_path: Path) -> None:
-    cluster.start("branches", concurrency=2)
-    cluster.start("tools", concurrency=2)
+    cluster.start_together(("branches", {"concurrency": 2}), ("tools", {"concurrency": 2}))
     spec = load_sweep(_write_sweep(tmp_path / "sweep.toml", "restart",
                                    ["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13"],
                                    [0, 1]))

@@ -108,8 +108,7 @@ def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluste
         assert expected["status"] == "completed" and len(expected_nodes) == 2 * 2 * 3 * 2
     files = {path.name for path in (tmp_path / "embedded").iterdir()}
 
-    cluster.start("branches", concurrency=4)
-    cluster.start("tools", concurrency=2)
+    cluster.start_together(("branches", {"concurrency": 4}), ("tools", {"concurrency": 2}))
     for granularity in ("step", "run"):
         run_id = f"par-{granularity}-{int(early_stop)}"
         settings = SearchSettings.build(run_id=run_id, early_stop=early_stop,
@@ -320,8 +319,7 @@ def test_a_pause_before_the_first_step_holds_the_same_on_real_workers(cluster: C
                        "find y", agent_class=InteractiveMarkedAgent, options=options)
     channel = RedisControlChannel(cluster.client, run_id, sender(cluster.app))
     channel.apply(ControlCommand("pause"))  # before any worker took the run's first task
-    cluster.start("branches", concurrency=2)
-    cluster.start("tools", concurrency=1)
+    cluster.start_together(("branches", {"concurrency": 2}), ("tools", {"concurrency": 1}))
     celery_store = RedisRunStore.open(cluster.client, run_id)
     parked = ["run"] if granularity == "run" else [step_member(1, C, 1) for C in (1, 2)]
     wait_until(lambda: celery_store.controls.held_steps() == parked, 60,

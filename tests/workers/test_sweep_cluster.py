@@ -74,9 +74,9 @@ def test_a_submitted_sweep_runs_without_its_shell_and_survives_its_coordinators_
     cluster = sweep_cluster
     artifacts = tmp_path / "artifacts"
     cluster.env["SRH_ARTIFACTS"] = str(artifacts)
-    first = cluster.start("branches", concurrency=4)
-    second = cluster.start("branches", concurrency=4)
-    cluster.start("tools", concurrency=2, SRH_SWEEP_INTERVAL="0")  # coordinates no sweep
+    first, second, _ = cluster.start_together(
+        ("branches", {"concurrency": 4}), ("branches", {"concurrency": 4}),
+        ("tools", {"concurrency": 2, "SRH_SWEEP_INTERVAL": "0"}))  # tools coordinate no sweep
     path = write_sweep(tmp_path / "sweep.toml", "orphans", seeds=[0, 1], max_parallel=2,
                        problems=["feynman-I.12.4", "feynman-I.14.4", "feynman-I.25.13"],
                        wait=0.2, depth=3)
@@ -134,8 +134,7 @@ def test_a_submitted_sweep_runs_without_its_shell_and_survives_its_coordinators_
 
 def test_pause_resume_stop_and_cancel(sweep_cluster: Cluster, tmp_path: Path) -> None:
     cluster = sweep_cluster
-    cluster.start("branches", concurrency=2)
-    cluster.start("tools", concurrency=1)
+    cluster.start_together(("branches", {"concurrency": 2}), ("tools", {"concurrency": 1}))
     spec = load_sweep(write_sweep(tmp_path / "sweep.toml", "knobs", max_parallel=1,
                                   problems=["feynman-I.12.4", "feynman-I.14.4"], seeds=[0, 1],
                                   wait=0.3, depth=4))
