@@ -210,7 +210,7 @@ def _negated(node: Expression) -> Expression | None:
     A negative number, or a ``*``/``/`` chain whose leftmost factor is a negative
     number (negating that factor negates every partial product exactly, NaNs
     included). A unary minus stays: ``a + -(nan)`` and ``a - nan`` differ in the
-    NaN's sign bit (:func:`srh_engine.readable.readable` rewrites that tree instead).
+    NaN's sign bit (:func:`srh_engine.readable` rewrites that tree instead).
     """
     if isinstance(node, Number):
         return Number(-node.value) if math.copysign(1.0, node.value) < 0 else None
