@@ -82,7 +82,7 @@ _LAZY = {
     "UnitError": "errors",
     "snap_constants": "snapping", "recognise_and_snap": "snapping",
     "DIMENSIONLESS": "units", "Dimension": "units", "parse_units": "units",
-    "readable": "readability", "integral_number": "readability",
+    "readable": "readability", "integral_number": "nodes",
 }
 
 __all__ = [
