@@ -35,9 +35,11 @@ Decisions (the details live in the module docstrings):
 
 Importing this package imports nothing: each name loads its module on first
 use (NumPy with the nodes, SciPy on the first fit or ``sigmoid``, SymPy
-never). Modules are named ``evaluation``, ``fitting`` and ``rendering``
-so that they are not shadowed by the functions ``evaluate``, ``fit`` and
-``render`` exported here.
+never). Modules are named ``evaluation``, ``fitting``, ``rendering`` and
+``readability`` so that they are not shadowed by the functions ``evaluate``,
+``fit``, ``render`` and ``readable`` exported here: a submodule is set on the
+package when it is imported, so a submodule named like an exported function
+would replace that function (tests/test_lazy_exports.py checks every lazy package).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ _LAZY = {
     "UnitError": "errors",
     "snap_constants": "snapping", "recognise_and_snap": "snapping",
     "DIMENSIONLESS": "units", "Dimension": "units", "parse_units": "units",
-    "readable": "readable", "integral_number": "readable",
+    "readable": "readability", "integral_number": "nodes",
 }
 
 __all__ = [

@@ -35,11 +35,14 @@ __all__ = [
     "Unary",
     "Variable",
     "as_expression",
+    "integral_number",
     "map_postorder",
 ]
 
 BINARY_OPERATORS: frozenset[str] = frozenset({"+", "-", "*", "/", "**"})
 UNARY_OPERATORS: frozenset[str] = frozenset({"-"})
+INTEGRAL_LIMIT = 2.0**53
+"""Integral floats up to this magnitude become ints (every int up to it is a float exactly)."""
 
 
 def _real_number(value: Any, node_type: str, field_name: str) -> int | float:
@@ -186,6 +189,22 @@ class Number(Expression):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", _real_number(self.value, "Number", "value"))
+
+
+def integral_number(value: float, limit: float = INTEGRAL_LIMIT) -> int | float:
+    """``value`` as an int when it is exactly integral (``2.0`` -> ``2``), else unchanged.
+
+    Args:
+        value: A number of a tree (``-0.0`` becomes ``0``; ``1.5``, ``0.9999999`` stay).
+        limit: The largest magnitude made an int (the printer uses a smaller one for
+            exponents).
+
+    Returns:
+        The int of the same value, or ``value`` itself.
+    """
+    if isinstance(value, float) and value.is_integer() and abs(value) <= limit:
+        return int(value)
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,17 @@ from typing import Any, Literal
 
 from .functions import FUNCTIONS
 from .graph_nodes import Aggregate, Delay, Gather, Index, Indexed, Reduction, RelationLift
-from .nodes import Binary, Expression, Function, GroupedParameter, Number, Parameter, Symbol, Unary
+from .nodes import (
+    Binary,
+    Expression,
+    Function,
+    GroupedParameter,
+    Number,
+    Parameter,
+    Symbol,
+    Unary,
+    integral_number,
+)
 from .transform import map_postorder
 
 __all__ = ["ParameterStyle", "render", "to_str", "to_tree"]
@@ -122,7 +132,7 @@ class _Renderer:
             left_parens = left_precedence < own
             right_parens = right_precedence <= own or right_precedence == UNARY
         left = self.wrapped(node.left, left_parens)
-        right = self.wrapped(_integral(node.right) if operator == "**" else node.right,
+        right = self.wrapped(_int_exponent(node.right) if operator == "**" else node.right,
                              right_parens)
         if self.latex:
             return _latex_binary(operator, left, right)
@@ -187,11 +197,11 @@ class _Renderer:
         return ", ".join(self.render(argument) for argument in arguments)
 
 
-def _integral(exponent: Expression) -> Expression:
-    """An integral float exponent as an int Number (``2.0`` -> ``2``)."""
-    if isinstance(exponent, Number) and isinstance(exponent.value, float) and \
-            exponent.value.is_integer() and abs(exponent.value) <= INTEGRAL_EXPONENT_LIMIT:
-        return Number(int(exponent.value))
+def _int_exponent(exponent: Expression) -> Expression:
+    """An integral float exponent as an int Number (``2.0`` -> ``2``; :func:`integral_number`
+    up to :data:`INTEGRAL_EXPONENT_LIMIT`)."""
+    if isinstance(exponent, Number):
+        return Number(integral_number(exponent.value, INTEGRAL_EXPONENT_LIMIT))
     return exponent
 
 
@@ -210,7 +220,7 @@ def _negated(node: Expression) -> Expression | None:
     A negative number, or a ``*``/``/`` chain whose leftmost factor is a negative
     number (negating that factor negates every partial product exactly, NaNs
     included). A unary minus stays: ``a + -(nan)`` and ``a - nan`` differ in the
-    NaN's sign bit (:func:`srh_engine.readable.readable` rewrites that tree instead).
+    NaN's sign bit (:func:`srh_engine.readable` rewrites that tree instead).
     """
     if isinstance(node, Number):
         return Number(-node.value) if math.copysign(1.0, node.value) < 0 else None

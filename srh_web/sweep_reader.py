@@ -93,11 +93,16 @@ class SweepReader:
             for cell_id, entry in cells.items()]
 
     def csv_text(self, filters: Mapping[str, str]) -> str:
-        stream = io.StringIO()
-        writer = csv.DictWriter(stream, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(self.table(filters)["rows"])
-        return stream.getvalue()
+        return rows_csv(self.table(filters)["rows"])
+
+
+def rows_csv(rows: list[dict[str, Any]]) -> str:
+    """The table's rows as CSV text, in :data:`COLUMNS` (other fields left out)."""
+    stream = io.StringIO()
+    writer = csv.DictWriter(stream, fieldnames=COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return stream.getvalue()
 
 
 def matches(row: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
@@ -170,11 +175,7 @@ class ClusterSweep:
                 "status": view["status"]}
 
     def csv_text(self, filters: Mapping[str, str]) -> str:
-        stream = io.StringIO()
-        writer = csv.DictWriter(stream, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(self.table(filters)["rows"])
-        return stream.getvalue()
+        return rows_csv(self.table(filters)["rows"])
 
     def control(self, action: str) -> dict[str, Any]:
         """Apply ``action`` (pause, resume, stop, cancel); the new status view.

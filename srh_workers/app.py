@@ -266,18 +266,15 @@ def _on_worker_init(celery_app: Celery, worker: Any) -> None:
 
 def start_watchdog(celery_app: Celery, owner: str) -> Any:
     """Start this worker's watchdog thread (None when ``SRH_STALL_SECONDS`` is 0)."""
+    from srh_workers.flow.tasks import sender
     from srh_workers.store.client import redis_client
     from srh_workers.watchdog import Watchdog
 
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
     if not settings.stall_seconds:
         return None
-
-    def send(action: Any) -> None:
-        celery_app.send_task(action.task, args=list(action.args))
-
-    watchdog = Watchdog(redis_client(str(settings.redis_url)), send, settings.stall_seconds,
-                        settings.watchdog_interval, owner).start()
+    watchdog = Watchdog(redis_client(str(settings.redis_url)), sender(celery_app),
+                        settings.stall_seconds, settings.watchdog_interval, owner).start()
     logger.info("watchdog on: runs without progress for %g s are kicked (checked every "
                 "%g s)", settings.stall_seconds, settings.watchdog_interval)
     return watchdog
@@ -285,23 +282,20 @@ def start_watchdog(celery_app: Celery, owner: str) -> Any:
 
 def start_sweep_coordinator(celery_app: Celery, owner: str) -> Any:
     """Start this worker's sweep coordinator thread (None when ``SRH_SWEEP_INTERVAL`` is 0)."""
+    from srh_workers.flow.tasks import sender
     from srh_workers.store.client import redis_client
     from srh_workers.sweeps.coordinator import SweepCoordinator
 
     settings: WorkerSettings = celery_app.srh_settings  # type: ignore[attr-defined]
     if not settings.sweep_interval:
         return None
-
-    def send(action: Any) -> None:
-        celery_app.send_task(action.task, args=list(action.args))
-
     client = redis_client(str(settings.redis_url))
     on_finished = None
     if settings.artifacts is not None:
         from srh_workers.artifacts import judge_into_artifacts
 
         on_finished = judge_into_artifacts(settings.artifacts, client)
-    return SweepCoordinator(client, send, owner,
+    return SweepCoordinator(client, sender(celery_app), owner,
                             interval=settings.sweep_interval,
                             lease_seconds=settings.sweep_lease, on_finished=on_finished).start()
 

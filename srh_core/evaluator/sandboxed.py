@@ -16,6 +16,14 @@ round-trips exactly, metrics as JSON numbers (exact for floats), splits as
 ``.npy`` files, so the scores equal the embedded run's, where the user's own
 file is loaded in the user's own process.
 
+The file is written once, and the data once per context and data revision:
+a context's arrays change only through its commits, each of which bumps
+:attr:`~srh_core.context.AgentContext.revision`, so a saved copy is reused
+until then (a data refresh, issue 25, commits a new revision and is saved
+again). Both are mounted read-only, so no call can change what the next one
+reads; each call still gets a fresh workspace for what it writes. A saved
+copy lives as long as its context or a call using it, whichever is longer.
+
 Each call is one sandboxed process (about a second): a run with a custom
 evaluator on a cluster is slower per tool call than embedded.
 """
@@ -24,6 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +147,25 @@ class SandboxedEvaluator(DefaultEvaluator):
     def __init__(self, shipped: EvaluatorSource) -> None:
         self.shipped = shipped.checked()
         self.class_name = ""
+        self._start_caches()
         probe = _probe_context()
         self.class_name = str(self._call("inspect", probe)["class"])
+
+    def _start_caches(self) -> None:
+        self._lock = threading.Lock()
+        self._source_folder: tempfile.TemporaryDirectory[str] | None = None
+        # context -> (its data revision, the folder its data is saved in); weak, so a
+        # context's saved copy goes with it
+        self._saved: weakref.WeakKeyDictionary[
+            AgentContext, tuple[int, tempfile.TemporaryDirectory[str]]] = \
+            weakref.WeakKeyDictionary()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"shipped": self.shipped, "class_name": self.class_name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.shipped, self.class_name = state["shipped"], state["class_name"]
+        self._start_caches()
 
     def split(self, context: AgentContext) -> dict[str, Any]:  # type: ignore[override]
         with tempfile.TemporaryDirectory(prefix="srh-evaluator-") as temporary:
@@ -170,13 +197,11 @@ class SandboxedEvaluator(DefaultEvaluator):
             with tempfile.TemporaryDirectory(prefix="srh-evaluator-") as temporary:
                 return self._call(action, context, f=f, y=y, options=options,
                                   folder=Path(temporary))
-        (folder / "evaluator").mkdir()
-        (folder / "evaluator" / self.shipped.filename).write_text(self.shipped.source,
-                                                                  encoding="utf-8")
-        save_context_data(context, folder / "data")
+        source, data = self._saved_files(context)  # held until the call ends
         roots = package_roots()
         sandbox = Workspace(folder, read_only_mounts={
-            name: roots[name] for name in ("srh_core", "srh_engine")})
+            "evaluator": source.name, "data": data.name,
+            **{name: roots[name] for name in ("srh_core", "srh_engine")}})
         settings = context.settings()
         payload = {"file": self.shipped.filename, "action": action, "options": options or {},
                    "f": None if f is None else engine.to_str(f),
@@ -192,6 +217,22 @@ class SandboxedEvaluator(DefaultEvaluator):
                 f"The custom evaluator {self.shipped.filename} failed in the sandbox "
                 f"({action}: {why}): {run.stderr[-1500:]}", path=self.shipped.filename)
         return value
+
+    def _saved_files(self, context: AgentContext) -> tuple[tempfile.TemporaryDirectory[str],
+                                                           tempfile.TemporaryDirectory[str]]:
+        """The folders holding the file and ``context``'s data, written when missing."""
+        with self._lock:
+            if self._source_folder is None:
+                self._source_folder = tempfile.TemporaryDirectory(prefix="srh-evaluator-file-")
+                (Path(self._source_folder.name) / self.shipped.filename).write_text(
+                    self.shipped.source, encoding="utf-8")
+            revision = context.revision  # read first: a commit meanwhile saves again
+            saved = self._saved.get(context)
+            if saved is None or saved[0] != revision:
+                data = tempfile.TemporaryDirectory(prefix="srh-evaluator-data-")
+                save_context_data(context, data.name)
+                saved = self._saved[context] = (revision, data)
+            return self._source_folder, saved[1]
 
 
 def _digest(text: str) -> str:

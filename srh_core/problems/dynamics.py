@@ -26,7 +26,7 @@ Judging (both are reported; *solved* needs both):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,8 +124,7 @@ class OdeProblem:
     def simulate(self, n: int, rng: np.random.Generator) -> Trajectories:
         """``n`` samples over ``trajectories`` admissible trajectories."""
         formulas = {name: parse(text) for name, text in self.system}
-        counts = [n // self.trajectories + (k < n % self.trajectories)
-                  for k in range(self.trajectories)]
+        counts = trajectory_counts(n, self.trajectories)
         pieces = [self._trajectory(formulas, max(count, 2), rng) for count in counts if count]
         states = {s: np.concatenate([p[0][:, k] for p in pieces]) for k, s in
                   enumerate(self.states)}
@@ -135,19 +134,10 @@ class OdeProblem:
 
     def _trajectory(self, formulas: dict[str, Any], count: int, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rhs = SystemRightHandSide(formulas, {})
-        times = np.linspace(0.0, self.t_end, count)
-        for _ in range(MAX_DRAWS):
-            start = np.array([rng.uniform(r.low, r.high) for r in self.initial])
-            try:
-                states = integrate_system(rhs, start, times, bound=STATE_LIMIT)
-            except RolloutError:
-                continue
-            derivatives = np.stack([rhs(0.0, row) for row in states])
-            if self._admissible(states, derivatives):
-                return states, times, derivatives
-        raise ConfigurationError(f"Problem {self.name!r}: no admissible trajectory in "
-                                 f"{MAX_DRAWS} draws; widen its domain or shorten t_end.")
+        return draw_trajectory(
+            SystemRightHandSide(formulas, {}), np.linspace(0.0, self.t_end, count),
+            lambda: np.array([rng.uniform(r.low, r.high) for r in self.initial]),
+            self._admissible, f"Problem {self.name!r}", "; widen its domain or shorten t_end")
 
     def _admissible(self, states: np.ndarray, derivatives: np.ndarray) -> bool:
         if not (np.all(np.isfinite(derivatives)) and np.all(np.abs(derivatives) < STATE_LIMIT)):
@@ -162,9 +152,7 @@ class OdeProblem:
         the derivative), this state's derivative as target."""
         rng = np.random.default_rng([seed, 0])
         data = self.simulate(n, rng)
-        y = data.derivatives[self.state]
-        if noise > 0:
-            y = y + rng.normal(0.0, noise * np.sqrt(np.mean(y**2)), size=y.shape)
+        y = with_noise(data.derivatives[self.state], noise, rng)
         descriptions = {state: "state of the system" for state in self.states}
         return StructuredData({**data.states, TIME: data.times}, time=TIME,
                               derivatives={self.output: self.state},
@@ -175,24 +163,76 @@ class OdeProblem:
         """Fresh-point error and rollout error of a derivative formula (see the module)."""
         data = self.simulate(n, np.random.default_rng([seed, 1]))
         values = {**data.states, TIME: data.times}
-        truth = data.derivatives[self.state]
-        predicted = _predict(formula, values, None)
-        if predicted is None:
-            return Judgement(False, float("inf"), float("-inf"), None)
-        worst, r2 = scale_error(truth, predicted)
-        rollout = self.rollout_error(formula, values)
-        solved = worst < SOLVED_TOLERANCE and rollout is not None and rollout < ROLLOUT_TOLERANCE
-        return Judgement(bool(solved), worst, r2, rollout)
+        return judgement(data.derivatives[self.state], _predict(formula, values, None),
+                         lambda: self.rollout_error(formula, values))
 
     def rollout_error(self, formula: str, values: Mapping[str, np.ndarray]) -> float | None:
         """Relative rollout RMSE of this state under ``formula`` (None when it fails)."""
+        return relative_rollout_error(formula, values, self.state, values[self.state])
+
+
+# ------------------------------------------------ shared with network problems
+def trajectory_counts(n: int, trajectories: int) -> list[int]:
+    """``n`` samples split over ``trajectories`` as evenly as possible, the first ones larger."""
+    return [n // trajectories + (k < n % trajectories) for k in range(trajectories)]
+
+
+def draw_trajectory(rhs: Any, times: np.ndarray, draw_start: Callable[[], np.ndarray],
+                    admissible: Callable[[np.ndarray, np.ndarray], bool], problem: str,
+                    hint: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """States, times and exact derivatives of the first admissible trajectory.
+
+    Args:
+        rhs: The system's right-hand side.
+        times: The sample times.
+        draw_start: Draws an initial state (called once per attempt, before integrating).
+        admissible: Whether ``(states, derivatives)`` may be used.
+        problem: The problem, as the error names it.
+        hint: What to change, appended to the error.
+
+    Raises:
+        ConfigurationError: No admissible trajectory in :data:`MAX_DRAWS` draws.
+    """
+    for _ in range(MAX_DRAWS):
+        start = draw_start()
         try:
-            rmse = calc_trajectory_rollout_RMSE(parse(formula), values, time=TIME,
-                                                state=self.state)
-        except (RolloutError, EngineError):
-            return None
-        scale = float(np.std(values[self.state])) or 1.0
-        return rmse / scale
+            states = integrate_system(rhs, start, times, bound=STATE_LIMIT)
+        except RolloutError:
+            continue
+        derivatives = np.stack([rhs(0.0, row) for row in states])
+        if admissible(states, derivatives):
+            return states, times, derivatives
+    raise ConfigurationError(f"{problem}: no admissible trajectory in {MAX_DRAWS} draws{hint}.")
+
+
+def with_noise(y: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
+    """``y`` plus Gaussian noise of ``noise`` times its RMS (``y`` itself when 0)."""
+    if noise > 0:
+        return y + rng.normal(0.0, noise * np.sqrt(np.mean(y**2)), size=y.shape)
+    return y
+
+
+def judgement(truth: np.ndarray, predicted: np.ndarray | None,
+              rollout_error: Callable[[], float | None]) -> Judgement:
+    """Solved when the fresh-point error and the rollout error are both below their
+    tolerances; the rollout runs only for a formula that evaluates."""
+    if predicted is None:
+        return Judgement(False, float("inf"), float("-inf"), None)
+    worst, r2 = scale_error(truth, predicted)
+    rollout = rollout_error()
+    solved = worst < SOLVED_TOLERANCE and rollout is not None and rollout < ROLLOUT_TOLERANCE
+    return Judgement(bool(solved), worst, r2, rollout)
+
+
+def relative_rollout_error(formula: str, data: Any, state: str, observed: np.ndarray
+                           ) -> float | None:
+    """Rollout RMSE of ``state`` under ``formula`` over the standard deviation of its
+    ``observed`` values (None when the formula or the rollout fails)."""
+    try:
+        rmse = calc_trajectory_rollout_RMSE(parse(formula), data, time=TIME, state=state)
+    except (RolloutError, EngineError):
+        return None
+    return rmse / (float(np.std(observed)) or 1.0)
 
 
 def _predict(formula: str, values: Mapping[str, Any], num_nodes: int | None

@@ -30,26 +30,19 @@ import numpy as np
 
 from srh_core.context import AgentContext
 from srh_core.context.structured import StructuredData
-from srh_core.errors import ConfigurationError
-from srh_core.evaluator.dynamics import (
-    RolloutError,
-    SystemRightHandSide,
-    calc_trajectory_rollout_RMSE,
-    integrate_system,
-)
+from srh_core.evaluator.dynamics import SystemRightHandSide
 from srh_core.problems.dynamics import (
-    MAX_DRAWS,
-    ROLLOUT_TOLERANCE,
-    SOLVED_TOLERANCE,
-    STATE_LIMIT,
     TIME,
     StateRange,
     _predict,
     _ranges,
-    scale_error,
+    draw_trajectory,
+    judgement,
+    relative_rollout_error,
+    trajectory_counts,
+    with_noise,
 )
-from srh_core.problems.formula import Judgement
-from srh_engine import EngineError, parse
+from srh_engine import parse
 
 RELATION = "A"
 
@@ -128,8 +121,7 @@ class NetworkProblem:
         fixed = {RELATION: self.edges, **{k: v[None, :] for k, v in self.constants.items()}}
         rhs = SystemRightHandSide({self.state: self.expression()}, fixed, (self.num_nodes,),
                                   self.num_nodes)
-        counts = [n // self.trajectories + (k < n % self.trajectories)
-                  for k in range(self.trajectories)]
+        counts = trajectory_counts(n, self.trajectories)
         pieces = [self._trajectory(rhs, max(count, 2), rng) for count in counts if count]
         states = np.concatenate([p[0] for p in pieces])
         derivatives = np.concatenate([p[2] for p in pieces])
@@ -138,18 +130,11 @@ class NetworkProblem:
 
     def _trajectory(self, rhs: Any, count: int, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        times = np.linspace(0.0, self.t_end, count)
-        for _ in range(MAX_DRAWS):
-            start = rng.uniform(self.initial.low, self.initial.high, size=self.num_nodes)
-            try:
-                states = integrate_system(rhs, start, times, bound=STATE_LIMIT)
-            except RolloutError:
-                continue
-            derivatives = np.stack([rhs(0.0, row) for row in states])
-            if np.all(np.isfinite(derivatives)):
-                return states, times, derivatives
-        raise ConfigurationError(f"Problem {self.name!r}: no admissible trajectory in "
-                                 f"{MAX_DRAWS} draws.")
+        return draw_trajectory(
+            rhs, np.linspace(0.0, self.t_end, count),
+            lambda: rng.uniform(self.initial.low, self.initial.high, size=self.num_nodes),
+            lambda states, derivatives: bool(np.all(np.isfinite(derivatives))),
+            f"Problem {self.name!r}")
 
     def values(self, states: Mapping[str, np.ndarray]) -> Any:
         """The run's features: states, relation, node constants per sample, time."""
@@ -167,9 +152,7 @@ class NetworkProblem:
         """Search data (a StructuredData) and the exact derivative ``(n, N)``."""
         rng = np.random.default_rng([seed, 0])
         states, y = self.simulate(max(n // self.num_nodes, 2 * self.trajectories), rng)
-        if noise > 0:
-            y = y + rng.normal(0.0, noise * np.sqrt(np.mean(y**2)), size=y.shape)
-        return self.values(states), y
+        return self.values(states), with_noise(y, noise, rng)
 
     # ------------------------------------------------------------- judging
     def judge(self, formula: str, seed: int = 0, n: int = 1000) -> Any:
@@ -179,22 +162,11 @@ class NetworkProblem:
         values = self.values(states)
         engine_view = {k: (v[:, None] if np.ndim(v) == 1 and k != RELATION else v)
                        for k, v in values.items()}
-        predicted = _predict(formula, engine_view, self.num_nodes)
-        if predicted is None:
-            return Judgement(False, float("inf"), float("-inf"), None)
-        worst, r2 = scale_error(truth, predicted)
-        rollout = self.rollout_error(formula, values)
-        solved = worst < SOLVED_TOLERANCE and rollout is not None and rollout < ROLLOUT_TOLERANCE
-        return Judgement(bool(solved), worst, r2, rollout)
+        return judgement(truth, _predict(formula, engine_view, self.num_nodes),
+                         lambda: self.rollout_error(formula, values))
 
     def rollout_error(self, formula: str, values: Any) -> float | None:
         """Relative rollout RMSE of the node field under ``formula`` (None when it fails)."""
         context = AgentContext(data=dict(values), relation_names=set(values.relation_names),
                                num_nodes=values.num_nodes)
-        try:
-            rmse = calc_trajectory_rollout_RMSE(parse(formula), context, time=TIME,
-                                                state=self.state)
-        except (RolloutError, EngineError):
-            return None
-        scale = float(np.std(values[self.state])) or 1.0
-        return rmse / scale
+        return relative_rollout_error(formula, context, self.state, values[self.state])

@@ -6,7 +6,7 @@
 - :mod:`srh_workers.flow.steps`: one function per task kind (no Celery in them), carrying
   out the scheduler's actions (:mod:`srh_core.agent.scheduler`);
 - :mod:`srh_workers.flow.whole_run`: a whole run as one chunked task (granularity "run");
-- :mod:`srh_workers.flow.dispatch`: the bodies by task name, and a run driven in-process;
+- :mod:`srh_workers.flow.handlers`: the bodies by task name, and a run driven in-process;
 - :mod:`srh_workers.flow.tasks`: the Celery tasks wrapping them (imported by workers).
 
 Names are imported on first use, so :mod:`srh_workers.flow.names` loads alone.
@@ -22,8 +22,8 @@ _EXPORTS = {
     "WorkerRunView": "srh_workers.flow.run_view",
     "resolve_granularity": "srh_workers.flow.run_view",
     "run_view_for": "srh_workers.flow.run_view",
-    "dispatch": "srh_workers.flow.dispatch",
-    "run_inline": "srh_workers.flow.dispatch",
+    "dispatch": "srh_workers.flow.handlers",
+    "run_inline": "srh_workers.flow.handlers",
     "finalize_run": "srh_workers.flow.steps",
     "repair_actions": "srh_workers.flow.steps",
 }

@@ -36,7 +36,7 @@ from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCallResult
 from srh_workers.errors import AgentBuildError, PoisonTaskError
 from srh_workers.flow import names, steps
-from srh_workers.flow.dispatch import HANDLERS
+from srh_workers.flow.handlers import HANDLERS
 from srh_workers.flow.names import Action, whole_run_action
 from srh_workers.flow.run_view import Budget, WorkerRunView, run_view_for
 from srh_workers.flow.whole_run import run_whole

@@ -15,11 +15,12 @@ from srh_engine import (
     ParseError,
     Symbol,
     Unary,
+    integral_number,
     parse,
     readable,
     to_str,
 )
-from srh_engine.readable import integral_number, is_positive
+from srh_engine.readability import is_positive
 
 RULES = [
     ("plus-minus", "exp(-0.9189385332046727 + -0.5*theta**2.0)", (),

@@ -51,6 +51,7 @@ TEXT = [
     ("integral-exponent", Binary("**", x, Number(2.0)), "x**2"),
     ("negative-integral-exponent", Binary("**", x, Number(-1.0)), "x**-1"),
     ("fractional-exponent", Binary("**", x, Number(0.5)), "x**0.5"),
+    ("exponent-over-limit", Binary("**", x, Number(1001.0)), "x**1001.0"),
     ("gaussian", Function("exp", (Binary("+", Number(-0.9189385332046727), Binary(
         "*", Number(-0.5), Binary("**", x, Number(2.0)))),)),
      "exp(-0.9189385332046727 - 0.5*x**2)"),

@@ -118,7 +118,7 @@ def test_srh_web_steers_an_interactive_redis_run_and_streams_its_events(redis_se
 
     from srh_web.cluster import ClusterSource
     from srh_workers.control.submit import submit_interactive
-    from srh_workers.flow.dispatch import dispatch
+    from srh_workers.flow.handlers import dispatch
     from tests.web.support import read_sse
 
     client = redis.Redis.from_url(redis_server)

@@ -1,8 +1,8 @@
 """Test-only tool and model for the cluster tests, imported by the test's workers.
 
 Workers load this module through ``SRH_TASK_MODULES``, so the ``slow_probe``
-and ``cancellable_wait`` tools and the ``test-slow`` and ``test-cancellable``
-providers exist on both sides.
+and ``cancellable_wait`` (tests/support/cancellable_wait.py) tools and the ``test-slow``
+and ``test-cancellable`` providers exist on both sides.
 The provider counts its requests per sampling seed in Redis (``srh-test:requests``), which is how
 a test proves that a finished step was never sampled again, and it can be
 made slow (``SRH_TEST_MODEL_DELAY``) so a test can kill a worker mid-request.
@@ -25,6 +25,7 @@ from srh_core.api import BaseAPI
 from srh_core.api.call_result import SampleDelta
 from srh_core.api.response import CallSummary, ModelResponse, Usage
 from srh_core.tools.base import BaseTool
+from tests.support import cancellable_wait  # noqa: F401 - registers the tool on workers
 
 REQUESTS_KEY = "srh-test:requests"
 PARSES_KEY = "srh-test:parses"
@@ -46,21 +47,6 @@ class SlowProbe(BaseTool):
         while time.monotonic() < end:
             time.sleep(0.05)
         return {"slept": seconds}
-
-
-@BaseTool.register("cancellable_wait")
-class CancellableWait(BaseTool):
-    def execute(self, seconds: float = PROBE_SECONDS) -> dict[str, Any]:
-        """Wait, checking for cancellation between short sleeps (a long fit does the same).
-
-        Args:
-            seconds: How long to wait.
-        """
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.check_cancelled()
-            time.sleep(0.02)
-        return {"waited": seconds}
 
 
 @BaseAPI.register("test-slow")

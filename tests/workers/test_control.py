@@ -28,7 +28,7 @@ from srh_core.interactive import (
 from srh_core.interactive.agent import MESSAGE_PREFIX
 from srh_workers.control.channel import RedisControlChannel, open_controls
 from srh_workers.control.submit import submit_interactive
-from srh_workers.flow.dispatch import dispatch
+from srh_workers.flow.handlers import dispatch
 from srh_workers.flow.names import STEP, WHOLE_RUN, Action
 from srh_workers.store import RedisRunStore, RunKeys
 from srh_workers.store import control as control_keys

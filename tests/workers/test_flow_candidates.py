@@ -18,7 +18,7 @@ import redis
 
 from srh_core.agent import SearchSettings
 from srh_core.problems import load_suite
-from srh_workers.flow.dispatch import dispatch
+from srh_workers.flow.handlers import dispatch
 from srh_workers.flow.names import Action
 from srh_workers.store import RedisRunStore
 from srh_workers.submit import submit_run

@@ -34,7 +34,7 @@ from srh_core.state import SearchRunState
 from srh_workers.control.channel import RedisControlChannel
 from srh_workers.control.parking import step_member
 from srh_workers.control.submit import submit_interactive
-from srh_workers.flow.dispatch import dispatch
+from srh_workers.flow.handlers import dispatch
 from srh_workers.flow.names import RESTART, STEP, Action
 from srh_workers.flow.tasks import sender
 from srh_workers.store import RedisRunStore

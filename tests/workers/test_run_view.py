@@ -18,7 +18,7 @@ import tests.workers.cluster_plugins  # noqa: F401 - registers the test-cancella
 from srh_core.agent import SearchSettings
 from srh_core.agent.outcome import STOP_CANCELLED
 from srh_core.errors import ModelRequestCancelledError, ModelRequestError
-from srh_workers.flow.dispatch import dispatch
+from srh_workers.flow.handlers import dispatch
 from srh_workers.flow.names import Action
 from srh_workers.flow.run_view import RequestCut, forget_run, run_view_for
 from srh_workers.flow.steps import run_step

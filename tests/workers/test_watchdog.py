@@ -25,7 +25,7 @@ from srh_core.agent.branch import BranchState
 from srh_core.agent.outcome import STOP_CANCELLED, failed_reason, is_failure, run_outcome
 from srh_core.errors import ConfigurationError, ModelRequestError, SearchStateError
 from srh_workers.config import WorkerSettings
-from srh_workers.flow.dispatch import dispatch
+from srh_workers.flow.handlers import dispatch
 from srh_workers.flow.names import FINALIZE, STEP, Action
 from srh_workers.flow.run_view import forget_run, run_view_for
 from srh_workers.flow.steps import fail_branch

@@ -66,7 +66,7 @@ def plan_step(view: ConversationView, n: int, rng: np.random.Generator) -> tuple
     else:
         dealt = _deal(view, n, rng)
         mode = "exploring"
-    return tuple(Proposal(_explain(view, dealt, k, mode), dealt[k]) for k in range(n))
+    return tuple(Proposal(explain(view, dealt, k, mode), dealt[k]) for k in range(n))
 
 
 def _deal(view: ConversationView, n: int, rng: np.random.Generator) -> list[tuple[Move, ...]]:
@@ -99,12 +99,17 @@ def _ordered(moves: list[Move], rng: np.random.Generator) -> list[Move]:
     return [move for _, move in sorted(zip(keys, moves, strict=True), key=lambda kv: kv[0])]
 
 
-def _explain(view: ConversationView, dealt: list[tuple[Move, ...]], k: int, mode: str) -> str:
+def explain(view: ConversationView, dealt: list[tuple[Move, ...]], k: int, mode: str,
+            limits: str = "") -> str:
+    """Sample ``k``'s text: what it calls and why, ``limits`` (what the tools cannot find)
+    when given, and the whole step's plan when there are several samples."""
     lines = [f"[offline policy] Rule-based proposer, no language model (step {view.step} of "
              f"{view.max_steps}, {mode}; sample {k + 1} of {len(dealt)})."]
     lines += [f"- {move.tool}: {move.why}" for move in dealt[k]]
     if not dealt[k]:
-        lines.append("- nothing new to try; keeping the current best formula.")
+        lines.append("- nothing new to try with these tools; keeping the current best formula.")
+    if limits:
+        lines.append(f"Limits: {limits}.")
     if len(dealt) > 1 and any(dealt):
         lines.append(PLAN_HEADER)
         lines += [f"  sample {i + 1}: " + "; ".join(

@@ -26,7 +26,6 @@ when it returns None.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,8 +34,8 @@ import numpy as np
 
 from srh_core import formats
 from srh_core.api.offline.moves import Move
-from srh_core.api.offline.policy import MOVES_PER_SAMPLE, Proposal, submit_best
-from srh_core.api.offline.reader import PLAN_HEADER, ConversationView
+from srh_core.api.offline.policy import MOVES_PER_SAMPLE, Proposal, explain, submit_best
+from srh_core.api.offline.reader import ConversationView
 
 __all__ = ["Structure", "read_structure", "structured_plan"]
 
@@ -184,21 +183,6 @@ def _proposals(view: ConversationView, moves: list[Move], n: int, rng: np.random
     dealt = [tuple(ordered[k * MOVES_PER_SAMPLE:(k + 1) * MOVES_PER_SAMPLE]) for k in range(n)]
     if final and (view.final_step or not ordered):
         dealt[0] = tuple(submit_best(view)) + dealt[0][:MOVES_PER_SAMPLE - 1]
-    return tuple(Proposal(_explain(view, dealt, k, mode, limits), dealt[k]) for k in range(n))
+    return tuple(Proposal(explain(view, dealt, k, mode, limits), dealt[k]) for k in range(n))
 
 
-def _explain(view: ConversationView, dealt: list[tuple[Move, ...]], k: int, mode: str,
-             limits: str) -> str:
-    lines = [f"[offline policy] Rule-based proposer, no language model (step {view.step} of "
-             f"{view.max_steps}, {mode}; sample {k + 1} of {len(dealt)})."]
-    lines += [f"- {move.tool}: {move.why}" for move in dealt[k]]
-    if not dealt[k]:
-        lines.append("- nothing new to try with these tools; keeping the current best formula.")
-    if limits:
-        lines.append(f"Limits: {limits}.")
-    if len(dealt) > 1 and any(dealt):
-        lines.append(PLAN_HEADER)
-        lines += [f"  sample {i + 1}: " + "; ".join(
-            f"{m.tool} {json.dumps(m.params, sort_keys=True)}" for m in moves)
-            for i, moves in enumerate(dealt) if moves]
-    return "\n".join(lines)

@@ -20,26 +20,12 @@ from srh_core.interactive import ControlCommand, RunDirectoryChannel, SRAgentInt
 from srh_core.interactive.agent import FORCE_PAUSE_NOTICE, MESSAGE_PREFIX
 from srh_core.tools.base import BaseTool
 from srh_core.types import SearchResult
+from tests.support import cancellable_wait  # noqa: F401 - registers the tool
 from tests.support.openai_payloads import chat_chunk, chat_completion, tool_call
 from tests.support.openai_server import Reply
 
 CHAT = "/v1/chat/completions"
 DELAY = 0.8  # a reply's delay: long enough for a command to land while the step is open
-
-
-@BaseTool.register("wait_for_cancel")
-class WaitForCancelTool(BaseTool):
-    def execute(self, seconds: float = 5.0) -> dict:
-        """Wait, checking for cancellation, like a long fit does.
-
-        Args:
-            seconds: How long to wait.
-        """
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.check_cancelled()
-            time.sleep(0.02)
-        return {"waited": seconds}
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +55,7 @@ class Run:
             llm_provider="openai", llm_model="test-model", base_url=server.base_url,
             tool_parser="openai", early_stop=False, run_id="steer", save_path=str(self.path),
             branch_threads=1,  # the steps below are scripted in branch order
-            tools=["evaluate_formula", "wait_for_cancel"], api=api, **settings)
+            tools=["evaluate_formula", "cancellable_wait"], api=api, **settings)
         self.control = RunDirectoryChannel(self.path)
         self.result: SearchResult | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -188,7 +174,7 @@ def streamed_reply(chunks: int) -> Reply:
 
 @pytest.mark.integration
 def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_server, tmp_path):
-    tools = [BaseTool.get_class(name).metadata for name in ("evaluate_formula", "wait_for_cancel")]
+    tools = [BaseTool.get_class(name).metadata for name in ("evaluate_formula", "cancellable_wait")]
     api = OpenAIAPI(model="test-model", base_url=openai_server.base_url, api_key="sk-test",
                     stream=True, tool_list=tools, tool_parser_name="openai")
     openai_server.script(
@@ -196,7 +182,7 @@ def test_tool_free_pause_and_force_pause_of_a_request_and_of_a_tool(openai_serve
         streamed_reply(60),
         Reply.sse([chat_chunk(role="assistant", tool_calls=[{
             "index": 0, "id": "w1", "type": "function",
-            "function": {"name": "wait_for_cancel", "arguments": "{}"}}])], path=CHAT),
+            "function": {"name": "cancellable_wait", "arguments": "{}"}}])], path=CHAT),
         Reply.sse([chat_chunk(role="assistant", tool_calls=[{
             "index": 0, "id": "e1", "type": "function",
             "function": {"name": "evaluate_formula",

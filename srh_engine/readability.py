@@ -38,17 +38,15 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
-from .nodes import Binary, Expression, Function, Number, Parameter, Symbol, Unary
+from .nodes import Binary, Expression, Function, Number, Parameter, Symbol, Unary, integral_number
 from .transform import map_postorder
 
-__all__ = ["integral_number", "is_positive", "readable"]
+__all__ = ["is_positive", "readable"]
 
 NAMED_CONSTANTS = frozenset({math.pi, math.e})
 """Numbers printed by name; never multiplied into another number (``4*pi`` stays)."""
 POSITIVE_FUNCTIONS = frozenset({"exp", "cosh", "sigmoid"})
 """Functions whose value is positive for every finite argument."""
-INTEGRAL_LIMIT = 2.0**53
-"""Integral floats up to this magnitude become ints (every int up to it is a float exactly)."""
 
 _Signed = tuple[int, Expression]
 
@@ -84,20 +82,6 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
 
 
 # ------------------------------------------------------------------ products
-def integral_number(value: float) -> int | float:
-    """``value`` as an int when it is exactly integral (``2.0`` -> ``2``), else unchanged.
-
-    Args:
-        value: A number of a tree (``-0.0`` becomes ``0``; ``1.5``, ``0.9999999`` stay).
-
-    Returns:
-        The int of the same value, or ``value`` itself.
-    """
-    if isinstance(value, float) and value.is_integer() and abs(value) <= INTEGRAL_LIMIT:
-        return int(value)
-    return value
-
-
 def _is_inverse(node: Expression) -> bool:
     return isinstance(node, Function) and node.name == "inv"
 
