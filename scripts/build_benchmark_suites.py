@@ -76,7 +76,6 @@ EXCLUDED = {
 MIN_ACCEPTANCE = 0.05
 OOD_FRACTION = 0.1
 PUBLISHED_NAMES = Path(__file__).resolve().parent / "llmsrbench_lsr_transform.txt"
-PUBLISHED_SOURCE = "LLM-SRBench (arXiv:2504.10415) lsr_transform"
 
 
 # --- Feynman -----------------------------------------------------------------
@@ -364,7 +363,9 @@ def build_published(feynman: list[dict[str, Any]], names: list[str], seconds: fl
         if index >= len(inputs):
             raise SystemExit(f"{name}: {ident} has {len(inputs)} inputs")
         solutions = solve_for(entry["formula"], entry["output"], inputs[index], inputs,
-                              seconds, positive=False) or []
+                              seconds, positive=False)
+        if solutions is None:
+            raise SystemExit(f"{name}: the solve ran out of {seconds:g} s")
         branches = [made for j, (solved, _, _, closed) in enumerate(solutions) if closed
                     and (made := transform_entry(entry, inputs[index], j, solved, name))]
         if k >= len(solutions) or len(branches) != 1:
