@@ -19,17 +19,30 @@ reports each difference it repairs). An equation PMLB lacks (II.11.17) is
 taken from the CSV, its units from the variables of the same name elsewhere.
 SRBench's three excluded problems carry ``excluded`` with the reason.
 
-``lsr-transform`` (``srh_core/problems/lsr_transform.json``): LLM-SRBench's
-construction. Each Feynman equation ``y = f(x1..xn)`` is solved with SymPy
-for each input ``xi`` that has a closed-form solution (each solve bounded by
-``--solve-seconds``); a solution becomes a problem ``xi = g(y, x\\i)`` named
-``<id>_<xi>_<k>`` (k numbers the solutions of that variable) when data drawn
-from the original ranges keeps, after filtering the points where ``g`` is
-real, finite and gives back ``xi``, at least ``MIN_ACCEPTANCE`` of them, and
-when it is more complex than the original (more SymPy operations: LLM-SRBench
-keeps the transforms that make the problem harder, not ``m = F/a`` for
-``F = m*a``). The out-of-domain set is the top ``OOD_FRACTION`` of
-the solved variable's original range; the in-domain data is drawn below it.
+``lsr-transform-all`` (``srh_core/problems/lsr_transform_all.json``):
+LLM-SRBench's construction on every included equation. Each Feynman equation
+``y = f(x1..xn)`` (the bonus ones too) is solved with SymPy, every symbol
+positive, for each input ``xi`` that has a closed-form solution (each solve
+bounded by ``--solve-seconds``); a solution becomes a problem
+``xi = g(y, x\\i)`` named ``<id>_<xi>_<k>`` (k numbers the closed-form
+solutions of that variable) when data drawn from the original ranges keeps,
+after filtering the points where ``g`` is real, finite and gives back ``xi``,
+at least ``MIN_ACCEPTANCE`` of them, and when it has more SymPy operations
+than the original (our filter, not LLM-SRBench's: its published set keeps
+forms no more complex than their originals, such as II.37.1_0_0,
+``mom = E_n/(B*(1 + chi))``).
+
+``lsr-transform`` (``srh_core/problems/lsr_transform.json``): the 111
+problems LLM-SRBench published, by the names in ``llmsrbench_lsr_transform.txt``
+(``<CSV id>_<input index>_<solution index>``; that file says where the list
+comes from). Each is rebuilt the same way, solving without assumptions: the
+problem is the one solution that is a branch of the original relation on its
+ranges (see :func:`build_published`). The selection is the published list,
+not a rule: no rule we could state reproduces it (I.34.27, ``E_n =
+h/(2*pi)*omega``, is left out while III.12.43, ``L = n*h/(2*pi)``, is in).
+
+In both, the out-of-domain set is the top ``OOD_FRACTION`` of the solved
+variable's original range; the in-domain data is drawn below it.
 The runtime never calls SymPy: the solved forms are data.
 """
 
@@ -62,6 +75,7 @@ EXCLUDED = {
 }
 MIN_ACCEPTANCE = 0.05
 OOD_FRACTION = 0.1
+PUBLISHED_NAMES = Path(__file__).resolve().parent / "llmsrbench_lsr_transform.txt"
 
 
 # --- Feynman -----------------------------------------------------------------
@@ -208,31 +222,36 @@ def check_samples(entry: dict[str, Any]) -> None:
 
 # --- LSR-Transform -------------------------------------------------------------
 
-def _solve(job: tuple[str, str, str, list[str]], out: Any) -> None:
+def _solve(job: tuple[str, str, str, list[str], bool], out: Any) -> None:
     import sympy as sp
 
     from srh_core.symbolic import to_sympy
     from srh_engine import parse
 
-    formula, output, variable, names = job
-    symbols = {name: sp.Symbol(name, positive=True) for name in [*names, output]}
+    formula, output, variable, names, positive = job
+    assumptions = {"positive": True} if positive else {}
+    symbols = {name: sp.Symbol(name, **assumptions) for name in [*names, output]}
     original = to_sympy(parse(formula), symbols=symbols)
     try:
         solutions = sp.solve(sp.Eq(symbols[output], original), symbols[variable])
     except (NotImplementedError, ValueError, TypeError):
         solutions = []
-    out.put([(sp.sstr(s), int(sp.count_ops(s)), int(sp.count_ops(original)))
-             for s in solutions
-             if not s.has(sp.LambertW, sp.RootOf, sp.Piecewise, sp.I, sp.Integral)])
+    out.put([(sp.sstr(s), int(sp.count_ops(s)), int(sp.count_ops(original)),
+              not s.has(sp.LambertW, sp.RootOf, sp.Piecewise, sp.I, sp.Integral))
+             for s in solutions])
 
 
 def solve_for(formula: str, output: str, variable: str, names: list[str],
-              seconds: float) -> list[tuple[str, int, int]] | None:
-    """SymPy's closed-form solutions for ``variable`` (text, its operation count, the
-    original's); None when the solve ran out of time."""
+              seconds: float, positive: bool = True
+              ) -> list[tuple[str, int, int, bool]] | None:
+    """SymPy's solutions for ``variable``, in ``solve``'s order: (text, its operation
+    count, the original's, whether it is a closed form with no imaginary unit); None
+    when the solve ran out of time. ``positive`` declares every symbol positive (the
+    full construction); LLM-SRBench's names index the list solved without it."""
     context = multiprocessing.get_context("fork")
     queue: Any = context.Queue()
-    process = context.Process(target=_solve, args=((formula, output, variable, names), queue))
+    process = context.Process(target=_solve,
+                              args=((formula, output, variable, names, positive), queue))
     process.start()
     try:
         return queue.get(timeout=seconds)
@@ -250,13 +269,15 @@ def engine_text(sympy_text: str) -> str:
     return sympy_text
 
 
-def transform_entry(entry: dict[str, Any], variable: str, k: int, solved: str
-                    ) -> dict[str, Any] | None:
+def transform_entry(entry: dict[str, Any], variable: str, k: int, solved: str,
+                    ident: str | None = None) -> dict[str, Any] | None:
+    """The problem ``variable = solved`` (id ``ident``, else ``<id>_<variable>_<k>``),
+    or None when too few drawn points are valid for it."""
     inputs = [v for v in entry["variables"] if v["name"] != variable]
     solved_var = next(v for v in entry["variables"] if v["name"] == variable)
+    ident = ident or f"{entry['id']}_{variable}_{k}"
     candidate = {
-        "kind": "transform", "id": f"{entry['id']}_{variable}_{k}",
-        "name": f"lsr-{entry['id']}_{variable}_{k}", "output": variable,
+        "kind": "transform", "id": ident, "name": f"lsr-{ident}", "output": variable,
         "formula": engine_text(solved),
         "source": {"id": entry["id"], "output": entry["output"], "formula": entry["formula"],
                    "variables": entry["variables"]},
@@ -305,7 +326,8 @@ def build_lsr(feynman: list[dict[str, Any]], seconds: float) -> list[dict[str, A
             if solutions is None:
                 print(f"  {entry['id']} for {variable}: the solve ran out of {seconds:g} s")
                 continue
-            for k, (solved, operations, original) in enumerate(solutions):
+            usable = [solution[:3] for solution in solutions if solution[3]]
+            for k, (solved, operations, original) in enumerate(usable):
                 if operations <= original:
                     continue  # not a new form: no more complex than the original
                 made = transform_entry(entry, variable, k, solved)
@@ -315,29 +337,77 @@ def build_lsr(feynman: list[dict[str, Any]], seconds: float) -> list[dict[str, A
     return problems
 
 
+def published_names(path: Path = PUBLISHED_NAMES) -> list[str]:
+    """LLM-SRBench's LSR-Transform names, one a line (``#`` starts a comment)."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text("utf-8").splitlines())
+    return [line for line in lines if line]
+
+
+def build_published(feynman: list[dict[str, Any]], names: list[str], seconds: float
+                    ) -> list[dict[str, Any]]:
+    """The named problems. ``<id>_<i>_<k>`` solves equation ``id`` for its i-th input
+    (no assumptions on the symbols, as the names' solution counts show); the problem
+    is the one solution that is a branch of the original relation on its ranges.
+    ``k`` indexes LLM-SRBench's SymPy's list, whose order other versions do not
+    keep (I.10.7_1_0 is the second of this SymPy's two), so it is checked only to
+    exist; a name with no such branch or with two stops the build."""
+    entries = {entry["id"]: entry for entry in feynman}
+    problems = []
+    for name in names:
+        match = re.fullmatch(r"(.+)_(\d+)_(\d+)", name)
+        ident = match and _repair_id(match[1], entries)
+        if match is None or ident not in entries:
+            raise SystemExit(f"{name}: not <feynman id>_<input index>_<solution index>")
+        entry, index, k = entries[ident], int(match[2]), int(match[3])
+        inputs = [v["name"] for v in entry["variables"]]
+        if index >= len(inputs):
+            raise SystemExit(f"{name}: {ident} has {len(inputs)} inputs")
+        solutions = solve_for(entry["formula"], entry["output"], inputs[index], inputs,
+                              seconds, positive=False)
+        if solutions is None:
+            raise SystemExit(f"{name}: the solve ran out of {seconds:g} s")
+        branches = [made for j, (solved, _, _, closed) in enumerate(solutions) if closed
+                    and (made := transform_entry(entry, inputs[index], j, solved, name))]
+        if k >= len(solutions) or len(branches) != 1:
+            raise SystemExit(f"{name}: {len(solutions)} solutions for {inputs[index]}, "
+                             f"{len(branches)} of them a branch of the original")
+        problems.append(branches[0])
+    return problems
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pmlb", type=Path, required=True, help="PMLB git directory")
-    parser.add_argument("--csv", type=Path, required=True, help="FeynmanEquations.csv")
-    parser.add_argument("--bonus-csv", type=Path, required=True, help="BonusEquations.csv")
+    parser.add_argument("--pmlb", type=Path, help="PMLB git directory (for feynman)")
+    parser.add_argument("--csv", type=Path, help="FeynmanEquations.csv (for feynman)")
+    parser.add_argument("--bonus-csv", type=Path, help="BonusEquations.csv (for feynman)")
     parser.add_argument("--solve-seconds", type=float, default=20.0)
-    parser.add_argument("--only", choices=("feynman", "lsr"), default=None)
+    parser.add_argument("--only", choices=("feynman", "lsr-transform", "lsr-transform-all"),
+                        default=None)
     args = parser.parse_args()
     feynman_path = ROOT / "feynman.json"
-    if args.only != "lsr":
+    if args.only in (None, "feynman"):
+        if None in (args.pmlb, args.csv, args.bonus_csv):
+            parser.error("building feynman needs --pmlb, --csv and --bonus-csv")
         print("feynman: reading PMLB and the CSV tables")
         problems = build_feynman(args.pmlb, args.csv, args.bonus_csv)
         write(feynman_path, "feynman", "AI Feynman equations (100 + 20 bonus) from PMLB's "
               "metadata, cross-checked against FeynmanEquations.csv / BonusEquations.csv",
               problems)
         print(f"feynman: {len(problems)} problems -> {feynman_path}")
-    if args.only != "feynman":
-        feynman = json.loads(feynman_path.read_text(encoding="utf-8"))["problems"]
-        lsr = build_lsr(feynman, args.solve_seconds)
+    feynman = json.loads(feynman_path.read_text(encoding="utf-8"))["problems"]
+    if args.only in (None, "lsr-transform"):
+        published = build_published(feynman, published_names(), args.solve_seconds)
         path = ROOT / "lsr_transform.json"
-        write(path, "lsr-transform", "LLM-SRBench's LSR-Transform construction on the AI "
-              "Feynman suite: each equation solved with SymPy for its inputs", lsr)
-        print(f"lsr-transform: {len(lsr)} problems -> {path}")
+        write(path, "lsr-transform", "LLM-SRBench's published LSR-Transform selection (111 "
+              f"names, {PUBLISHED_NAMES.name}), each rebuilt from its AI Feynman equation",
+              published)
+        print(f"lsr-transform: {len(published)} problems -> {path}")
+    if args.only in (None, "lsr-transform-all"):
+        lsr = build_lsr(feynman, args.solve_seconds)
+        path = ROOT / "lsr_transform_all.json"
+        write(path, "lsr-transform-all", "LLM-SRBench's LSR-Transform construction on the "
+              "AI Feynman suite: each equation solved with SymPy for its inputs", lsr)
+        print(f"lsr-transform-all: {len(lsr)} problems -> {path}")
 
 
 def write(path: Path, suite: str, source: str, problems: list[dict[str, Any]]) -> None:

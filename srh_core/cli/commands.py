@@ -56,7 +56,8 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=handle_show)
     problems = subparsers.add_parser("problems", help="list the built-in problems")
     problems.add_argument("--suite", help="a built-in suite (feynman-public, the default; "
-                          "feynman; lsr-transform; strogatz; network) or a suite JSON file")
+                          "feynman; lsr-transform; lsr-transform-all; strogatz; network) or a "
+                          "suite JSON file")
     problems.add_argument("--json", action="store_true")
     problems.set_defaults(handler=handle_problems)
     add_sweep_command(subparsers)

@@ -9,8 +9,11 @@ special-case a problem: the suite is data.
 Built-in suites (``load_suite(name)``): ``feynman-public`` (the default), 40
 of the AI Feynman equations; ``feynman``, all 100 AI Feynman equations and
 the 20 bonus ones, with every variable's quantity and SI units (SRBench's
-three excluded problems carry ``excluded``); ``lsr-transform``, LLM-SRBench's
-transformed Feynman problems (:mod:`.transform`, with an out-of-domain set);
+three excluded problems carry ``excluded``); ``lsr-transform``, the 111
+transformed Feynman problems LLM-SRBench published, under its names
+(:mod:`.transform`, with an out-of-domain set); ``lsr-transform-all``, the
+construction on every included equation, the bonus ones too, keeping each
+solved form more complex than its original (176);
 ``strogatz``, SRBench's 14 Strogatz ODE problems as trajectories
 (:mod:`.dynamics`); ``network``, network dynamics on random graphs
 (:mod:`.network`). ``scripts/build_benchmark_suites.py`` writes the Feynman

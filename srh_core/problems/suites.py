@@ -23,7 +23,8 @@ MAX_SUITE_DEPTH = 32
 BUILTIN_SUITE = "feynman_public.json"
 DEFAULT_SUITE = "feynman-public"
 BUILTIN_SUITES = {DEFAULT_SUITE: BUILTIN_SUITE, "feynman": "feynman.json",
-                  "lsr-transform": "lsr_transform.json", "strogatz": "strogatz.json",
+                  "lsr-transform": "lsr_transform.json",
+                  "lsr-transform-all": "lsr_transform_all.json", "strogatz": "strogatz.json",
                   "network": "network.json"}
 """Built-in suite name -> packaged file (the default first)."""
 

@@ -14,7 +14,9 @@ from srh_engine import parse
 
 FEYNMAN = load_suite("feynman")
 LSR = load_suite("lsr-transform")
+LSR_ALL = load_suite("lsr-transform-all")
 SRBENCH_EXCLUDED = {"I.26.2", "I.30.5", "test_10"}
+CSV_IDS = {"I.15.10": "I.15.1"}  # LLM-SRBench names I.15.10 as the AI Feynman CSV copies do
 
 
 def test_feynman_holds_the_100_equations_and_the_20_bonus_ones():
@@ -45,16 +47,32 @@ def test_the_public_subset_is_the_full_suite_s_problems():
         assert np.allclose(np.asarray(full.expression().evaluate(X)), y, rtol=1e-12)
 
 
-def test_lsr_transform_names_and_sources():
-    assert len(LSR.problems) >= 100
+def test_lsr_transform_is_llm_srbench_s_published_selection():
+    ids = [p.id for p in LSR.problems]
+    assert len(ids) == len(set(ids)) == 111
+    assert len({p.source.id for p in LSR.problems}) == 56
     for problem in LSR.problems:
+        # <AI Feynman id>_<index of the solved input>_<index of its solution>
+        index = problem.source.feature_names.index(problem.output)
+        source_id = CSV_IDS.get(problem.source.id, problem.source.id)
+        assert re.fullmatch(rf"{re.escape(source_id)}_{index}_\d+", problem.id)
+        assert FEYNMAN.get(problem.source.id).formula == problem.source.formula
+        assert not problem.source.id.startswith("test_")
+    assert {"I.10.7_1_0", "I.15.1_1_0", "I.32.17_4_3", "III.19.51_1_0"} <= set(ids)
+
+
+def test_lsr_transform_all_names_and_sources():
+    assert len(LSR_ALL.problems) == 176
+    for problem in LSR_ALL.problems:
         assert re.fullmatch(rf"{re.escape(problem.source.id)}_{problem.output}_\d+", problem.id)
         assert problem.source.id not in SRBENCH_EXCLUDED
+    for problem in (*LSR.problems, *LSR_ALL.problems):
         assert set(problem.inputs) == (set(problem.source.feature_names) - {problem.output}
                                        | {problem.source.output})
 
 
-@pytest.mark.parametrize("problem", LSR.problems, ids=lambda p: p.id)
+@pytest.mark.parametrize("problem", (*LSR.problems, *LSR_ALL.problems), ids=[
+    *(p.id for p in LSR.problems), *(f"all-{p.id}" for p in LSR_ALL.problems)])
 def test_every_solved_form_agrees_with_its_original(problem):
     X, y = problem.sample(200, seed=2)
     X_ood, y_ood = problem.sample_ood(100, seed=2)
@@ -83,6 +101,8 @@ def test_srh_problems_lists_a_suite_as_json(capsys):
     listing = json.loads(capsys.readouterr().out)
     assert listing["suite"] == "lsr-transform"
     assert len(listing["problems"]) == len(LSR.problems)
+    assert main(["problems", "--suite", "lsr-transform-all", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["problems"]) == len(LSR_ALL.problems)
     first = listing["problems"][0]
     assert {"name", "id", "output", "formula", "variables"} <= set(first)
     assert main(["problems", "--suite", "feynman", "--json"]) == 0
