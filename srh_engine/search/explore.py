@@ -63,7 +63,7 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
     analysis = budget.share(ANALYSIS_SHARE)
     views, split, factors = [base], None, {}
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:
-        factors = dec.power_factors(base.columns, target) if factoring else {}
+        factors = dec.power_factors(base.columns, target, budget.over) if factoring else {}
         if not factors and not analysis.over():
             split = _split(run, base, target, analysis)
         if not factors and split is None and not analysis.over():
