@@ -13,9 +13,11 @@ each step ended), ``tool_calls.jsonl`` (each call's seconds, its error) and
 ``expression_search`` call: the budget it was asked for, the budget it ran
 (shortened to the time left, for runs that record it), the seconds it took
 and the overrun past the budget it ran; "cut" when its executor stopped it
-(no result). ``--show N`` prints the step-by-step timeline of the first N
-runs. The summary counts runs, runs with no candidate, searches, searches
-cut, and the median and largest overrun.
+while it ran (no result), "never started" when an earlier call of its step
+was stopped at the step's limit already (the calls of a sample run in turn).
+``--show N`` prints the step-by-step timeline of the first N runs. The
+summary counts runs, runs with no candidate, searches (cut, never started,
+shortened), and the median and largest overrun.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def timeline(run_dir: Path) -> dict[str, Any]:
         steps.setdefault(L, {"L": L, "calls": []})["ended"] = round(
             _time(node["created_at"]) - created, 2)
     searches = []
+    timed_out: set[Any] = set()  # steps with a call stopped at the batch limit so far
     for record in _lines(run_dir / "tool_calls.jsonl"):
         call, meta = record["call"], record.get("meta") or {}
         step = steps.setdefault(record["L"], {"L": record["L"], "calls": []})
@@ -69,7 +72,9 @@ def timeline(run_dir: Path) -> dict[str, Any]:
         step["calls"].append(f"{call['name']} {'-' if elapsed is None else f'{elapsed:.2f}'}s"
                              + (f" [{meta['error_type']}]" if meta.get("error_type") else ""))
         if call["name"] == SEARCH:
-            searches.append(_search(record, meta))
+            searches.append(_search(record, meta, queued=record["L"] in timed_out))
+        if meta.get("error_type") == "TimeoutError":
+            timed_out.add(record["L"])
     candidates = len(_lines(run_dir / "candidates.jsonl"))
     return {"run": run_dir.name,
             "clock_at": None if clock is None else round(_time(clock["at"]) - created, 2),
@@ -78,17 +83,20 @@ def timeline(run_dir: Path) -> dict[str, Any]:
             "searches": searches, "candidates": candidates}
 
 
-def _search(record: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+def _search(record: dict[str, Any], meta: dict[str, Any], queued: bool) -> dict[str, Any]:
+    """``queued``: a call before it in its step was stopped at the batch's limit, so the
+    search never started (the calls of a sample run one after another in one worker)."""
     asked = record["call"]["params"].get("time_budget")
     elapsed = meta.get("elapsed_s")
-    cut = elapsed is None or meta.get("error_type") == "TimeoutError"
+    cut = (elapsed is None or meta.get("error_type") == "TimeoutError") and not queued
     ran = asked
     result_str = record.get("result_str") or ""
     if "shortened from" in result_str:
         ran = float(result_str.split(" to ", 1)[1].split("s", 1)[0])
     return {"asked": asked, "ran": ran, "seconds": elapsed, "cut": cut,
             "overrun": None if cut or ran is None or elapsed is None else round(elapsed - ran, 3),
-            "shortened": "shortened from" in result_str}
+            "shortened": "shortened from" in result_str,
+            "never_started": queued and elapsed is None}
 
 
 def summary(timelines: list[dict[str, Any]]) -> dict[str, Any]:
@@ -97,6 +105,7 @@ def summary(timelines: list[dict[str, Any]]) -> dict[str, Any]:
     return {"runs": len(timelines),
             "runs_without_candidate": sum(t["candidates"] == 0 for t in timelines),
             "searches": len(searches), "searches_cut": sum(s["cut"] for s in searches),
+            "searches_never_started": sum(s["never_started"] for s in searches),
             "searches_shortened": sum(s["shortened"] for s in searches),
             "median_overrun_s": round(statistics.median(overruns), 3) if overruns else None,
             "max_overrun_s": round(max(overruns), 3) if overruns else None,
