@@ -177,13 +177,15 @@ def combine(X: np.ndarray, i: int, j: int, operator: str) -> np.ndarray | None:
 
 
 def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4,
-                      candidates: Sequence[tuple[int, int, str]] | None = None
+                      candidates: Sequence[tuple[int, int, str]] | None = None,
+                      over: Callable[[], bool] | None = None
                       ) -> list[tuple[int, int, str]]:
     """Pairs ``(i, j, op)`` through which alone ``y`` depends on ``x_i`` and ``x_j``.
 
     Ordered by how much better the combined surrogate fits; at most ``limit``.
     ``candidates``: the ``(i, j, op)`` to test (default: every pair with every op of
-    ``PAIR_OPERATORS``).
+    ``PAIR_OPERATORS``). ``over`` is asked before each test (one surrogate fit): once it
+    says the time is spent, no pair is reported (the best one may be untested).
     """
     if X.shape[1] < 2:
         return []
@@ -202,6 +204,8 @@ def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4,
     reduced_exponents = _exponents(X.shape[1] - 1, degree)
     found = []
     for i, j, operator in candidates:
+        if over is not None and over():
+            return []
         combined = combine(Xs, i, j, operator)
         if combined is None:
             continue
