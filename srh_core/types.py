@@ -92,6 +92,11 @@ class ToolCall:
         conversation: The calling branch's recent messages, for a tool that works from
             the conversation (``BaseTool.call_conversation``); it travels with the call to
             the process that runs it and is not serialised (the run logs the prompts).
+        deadline: When the call must have ended, in epoch seconds (``time.time()``): set
+            by the executor from its batch's time limit (the tool timeout, or the run's
+            time left), so a tool that can stop early (``expression_search``) ends its
+            work in time and returns what it found instead of being cut with nothing.
+            Travels with the call; not serialised.
     """
 
     name: str
@@ -100,6 +105,7 @@ class ToolCall:
     raw: Any = None
     raw_str: str | None = None
     conversation: list[dict[str, str]] | None = field(default=None, repr=False, compare=False)
+    deadline: float | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -97,6 +97,14 @@ class SearchSettings(BaseModel):
         strong_llm_model: Strong model; None disables routing to it.
         seed: Seed of the model sampling (the offline proposer's choices).
         time_limit: Wall-clock budget of the whole run in seconds.
+        time_limit_clock: When ``time_limit`` starts counting. "wall" (default): at the
+            run's start, so its start-up (building the tools, starting and importing the
+            tool processes) is part of it: the wall time a user asked for (the tool
+            processes still start at once, beside the first step). "fit": once the run
+            is ready to fit (tools built, tool processes started and imported, a
+            baseline's package imported): the method's fit time, what a benchmark's
+            budget means (``srh benchmark run`` sets it for every method). On a cluster
+            the workers are started already, so both count from the submission.
         max_cost: Spend budget of the run in USD (priced responses only); the
             run ends ``interrupted`` (stop reason "budget") before the first
             step that would start with the spend at or above it; resumable
@@ -191,6 +199,7 @@ class SearchSettings(BaseModel):
     strong_llm_model: str | None = None
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     time_limit: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    time_limit_clock: Literal["wall", "fit"] = "wall"
     max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     max_tokens: int | None = Field(default=None, ge=0)
     prices: dict[str, dict[str, float]] | None = Field(default=None, strict=False)

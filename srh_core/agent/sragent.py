@@ -244,6 +244,19 @@ class SRAgent(Agent):
         """
         yield tool_context
 
+    def warm_up(self, *, wait: bool = False) -> float:
+        """Start the run's tool processes, and what their tools start, now rather than
+        at the first call (the embedded runtime calls it once a run is bound; a
+        cluster's workers are started already). With ``wait``, return once they are
+        ready. A subclass that imports or starts something of its own (a baseline's
+        package) does it here too.
+
+        Returns:
+            The seconds spent here.
+        """
+        start = getattr(self.executor, "start", None)
+        return 0.0 if start is None else float(start(wait=wait))
+
     def release_run(self) -> None:
         """Close the run's executors and exit :meth:`prepare_tool_context`."""
         for executor in [*self._retired_executors, self.executor]:

@@ -18,6 +18,7 @@ is bounded: a call still running when the run ends is killed, never waited on.
 from __future__ import annotations
 
 import importlib
+import logging
 import multiprocessing
 import os
 import pickle
@@ -26,11 +27,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from typing import Any
 
 from srh_core.errors import ToolRunAbort, did_you_mean
-from srh_core.tools.base import BaseTool, call_conversation
+from srh_core.tools.base import BaseTool, call_conversation, call_deadline
 from srh_core.tools.custom_tools import CustomTool, load_custom_tool
 from srh_core.types import ToolCall, ToolCallResult
 from srh_engine.processes import end_with_parent, stop_pool
@@ -49,7 +52,7 @@ def run_call(tools: Mapping[str, BaseTool], call: ToolCall) -> ToolCallResult:
     if tool is None:
         return unknown_tool_result(call, list(tools))
     params = call.params if isinstance(call.params, Mapping) else {"_": call.params}
-    with call_conversation(call.conversation):
+    with call_conversation(call.conversation), call_deadline(call.deadline):
         return tool(**params)
 
 
@@ -66,16 +69,40 @@ class SerialToolExecutor:
     def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None,
             key: str | None = None) -> list[ToolCallResult]:
         deadline = None if timeout is None else time.monotonic() + timeout
+        ends = _ends_at(timeout)
         results = []
         for call in calls:
             if deadline is not None and time.monotonic() > deadline:
                 results.append(_not_run(call, timeout))
                 continue
-            results.append(run_call(self.tools, call))
+            results.append(run_call(self.tools, _with_deadline(call, ends)))
         return results
+
+    def start(self, *, wait: bool = False, timeout: float = 0.0) -> float:
+        """Warm the tools up in this process (:meth:`~BaseTool.warm_up`); the seconds spent."""
+        started = time.monotonic()
+        warm_tools(self.tools, wait)
+        return time.monotonic() - started
 
     def close(self) -> None:
         return None
+
+
+#: Seconds a call's deadline (``ToolCall.deadline``) falls before its executor's time limit:
+#: the result travels back and is collected before the limit cuts the call.
+DEADLINE_MARGIN_SECONDS = 0.25
+
+
+def _ends_at(timeout: float | None) -> float | None:
+    """The ``ToolCall.deadline`` of calls run now under ``timeout`` (epoch seconds)."""
+    return None if timeout is None else time.time() + max(0.0, timeout - DEADLINE_MARGIN_SECONDS)
+
+
+def _with_deadline(call: ToolCall, ends: float | None) -> ToolCall:
+    """``call`` carrying ``ends`` as its deadline (the earlier one when it has one)."""
+    if ends is None or (call.deadline is not None and call.deadline <= ends):
+        return call
+    return replace(call, deadline=ends)
 
 
 def _not_run(call: ToolCall, timeout: float | None) -> ToolCallResult:
@@ -89,6 +116,8 @@ def _timed_out(call: ToolCall, timeout: float) -> ToolCallResult:
         f"Tool {call.name!r} exceeded its time limit of {timeout:.1f}s and was stopped.",
         tool=call.name, error_type="TimeoutError")
 
+
+logger = logging.getLogger("srh.agent")
 
 _WORKER_TOOLS: dict[str, BaseTool] = {}
 
@@ -143,6 +172,27 @@ def _run_in_worker(call: ToolCall) -> ToolCallResult:
     return run_call(_WORKER_TOOLS, call)
 
 
+def warm_tools(tools: Mapping[str, BaseTool], wait: bool) -> None:
+    """Each tool's :meth:`~BaseTool.warm_up`; one that fails is logged and left cold."""
+    for name, tool in tools.items():
+        try:
+            tool.warm_up(wait=wait)
+        except Exception:  # noqa: BLE001 - a warm-up is an optimisation: the call starts it
+            logger.warning("Tool %r could not warm up; its first call starts it.", name,
+                           exc_info=True)
+
+
+def _worker_ready(wait: bool) -> int:
+    """Answered by a worker once its initializer ran (tools imported and built) and its
+    tools warmed up (ready, with ``wait``)."""
+    warm_tools(_WORKER_TOOLS, wait)
+    return os.getpid()
+
+
+#: Most seconds :meth:`ProcessToolExecutor.start` waits for its workers to be ready.
+START_SECONDS = 120.0
+
+
 class ProcessToolExecutor:
     """Runs calls in a pool of worker processes; calls can be cut at a timeout.
 
@@ -172,17 +222,43 @@ class ProcessToolExecutor:
         self._lock = threading.Lock()
         self._closed = False
 
+    def _started_pool(self) -> ProcessPoolExecutor:
+        """The pool, created when there is none (called with the lock held)."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.max_workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker, initargs=self._init_args)
+        return self._pool
+
     def _submit(self, call: ToolCall) -> Future | None:
         """The call's future on the pool; None once the executor is closed."""
         with self._lock:
             if self._closed:
                 return None
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    max_workers=self.max_workers,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_init_worker, initargs=self._init_args)
-            return self._pool.submit(_run_in_worker, _plain(call))
+            return self._started_pool().submit(_run_in_worker, _plain(call))
+
+    def start(self, *, wait: bool = False, timeout: float = START_SECONDS) -> float:
+        """Start the worker processes now rather than at the first call.
+
+        A worker imports the tools' modules and builds the run's context when it
+        starts (seconds on a busy machine); started here, that overlaps whatever
+        the run does before its first call. With ``wait``, return once the
+        workers answered a first request (a worker answers only after its start),
+        or after ``timeout`` seconds (a worker that failed to start is not waited
+        for: the first call reports it).
+
+        Returns:
+            The seconds spent here.
+        """
+        started = time.monotonic()
+        with self._lock:
+            if self._closed:
+                return 0.0
+            pool = self._started_pool()
+            futures = [pool.submit(_worker_ready, wait) for _ in range(self.max_workers)]
+        if wait:
+            wait_futures(futures, timeout=timeout)
+        return time.monotonic() - started
 
     def run(self, calls: Sequence[ToolCall], *, timeout: float | None = None,
             key: str | None = None) -> list[ToolCallResult]:
@@ -202,7 +278,9 @@ class ProcessToolExecutor:
                   timeout: float | None) -> list[ToolCallResult]:
         if not calls:
             return []
-        futures = {id(call): self._submit(call) for call in calls if call.name in self.names}
+        ends = _ends_at(None if deadline is None else deadline - time.monotonic())
+        futures = {id(call): self._submit(_with_deadline(call, ends)) for call in calls
+                   if call.name in self.names}
         results = [self._collect(call, futures.get(id(call)), deadline, timeout)
                    for call in calls]
         if any(r.meta_data.get("error_type") in ("TimeoutError", "BrokenPool") for r in results):
@@ -254,4 +332,4 @@ def _closed(call: ToolCall) -> ToolCallResult:
 def _plain(call: ToolCall) -> ToolCall:
     """The picklable part of a call (provider-native ``raw`` objects stay behind)."""
     return ToolCall(name=call.name, params=dict(call.params or {}), id=call.id,
-                    raw_str=call.raw_str, conversation=call.conversation)
+                    raw_str=call.raw_str, conversation=call.conversation, deadline=call.deadline)

@@ -205,13 +205,13 @@ class RunDirectory:
 
         Args:
             snapshot: ``export_state()`` of the run, with its "runtime" part.
-            logs: The ``tool_calls`` and ``plans`` records of the run.
+            logs: The ``tool_calls``, ``plans`` and ``timeline`` records of the run.
         """
         self.write_start(settings, problem, arrays)
         self.write_run_record(str(snapshot["run_id"]), snapshot.get("agent_metadata") or {})
         self.rewrite("nodes", snapshot.get("nodes") or [])
         self.rewrite("candidates", snapshot.get("candidates") or [])
-        for log in ("tool_calls", "plans"):
+        for log in ("tool_calls", "plans", "timeline"):
             self.rewrite(log, logs.get(log) or [])
         self.rewrite("response", _response_lines(str(snapshot["run_id"]), logs.get("plans") or []))
         self.write_snapshot(snapshot)
@@ -332,6 +332,23 @@ def _end_torn_line(path: Path) -> None:
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def clock_record(settings: SearchSettings, seconds_left: float | None,
+                 warm_up_seconds: float = 0.0, at: float | None = None) -> dict[str, Any]:
+    """``timeline.jsonl``'s record of when a run's time limit started counting.
+
+    Args:
+        settings: The run's settings (its ``time_limit_clock``).
+        seconds_left: The time limit left then (None: no limit).
+        warm_up_seconds: Seconds spent starting the tool processes before it.
+        at: Epoch seconds when it started (default: now).
+    """
+    when = now() if at is None else datetime.fromtimestamp(at, UTC).isoformat(
+        timespec="milliseconds")
+    return {"event": "clock", "at": when, "time_limit_clock": settings.time_limit_clock,
+            "warm_up_seconds": round(warm_up_seconds, 3),
+            "seconds_left": None if seconds_left is None else round(seconds_left, 3)}
 
 
 def _plot_point(candidate: Any, metric: str) -> tuple[float, float] | None:

@@ -54,7 +54,12 @@ from srh_core.agent.steps import opened_step, sample_results
 from srh_core.context import AgentContext
 from srh_core.context.structured import commit_run_data
 from srh_core.embedded.executor import ProcessToolExecutor, SerialToolExecutor
-from srh_core.embedded.run_dir import RunDirectory, resumed_inputs, run_inputs
+from srh_core.embedded.run_dir import (
+    RunDirectory,
+    clock_record,
+    resumed_inputs,
+    run_inputs,
+)
 from srh_core.errors import ConfigurationError, SearchStateError, ToolRunAbort
 from srh_core.state import SearchRunState
 from srh_core.types import SearchResult
@@ -287,6 +292,24 @@ def _deadline(agent: SRAgent) -> float | None:
     return None if limit is None else time.monotonic() + limit
 
 
+def start_clock(agent: SRAgent, store: SearchRunState) -> None:
+    """Warm the bound run up and start its time limit by its ``time_limit_clock``.
+
+    "wall": the limit counts from the run's start (``bind_run``'s deadline): the
+    tool processes start now, beside the first step, not waited for. "fit": the
+    run waits until its tool processes are ready, and the limit counts from then.
+    The run directory's ``timeline.jsonl`` records when and how long it took (a
+    cluster's run records its submission: its workers are started already).
+    """
+    fit = agent.settings.time_limit_clock == "fit"
+    seconds = agent.warm_up(wait=fit)
+    if fit:
+        agent.deadline = _deadline(agent)
+    if store.run_dir is not None:
+        store.run_dir.append("timeline", [clock_record(agent.settings, agent.seconds_left(),
+                                                       seconds)])
+
+
 def agent_metadata(agent: SRAgent) -> dict[str, Any]:
     """What ``run.json`` records of the agent: its class (an import path) and settings."""
     try:
@@ -374,6 +397,7 @@ def _guarded(agent: SRAgent, store: SearchRunState, restart: int,
 
     try:
         try:
+            start_clock(agent, store)
             outcome = search_loop(agent, restart, branches, checkpoint,
                                   StopFlag(agent.pause_gate()),
                                   agent.settings.branch_threads) or outcome

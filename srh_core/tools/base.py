@@ -65,6 +65,23 @@ _CALL_CONVERSATION: ContextVar[list[dict[str, str]] | None] = ContextVar(
     "srh_call_conversation", default=None)
 
 
+#: When the call running in this thread must end, epoch seconds (:func:`call_deadline`).
+_CALL_DEADLINE: ContextVar[float | None] = ContextVar("srh_call_deadline", default=None)
+
+
+@contextmanager
+def call_deadline(deadline: float | None) -> Iterator[None]:
+    """Run a call that must end by ``deadline`` (its ``ToolCall.deadline``, epoch seconds).
+
+    A context variable, like :func:`call_conversation`: each thread sees its own.
+    """
+    token = _CALL_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _CALL_DEADLINE.reset(token)
+
+
 @contextmanager
 def call_conversation(messages: list[dict[str, str]] | None) -> Iterator[None]:
     """Run a call with ``messages`` (its ``ToolCall.conversation``) as its conversation.
@@ -228,6 +245,18 @@ class BaseTool(ABC):
         messages the agent set (:meth:`~srh_core.agent.base.Agent.set_messages`)."""
         carried = _CALL_CONVERSATION.get()
         return list(carried if carried is not None else self.values.get("messages") or [])
+
+    def seconds_left(self) -> float | None:
+        """Seconds until this call must have ended (its executor's time limit for it), or
+        None when it has none; a tool that can stop early ends its work within them."""
+        deadline = _CALL_DEADLINE.get()
+        return None if deadline is None else deadline - time.time()
+
+    def warm_up(self, *, wait: bool = False) -> None:
+        """Hook: start what this tool's first call would start (processes, imports), in
+        the process that runs its calls, before the run's first call; with ``wait``,
+        return once it is ready. The base has nothing to start."""
+        return None
 
     # ----------------------------------------------------------- execution
     @abstractmethod

@@ -8,6 +8,14 @@ like any candidate (the formulas come fitted; nothing is refitted). It runs
 like any tool, so on a cluster it runs on a tools worker. When the run has
 units, they reach the search (its dimensional analysis and consistency
 check), and every formula's result reports its ``units``.
+
+Time: a call that must end by a deadline (its executor's time limit, the
+run's time left: ``BaseTool.seconds_left``) searches for at most that time
+less a reserve for the search's own overrun and the scoring of its front
+(:data:`RESERVE_SECONDS`, :data:`RESERVE_SHARE`), so it returns the front it
+found instead of being cut with nothing; the result says when the budget was
+shortened. :meth:`ExpressionSearchTool.warm_up` starts the search's island
+processes before the run's first call.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from srh_core.tools.base import BaseTool
 from srh_core.tools.dimensions import context_dimensions, target_dimension
 from srh_core.tools.formula import DataTerm, FormulaTool
 from srh_core.tools.polynomial import subsample_rows
-from srh_engine.search import OPERATORS, search
+from srh_engine.search import OPERATORS, search, warm_islands
 from srh_engine.transform import map_postorder
 
 MIN_BUDGET, MAX_BUDGET = 0.5, 600.0
@@ -37,6 +45,11 @@ MIN_SAMPLES, MAX_SAMPLES = 20, 20000
 MAX_SEED = 2**31 - 1
 MAX_WORKERS = 64
 INPUT_PREFIX = "srhinput"
+RESERVE_SECONDS, RESERVE_SHARE = 0.5, 0.2
+"""Of the seconds a call has left: kept back for the search's overrun (its last fits,
+islands' results) and the scoring of its front (the larger of the two)."""
+MIN_CUT_BUDGET = 0.3
+"""A call with less search time than this left fails at once (it would be cut anyway)."""
 
 
 @BaseTool.register("expression_search")
@@ -84,6 +97,7 @@ class ExpressionSearchTool(FormulaTool):
         maxsize = operator_limits(self.require_context().args)[2]
         size = size if maxsize is None else min(size, maxsize)
         budget = self.check_float("time_budget", time_budget, MIN_BUDGET, MAX_BUDGET)
+        asked, budget = budget, self._budget_in_time(budget)
         seed = self.check_int("seed", seed, 0, MAX_SEED)
         limit = self.check_int("max_samples", max_samples, MIN_SAMPLES, MAX_SAMPLES)
         islands = None if workers is None else self.check_int("workers", workers, 1,
@@ -103,11 +117,36 @@ class ExpressionSearchTool(FormulaTool):
         formulas, dropped = self._within_constraints(formulas)
         entry = self._results(formulas, target, show_diagnostics, result)
         if "search" in entry:
+            entry["search"]["time_budget"] = round(budget, 3)
+            if budget < asked:
+                entry["search"]["shortened_from"] = asked
             entry["search"]["notes"] = [_named(note, inputs) for note in result.notes]
             if dropped:
                 entry["search"]["notes"].append(f"dropped {dropped} front formula(s) that "
                                                 "break the run's constraints")
         return entry
+
+    def _budget_in_time(self, budget: float) -> float:
+        """``budget``, shortened to end within the seconds this call has left.
+
+        Raises:
+            ToolArgumentError: Too little time is left for any search.
+        """
+        left = self.seconds_left()
+        if left is None:
+            return budget
+        usable = left - max(RESERVE_SECONDS, RESERVE_SHARE * left)
+        if usable >= budget:
+            return budget
+        if usable < MIN_CUT_BUDGET:
+            raise ToolArgumentError(f"expression_search needs at least {MIN_CUT_BUDGET}s; this "
+                                    f"call has {max(left, 0.0):.1f}s left of its time limit.",
+                                    parameter="time_budget")
+        return usable
+
+    def warm_up(self, *, wait: bool = False) -> None:
+        """Start the search's island processes (default ``workers``) now."""
+        warm_islands(wait=wait)
 
     def _constraints(self, inputs: Sequence[DataTerm]) -> dict[str, Any]:
         """The run's constraints for the search, when its inputs are the plain variables
@@ -189,6 +228,10 @@ class ExpressionSearchTool(FormulaTool):
         if search_info:
             lines.append(f"  search: {search_info['evaluated']} expressions evaluated in "
                          f"{search_info['seconds']}s; front of {len(search_info['front'])}")
+            if "shortened_from" in search_info:
+                lines.append(f"  time: the budget was shortened from "
+                             f"{search_info['shortened_from']:g}s to "
+                             f"{search_info['time_budget']:g}s to end within the time left")
             lines += [f"  decomposition: {note}" for note in search_info["notes"][:4]]
         return lines
 

@@ -27,10 +27,11 @@ from srh_engine.lazy import lazy_exports
 # name -> its module, imported on first use: srh_core.ranking takes PySR's selection
 # rule (.selection) without loading the search (NumPy, SciPy).
 _LAZY = {"ExpressionSearchResult": "core", "FrontEntry": "core", "pareto_front": "core",
-         "search": "core", "DEFAULT_OPERATORS": "operators", "OPERATORS": "operators"}
+         "search": "core", "warm_islands": "core", "DEFAULT_OPERATORS": "operators",
+         "OPERATORS": "operators"}
 
 __all__ = ["DEFAULT_OPERATORS", "ExpressionSearchResult", "FrontEntry", "OPERATORS",
-           "pareto_front", "search"]
+           "pareto_front", "search", "warm_islands"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -80,13 +80,13 @@ from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
 from .pi_groups import Reduction, merged_powers, reduce_by_units
-from .pool import available_workers, broken, forget, submit_islands
+from .pool import available_workers, broken, forget, submit_islands, warm
 from .refit import exact_on_all_rows, refit, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
 from .threads import one_blas_thread
 from .views import Found, Run, View
 
-__all__ = ["ExpressionSearchResult", "FrontEntry", "pareto_front", "search"]
+__all__ = ["ExpressionSearchResult", "FrontEntry", "pareto_front", "search", "warm_islands"]
 
 
 REFIT_SHARE = 0.2
@@ -220,6 +220,14 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         entries = _within(entries, limits, notes)
     return ExpressionSearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
                         tuple(dict.fromkeys(notes)))
+
+
+def warm_islands(workers: int | None = None, *, wait: bool = False,
+                 timeout: float = 60.0) -> int:
+    """Start the island processes of a later :func:`search` with ``workers`` now, with
+    this module imported (:func:`.pool.warm`); with ``wait``, once they are ready.
+    Returns the islands started."""
+    return warm(workers, modules=(__name__,), wait=wait, timeout=timeout)
 
 
 def _within(entries: list[FrontEntry], limits: tuple[Any, Any], notes: list[str]

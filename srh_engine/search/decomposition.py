@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,13 +177,15 @@ def combine(X: np.ndarray, i: int, j: int, operator: str) -> np.ndarray | None:
 
 
 def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4,
-                      candidates: Sequence[tuple[int, int, str]] | None = None
+                      candidates: Sequence[tuple[int, int, str]] | None = None,
+                      over: Callable[[], bool] | None = None
                       ) -> list[tuple[int, int, str]]:
     """Pairs ``(i, j, op)`` through which alone ``y`` depends on ``x_i`` and ``x_j``.
 
     Ordered by how much better the combined surrogate fits; at most ``limit``.
     ``candidates``: the ``(i, j, op)`` to test (default: every pair with every op of
-    ``PAIR_OPERATORS``).
+    ``PAIR_OPERATORS``). ``over`` is asked before each test (one surrogate fit): once it
+    says the time is spent, no pair is reported (the best one may be untested).
     """
     if X.shape[1] < 2:
         return []
@@ -202,6 +204,8 @@ def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4,
     reduced_exponents = _exponents(X.shape[1] - 1, degree)
     found = []
     for i, j, operator in candidates:
+        if over is not None and over():
+            return []
         combined = combine(Xs, i, j, operator)
         if combined is None:
             continue
@@ -262,7 +266,8 @@ with and without terms in ``x_i``, must keep this share too (measured: inputs in
 0.2..0.9, true factors 0.985..0.997)."""
 
 
-def power_factors(X: np.ndarray, y: np.ndarray) -> dict[int, float]:
+def power_factors(X: np.ndarray, y: np.ndarray, over: Callable[[], bool] | None = None
+                  ) -> dict[int, float]:
     """Inputs that enter ``y`` only as a power factor ``x_i**a`` (a simple rational), by index.
 
     ``y = x_i**a * g(rest)`` means ``log|y| = a*log(x_i) + log|g(rest)|``: for each positive
@@ -275,6 +280,10 @@ def power_factors(X: np.ndarray, y: np.ndarray) -> dict[int, float]:
     fits well, so it works on many inputs and on targets that change sign; the zeros of ``y``
     (where ``log|y|`` is unbounded) are down-weighted by the robust fit rather than cut, so
     that no row is chosen by the value of ``y``.
+
+    ``over`` is asked before each input's test (a few least-squares fits of up to
+    ``FACTOR_ROWS`` rows each, seconds on a loaded machine): once it says the time is
+    spent, no factor is reported (a partial set would misdirect the decomposition).
     """
     n, d = X.shape
     if d < 2:
@@ -292,6 +301,8 @@ def power_factors(X: np.ndarray, y: np.ndarray) -> dict[int, float]:
     degree = _degree(d - 1, y.size * ROWS_PER_TERM // 3)
     found = {}
     for i in range(d):
+        if over is not None and over():
+            return {}
         if not np.all(X[:, i] > 0) or np.ptp(logged[:, i]) <= 0:
             continue
         rest = [k for k in range(d) if k != i]

@@ -63,11 +63,11 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
     analysis = budget.share(ANALYSIS_SHARE)
     views, split, factors = [base], None, {}
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:
-        factors = dec.power_factors(base.columns, target) if factoring else {}
+        factors = dec.power_factors(base.columns, target, budget.over) if factoring else {}
         if not factors and not analysis.over():
             split = _split(run, base, target, analysis)
         if not factors and split is None and not analysis.over():
-            views += _pair_views(run, base, target)
+            views += _pair_views(run, base, target, budget)
     if factors:
         now = _factored(run, base, target, factors, budget.share(FACTORED_SHARE), depth)
         if exact_on_all_rows(run, now, target):
@@ -95,9 +95,10 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
     return found
 
 
-def _pair_views(run: Run, base: View, target: np.ndarray) -> list[View]:
-    """Views with the pairs the target is invariant under taken out (:mod:`.invariance`)."""
-    return invariant_views(run, base, target, MAX_PAIR_INPUTS)
+def _pair_views(run: Run, base: View, target: np.ndarray, budget: Budget) -> list[View]:
+    """Views with the pairs the target is invariant under taken out (:mod:`.invariance`),
+    while ``budget`` lasts."""
+    return invariant_views(run, base, target, MAX_PAIR_INPUTS, budget.over)
 
 
 def _split(run: Run, base: View, target: np.ndarray, budget: Budget

@@ -29,7 +29,7 @@ is tested on the data.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -87,12 +87,13 @@ def candidate_pairs(dimensions: Sequence[Vector | None] | None, n_inputs: int,
     return (like + unlike)[:MAX_TESTS]
 
 
-def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs: int
-                    ) -> list[View]:
+def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs: int,
+                    over: Callable[[], bool] | None = None) -> list[View]:
     """Views of ``base`` with the pairs the target is invariant under taken out.
 
     The first view takes out the best pair; the second every other pair that still holds
     on the view before it (at most ``MAX_COMBINED``), when there are two or more.
+    ``over``: asked between the pair tests; once the time is spent, no view.
     """
     d = base.columns.shape[1]
     dimensions = input_dimensions(base.inputs, run.units)
@@ -102,7 +103,7 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
     found, tested = [], target
     for tested in _tested_targets(target):
         found = dec.pair_combinations(base.columns, tested, limit=len(candidates),
-                                      candidates=candidates)
+                                      candidates=candidates, over=over)
         if found:
             break
     if not found:
@@ -123,7 +124,8 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
                 if i in position and j in position]
         if not more:
             break
-        still = dec.pair_combinations(view.columns, tested, limit=1, candidates=more)
+        still = dec.pair_combinations(view.columns, tested, limit=1, candidates=more,
+                                      over=over)
         if not still:
             break
         after = _combined(view, *still[0])

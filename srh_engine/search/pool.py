@@ -27,16 +27,19 @@ result, with a note saying why.
 from __future__ import annotations
 
 import atexit
+import importlib
 import multiprocessing
 import multiprocessing.util
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 from srh_engine.processes import available_cores, end_with_parent, stop_pool
 
-__all__ = ["available_workers", "broken", "forget", "shutdown", "submit_islands"]
+__all__ = ["available_workers", "broken", "forget", "shutdown", "submit_islands", "warm"]
 
 MAX_WORKERS = 8
 #: Seconds the pool's workers get to finish before they are terminated: none (an island
@@ -118,6 +121,32 @@ def _island_worker(parent_pid: int) -> None:
     end_with_parent(parent_pid)
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"
+
+
+def _ready(modules: Sequence[str]) -> int:
+    for module in modules:
+        importlib.import_module(module)
+    return os.getpid()
+
+
+def warm(workers: int | None = None, *, modules: Sequence[str] = (), wait: bool = False,
+         timeout: float = 60.0) -> int:
+    """Start the pool of a search with ``workers`` islands now (default: as a search
+    would, :func:`available_workers`), its processes importing ``modules``, so the first
+    search does not pay the start of its islands (an interpreter importing numpy and
+    scipy); with ``wait``, return once they answered, or after ``timeout`` seconds.
+    Returns the islands started (0: none, the search runs in its own process only)."""
+    count = available_workers() if workers is None else workers
+    if count <= 1:
+        return 0
+    try:
+        pool = _executor(count - 1)
+        futures = [pool.submit(_ready, tuple(modules)) for _ in range(count - 1)]
+    except Exception:  # noqa: BLE001 - islands are optional: the search notes a pool failure
+        return 0
+    if wait:
+        futures_wait(futures, timeout=timeout)
+    return count - 1
 
 
 def submit_islands(function: Any, calls: list[dict[str, Any]]

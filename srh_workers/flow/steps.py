@@ -55,7 +55,7 @@ from srh_core.agent.scheduler import (
 )
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import opened_step, sample_results
-from srh_core.embedded.run_dir import RunDirectory, run_inputs
+from srh_core.embedded.run_dir import RunDirectory, clock_record, run_inputs
 from srh_core.errors import ConfigurationError, SearchStateError
 from srh_core.types import SearchResult
 from srh_workers.control.parking import (
@@ -385,7 +385,10 @@ def write_run_files(rt: WorkerRunView, result: SearchResult, path: Path) -> None
     snapshot = rt.store.save_snapshot({
         "restart": last, "status": result.status, "backend": "celery",
         "branches": [b.to_dict() for b in branches if b is not None]})
-    logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.flow.plans()}
+    # the workers are started already: the time limit counts from the submission
+    clock = clock_record(rt.settings, rt.settings.time_limit, at=spec.submitted_at)
+    logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.flow.plans(),
+            "timeline": [clock]}
     RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)
 
 

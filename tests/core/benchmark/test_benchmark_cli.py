@@ -58,6 +58,11 @@ def test_a_benchmark_reruns_only_what_is_missing_and_its_files_stay_valid(tmp_pa
     # (test_benchmark_cluster checks what srh solves on both backends)
     assert all(row["status"] == "done" and isinstance(row["symbolic_solution"], bool)
                for row in rows), rows
+    # a cell's budget is its fit time: the clock started once its tool process was ready
+    clocks = [json.loads(path.read_text().splitlines()[0])
+              for path in (tmp_path / "b" / "runs").glob("*/timeline.jsonl")]
+    assert len(clocks) == 2 and all(c["time_limit_clock"] == "fit" and c["seconds_left"] >= 2.99
+                                    and c["warm_up_seconds"] > 0 for c in clocks), clocks
     started = time.monotonic()
     again = srh(*args, "--format", "md")
     assert again.returncode == 0, again.stderr[-2000:]

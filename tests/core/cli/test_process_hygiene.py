@@ -72,6 +72,12 @@ def test_a_time_limited_run_returns_with_its_result(limited_run):
     printed = assert_written(run_dir, finished, "interrupted")
     assert printed["stop_reason"] == f"time limit of {LIMIT}s reached"
     assert SEARCH in (run_dir / "tool_calls.jsonl").read_text(), "the search step never ran"
+    # a user's time limit is wall time: the start of the tool process is inside it
+    clock = json.loads((run_dir / "timeline.jsonl").read_text().splitlines()[0])
+    assert clock["time_limit_clock"] == "wall" and clock["seconds_left"] < LIMIT, clock
+    calls = [json.loads(line) for line in (run_dir / "tool_calls.jsonl").read_text().splitlines()]
+    search = next(call for call in calls if call["call"]["name"] == SEARCH)
+    assert search["ok"], search["result_str"]  # ended within the time it had, with its front
 
 
 def test_resume_of_a_time_limited_run_returns(limited_run, tmp_path):

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 import srh_engine as engine
-from srh_core.tools.base import BaseTool
+from srh_core.context import AgentContext
+from srh_core.embedded.executor import SerialToolExecutor
+from srh_core.tools.base import BaseTool, call_deadline
+from srh_core.tools.search import RESERVE_SECONDS
+from srh_core.types import ToolCall
 
 
 def three_inputs(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
@@ -80,3 +86,31 @@ def test_the_runs_operators_and_maxsize_bound_the_search():
             assert engine.complexity(formula) <= 9
     refused = tool(operators=["exp", "/"], time_budget=0.5, workers=1)
     assert not refused.ok and "within the run's operators" in refused.result_str
+
+
+def test_a_call_with_little_time_left_searches_within_it_and_returns_its_front():
+    """A search asked for 30 s in a batch with 2 s left (the run's end, a step's limit)
+    shortens itself to that time and returns the front it found, instead of being cut
+    with nothing; the result says so."""
+    data = three_inputs(np.random.default_rng(0), 150)
+    data["y"] = ratio_of_a_sum(data)
+    context = AgentContext(args={}, data=data, target="y")
+    executor = SerialToolExecutor({"expression_search": BaseTool.create("expression_search",
+                                                                        context)})
+    started = time.monotonic()
+    [result] = executor.run([ToolCall("expression_search", {"time_budget": 30, "seed": 0,
+                                                            "workers": 1})], timeout=2.0)
+    assert time.monotonic() - started < 30  # it did not take what it asked for
+    assert result.ok, result.result_str
+    search = result.result["search"]
+    assert search["shortened_from"] == 30 and search["time_budget"] <= 2.0 - RESERVE_SECONDS
+    assert search["front"] and "shortened from 30s" in result.result_str
+
+
+def test_a_call_with_no_time_left_for_a_search_says_so():
+    data = three_inputs(np.random.default_rng(0), 50)
+    data["y"] = ratio_of_a_sum(data)
+    tool = BaseTool.create("expression_search", AgentContext(args={}, data=data, target="y"))
+    with call_deadline(time.time() + 0.2):
+        result = tool(time_budget=5)
+    assert not result.ok and "this call has 0." in result.result_str, result.result_str
