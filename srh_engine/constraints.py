@@ -17,7 +17,7 @@ from typing import Any
 from .nodes import Binary, Expression, Function, Number, Unary
 from .transform import complexity
 
-__all__ = ["constraint_violations"]
+__all__ = ["constraint_violations", "nesting", "pysr_names", "size_breaches"]
 
 _SPECIAL_POWERS = {2.0: "square", 3.0: "cube", 0.5: "sqrt", -1.0: "inv"}
 
@@ -28,19 +28,20 @@ def constraint_violations(expression: Expression,
     """How ``expression`` breaks the run's ``nested_constraints`` and ``constraints``."""
     found: dict[str, None] = {}
     for node in expression.iter_preorder():
-        names = _pysr_names(node)
+        names = pysr_names(node)
         for name in names:
             for inner, most in (nested or {}).get(name, {}).items():
-                depth = max((_nesting(child, inner) for child in node.operands), default=0)
+                depth = max((nesting(child, inner) for child in node.operands), default=0)
                 if most >= 0 and depth > most:
                     found[f"{inner} nested {depth} time(s) in {name} (at most {most})"] = None
             limit = (constraints or {}).get(name)
             if limit is not None:
-                found.update(dict.fromkeys(_size_breaches(node, name, limit)))
+                found.update(dict.fromkeys(size_breaches(node, name, limit)))
     return list(found)
 
 
-def _size_breaches(node: Expression, name: str, limit: Any) -> list[str]:
+def size_breaches(node: Expression, name: str, limit: Any) -> list[str]:
+    """How the arguments of ``node`` (PySR operator ``name``) exceed its size ``limit``."""
     limits = list(limit) if isinstance(limit, list | tuple) else [limit]
     operands = node.operands if len(limits) == len(node.operands) else node.operands[:1]
     sides = ("argument",) if len(limits) == 1 else ("left argument", "right argument")
@@ -49,13 +50,13 @@ def _size_breaches(node: Expression, name: str, limit: Any) -> list[str]:
             if most >= 0 and complexity(child) > most]
 
 
-def _nesting(node: Expression, name: str) -> int:
+def nesting(node: Expression, name: str) -> int:
     """The most ``name`` operators along one path from ``node`` down."""
-    below = max((_nesting(child, name) for child in node.operands), default=0)
-    return below + (name in _pysr_names(node))
+    below = max((nesting(child, name) for child in node.operands), default=0)
+    return below + (name in pysr_names(node))
 
 
-def _pysr_names(node: Expression) -> tuple[str, ...]:
+def pysr_names(node: Expression) -> tuple[str, ...]:
     """The PySR operators an engine node is (``x**2``: ``^`` and ``square``)."""
     if isinstance(node, Binary):
         if node.operator != "**":

@@ -159,9 +159,9 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         weights: ``(rows,)`` weights >= 0 of the rows (PySR's ``weights``): the front is
             fitted and ranked by the weighted MSE; rows of weight 0 take no part.
         nested_constraints, constraints: PySR's limits in its names
-            (:mod:`srh_engine.constraints`): the evolution discards a tree that breaks
-            them and the front keeps no formula that does (the enumeration does not know
-            them).
+            (:mod:`srh_engine.constraints`): the enumeration skips forms that break them
+            (:mod:`.form_constraints`), the evolution discards such a tree, and the front
+            keeps no formula that does.
 
     Returns:
         The front (each formula fitted on every row), with counts and notes.

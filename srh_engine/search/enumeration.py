@@ -22,10 +22,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ..nodes import Expression, Number, Symbol
 from .consistency import FormDimensions, Vector
+from .form_constraints import FormConstraints
 from .operators import BINARY, COMMUTATIVE, COST, UNARY, Tree
 
 __all__ = ["Enumeration", "Scored"]
@@ -84,6 +87,10 @@ class Enumeration:
         constants: The constant leaves (not scored themselves: a constant form is dropped).
         dimensions: Each input's dimension (:func:`.consistency.input_dimensions`); with
             them, forms inconsistent inside are dropped as they are built.
+        limits: PySR's ``(nested_constraints, constraints)``; with them, forms that break
+            them are dropped as they are built (:mod:`.form_constraints`).
+        inputs: The inputs as engine expressions (what the limits count; default: plain
+            variables).
     """
 
     columns: np.ndarray
@@ -94,6 +101,8 @@ class Enumeration:
     seed: int = 0
     constants: Sequence[float] = CONSTANTS
     dimensions: Sequence[Vector | None] | None = None
+    limits: tuple[Any, Any] | None = None
+    inputs: Sequence[Expression] | None = None
     levels: dict[int, _Level] = field(default_factory=dict)
     best: list[Scored] = field(default_factory=list)
     evaluated: int = 0
@@ -119,7 +128,14 @@ class Enumeration:
         self._next_id = len(self._leaves)
         self._forms = None if self.dimensions is None else FormDimensions(
             [*self.dimensions, *(None for _ in self.constants)], self._codes)
-        self._score(values[:len(leaves)], recipes[:len(leaves)], 1)
+        self._limits = None if self.limits is None else FormConstraints(
+            [*(self.inputs or [Symbol(f"x{i}") for i in range(len(leaves))]),
+             *(Number(float(c)) for c in self.constants)], self._codes, *self.limits)
+        self._filters = [f for f in (self._forms, self._limits) if f is not None]
+        scored = np.arange(len(leaves)) if self._limits is None else \
+            np.flatnonzero(~self._limits.bad[:len(leaves)])  # an input that breaks them
+        if scored.size:
+            self._score(values[scored], recipes[scored], 1)
 
     # ------------------------------------------------------------- building
     def grow(self, size: int, over: Callable[[int], bool]) -> bool:
@@ -149,8 +165,8 @@ class Enumeration:
             values, recipes, _ = self._capped(kept)
             self.levels[size] = _Level(values, recipes, self._next_id)
             self._next_id += values.shape[0]
-            if self._forms is not None:
-                self._forms.add(recipes)
+            for form_filter in self._filters:
+                form_filter.add(recipes)
         return complete
 
     def _candidates(self, code: int, name: str, size: int):
@@ -197,9 +213,9 @@ class Enumeration:
     def _filter(self, values: np.ndarray, recipes: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
         self.evaluated += values.shape[0]
-        if self._forms is not None:  # before the deduplication: a consistent twin is kept
-            consistent = self._forms.keep(recipes)
-            values, recipes = values[consistent], recipes[consistent]
+        for form_filter in self._filters:  # before the deduplication: a good twin is kept
+            good = form_filter.keep(recipes)
+            values, recipes = values[good], recipes[good]
         with np.errstate(all="ignore"):
             keys = self._key(values)  # nan for any non-finite value
         rows = np.flatnonzero(np.isfinite(keys))

@@ -18,6 +18,9 @@ is the combination as an expression of the original inputs, so an answer found i
 maps back by substitution), and further properties are tested on that view, greedily, so
 that ``(x1 - x2)``, ``(y1 - y2)`` and then their rotation can all be taken out in one view.
 The view is searched recursively (:func:`.explore.explore`) inside the caller's budget.
+When no pair holds, a group of inputs entering only through one power-law monomial
+(``m*v**2``, ``a*b/c``, exponents read from the data: :mod:`.monomials`) becomes one input
+of a view the same way.
 
 With units known (:mod:`.consistency`), they propose the pairs: the sum, the difference,
 the rotation and the ratio of two inputs only for inputs of one dimension (the others are
@@ -28,6 +31,7 @@ is tested on the data.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -37,9 +41,10 @@ from ..nodes import Binary, Expression, Function, Number
 from ..rendering import to_str
 from . import decomposition as dec
 from .consistency import TOLERANCE, Vector, input_dimensions
+from .monomials import Monomial, monomial_combinations
 from .views import Run, View
 
-__all__ = ["OPERATORS", "candidate_pairs", "invariant_views", "pair_input"]
+__all__ = ["OPERATORS", "candidate_pairs", "invariant_views", "monomial_input", "pair_input"]
 
 OPERATORS = ("-", "/", "*", "+", "hypot")
 """Combinations tested: translation, scaling, their conjugates, rotation."""
@@ -53,6 +58,8 @@ MAX_VIEWS = 2
 """Views made of one problem: the best pair alone, and every pair that holds at once."""
 MAX_COMBINED = 4
 """Most pairs taken out of one view."""
+MONOMIALS = True
+"""When no pair combination holds, test power-law monomials of the inputs (:mod:`.monomials`)."""
 
 
 def pair_input(operator: str, a: Expression, b: Expression) -> Expression:
@@ -98,16 +105,15 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
     d = base.columns.shape[1]
     dimensions = input_dimensions(base.inputs, run.units)
     candidates = candidate_pairs(dimensions, d, max_untyped_inputs)
-    if not candidates:
-        return []
     found, tested = [], target
     for tested in _tested_targets(target):
         found = dec.pair_combinations(base.columns, tested, limit=len(candidates),
-                                      candidates=candidates, over=over)
+                                      candidates=candidates, over=over) if candidates else []
         if found:
             break
     if not found:
-        return []
+        spent = over is not None and over()
+        return _monomial_views(run, base, target, dimensions) if MONOMIALS and not spent else []
     first = _combined(base, *found[0])
     if first is None:
         return []
@@ -137,6 +143,41 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
         run.notes.append("invariance: " + ", ".join(to_str(x) for x in view.inputs[:taken])
                          + " taken out together")
     return views[:MAX_VIEWS]
+
+
+def _monomial_views(run: Run, base: View, target: np.ndarray,
+                    dimensions: Sequence[Vector | None] | None) -> list[View]:
+    """The view with the inputs of a power-law monomial the target depends on them only
+    through (:mod:`.monomials`) taken out as one input; none when there is none."""
+    for tested in _tested_targets(target):
+        for monomial in monomial_combinations(base.columns, tested, dimensions):
+            columns = monomial.values(base.columns)
+            if not np.all(np.isfinite(columns)):
+                continue
+            u = monomial_input(monomial, base.inputs)
+            rest = [k for k in range(len(base.inputs)) if k not in monomial.indices]
+            run.notes.append("power-law combination: the target depends on "
+                             + ", ".join(to_str(base.inputs[k]) for k in monomial.indices)
+                             + f" only through {to_str(u)}")
+            return [View(f"{to_str(u)} as one input", [u, *(base.inputs[k] for k in rest)],
+                         np.column_stack([columns, base.columns[:, rest]]))]
+    return []
+
+
+def monomial_input(monomial: Monomial, inputs: Sequence[Expression]) -> Expression:
+    """The monomial as an expression of ``inputs``: positive powers over negative ones."""
+    def product(pairs: list[tuple[int, int]]) -> Expression | None:
+        factors = [inputs[i] if e == 1 else Binary("**", inputs[i], Number(e))
+                   for i, e in pairs]
+        return None if not factors else functools.reduce(
+            lambda a, b: Binary("*", a, b), factors)
+
+    pairs = list(zip(monomial.indices, monomial.exponents, strict=True))
+    numerator = product([(i, e) for i, e in pairs if e > 0])
+    denominator = product([(i, -e) for i, e in pairs if e < 0])
+    if denominator is None:
+        return numerator if numerator is not None else Number(1)
+    return Binary("/", numerator if numerator is not None else Number(1), denominator)
 
 
 def _tested_targets(target: np.ndarray):

@@ -44,7 +44,8 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     enumeration_budget = budget.share(ENUMERATION_SHARE)
     dimensions = input_dimensions(view.inputs, run.units) if CONSISTENT_FORMS else None
     enumeration = Enumeration(view.columns[few], np.stack([candidates[n][few] for n in names]),
-                              run.binary, run.unary, seed=seed, dimensions=dimensions)
+                              run.binary, run.unary, seed=seed, dimensions=dimensions,
+                              limits=run.limits, inputs=view.inputs)
     combined: list[tuple[str, Tree]] | None = None
     combine = combine and view.columns.shape[0] > ENUMERATION_ROWS
     for level in range(2, min(run.max_size, largest or run.max_size) + 1):
@@ -102,8 +103,9 @@ def _combined(run: Run, enumeration: Enumeration, view: View,
     # evaluated expressions
     found = combinations(enumeration, view.columns[rows], targets, share, seed=seed)
     run.counter.value += sum(len(items) for items in found.values())
+    allowed = _allowed(run, view) or (lambda tree: True)
     ranked = sorted(((item.nmse, name, item.tree) for name, items in found.items()
-                     for item in items), key=lambda entry: entry[0])
+                     for item in items if allowed(item.tree)), key=lambda entry: entry[0])
     return [(name, tree) for _, name, tree in ranked]  # best first
 
 
