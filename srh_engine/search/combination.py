@@ -280,6 +280,13 @@ def _product_dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.nd
 
 
 PRODUCT_EXPONENTS = (1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1.5, -1.5)
+EXPONENT_ERRORS = 3.0
+"""A fitted exponent snaps to a simple one within this many of its standard errors: on noisy
+data the log-space fit of ``(a + b)*(b + c)/(a - c)`` gives exponents like 0.993 and -1.012
+(on exact data the standard errors vanish and the tolerance is ``EXACT_EXPONENT``)."""
+MAX_EXPONENT_SLACK = 0.12
+"""Never farther than this (half the spacing of the simple exponents is 0.25)."""
+EXACT_EXPONENT = 1e-6
 
 
 def _product_tree(enumeration: Enumeration, ids: np.ndarray, logged: np.ndarray,
@@ -287,11 +294,12 @@ def _product_tree(enumeration: Enumeration, ids: np.ndarray, logged: np.ndarray,
     """``f1**p1 * f2**p2 * ...`` from the log-space fit, or None (exponents not simple)."""
     design = np.column_stack([np.ones(target.size), logged[list(support)].T])
     coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    slack = _exponent_slack(design, target, coefficients)
     numerator: Tree | None = None
     denominator: Tree | None = None
-    for position, exponent in zip(support, coefficients[1:], strict=True):
+    for position, exponent, allowed in zip(support, coefficients[1:], slack, strict=True):
         snapped = min(PRODUCT_EXPONENTS, key=lambda p: abs(p - exponent))
-        if abs(snapped - exponent) > 1e-6 * max(1.0, abs(exponent)):
+        if abs(snapped - exponent) > max(EXACT_EXPONENT * max(1.0, abs(exponent)), allowed):
             return None
         power = _power(enumeration.tree(int(ids[position])), abs(snapped),
                        "sqrt" in enumeration.unary)
@@ -304,6 +312,21 @@ def _product_tree(enumeration: Enumeration, ids: np.ndarray, logged: np.ndarray,
     if numerator is None:
         return None if denominator is None else ("/", ("k", 1.0), denominator)
     return numerator if denominator is None else ("/", numerator, denominator)
+
+
+def _exponent_slack(design: np.ndarray, target: np.ndarray, coefficients: np.ndarray
+                    ) -> np.ndarray:
+    """How far each fitted exponent may be from a simple one: ``EXPONENT_ERRORS`` standard
+    errors of the least-squares fit (at most ``MAX_EXPONENT_SLACK``)."""
+    rows, columns = design.shape
+    if rows <= columns:
+        return np.zeros(columns - 1)
+    with np.errstate(all="ignore"):
+        residual = target - design @ coefficients
+        variance = float(residual @ residual) / (rows - columns)
+        errors = np.sqrt(variance * np.maximum(np.diag(np.linalg.pinv(design.T @ design)), 0.0))
+    errors = np.where(np.isfinite(errors), errors, 0.0)[1:]
+    return np.minimum(EXPONENT_ERRORS * errors, MAX_EXPONENT_SLACK)
 
 
 def _power(form: Tree, exponent: float, roots: bool) -> Tree | None:

@@ -231,3 +231,18 @@ def test_forms_built_only_from_some_operators():
     assert kept and left
     assert not any(op in t for t in kept for op in others), kept
     assert all(any(op in t for op in others) for t in left), left
+
+
+def test_a_noisy_product_of_powers_keeps_simple_exponents():
+    """At 1% noise the log-space exponents of ``a**2*sqrt(b + c)/(a + c)`` drift (1.98,
+    0.51, ...); within their standard errors they snap, and the product is built."""
+    y = A**2 * np.sqrt(B + C) / (A + C)
+    noisy = y + np.random.default_rng(1).normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), y.shape)
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :3], noisy[None, :32], binary, unary)
+    for size in range(2, 4):
+        enumeration.grow(size, lambda _: False)
+    rows = np.arange(100, 228)
+    found = combinations(enumeration, X[rows, :3], {"identity": noisy[rows]}, lambda _: False)
+    texts = [tree_text(item.tree, ["a", "b", "c"]) for item in found["identity"]]
+    assert "a*a*sqrt(b + c)/(a + c)" in texts, texts

@@ -146,3 +146,13 @@ def test_merged_numbers_that_come_out_simple_are_kept_on_exact_data():
     fitted = parse("-2.0 + -2.864788975654116*(pi/(x - 3.0))")  # 9/pi times pi
     result = snap_constants(fitted, on_data(truth), on_data)
     assert "pi" not in to_str(result) and same_function(to_str(result), "-2 - 9/(x - 3)")
+
+
+def test_structure_snaps_before_scale_where_two_numbers_share_one_degree_of_freedom():
+    """``a*sqrt(exp(b - u**2))``: snapping ``a`` first (to 1/(4*pi)) left ``b`` at 3.22; the
+    offset goes first (to 0), then the refitted factor is ``1/sqrt(2*pi)``."""
+    truth = "exp(-theta**2/2)/sqrt(2*pi)*x"
+    y = noisy(on_data(parse(truth)), 0.01)
+    fitted = "x**0.9912*0.08295578042955161*sqrt(exp(3.1415023812 - theta**2.013))"
+    result = snapped(fitted, y)
+    assert same_function(result, truth) and "pi" in result and "3.2" not in result, result
