@@ -61,6 +61,10 @@ lookalikes misses ``3*a - b/c + sqrt(a*c)`` whose terms are all among the smalle
 EXACT = 1e-20
 """A sum is exact at this normalised error (the truth reaches 1e-30; lookalikes 1e-14)."""
 NEGLIGIBLE = 1e-9
+NOISE_BAND = 0.25
+"""Supports whose error is within this share of the best one's fit equally well at noise:
+two fits of the same quality on the dictionary's 128 rows differ by up to about
+``2*sqrt(2/128)``."""
 BACKWARD_SIZE = 5
 BACKWARD_CANDIDATES = 4000
 """Forms (all kinds, smallest first) whose monomials the backward elimination starts from."""
@@ -447,12 +451,27 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
         states = [(support, residual) for _, support, residual in scored[:width]]
         carried[step + 1] = [support for support, _ in states]
         nmse, support, _ = scored[0]
-        tree = build(enumeration, ids, values, support, target)
-        if tree is not None:
-            best.append(Combination(nmse, len(support), tree))
+        simplest, error = _simplest_in_band(scored, dictionary.sizes)
+        for chosen, chosen_nmse in dict.fromkeys(((support, nmse), (simplest, error))):
+            tree = build(enumeration, ids, values, chosen, target)
+            if tree is not None:
+                best.append(Combination(chosen_nmse, len(chosen), tree))
         if nmse <= EXACT:
             break
     return best
+
+
+def _simplest_in_band(scored: list[tuple[float, tuple[int, ...], np.ndarray]],
+                      sizes: np.ndarray) -> tuple[tuple[int, ...], float]:
+    """The support of fewest nodes among those fitting within ``NOISE_BAND`` of the best.
+
+    On noisy data the best support of k forms is often a lookalike (``r*V - 0.83*cos(sqrt(D))
+    - E/3`` for ``r*V - E/3 + D/3`` at 1% noise): forms that are almost collinear on the
+    rows differ by less than the noise. On exact data the truth fits to 1e-30 and the band
+    holds nothing else."""
+    floor = scored[0][0]
+    band = [(support, nmse) for nmse, support, _ in scored if nmse <= floor * (1.0 + NOISE_BAND)]
+    return min(band, key=lambda item: (int(sizes[list(item[0])].sum()), item[0]))
 
 
 def _reductions(normalised: np.ndarray, support: tuple[int, ...], residual: np.ndarray

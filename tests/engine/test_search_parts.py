@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import re
 
 import numpy as np
 import pytest
@@ -246,3 +247,20 @@ def test_a_noisy_product_of_powers_keeps_simple_exponents():
     found = combinations(enumeration, X[rows, :3], {"identity": noisy[rows]}, lambda _: False)
     texts = [tree_text(item.tree, ["a", "b", "c"]) for item in found["identity"]]
     assert "a*a*sqrt(b + c)/(a + c)" in texts, texts
+
+
+def test_a_noisy_sum_keeps_its_simplest_support_of_equal_fit():
+    """At 1% noise the best three forms for ``a*b + c/3 - d/3`` are a lookalike
+    (``cos(log(c)) - 0.91*a*b + 0.31*d``, a hair lower error); the smallest support within
+    the noise band of the best is returned beside it."""
+    y = A * B + C / 3 - D / 3
+    noisy = y + np.random.default_rng(1).normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), y.shape)
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :4], noisy[None, :32], binary, unary)
+    for size in range(2, 6):
+        enumeration.grow(size, lambda _: False)
+    rows = np.arange(100, 612)
+    found = combinations(enumeration, X[rows, :4], {"identity": noisy[rows]}, lambda _: False)
+    texts = [tree_text(item.tree, ["a", "b", "c", "d"]) for item in found["identity"]]
+    pattern = re.compile(r"^a\*b [+-] [\d.]+\*[cd] [+-] [\d.]+\*[cd]$")
+    assert any(pattern.match(text) for text in texts), texts
