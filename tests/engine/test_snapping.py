@@ -117,7 +117,10 @@ def test_the_numbers_of_one_product_are_merged_before_snapping():
     assert to_str(result) == "-1/(a - x)"
 
 
-def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front():
+@pytest.mark.parametrize("deadline", [1e12, 0.0], ids=["in-time", "past-the-deadline"])
+def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front(deadline):
+    """Past the deadline too: each round's chosen formula is snapped (under load the
+    second round's pick kept its drifted numbers)."""
     from srh_engine import fit
     from srh_engine.search.results import pareto_front
 
@@ -136,7 +139,7 @@ def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front():
     runner_up = entry(_replace_at(best, path, Number(value * 1.0002)))
     assert first.mse < runner_up.mse < first.mse * 1.001
     mean = FrontEntry(parse("0.1"), 1, variance, 0.0)
-    result = pareto_front(snap_front([mean, first, runner_up], DATA, y, deadline=1e12))
+    result = pareto_front(snap_front([mean, first, runner_up], DATA, y, deadline=deadline))
     assert len(result) >= 2 and all(same_function(e.formula, "exp(-theta**2/2)/sqrt(2*pi)")
                                      for e in result[1:]), [e.formula for e in result]
 
