@@ -6,7 +6,8 @@ moved alone to its simple value (what :func:`~srh_engine.constants.recognise_con
 does on exact data) makes the fit worse, because the other numbers were fitted around
 the drifted one; moved together with a refit of the others, the fit barely changes.
 
-:func:`snap_constants` takes the fitted numbers in preorder and, for each, tries at
+:func:`snap_constants` takes the fitted numbers (exponents first, then additive numbers,
+then factors; in preorder within each) and, for each, tries at
 most ``MAX_CANDIDATES`` values, in this order:
 
 - an exponent (the right operand of ``**``): integers, halves and thirds within
@@ -77,6 +78,11 @@ MAX_SNAPPED_NUMBERS = 5
 _PLAIN_BASES: tuple[tuple[str | None, int], ...] = (
     (None, 0), ("pi", 1), ("pi", -1), ("pi", 2), ("pi", -2),
     ("sqrt(2)", 1), ("sqrt(2)", -1), ("sqrt(2*pi)", 1), ("sqrt(2*pi)", -1))
+_ROLE_ORDER = {"exponent": 0, "exp_offset": 1, "additive": 1, "factor": 2}
+"""Structure before scale: exponents first, then additive numbers (0 first: a term dropped),
+then factors. A factor snapped first fixes the scale the others are refitted around: in
+``a*sqrt(exp(b - u**2))`` (one degree of freedom in ``a`` and ``b``) ``a`` went to 1/12 and
+``b`` to pi, where ``b`` first goes to 0 and ``a`` to ``1/sqrt(2*pi)``."""
 _RATIOS = tuple(sorted({Fraction(p, q) for p in range(1, PLAIN_TERMS + 1)
                         for q in range(1, PLAIN_TERMS + 1)}))
 
@@ -170,7 +176,7 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
     allowance = math.log(rows) / rows  # BIC: one free number fewer
     free = [path for path, _, _ in numbers]
     replaced: list[Path] = []
-    for path, _, role in numbers:
+    for path, _, role in sorted(numbers, key=lambda number: _ROLE_ORDER[number[2]]):
         if deadline is not None and time.monotonic() > deadline:
             break
         others = [p for p in free if p != path]

@@ -61,6 +61,10 @@ lookalikes misses ``3*a - b/c + sqrt(a*c)`` whose terms are all among the smalle
 EXACT = 1e-20
 """A sum is exact at this normalised error (the truth reaches 1e-30; lookalikes 1e-14)."""
 NEGLIGIBLE = 1e-9
+NOISE_BAND = 0.25
+"""Supports whose error is within this share of the best one's fit equally well at noise:
+two fits of the same quality on the dictionary's 128 rows differ by up to about
+``2*sqrt(2/128)``."""
 BACKWARD_SIZE = 5
 BACKWARD_CANDIDATES = 4000
 """Forms (all kinds, smallest first) whose monomials the backward elimination starts from."""
@@ -280,6 +284,13 @@ def _product_dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.nd
 
 
 PRODUCT_EXPONENTS = (1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1.5, -1.5)
+EXPONENT_ERRORS = 3.0
+"""A fitted exponent snaps to a simple one within this many of its standard errors: on noisy
+data the log-space fit of ``(a + b)*(b + c)/(a - c)`` gives exponents like 0.993 and -1.012
+(on exact data the standard errors vanish and the tolerance is ``EXACT_EXPONENT``)."""
+MAX_EXPONENT_SLACK = 0.12
+"""Never farther than this (half the spacing of the simple exponents is 0.25)."""
+EXACT_EXPONENT = 1e-6
 
 
 def _product_tree(enumeration: Enumeration, ids: np.ndarray, logged: np.ndarray,
@@ -287,11 +298,12 @@ def _product_tree(enumeration: Enumeration, ids: np.ndarray, logged: np.ndarray,
     """``f1**p1 * f2**p2 * ...`` from the log-space fit, or None (exponents not simple)."""
     design = np.column_stack([np.ones(target.size), logged[list(support)].T])
     coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    slack = _exponent_slack(design, target, coefficients)
     numerator: Tree | None = None
     denominator: Tree | None = None
-    for position, exponent in zip(support, coefficients[1:], strict=True):
+    for position, exponent, allowed in zip(support, coefficients[1:], slack, strict=True):
         snapped = min(PRODUCT_EXPONENTS, key=lambda p: abs(p - exponent))
-        if abs(snapped - exponent) > 1e-6 * max(1.0, abs(exponent)):
+        if abs(snapped - exponent) > max(EXACT_EXPONENT * max(1.0, abs(exponent)), allowed):
             return None
         power = _power(enumeration.tree(int(ids[position])), abs(snapped),
                        "sqrt" in enumeration.unary)
@@ -304,6 +316,21 @@ def _product_tree(enumeration: Enumeration, ids: np.ndarray, logged: np.ndarray,
     if numerator is None:
         return None if denominator is None else ("/", ("k", 1.0), denominator)
     return numerator if denominator is None else ("/", numerator, denominator)
+
+
+def _exponent_slack(design: np.ndarray, target: np.ndarray, coefficients: np.ndarray
+                    ) -> np.ndarray:
+    """How far each fitted exponent may be from a simple one: ``EXPONENT_ERRORS`` standard
+    errors of the least-squares fit (at most ``MAX_EXPONENT_SLACK``)."""
+    rows, columns = design.shape
+    if rows <= columns:
+        return np.zeros(columns - 1)
+    with np.errstate(all="ignore"):
+        residual = target - design @ coefficients
+        variance = float(residual @ residual) / (rows - columns)
+        errors = np.sqrt(variance * np.maximum(np.diag(np.linalg.pinv(design.T @ design)), 0.0))
+    errors = np.where(np.isfinite(errors), errors, 0.0)[1:]
+    return np.minimum(EXPONENT_ERRORS * errors, MAX_EXPONENT_SLACK)
 
 
 def _power(form: Tree, exponent: float, roots: bool) -> Tree | None:
@@ -424,12 +451,27 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
         states = [(support, residual) for _, support, residual in scored[:width]]
         carried[step + 1] = [support for support, _ in states]
         nmse, support, _ = scored[0]
-        tree = build(enumeration, ids, values, support, target)
-        if tree is not None:
-            best.append(Combination(nmse, len(support), tree))
+        simplest, error = _simplest_in_band(scored, dictionary.sizes)
+        for chosen, chosen_nmse in dict.fromkeys(((support, nmse), (simplest, error))):
+            tree = build(enumeration, ids, values, chosen, target)
+            if tree is not None:
+                best.append(Combination(chosen_nmse, len(chosen), tree))
         if nmse <= EXACT:
             break
     return best
+
+
+def _simplest_in_band(scored: list[tuple[float, tuple[int, ...], np.ndarray]],
+                      sizes: np.ndarray) -> tuple[tuple[int, ...], float]:
+    """The support of fewest nodes among those fitting within ``NOISE_BAND`` of the best.
+
+    On noisy data the best support of k forms is often a lookalike (``r*V - 0.83*cos(sqrt(D))
+    - E/3`` for ``r*V - E/3 + D/3`` at 1% noise): forms that are almost collinear on the
+    rows differ by less than the noise. On exact data the truth fits to 1e-30 and the band
+    holds nothing else."""
+    floor = scored[0][0]
+    band = [(support, nmse) for nmse, support, _ in scored if nmse <= floor * (1.0 + NOISE_BAND)]
+    return min(band, key=lambda item: (int(sizes[list(item[0])].sum()), item[0]))
 
 
 def _reductions(normalised: np.ndarray, support: tuple[int, ...], residual: np.ndarray

@@ -52,8 +52,8 @@ equally.
 Time: every phase checks a deadline; the refit phase owns the last
 ``REFIT_SHARE`` of the budget and stops fitting when the budget is spent,
 so a call returns within the budget plus one fit, or plus ``MIN_REFITS`` fits
-and one snap when an earlier phase overran its share (the front is never the mean
-alone because time ran out). Determinism: every random
+and ``SNAP_ROUNDS`` snaps of the chosen formula when an earlier phase overran its
+share (the front is never the mean alone because time ran out). Determinism: every random
 choice comes from ``seed``, and no phase depends on timing except for where
 it stops: a search that ends on an exact fit or on ``max_complexity`` is
 identical across runs, one cut by the clock may stop at a different point.

@@ -11,7 +11,7 @@ from srh_engine.nodes import Symbol
 from srh_engine.search.budget import Budget
 from srh_engine.search.explore import explore
 from srh_engine.search.operators import resolve_operators
-from srh_engine.search.refit import MIN_REFITS, _round_robin, refit
+from srh_engine.search.refit import MIN_REFITS, _banded, _round_robin, refit
 from srh_engine.search.views import Found, Run, View, target_transforms
 
 RNG = np.random.default_rng(4)
@@ -46,3 +46,18 @@ def test_refits_take_each_transform_in_turn_the_untransformed_first():
     chosen = _round_robin(found, 4)
     assert [(f.transform, f.nmse) for f in chosen] == [
         ("identity", 1e-3), ("inv", 1e-9), ("log", 1e-2), ("identity", 2e-3)]
+
+
+def test_forms_of_equal_fit_at_noise_are_refitted_smallest_first():
+    view = View("inputs", [Symbol("x")], X[:, :1])
+    small, large = ("v", 0), ("sqrt", ("exp", ("v", 0)))
+
+    def ranked(errors):
+        found = [Found(nmse, tree, view, "identity") for nmse, tree in errors]
+        return [(f.nmse, f.tree) for f in _banded(found)]
+
+    # noisy: a lookalike a hair better than the smaller truth waits behind it
+    assert ranked([(1.00e-3, large), (1.10e-3, small), (5e-3, ("v", 0))]) == \
+        [(1.10e-3, small), (1.00e-3, large), (5e-3, ("v", 0))]
+    # exact: the exact form first whatever its size
+    assert ranked([(1e-30, large), (1e-14, small)]) == [(1e-30, large), (1e-14, small)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import re
 
 import numpy as np
 import pytest
@@ -231,3 +232,35 @@ def test_forms_built_only_from_some_operators():
     assert kept and left
     assert not any(op in t for t in kept for op in others), kept
     assert all(any(op in t for op in others) for t in left), left
+
+
+def test_a_noisy_product_of_powers_keeps_simple_exponents():
+    """At 1% noise the log-space exponents of ``a**2*sqrt(b + c)/(a + c)`` drift (1.98,
+    0.51, ...); within their standard errors they snap, and the product is built."""
+    y = A**2 * np.sqrt(B + C) / (A + C)
+    noisy = y + np.random.default_rng(1).normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), y.shape)
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :3], noisy[None, :32], binary, unary)
+    for size in range(2, 4):
+        enumeration.grow(size, lambda _: False)
+    rows = np.arange(100, 228)
+    found = combinations(enumeration, X[rows, :3], {"identity": noisy[rows]}, lambda _: False)
+    texts = [tree_text(item.tree, ["a", "b", "c"]) for item in found["identity"]]
+    assert "a*a*sqrt(b + c)/(a + c)" in texts, texts
+
+
+def test_a_noisy_sum_keeps_its_simplest_support_of_equal_fit():
+    """At 1% noise the best three forms for ``a*b + c/3 - d/3`` are a lookalike
+    (``cos(log(c)) - 0.91*a*b + 0.31*d``, a hair lower error); the smallest support within
+    the noise band of the best is returned beside it."""
+    y = A * B + C / 3 - D / 3
+    noisy = y + np.random.default_rng(1).normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), y.shape)
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :4], noisy[None, :32], binary, unary)
+    for size in range(2, 6):
+        enumeration.grow(size, lambda _: False)
+    rows = np.arange(100, 612)
+    found = combinations(enumeration, X[rows, :4], {"identity": noisy[rows]}, lambda _: False)
+    texts = [tree_text(item.tree, ["a", "b", "c", "d"]) for item in found["identity"]]
+    pattern = re.compile(r"^a\*b [+-] [\d.]+\*[cd] [+-] [\d.]+\*[cd]$")
+    assert any(pattern.match(text) for text in texts), texts

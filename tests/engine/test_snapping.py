@@ -117,7 +117,10 @@ def test_the_numbers_of_one_product_are_merged_before_snapping():
     assert to_str(result) == "-1/(a - x)"
 
 
-def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front():
+@pytest.mark.parametrize("deadline", [1e12, 0.0], ids=["in-time", "past-the-deadline"])
+def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front(deadline):
+    """Past the deadline too: each round's chosen formula is snapped (under load the
+    second round's pick kept its drifted numbers)."""
     from srh_engine import fit
     from srh_engine.search.results import pareto_front
 
@@ -136,7 +139,7 @@ def test_snap_front_snaps_the_entries_a_snap_brings_onto_the_front():
     runner_up = entry(_replace_at(best, path, Number(value * 1.0002)))
     assert first.mse < runner_up.mse < first.mse * 1.001
     mean = FrontEntry(parse("0.1"), 1, variance, 0.0)
-    result = pareto_front(snap_front([mean, first, runner_up], DATA, y, deadline=1e12))
+    result = pareto_front(snap_front([mean, first, runner_up], DATA, y, deadline=deadline))
     assert len(result) >= 2 and all(same_function(e.formula, "exp(-theta**2/2)/sqrt(2*pi)")
                                      for e in result[1:]), [e.formula for e in result]
 
@@ -146,3 +149,13 @@ def test_merged_numbers_that_come_out_simple_are_kept_on_exact_data():
     fitted = parse("-2.0 + -2.864788975654116*(pi/(x - 3.0))")  # 9/pi times pi
     result = snap_constants(fitted, on_data(truth), on_data)
     assert "pi" not in to_str(result) and same_function(to_str(result), "-2 - 9/(x - 3)")
+
+
+def test_structure_snaps_before_scale_where_two_numbers_share_one_degree_of_freedom():
+    """``a*sqrt(exp(b - u**2))``: snapping ``a`` first (to 1/(4*pi)) left ``b`` at 3.22; the
+    offset goes first (to 0), then the refitted factor is ``1/sqrt(2*pi)``."""
+    truth = "exp(-theta**2/2)/sqrt(2*pi)*x"
+    y = noisy(on_data(parse(truth)), 0.01)
+    fitted = "x**0.9912*0.08295578042955161*sqrt(exp(3.1415023812 - theta**2.013))"
+    result = snapped(fitted, y)
+    assert same_function(result, truth) and "pi" in result and "3.2" not in result, result
