@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine", "logged_fits_better",
            "multiplicative_separable", "pair_combinations", "part_with_surrogate",
-           "separable_parts", "surrogate_error"]
+           "separable_group", "separable_parts", "surrogate_error"]
 
 ROWS_PER_TERM = 5
 MAX_TERMS = 160
@@ -155,6 +155,35 @@ def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool 
              if all(p == 0 for i, p in enumerate(powers) if i in group)
              or all(p == 0 for i, p in enumerate(powers) if i not in group)]
     return _holds(_residual(design, t), _residual(design[:, split], t), max_error)
+
+
+def separable_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]],
+                    logged: bool = False, over: Callable[[], bool] | None = None
+                    ) -> tuple[int, ...] | None:
+    """The first of ``groups`` that ``t`` is additively separable in (``t = f(group) +
+    g(rest)``), or None; the free surrogate is fitted once for all of them. ``over``: stop
+    (None) once it returns True."""
+    if X.shape[1] < 2:
+        return None
+    X, t = _rows(_logged(X) if logged else X, t)
+    degree = _degree(X.shape[1], t.size)
+    exponents = _exponents(X.shape[1], degree)
+    design = _design(_scaled(X), exponents)
+    free = _residual(design, t)
+    if free >= MAX_SURROGATE_ERROR:
+        return None
+    for first in groups:
+        if over is not None and over():
+            return None
+        group = set(first)
+        if not 0 < len(group) < X.shape[1]:
+            continue
+        split = [k for k, powers in enumerate(exponents)
+                 if all(p == 0 for i, p in enumerate(powers) if i in group)
+                 or all(p == 0 for i, p in enumerate(powers) if i not in group)]
+        if _holds(free, _residual(design[:, split], t)):
+            return tuple(first)
+    return None
 
 
 def additive_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int],

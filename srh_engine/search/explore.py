@@ -10,6 +10,7 @@ target depends on only through their combination become views of their own
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from .invariance import invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
-from .views import Found, Run, View, column_values
+from .views import Found, Run, View, column_values, inverse_transform, target_transforms
 
 __all__ = ["explore"]
 
@@ -47,6 +48,8 @@ surrogate's own error bounds how well the true part can fit it."""
 FIRST_PARTS = 2
 PART_KEY_ROWS = 64
 """The first group's forms whose remainders are searched."""
+MIN_PAIR_SPLIT = 4
+"""Inputs from which splits of two inputs against the rest are tested too."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
 
@@ -122,25 +125,28 @@ def _pair_views(run: Run, base: View, target: np.ndarray) -> list[View]:
 
 def _split(run: Run, base: View, target: np.ndarray, budget: Budget
            ) -> dec.Separation | None:
+    """A multiplicative, else an additive split of the inputs: one input against the rest,
+    then (on ``MIN_PAIR_SPLIT`` inputs or more) two against the rest
+    (``f(tau, M) * g(d, A)``)."""
     d = base.columns.shape[1]
     if d < 2:
         return None
     groups = [(i,) for i in range(d)]
+    if d >= MIN_PAIR_SPLIT:
+        pairs = itertools.combinations(range(d), 2)
+        groups += [p for p in pairs if d > 4 or 0 in p]  # on four, {0, 1} | {2, 3} is one
     signed = bool(np.all(target > 0) or np.all(target < 0))
-    for kind, test in (("multiplicative", dec.multiplicative_separable),
-                       ("additive", dec.additive_separable)):
+    for kind in ("multiplicative", "additive"):
         if kind == "multiplicative" and not signed:
             continue
         tested = np.log(np.abs(target)) if kind == "multiplicative" else target
         logged = dec.logged_fits_better(base.columns, tested)
-        for first in groups:
-            if budget.over():
-                return None
-            if test(base.columns, target, list(first), logged=logged):
-                second = tuple(k for k in range(d) if k not in first)
-                run.notes.append(f"{kind}ly separable: "
-                                 f"{[to_str(base.inputs[k]) for k in first]} | rest")
-                return dec.Separation(kind, first, second, logged)
+        first = dec.separable_group(base.columns, tested, groups, logged, budget.over)
+        if first is not None:
+            second = tuple(k for k in range(d) if k not in first)
+            run.notes.append(f"{kind}ly separable: "
+                             f"{[to_str(base.inputs[k]) for k in first]} | rest")
+            return dec.Separation(kind, first, second, logged)
     return None
 
 
@@ -162,9 +168,12 @@ def _search_split(run: Run, base: View, target: np.ndarray, split: dec.Separatio
     first_target = np.exp(part) if multiplicative else part
     first_view = _sub_view(base, split.first)
     found = search_view(run, first_view, first_target, budget.share(0.3),
-                        run.seed + 101 + depth, transforms=False, evolve=False, combine=False)
+                        run.seed + 101 + depth, transforms=multiplicative, evolve=False,
+                        combine=False)
     # (no sums there: the surrogate's part is approximate, and a sum of lookalikes fits its
-    # errors better than the simple form the split needs)
+    # errors better than the simple form the split needs; transforms only of a factor,
+    # known up to a scale that its square, inverse, root or logarithm keep, not of a term,
+    # known up to an added constant that they do not)
     second_view = _sub_view(base, split.second)
     parts = _first_parts(found, first_target, target, second_view, split)
     results = []
@@ -250,18 +259,28 @@ def _fitted_part(item: Found, target: np.ndarray, offset: bool
 
     An additive part is known up to a constant, so its fitted constant is left to the
     remainder; a multiplicative one is known up to a factor, and its offset is part of
-    its form (``B + 1`` is ``1 + 1*B``).
+    its form (``B + 1`` is ``1 + 1*B``). A form of a transform of a (positive) factor is
+    fitted to that transform and the transform inverted.
     """
     expression = to_expression(item.tree, item.view.inputs)
     values = column_values(item.tree, item.view)
-    if values is None:
+    transformed = target_transforms(target).get(item.transform) if offset else target
+    if values is None or transformed is None:
         return None
     design = np.column_stack([np.ones_like(values), values])
-    (a, b), *_ = np.linalg.lstsq(design, target, rcond=None)
+    (a, b), *_ = np.linalg.lstsq(design, transformed, rcond=None)
     scaled = Binary("*", Number(float(b)), expression)
     if not offset:
         return scaled, b * values
-    return Binary("+", Number(float(a)), scaled), a + b * values
+    scaled = Binary("+", Number(float(a)), scaled)
+    with np.errstate(all="ignore"):
+        part = INVERSES[item.transform](a + b * values)
+    return inverse_transform(item.transform, scaled, float(np.sign(target[0]))), part
+
+
+INVERSES = {"identity": lambda v: v, "log": np.exp, "inv": lambda v: 1.0 / v,
+            "square": np.sqrt, "sqrt": np.square}
+"""The inverse of each target transform (:data:`.views.TRANSFORMS`) on values."""
 
 
 def _factored(run: Run, base: View, target: np.ndarray, factors: dict[int, float],

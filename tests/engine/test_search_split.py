@@ -14,16 +14,23 @@ from srh_engine.search import decomposition as dec
 from srh_engine.search import explore as ex
 from srh_engine.search.budget import Budget, Counter
 from srh_engine.search.operators import resolve_operators
+from srh_engine.search.threads import one_blas_thread
 from srh_engine.search.views import Found, Run, View
 
 RNG = np.random.default_rng(5)
 U, W = RNG.uniform(1.6, 20.0, (2, 2000))
 P, M, A, T, R = RNG.uniform(1.0, 4.0, (5, 2000))
-LORENTZ = 1.0 / np.sqrt(1.0 - 1.0 / U**2)
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """As in the search: many small least-squares fits, slow on threaded BLAS."""
+    with one_blas_thread():
+        yield
 
 
 @pytest.mark.parametrize(("y", "separable"), [
-    (LORENTZ - 1.0 / np.sqrt(1.0 - 1.0 / W**2), True),
+    (1.0 / np.sqrt(1.0 - 1.0 / U**2) - 1.0 / np.sqrt(1.0 - 1.0 / W**2), True),
     (1.0 / np.sqrt(1.0 + (W / U) ** 2), False),
 ], ids=["two-lorentz-factors", "a-ratio-of-both"])
 def test_additive_split_over_logged_inputs(y, separable):
@@ -94,3 +101,28 @@ def test_a_sub_problem_is_probed_before_it_is_decomposed(monkeypatch):
                            factors_tested=True)
     assert ex.exact_on_all_rows(run, found, y)
     assert largest == [ex.PROBE_SIZE]
+
+
+@pytest.mark.parametrize(("y", "group"), [
+    (1.0 / (np.exp(P / M) - 1.0) / (np.exp(A / T) - 1.0), (0, 1)),
+    (1.0 / (np.exp(P / M) - np.exp(A / T)), None),
+], ids=["two-planck-factors", "one-difference"])
+def test_a_split_of_two_inputs_against_the_rest(y, group):
+    """``f(p, m) * g(a, t)``: no single input separates, the pair does; the same test says
+    no to a function of both pairs at once."""
+    X = np.column_stack([P, M, A, T])
+    t = np.log(np.abs(y))
+    logged = dec.logged_fits_better(X, t)
+    assert dec.separable_group(X, t, [(0,), (1,), (2,), (3,)], logged) is None
+    assert dec.separable_group(X, t, [(0,), (0, 1), (0, 2)], logged) == group
+
+
+def test_a_factor_found_for_a_transform_is_inverted():
+    """A Lorentz factor is linear once squared and inverted (``1 - 1/u**2``): a form of the
+    factor's square, fitted there, gives the factor's values through the inverse."""
+    factor = 2.0 / np.sqrt(1.0 - 1.0 / U**2)
+    form = ("/", ("k", 1.0), ("-", ("k", 1.0), ("/", ("k", 1.0), ("square", ("v", 0)))))
+    item = Found(0.0, form, View("subset", [Symbol("u")], U[:, None]), "square")
+    expression, values = ex._fitted_part(item, factor, offset=True)
+    assert np.allclose(values, factor, rtol=1e-12, atol=0)
+    assert to_str(expression).startswith("sqrt(")
