@@ -180,9 +180,13 @@ def _search_split(run: Run, base: View, target: np.ndarray, split: dec.Separatio
     for rank, (expression, rest) in enumerate(parts):
         share = budget.share(1.0 / (len(parts) - rank))
         wrap = ("mul" if multiplicative else "add", expression)
-        for sub in explore(run, second_view, rest, share, depth + 1, factoring):
+        found_rest = explore(run, second_view, rest, share, depth + 1, factoring)
+        exact = exact_on_all_rows(run, found_rest, rest)
+        for sub in found_rest:
             sub.wraps = (wrap, *sub.wraps)
-            results.append(sub)
+        results += found_rest
+        if exact:
+            break  # the other first part's remainder need not be searched
     return results
 
 
