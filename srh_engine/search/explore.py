@@ -46,8 +46,9 @@ PART_CLOSENESS = 1000.0
 """They fit the surrogate's part within this many times the best form's error: the
 surrogate's own error bounds how well the true part can fit it."""
 FIRST_PARTS = 2
-PART_KEY_ROWS = 64
 """The first group's forms whose remainders are searched."""
+PART_KEY_ROWS = 64
+"""Rows of a fitted part's values that tell two parts apart."""
 MIN_PAIR_SPLIT = 4
 """Inputs from which splits of two inputs against the rest are tested too."""
 FACTORED_SHARE = 0.7
