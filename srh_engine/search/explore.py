@@ -1,11 +1,11 @@
 """Decomposing a problem and searching its pieces, recursively.
 
-At the top a quick probe searches the undivided problem for small forms and
-their sums and products; then power factors are divided out, an additive or
-multiplicative split searches its two groups in turn, and pairs of inputs the
-target depends on only through their combination become views of their own
-(tests in :mod:`.decomposition`); every piece is searched by
-:func:`.view_search.search_view`.
+At every level (the problem, then each sub-problem) a quick probe searches the
+undivided piece for small forms and their sums and products; then power factors
+are divided out, an additive or multiplicative split (one or two inputs against
+the rest) searches its two groups in turn, and pairs of inputs the target depends
+on only through their combination become views of their own (tests in
+:mod:`.decomposition`); every piece is searched by :func:`.view_search.search_view`.
 """
 
 from __future__ import annotations
