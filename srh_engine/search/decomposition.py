@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine",
-           "multiplicative_separable", "pair_combinations", "separable_parts", "surrogate_error"]
+__all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine", "logged_fits_better",
+           "multiplicative_separable", "pair_combinations", "part_with_surrogate",
+           "separable_group", "separable_parts", "surrogate_error"]
 
 ROWS_PER_TERM = 5
 MAX_TERMS = 160
@@ -70,6 +71,8 @@ class Separation:
     kind: str  # "additive" or "multiplicative"
     first: tuple[int, ...]
     second: tuple[int, ...]
+    logged: bool = False
+    """Whether the test (and so the parts) used the logarithms of the positive inputs."""
 
 
 def _scaled(X: np.ndarray) -> np.ndarray:
@@ -120,9 +123,11 @@ def _rows(X: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return X, t
 
 
-def surrogate_error(X: np.ndarray, t: np.ndarray, degree: int | None = None) -> float:
-    """Relative RMS error of the free polynomial surrogate of ``t`` over ``X``."""
-    X, t = _rows(X, t)
+def surrogate_error(X: np.ndarray, t: np.ndarray, degree: int | None = None,
+                    logged: bool = False) -> float:
+    """Relative RMS error of the free polynomial surrogate of ``t`` over ``X`` (``logged``:
+    over the logarithms of its positive columns)."""
+    X, t = _rows(_logged(X) if logged else X, t)
     degree = degree or _degree(X.shape[1], t.size)
     return _residual(_design(_scaled(X), _exponents(X.shape[1], degree)), t)
 
@@ -152,16 +157,67 @@ def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool 
     return _holds(_residual(design, t), _residual(design[:, split], t), max_error)
 
 
-def additive_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int]) -> bool:
-    """Whether ``y = f(X[:, first]) + g(X[:, rest])`` on this data (surrogate test)."""
-    return 0 < len(first) < X.shape[1] and _separable(X, y, first)
+def separable_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]],
+                    logged: bool = False, over: Callable[[], bool] | None = None
+                    ) -> tuple[int, ...] | None:
+    """The first of ``groups`` that ``t`` is additively separable in (``t = f(group) +
+    g(rest)``), or None; the free surrogate is fitted once for all of them. ``over``: stop
+    (None) once it returns True."""
+    if X.shape[1] < 2:
+        return None
+    X, t = _rows(_logged(X) if logged else X, t)
+    degree = _degree(X.shape[1], t.size)
+    exponents = _exponents(X.shape[1], degree)
+    design = _design(_scaled(X), exponents)
+    free = _residual(design, t)
+    if free >= MAX_SURROGATE_ERROR:
+        return None
+    for first in groups:
+        if over is not None and over():
+            return None
+        group = set(first)
+        if not 0 < len(group) < X.shape[1]:
+            continue
+        split = [k for k, powers in enumerate(exponents)
+                 if all(p == 0 for i, p in enumerate(powers) if i in group)
+                 or all(p == 0 for i, p in enumerate(powers) if i not in group)]
+        if _holds(free, _residual(design[:, split], t)):
+            return tuple(first)
+    return None
 
 
-def multiplicative_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int]) -> bool:
-    """Whether ``y = f(X[:, first]) * g(X[:, rest])`` on this data (test on ``log|y|``)."""
+def additive_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int],
+                       logged: bool = False) -> bool:
+    """Whether ``y = f(X[:, first]) + g(X[:, rest])`` on this data (surrogate test);
+    ``logged``: the surrogate over the logarithms of the positive inputs."""
+    return 0 < len(first) < X.shape[1] and _separable(X, y, first, logged)
+
+
+def multiplicative_separable(X: np.ndarray, y: np.ndarray, first: Sequence[int],
+                             logged: bool = True) -> bool:
+    """Whether ``y = f(X[:, first]) * g(X[:, rest])`` on this data (test on ``log|y|``);
+    ``logged``: the surrogate over the logarithms of the positive inputs."""
     if not 0 < len(first) < X.shape[1] or not (np.all(y > 0) or np.all(y < 0)):
         return False
-    return _separable(X, np.log(np.abs(y)), first, logged=True)
+    return _separable(X, np.log(np.abs(y)), first, logged=logged)
+
+
+def logged_fits_better(X: np.ndarray, t: np.ndarray) -> bool:
+    """Whether the free surrogate of ``t`` fits better over the logarithms of the positive
+    inputs than over the inputs.
+
+    Separability in groups of inputs holds in any monotone reparametrisation of each
+    input, so the tests may use whichever the surrogate models better: a part steep near
+    the low end of a wide range (``1/sqrt(1 - 1/u**2)`` for ``u`` in 1.5..20) defeats a
+    polynomial of ``u`` but not one of ``log u``.
+    """
+    if not np.any(np.all(X > 0, axis=0)):
+        return False
+    Xs, ts = _rows(X, t)
+    degree = _degree(X.shape[1], ts.size)
+    exponents = _exponents(X.shape[1], degree)
+    raw = _residual(_design(_scaled(Xs), exponents), ts)
+    return _residual(_design(_scaled(_logged(Xs)), exponents), ts) < raw
 
 
 def combine(X: np.ndarray, i: int, j: int, operator: str) -> np.ndarray | None:
@@ -214,6 +270,33 @@ def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4,
             found.append((error, i, j, operator))
     found.sort()
     return [(i, j, op) for _, i, j, op in found[:limit]]
+
+
+def part_with_surrogate(X: np.ndarray, part: np.ndarray, t: np.ndarray, logged: bool = False
+                        ) -> tuple[float, float]:
+    """Fit ``t ~ c*part + poly(X)``: the coefficient ``c`` and the relative RMS error.
+
+    ``part`` is a found form of the other group of an additive split; fitted together with a
+    surrogate of this group's inputs, its coefficient is the one of the real target rather
+    than of the surrogate's approximate part, and the error says how well the form and a
+    function of this group alone explain the target.
+    """
+    keep = np.isfinite(part) & np.isfinite(t) & np.all(np.isfinite(X), axis=1)
+    pick = np.flatnonzero(keep)
+    if pick.size > SURROGATE_ROWS:
+        pick = pick[np.linspace(0, pick.size - 1, SURROGATE_ROWS).round().astype(int)]
+    Xs = (_logged(X) if logged else X)[pick]
+    ts, ps = t[pick], part[pick]
+    degree = _degree(X.shape[1], ts.size)
+    design = np.column_stack([ps, _design(_scaled(Xs), _exponents(X.shape[1], degree))])
+    with np.errstate(all="ignore"):
+        coefficients, *_ = np.linalg.lstsq(design, ts, rcond=None)
+        residual = ts - design @ coefficients
+    spread = float(np.std(ts))
+    error = float(np.sqrt(np.mean(residual**2))) / spread if spread > 0 else 0.0
+    if not (np.isfinite(error) and np.isfinite(coefficients[0])):
+        return 0.0, 1.0
+    return float(coefficients[0]), error
 
 
 def separable_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool = False

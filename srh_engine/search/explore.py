@@ -1,15 +1,16 @@
 """Decomposing a problem and searching its pieces, recursively.
 
-At the top a quick probe searches the undivided problem for small forms and
-their sums and products; then power factors are divided out, an additive or
-multiplicative split searches its two groups in turn, and pairs of inputs the
-target depends on only through their combination become views of their own
-(tests in :mod:`.decomposition`); every piece is searched by
-:func:`.view_search.search_view`.
+At every level (the problem, then each sub-problem) a quick probe searches the
+undivided piece for small forms and their sums and products; then power factors
+are divided out, an additive or multiplicative split (one or two inputs against
+the rest) searches its two groups in turn, and pairs of inputs the target depends
+on only through their combination become views of their own (tests in
+:mod:`.decomposition`); every piece is searched by :func:`.view_search.search_view`.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from .invariance import invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
-from .views import Found, Run, View, column_values
+from .views import Found, Run, View, column_values, inverse_transform, target_transforms
 
 __all__ = ["explore"]
 
@@ -36,34 +37,57 @@ MAX_DEPTH = 3
 """Most nested splits."""
 PROBE_SHARE = 0.15
 PROBE_SIZE = 5
+SUB_PROBE_SHARE = 0.3
+"""A sub-problem's probe: it has fewer inputs (its probe gets further), and once decomposed
+it is more often a short sum of small forms than the whole problem is."""
+PART_CANDIDATES = 40
+"""Forms of a split's first group whose remainders are compared (:func:`_first_parts`)."""
+PART_CLOSENESS = 1000.0
+"""They fit the surrogate's part within this many times the best form's error: the
+surrogate's own error bounds how well the true part can fit it."""
+FIRST_PARTS = 2
+"""The first group's forms whose remainders are searched."""
+PART_KEY_ROWS = 64
+"""Rows of a fitted part's values that tell two parts apart."""
+MIN_PAIR_SPLIT = 4
+"""Inputs from which splits of two inputs against the rest are tested too."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
 
 
 def explore(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int = 0,
-            factoring: bool = True) -> list[Found]:
+            factoring: bool = True, factors_tested: bool = False) -> list[Found]:
     """Decompose (pairs, then a split), then search every view and sub-problem.
 
-    At the top, a quick probe first: forms up to ``PROBE_SIZE`` and their sums and
+    A quick probe first, at every depth: forms up to ``PROBE_SIZE`` and their sums and
     products, with no decomposition (a wrong one, say an input taken for a power factor,
-    would otherwise cost most of the time before the undivided problem is searched).
-    ``factoring=False`` divides out no power factors here or below.
+    would otherwise cost most of the time before the undivided problem is searched). Below
+    the top, a sub-problem (a split's remainder, what power factors leave, a view) is
+    often such a sum once decomposed (``M*P + 1/(A*P)``); the full search of a view
+    combines its forms only once they are enumerated up to ``MAX_FORM_SIZE``, with what
+    that leaves of its share, which on a sub-problem's share is too little.
+    ``factoring=False`` divides out no power factors here or below; ``factors_tested``:
+    this problem is what is left once they were divided out, so its inputs are not tested
+    again (each input's test is independent of the others' factors: the answer would be
+    the same, at the cost of one more test).
     """
-    probe: list[Found] = []
-    if depth == 0:
-        probe = search_view(run, base, target, budget.share(PROBE_SHARE), run.seed + 7,
-                            evolve=False, largest=PROBE_SIZE)
-        if exact_on_all_rows(run, probe, target):
-            return probe
-    return probe + _decomposed(run, base, target, budget, depth, factoring)
+    share = PROBE_SHARE if depth == 0 else SUB_PROBE_SHARE
+    probe = search_view(run, base, target, budget.share(share), run.seed + 7 + depth,
+                        evolve=False, largest=PROBE_SIZE)
+    if exact_on_all_rows(run, probe, target):
+        return probe
+    return probe + _decomposed(run, base, target, budget, depth, factoring, factors_tested)
 
 
 def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int,
-                factoring: bool) -> list[Found]:
-    analysis = budget.share(ANALYSIS_SHARE)
+                factoring: bool, factors_tested: bool = False) -> list[Found]:
     views, split, factors = [base], None, {}
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:
-        factors = dec.power_factors(base.columns, target, budget.over) if factoring else {}
+        factors = dec.power_factors(base.columns, target, budget.over) \
+            if factoring and not factors_tested else {}
+        # the split and pair tests' share starts after the factor test (which takes up to
+        # seconds on many rows): were it counted against them, they would rarely run
+        analysis = budget.share(ANALYSIS_SHARE)
         if not factors and not analysis.over():
             split = _split(run, base, target, analysis)
         if not factors and split is None and not analysis.over():
@@ -103,20 +127,28 @@ def _pair_views(run: Run, base: View, target: np.ndarray, budget: Budget) -> lis
 
 def _split(run: Run, base: View, target: np.ndarray, budget: Budget
            ) -> dec.Separation | None:
+    """A multiplicative, else an additive split of the inputs: one input against the rest,
+    then (on ``MIN_PAIR_SPLIT`` inputs or more) two against the rest
+    (``f(tau, M) * g(d, A)``)."""
     d = base.columns.shape[1]
     if d < 2:
         return None
     groups = [(i,) for i in range(d)]
-    for kind, test in (("multiplicative", dec.multiplicative_separable),
-                       ("additive", dec.additive_separable)):
-        for first in groups:
-            if budget.over():
-                return None
-            if test(base.columns, target, list(first)):
-                second = tuple(k for k in range(d) if k not in first)
-                run.notes.append(f"{kind}ly separable: "
-                                 f"{[to_str(base.inputs[k]) for k in first]} | rest")
-                return dec.Separation(kind, first, second)
+    if d >= MIN_PAIR_SPLIT:
+        pairs = itertools.combinations(range(d), 2)
+        groups += [p for p in pairs if d > 4 or 0 in p]  # on four, {0, 1} | {2, 3} is one
+    signed = bool(np.all(target > 0) or np.all(target < 0))
+    for kind in ("multiplicative", "additive"):
+        if kind == "multiplicative" and not signed:
+            continue
+        tested = np.log(np.abs(target)) if kind == "multiplicative" else target
+        logged = dec.logged_fits_better(base.columns, tested)
+        first = dec.separable_group(base.columns, tested, groups, logged, budget.over)
+        if first is not None:
+            second = tuple(k for k in range(d) if k not in first)
+            run.notes.append(f"{kind}ly separable: "
+                             f"{[to_str(base.inputs[k]) for k in first]} | rest")
+            return dec.Separation(kind, first, second, logged)
     return None
 
 
@@ -126,51 +158,135 @@ def _sub_view(base: View, indices: Sequence[int]) -> View:
 
 def _search_split(run: Run, base: View, target: np.ndarray, split: dec.Separation,
                   budget: Budget, depth: int, factoring: bool) -> list[Found]:
-    """Search the first group on the surrogate's part, then the rest on the real remainder."""
+    """Search the first group on the surrogate's part, then the rest on the real remainder.
+
+    The surrogate's part is approximate, so several small forms fit it about as well (the
+    truth and lookalikes that fit the surrogate's errors too); of those, the ones whose
+    remainder depends least on the first group's inputs go on (:func:`_first_parts`).
+    """
     multiplicative = split.kind == "multiplicative"
     t = np.log(np.abs(target)) if multiplicative else target
-    part, _ = dec.separable_parts(base.columns, t, split.first, logged=multiplicative)
+    part, _ = dec.separable_parts(base.columns, t, split.first, logged=split.logged)
     first_target = np.exp(part) if multiplicative else part
     first_view = _sub_view(base, split.first)
     found = search_view(run, first_view, first_target, budget.share(0.3),
-                        run.seed + 101 + depth, transforms=False, evolve=False, combine=False)
+                        run.seed + 101 + depth, transforms=multiplicative, evolve=False,
+                        combine=False)
     # (no sums there: the surrogate's part is approximate, and a sum of lookalikes fits its
-    # errors better than the simple form the split needs)
-    best = _simplest(found)
+    # errors better than the simple form the split needs; transforms only of a factor,
+    # known up to a scale that its square, inverse, root or logarithm keep, not of a term,
+    # known up to an added constant that they do not)
     second_view = _sub_view(base, split.second)
+    parts = _first_parts(found, first_target, target, second_view, split)
     results = []
-    for rank, item in enumerate(best):
-        factor = _fitted_linear(item, first_target)
-        if factor is None:
-            continue
-        expression, values = factor
-        with np.errstate(all="ignore"):
-            rest = target / values if multiplicative else target - values
-        if not np.all(np.isfinite(rest)):
-            continue
-        share = budget.share(1.0 / (len(best) - rank))
+    for rank, (expression, rest) in enumerate(parts):
+        share = budget.share(1.0 / (len(parts) - rank))
         wrap = ("mul" if multiplicative else "add", expression)
-        for sub in explore(run, second_view, rest, share, depth + 1, factoring):
+        found_rest = explore(run, second_view, rest, share, depth + 1, factoring)
+        exact = exact_on_all_rows(run, found_rest, rest)
+        for sub in found_rest:
             sub.wraps = (wrap, *sub.wraps)
-            results.append(sub)
+        results += found_rest
+        if exact:
+            break  # the other first part's remainder need not be searched
     return results
 
 
-def _simplest(found: list[Found], count: int = 2) -> list[Found]:
+def _first_parts(found: list[Found], first_target: np.ndarray, target: np.ndarray,
+                 second_view: View, split: dec.Separation
+                 ) -> list[tuple[Expression, np.ndarray]]:
+    """The first group's fitted forms and what each leaves of ``target``, best first.
+
+    A form that is the true part leaves a remainder of the second group's inputs alone; a
+    lookalike leaves some dependence on the first group's, which a polynomial surrogate of
+    the second group's inputs cannot fit. So the smallest forms close to the best on the
+    surrogate's part are ranked by that surrogate's error on their remainder, and the
+    best ``FIRST_PARTS`` go on.
+    """
+    multiplicative = split.kind == "multiplicative"
+    ranked, seen = [], set()
+    for item in _simplest(found, PART_CANDIDATES):
+        fitted = _fitted_part(item, first_target, offset=multiplicative)
+        if fitted is None:
+            continue
+        expression, values = fitted
+        key = _value_key(values)
+        if key in seen:  # ``B``, ``B + 2``, ``B/pi``: one fitted part
+            continue
+        seen.add(key)
+        if multiplicative:
+            with np.errstate(all="ignore"):
+                rest = target / values
+            leftover = _leftover(second_view, rest, split)
+        else:  # the coefficient of the real target, fitted beside a surrogate of the rest
+            form = column_values(item.tree, item.view)
+            coefficient, leftover = dec.part_with_surrogate(second_view.columns, form, target,
+                                                            split.logged)
+            expression = Binary("*", Number(coefficient), to_expression(item.tree,
+                                                                       item.view.inputs))
+            rest = target - coefficient * form
+        if not np.all(np.isfinite(rest)):
+            continue
+        ranked.append((leftover, size(item.tree), expression, rest))
+    ranked.sort(key=lambda entry: entry[:2])
+    return [(expression, rest) for _, _, expression, rest in ranked[:FIRST_PARTS]]
+
+
+def _value_key(values: np.ndarray) -> bytes:
+    """Values rounded to 9 significant digits, as a key."""
+    scale = float(np.max(np.abs(values))) or 1.0
+    return np.round(values[:PART_KEY_ROWS] / scale, 9).tobytes()
+
+
+def _leftover(view: View, rest: np.ndarray, split: dec.Separation) -> float:
+    """How badly a surrogate of ``view``'s inputs alone fits ``rest`` (its log for a
+    multiplicative split; 1.0: not of one sign)."""
+    if split.kind == "multiplicative":
+        if not (np.all(rest > 0) or np.all(rest < 0)):
+            return 1.0
+        rest = np.log(np.abs(rest))
+    if np.std(rest) <= 0:
+        return 0.0
+    with np.errstate(all="ignore"):
+        error = dec.surrogate_error(view.columns, rest, logged=split.logged)
+    return error if np.isfinite(error) else 1.0
+
+
+def _simplest(found: list[Found], count: int) -> list[Found]:
     """The smallest forms that fit a surrogate's part about as well as the best one."""
     floor = min((f.nmse for f in found), default=1.0)
-    close = [f for f in found if f.nmse <= 10.0 * floor + SURROGATE_NMSE]
+    close = [f for f in found if f.nmse <= PART_CLOSENESS * floor + SURROGATE_NMSE]
     return sorted(close, key=lambda f: (size(f.tree), f.nmse))[:count]
 
 
-def _fitted_linear(item: Found, target: np.ndarray) -> tuple[Expression, np.ndarray] | None:
+def _fitted_part(item: Found, target: np.ndarray, offset: bool
+                 ) -> tuple[Expression, np.ndarray] | None:
+    """``b*f`` (``a + b*f`` with ``offset``) fitted to ``target`` by least squares.
+
+    An additive part is known up to a constant, so its fitted constant is left to the
+    remainder; a multiplicative one is known up to a factor, and its offset is part of
+    its form (``B + 1`` is ``1 + 1*B``). A form of a transform of a (positive) factor is
+    fitted to that transform and the transform inverted.
+    """
     expression = to_expression(item.tree, item.view.inputs)
     values = column_values(item.tree, item.view)
-    if values is None:
+    transformed = target_transforms(target).get(item.transform) if offset else target
+    if values is None or transformed is None:
         return None
     design = np.column_stack([np.ones_like(values), values])
-    (a, b), *_ = np.linalg.lstsq(design, target, rcond=None)
-    return Binary("*", Number(float(b)), expression), b * values
+    (a, b), *_ = np.linalg.lstsq(design, transformed, rcond=None)
+    scaled = Binary("*", Number(float(b)), expression)
+    if not offset:
+        return scaled, b * values
+    scaled = Binary("+", Number(float(a)), scaled)
+    with np.errstate(all="ignore"):
+        part = INVERSES[item.transform](a + b * values)
+    return inverse_transform(item.transform, scaled, float(np.sign(target[0]))), part
+
+
+INVERSES = {"identity": lambda v: v, "log": np.exp, "inv": lambda v: 1.0 / v,
+            "square": np.sqrt, "sqrt": np.square}
+"""The inverse of each target transform (:data:`.views.TRANSFORMS`) on values."""
 
 
 def _factored(run: Run, base: View, target: np.ndarray, factors: dict[int, float],
@@ -190,7 +306,8 @@ def _factored(run: Run, base: View, target: np.ndarray, factors: dict[int, float
         leaf = View("constant", [Number(1)], np.ones((target.size, 1)))
         found = [Found(0.0, ("v", 0), leaf, "identity")]
     else:
-        found = explore(run, _sub_view(base, rest), remainder, budget, depth + 1)
+        found = explore(run, _sub_view(base, rest), remainder, budget, depth + 1,
+                        factors_tested=True)
     for item in found:
         item.wraps = (("power", product), *item.wraps)
     return found

@@ -1,0 +1,128 @@
+"""srh_engine.search splits of several-part formulas: the separability test over logged
+inputs, the choice of a split's first part by what it leaves, the probe of sub-problems."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from srh_engine.nodes import Symbol
+from srh_engine.rendering import to_str
+from srh_engine.search import decomposition as dec
+from srh_engine.search import explore as ex
+from srh_engine.search.budget import Budget, Counter
+from srh_engine.search.operators import resolve_operators
+from srh_engine.search.threads import one_blas_thread
+from srh_engine.search.views import Found, Run, View
+
+RNG = np.random.default_rng(5)
+U, W = RNG.uniform(1.6, 20.0, (2, 2000))
+P, M, A, T, R = RNG.uniform(1.0, 4.0, (5, 2000))
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """As in the search: many small least-squares fits, slow on threaded BLAS."""
+    with one_blas_thread():
+        yield
+
+
+@pytest.mark.parametrize(("y", "separable"), [
+    (1.0 / np.sqrt(1.0 - 1.0 / U**2) - 1.0 / np.sqrt(1.0 - 1.0 / W**2), True),
+    (1.0 / np.sqrt(1.0 + (W / U) ** 2), False),
+], ids=["two-lorentz-factors", "a-ratio-of-both"])
+def test_additive_split_over_logged_inputs(y, separable):
+    """A part steep at the low end of a wide range defeats the polynomial surrogate of the
+    inputs (no answer), not the one of their logarithms, where the test answers both ways."""
+    X = np.column_stack([U, W])
+    assert dec.logged_fits_better(X, y)
+    assert dec.additive_separable(X, y, [0], logged=True) is separable
+    if separable:
+        assert not dec.additive_separable(X, y, [0])  # the surrogate fails: no split
+
+
+def _found(tree, inputs, nmse: float) -> Found:
+    names = [chr(ord("a") + k) for k in range(inputs.shape[1])]
+    return Found(nmse, tree, View("subset", [Symbol(n) for n in names], inputs), "identity")
+
+
+def test_a_multiplicative_part_keeps_its_offset():
+    """``(B + 1)*g``: the form ``B`` fits the part with an offset, which the remainder needs;
+    a lookalike fitting the surrogate's part a little better leaves more of ``B``."""
+    B = P
+    y = (B + 1.0) * M / (A + M)
+    split = dec.Separation("multiplicative", (0,), (1, 2), logged=True)
+    first = np.exp(dec.separable_parts(np.column_stack([B, M, A]), np.log(y), (0,),
+                                       logged=True)[0])
+    lookalike = ("+", ("v", 0), ("cos", ("v", 0)))
+    found = [_found(lookalike, B[:, None], 1e-7), _found(("v", 0), B[:, None], 1e-6)]
+    second = View("subset", [Symbol("m"), Symbol("a")], np.column_stack([M, A]))
+    (expression, rest), *_ = ex._first_parts(found, first, y, second, split)
+    assert "cos" not in to_str(expression)
+    ratio = rest / (M / (A + M))
+    assert np.ptp(ratio) < 1e-5 * np.mean(np.abs(ratio))  # the offset is the surrogate's
+
+
+def test_an_additive_part_gets_the_real_targets_coefficient():
+    """``3*u + h(T, R)``: the coefficient comes from the real target fitted beside a
+    surrogate of ``h`` (3 to that surrogate's error), not from the surrogate's part (2.9)."""
+    h = np.log(T) + (T + R) * np.sin(np.pi * T)
+    y = 3.0 * U + h
+    split = dec.Separation("additive", (0,), (1, 2))
+    first = 2.9 * U + 0.01 * np.sin(U)  # an approximate part, as a surrogate gives
+    lookalike = ("*", ("v", 0), ("cos", ("exp", ("-", ("k", 1.0), ("v", 0)))))
+    found = [_found(lookalike, U[:, None], 1e-7), _found(("v", 0), U[:, None], 1e-5)]
+    second = View("subset", [Symbol("T"), Symbol("R")], np.column_stack([T, R]))
+    (expression, rest), *_ = ex._first_parts(found, first, y, second, split)
+    assert "cos" not in to_str(expression)
+    coefficient = float(np.mean((y - rest) / U))
+    assert abs(coefficient - 3.0) < 1e-3, coefficient
+
+
+def test_a_sub_problem_is_probed_before_it_is_decomposed(monkeypatch):
+    """What a split leaves can be a short sum (``M*P + 1/(A*P)``): explored below the top,
+    the probe's sums of small forms find it, before any full search of the view."""
+    y = M * P + 1.0 / (A * P)
+    binary, unary = resolve_operators(None)
+    run = Run(y, binary, unary, 30, 0, columns_by_name={"M": M, "P": P, "A": A})
+    view = View("subset", [Symbol("M"), Symbol("P"), Symbol("A")], np.column_stack([M, P, A]))
+    largest = []
+    search_view = ex.search_view
+
+    def recorded(*args, **kwargs):
+        largest.append(kwargs.get("largest"))
+        return search_view(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "search_view", recorded)
+    with np.errstate(all="ignore"):
+        found = ex.explore(run, view, y, Budget(time.monotonic() + 60.0, Counter()), depth=1,
+                           factors_tested=True)
+    assert ex.exact_on_all_rows(run, found, y)
+    assert largest == [ex.PROBE_SIZE]
+
+
+@pytest.mark.parametrize(("y", "group"), [
+    (1.0 / (np.exp(P / M) - 1.0) / (np.exp(A / T) - 1.0), (0, 1)),
+    (1.0 / (np.exp(P / M) - np.exp(A / T)), None),
+], ids=["two-planck-factors", "one-difference"])
+def test_a_split_of_two_inputs_against_the_rest(y, group):
+    """``f(p, m) * g(a, t)``: no single input separates, the pair does; the same test says
+    no to a function of both pairs at once."""
+    X = np.column_stack([P, M, A, T])
+    t = np.log(np.abs(y))
+    logged = dec.logged_fits_better(X, t)
+    assert dec.separable_group(X, t, [(0,), (1,), (2,), (3,)], logged) is None
+    assert dec.separable_group(X, t, [(0,), (0, 1), (0, 2)], logged) == group
+
+
+def test_a_factor_found_for_a_transform_is_inverted():
+    """A Lorentz factor is linear once squared and inverted (``1 - 1/u**2``): a form of the
+    factor's square, fitted there, gives the factor's values through the inverse."""
+    factor = 2.0 / np.sqrt(1.0 - 1.0 / U**2)
+    form = ("/", ("k", 1.0), ("-", ("k", 1.0), ("/", ("k", 1.0), ("square", ("v", 0)))))
+    item = Found(0.0, form, View("subset", [Symbol("u")], U[:, None]), "square")
+    expression, values = ex._fitted_part(item, factor, offset=True)
+    assert np.allclose(values, factor, rtol=1e-12, atol=0)
+    assert to_str(expression).startswith("sqrt(")
