@@ -9,17 +9,16 @@ Run alone::
 
 Every problem is searched in this process (``workers=1``) with
 ``max_evaluations=N`` and a time budget far above what the work needs (``BUDGET``), so the
-search stops at the count, never at the clock: every run does the same work, and
-the figure a loaded machine does not skew is the process's CPU time
+search stops at the count, never at the clock: every run evaluates as many
+expressions, and the figure a loaded machine does not skew is the process's CPU time
 (``time.process_time``, BLAS held to one thread by the search). The fronts are
 not always the same bit for bit: two runs of one version of the code differed
 on some problems (measured at main def490b: fitted constants in the last digits,
 then other choices downstream; memory-dependent rounding is the likely cause, not
 established), so a front that differs between versions is only evidence when the
 same problem reproduces with each version alone. The table gives per problem the CPU
-seconds, the evaluations,
-the evaluations per CPU second and the front (complexity, MSE and formula of
-each entry); the JSON holds the same. ``--units`` passes the suite's units
+seconds, the evaluations, the evaluations per CPU second and the front (complexity,
+MSE and formula of each entry); the JSON holds the same. ``--units`` passes the suite's units
 (as ``bench_search_budget.py --methods search-units`` does). ``--profile N`` adds
 the N costliest functions by cumulative CPU time over the suite (cProfile).
 
