@@ -558,7 +558,7 @@ def draw_units(formula: str, names: list[str], rng: np.random.Generator
     matrix = sympy.Matrix(rows) if rows else sympy.zeros(1, len(names))
     basis = []
     for vector in matrix.nullspace():
-        scale = sympy.ilcm(*[sympy.fraction(v)[1] for v in vector]) if len(vector) else 1
+        scale = sympy.ilcm(1, *[sympy.fraction(v)[1] for v in vector])  # 1: one-input formulas
         basis.append([Fraction(int(v * scale)) for v in vector])
     exponents = {name: [Fraction(0)] * len(BASE_DIMENSIONS) for name in names}
     target = [Fraction(0)] * len(BASE_DIMENSIONS)

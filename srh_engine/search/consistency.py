@@ -12,7 +12,7 @@ quotient with a free factor is free), applied
   and free flag are stored by form id, and a candidate of the next level is
   dropped before it is deduplicated or scored when its operands' dimensions
   break a rule; so the level caps hold consistent forms only;
-* in the evolution (:func:`tree_consistent`) to each child, memoised per tree:
+* in the evolution (:class:`TreeDimensions`) to each child, memoised per tree:
   an inconsistent child gets an infinite error (it never enters the archive and
   loses every tournament).
 
@@ -33,7 +33,7 @@ from ..dimensional import check_dimensions
 from ..units import BASE_DIMENSIONS, Dimension
 from .operators import Tree
 
-__all__ = ["FormDimensions", "input_dimensions", "tree_consistent"]
+__all__ = ["FormDimensions", "TreeDimensions", "input_dimensions", "tree_consistent"]
 
 TOLERANCE = 1e-9
 _WIDTH = len(BASE_DIMENSIONS)
@@ -135,33 +135,75 @@ def _unary(name: str, a: np.ndarray, a_free: np.ndarray
     return dimensionless | a_free, np.zeros_like(a), np.zeros(n, bool)
 
 
+MEMO_LIMIT = 1 << 16
+"""Trees whose dimension a :class:`TreeDimensions` remembers (cleared when full)."""
+
+
+class TreeDimensions:
+    """The dimension of search trees over inputs of fixed dimensions, memoised per tree.
+
+    One per evolution run: the inputs' dimensions are fixed there, so the memo is keyed by
+    the tree alone (hashing a tree is as long as the tree; the dimensions were hashed with it
+    on every lookup when one cache served every run), and a new child mostly reuses its
+    subtrees' entries.
+
+    Args:
+        dims: Each input's dimension (None: free), as :func:`input_dimensions` gives them.
+    """
+
+    def __init__(self, dims: Sequence[Vector | None]) -> None:
+        self.dims = tuple(dims)
+        self.memo: dict[Tree, tuple[Vector, bool] | None] = {}
+
+    def consistent(self, tree: Tree) -> bool:
+        """Whether ``tree`` is dimensionally consistent inside."""
+        return self.dimension(tree) is not None
+
+    def dimension(self, tree: Tree) -> tuple[Vector, bool] | None:
+        """``(dimension, free)`` of ``tree``, None when inconsistent."""
+        memo = self.memo
+        if tree in memo:
+            return memo[tree]
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        kind = tree[0]
+        if kind == "v":
+            vector = self.dims[tree[1]]
+            found = (_ZERO, True) if vector is None else (vector, False)
+        elif kind == "k":
+            found = (_ZERO, True)
+        else:
+            found = _combined(kind, [self.dimension(child) for child in tree[1:]])
+        memo[tree] = found
+        return found
+
+
 def tree_consistent(tree: Tree, dims: tuple[Vector | None, ...]) -> bool:
     """Whether a search tree over inputs of dimensions ``dims`` is consistent inside."""
-    return _tree_dimension(tree, dims) is not None
+    return _checker(dims).consistent(tree)
 
 
-@lru_cache(maxsize=1 << 16)
-def _tree_dimension(tree: Tree, dims: tuple[Vector | None, ...]
-                    ) -> tuple[Vector, bool] | None:
-    """``(dimension, free)`` of ``tree``, None when inconsistent (memoised per tree)."""
-    kind = tree[0]
-    zero = (0.0,) * _WIDTH
-    if kind == "v":
-        vector = dims[tree[1]]
-        return (zero, True) if vector is None else (vector, False)
-    if kind == "k":
-        return zero, True
-    parts = [_tree_dimension(child, dims) for child in tree[1:]]
+@lru_cache(maxsize=8)
+def _checker(dims: tuple[Vector | None, ...]) -> TreeDimensions:
+    return TreeDimensions(dims)
+
+
+_ZERO: Vector = (0.0,) * _WIDTH
+
+
+def _combined(kind: str, parts: list[tuple[Vector, bool] | None]
+              ) -> tuple[Vector, bool] | None:
+    """``(dimension, free)`` of operator ``kind`` applied to its operands' (None: inconsistent)."""
     if any(part is None for part in parts):
         return None
     (a, a_free) = parts[0]
-    if len(tree) == 2:
+    if len(parts) == 1:
         if kind in _KEEP:
             return a, a_free
         if kind in _POWERS:
             return tuple(e * _POWERS[kind] for e in a), a_free
         if a_free or all(abs(e) <= TOLERANCE for e in a):
-            return zero, False
+            return _ZERO, False
         return None
     (b, b_free) = parts[1]
     if kind in ("+", "-"):

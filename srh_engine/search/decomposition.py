@@ -101,9 +101,32 @@ def _exponents(n_inputs: int, degree: int) -> list[tuple[int, ...]]:
 
 
 def _design(Z: np.ndarray, exponents: Sequence[tuple[int, ...]]) -> np.ndarray:
-    columns = [np.prod([Z[:, i] ** p for i, p in enumerate(powers) if p], axis=0)
-               if any(powers) else np.ones(Z.shape[0]) for powers in exponents]
-    return np.column_stack(columns)
+    """The monomials of ``exponents`` over the columns of ``Z``, one column each.
+
+    A monomial is the product of its factors ``Z[:, i]**p`` in column order, left to right
+    (what ``np.prod`` over them computes, bit for bit); the powers and the products of
+    every leading run of factors are computed once and shared: monomials come in
+    graded order, so most extend one already built by one factor.
+    """
+    design = np.empty((Z.shape[0], len(exponents)))
+    powers: dict[tuple[int, int], np.ndarray] = {}
+    products: dict[tuple[tuple[int, int], ...], np.ndarray] = {}
+    for k, monomial in enumerate(exponents):
+        key: tuple[tuple[int, int], ...] = ()
+        value: np.ndarray | None = None
+        for i, p in enumerate(monomial):
+            if not p:
+                continue
+            factor = powers.get((i, p))
+            if factor is None:
+                factor = powers[(i, p)] = Z[:, i] ** p
+            key += ((i, p),)
+            known = products.get(key)
+            if known is None:
+                known = products[key] = factor if value is None else value * factor
+            value = known
+        design[:, k] = 1.0 if value is None else value
+    return design
 
 
 def _residual(design: np.ndarray, t: np.ndarray) -> float:

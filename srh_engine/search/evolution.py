@@ -19,14 +19,15 @@ import math
 import random
 import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy.optimize import leastsq  # here, not in the first tune: it is inside the budget
 
-from .consistency import Vector, tree_consistent
+from .consistency import TreeDimensions, Vector
 from .operators import BINARY, UNARY, Tree, evaluate_tree, size
 
 __all__ = ["Evolution", "linear_nmse", "tune_constants"]
@@ -41,17 +42,24 @@ CROSSOVER_RATE = 0.3
 
 def linear_nmse(values: np.ndarray, target: np.ndarray, target_var: float) -> float:
     """Normalised MSE of the best ``a + b*values`` fit (1.0 for a constant; inf if not finite)."""
-    if not isinstance(values, np.ndarray) or values.shape != target.shape:
-        return 1.0 if np.isfinite(values).all() else float("inf")
     with np.errstate(all="ignore"):
-        centred = values - values.mean()
-        spread = float(centred @ centred)
-        if not np.isfinite(spread):
-            return float("inf")
-        if spread <= 1e-300:
-            return 1.0
-        r = float(centred @ (target - target.mean()))
-    return max(0.0, 1.0 - r * r / (spread * target_var * target.size))
+        return _linear_nmse(values, target - target.mean(), target_var)
+
+
+def _linear_nmse(values: np.ndarray, centred_target: np.ndarray, target_var: float) -> float:
+    """:func:`linear_nmse` with the target centred once by the caller (call under
+    ``np.errstate``): the evolution scores every child against one target.
+    ``np.add.reduce(v) / v.size`` is what ``v.mean()`` computes, without its Python layer."""
+    if not isinstance(values, np.ndarray) or values.shape != centred_target.shape:
+        return 1.0 if np.isfinite(values).all() else float("inf")
+    centred = values - np.add.reduce(values) / values.size
+    spread = float(centred @ centred)
+    if not np.isfinite(spread):
+        return float("inf")
+    if spread <= 1e-300:
+        return 1.0
+    r = float(centred @ centred_target)
+    return max(0.0, 1.0 - r * r / (spread * target_var * centred_target.size))
 
 
 def weighted_linear_nmse(values: np.ndarray, target: np.ndarray, weights: np.ndarray) -> float:
@@ -109,10 +117,23 @@ class Evolution:
             self.weights = self.weights / float(self.weights.sum())
         self.memo: dict[Tree, np.ndarray] = {}
         self.scores: dict[Tree, float] = {}
-        self.population: deque[tuple[float, Tree]] = deque()
+        self.population: deque[tuple[float, int, Tree]] = deque()
+        """Members as ``(score, size, tree)``: a tournament ranks by the first two."""
+        self._centred = self.target - self.target.mean()
+        self._consistent = None if self.dimensions is None else \
+            TreeDimensions(self.dimensions).consistent
+        # ``randrange(n)`` for an int n > 0 is ``_randbelow(n)`` (CPython's random.py): the
+        # same numbers without its argument checks, in the loop's hottest call
+        self._below = self.rng._randbelow
 
     # ----------------------------------------------------------- fitness
     def fitness(self, tree: Tree) -> float:
+        """The tree's normalised error under linear scaling (inf: refused or not finite)."""
+        with np.errstate(all="ignore"):
+            return self._fitness(tree)
+
+    def _fitness(self, tree: Tree) -> float:
+        """:meth:`fitness` under the caller's ``np.errstate(all="ignore")``."""
         known = self.scores.get(tree)
         if known is not None:
             return known
@@ -120,11 +141,10 @@ class Evolution:
             self.memo.clear()
         if len(self.scores) > 4 * MEMO_LIMIT:
             self.scores.clear()
-        if self.dimensions is not None and not tree_consistent(tree, self.dimensions):
+        if self._consistent is not None and not self._consistent(tree):
             self.scores[tree] = math.inf
             return math.inf
-        with np.errstate(all="ignore"):
-            values = evaluate_tree(tree, self.columns, self.memo)
+        values = evaluate_tree(tree, self.columns, self.memo)
         if self.allowed is not None and not self.allowed(tree):
             score = float("inf")
         elif self.var <= 0:
@@ -132,7 +152,7 @@ class Evolution:
         elif self.weights is not None:
             score = weighted_linear_nmse(values, self.target, self.weights)
         else:
-            score = linear_nmse(values, self.target, self.var)
+            score = _linear_nmse(values, self._centred, self.var)
         self.evaluated += 1
         self.scores[tree] = score
         self._archive(tree, score)
@@ -150,23 +170,27 @@ class Evolution:
     def seed_population(self, trees: Sequence[Tree]) -> None:
         for tree in trees:
             if size(tree) <= self.max_size:
-                self.population.append((self.fitness(tree), tree))
+                self.population.append((self.fitness(tree), size(tree), tree))
         while len(self.population) < POPULATION:
             tree = self.random_tree(self.rng.randrange(1, 4))
-            self.population.append((self.fitness(tree), tree))
+            self.population.append((self.fitness(tree), size(tree), tree))
         while len(self.population) > POPULATION:
             self.population.popleft()
 
     def run(self, over: Callable[[int], bool], stop_nmse: float = 1e-14) -> None:
         """Evolve until ``over(evaluated)`` or an exact fit."""
+        with np.errstate(all="ignore"):  # once here, not around every child
+            self._run(over, stop_nmse)
+
+    def _run(self, over: Callable[[int], bool], stop_nmse: float) -> None:
         children = 0
         while not over(self.evaluated):
             child = self.child()
             if child is None:
                 continue
-            score = self.fitness(child)
+            score = self._fitness(child)
             self.population.popleft()
-            self.population.append((score, child))
+            self.population.append((score, size(child), child))
             children += 1
             if score <= stop_nmse:
                 return
@@ -185,20 +209,21 @@ class Evolution:
             if tuned is not None and tuned != tree:
                 tuned_score = self.fitness(tuned)
                 if tuned_score < score:
-                    self.population.append((tuned_score, tuned))
+                    self.population.append((tuned_score, size(tuned), tuned))
                     self.population.popleft()
 
     # ---------------------------------------------------------- variation
     def tournament(self) -> Tree:
-        n = len(self.population)
-        members = [self.population[self.rng.randrange(n)] for _ in range(TOURNAMENT)]
-        return min(members, key=_rank)[1]
+        population, below = self.population, self._below
+        n = len(population)
+        members = [population[below(n)] for _ in range(TOURNAMENT)]
+        return min(members, key=_rank)[2]
 
     def child(self) -> Tree | None:
         parent = self.tournament()
         if self.rng.random() < CROSSOVER_RATE:
             donor = _subtrees(self.tournament())
-            piece = donor[self.rng.randrange(len(donor))]
+            piece = donor[self._below(len(donor))]
             new = _replace_random(parent, piece, self.rng)
         else:
             new = self.mutate(parent)
@@ -207,7 +232,7 @@ class Evolution:
         return new
 
     def mutate(self, tree: Tree) -> Tree | None:
-        kind = self.rng.randrange(6)
+        kind = self._below(6)
         if kind == 0:
             return _replace_random(tree, self.random_tree(self.rng.randrange(1, 3)), self.rng)
         if kind == 1:
@@ -217,7 +242,7 @@ class Evolution:
             return _map_random(tree, lambda node: (name, node), self.rng)
         if kind == 3:
             pieces = _subtrees(tree)
-            return pieces[self.rng.randrange(len(pieces))]
+            return pieces[self._below(len(pieces))]
         if kind == 4:
             return _map_random(tree, self._leaf_change, self.rng, leaves_only=True)
         return _map_random(tree, self._wrap_binary, self.rng)
@@ -242,7 +267,7 @@ class Evolution:
     def random_leaf(self) -> Tree:
         if self.rng.random() < 0.2:
             return ("k", self.rng.choice((1.0, 2.0, 0.5, -1.0, 3.0)))
-        return ("v", self.rng.randrange(len(self.columns)))
+        return ("v", self._below(len(self.columns)))
 
     def random_tree(self, depth: int) -> Tree:
         if depth <= 1 or self.rng.random() < 0.3:
@@ -253,8 +278,8 @@ class Evolution:
                 self.random_tree(depth - 1))
 
 
-def _rank(member: tuple[float, Tree]) -> tuple[float, int]:
-    return member[0], size(member[1])
+def _rank(member: tuple[float, int, Tree]) -> tuple[float, int]:
+    return member[0], member[1]
 
 
 # -------------------------------------------------------------- tree surgery
@@ -316,6 +341,21 @@ def _with_constants(tree: Tree, values: list[float]) -> Tree:
     return walk(tree)
 
 
+def _evaluate_with_constants(tree: Tree, columns: Sequence[np.ndarray],
+                             constants: Iterator[float]) -> Any:
+    """``evaluate_tree(_with_constants(tree, constants), columns, None)`` without building the
+    tree: the constants are taken in the same (pre-)order, so the values are the same."""
+    kind = tree[0]
+    if kind == "v":
+        return columns[tree[1]]
+    if kind == "k":
+        return np.float64(next(constants))
+    if len(tree) == 2:
+        return UNARY[kind](_evaluate_with_constants(tree[1], columns, constants))
+    left = _evaluate_with_constants(tree[1], columns, constants)
+    return BINARY[kind](left, _evaluate_with_constants(tree[2], columns, constants))
+
+
 def tune_constants(tree: Tree, columns: Sequence[np.ndarray], target: np.ndarray,
                    max_evaluations: int = 60) -> Tree | None:
     """``tree`` with its constants fitted by Levenberg-Marquardt under linear scaling."""
@@ -323,11 +363,10 @@ def tune_constants(tree: Tree, columns: Sequence[np.ndarray], target: np.ndarray
     if not start:
         return tree
 
-    def residuals(theta: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            values = evaluate_tree(_with_constants(tree, list(theta[2:])), columns, None)
-            values = np.broadcast_to(np.asarray(values, dtype=float), target.shape)
-            out = target - theta[0] - theta[1] * values
+    def residuals(theta: np.ndarray) -> np.ndarray:  # called inside the errstate below
+        values = _evaluate_with_constants(tree, columns, iter(theta[2:]))
+        values = np.broadcast_to(np.asarray(values, dtype=float), target.shape)
+        out = target - theta[0] - theta[1] * values
         return np.where(np.isfinite(out), out, 1e6)
 
     with np.errstate(all="ignore"):
