@@ -55,8 +55,11 @@ so a call returns within the budget plus one fit, or plus ``MIN_REFITS`` fits
 and ``SNAP_ROUNDS`` snaps of the chosen formula when an earlier phase overran its
 share (the front is never the mean alone because time ran out). Determinism: every random
 choice comes from ``seed``, and no phase depends on timing except for where
-it stops: a search that ends on an exact fit or on ``max_complexity`` is
-identical across runs, one cut by the clock may stop at a different point.
+it stops, so a search cut by the clock may stop at a different point. Not
+bit-for-bit reproducible even without the clock: two runs of the same
+evolution at a fixed evaluation count ended with different archives on 4 of 6
+problems (rounding differences that a tie or a comparison then amplifies; the
+cause, perhaps the linear algebra library's threads, is not established).
 """
 
 from __future__ import annotations
