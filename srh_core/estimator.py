@@ -101,6 +101,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         strong_llm_model: Strong model; None disables routing to it.
         seed: Seed of the model sampling (the offline proposer's choices).
         time_limit: Wall-clock budget of one fit in seconds; None for none.
+        time_limit_clock: When ``time_limit`` starts counting: "wall" (default, at the
+            fit's start, start-up included) or "fit" (once the tool processes are up).
         max_cost: Spend budget of one fit in USD; None for none.
         max_tokens: Token budget of one fit (input + output); None for none.
         prices: Price overrides, ``{"provider:model": {"input": .., "output": ..}}``
@@ -163,7 +165,8 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         exact_fit_threshold: float = 1.0, exact_fit_metric: str = "r2", selection: str = "best",
         force_initial_diagnostics: bool = False, auto_routing: bool = True,
         strong_llm_provider: str | None = None, strong_llm_model: str | None = None,
-        seed: int = 0, time_limit: float | None = None, max_cost: float | None = None,
+        seed: int = 0, time_limit: float | None = None, time_limit_clock: str = "wall",
+        max_cost: float | None = None,
         max_tokens: int | None = None, prices: Mapping[str, Mapping[str, float]] | None = None,
         tool_timeout: float = 120.0,
         save_path: str | None = None, workspace: str | None = None, branch_threads: int = 8,
@@ -212,6 +215,7 @@ class SRHarnessRegressor(RegressorMixin, BaseEstimator):
         self.strong_llm_model = strong_llm_model
         self.seed = seed
         self.time_limit = time_limit
+        self.time_limit_clock = time_limit_clock
         self.max_cost = max_cost
         self.max_tokens = max_tokens
         self.prices = prices

@@ -69,7 +69,13 @@ from srh_core.agent.candidates import (
     is_evaluation,
     sample_candidates,
 )
-from srh_core.agent.outcome import MOVE_ON_REASONS, STOP_DEPTH, STOP_TIME_LIMIT, budget_stop
+from srh_core.agent.outcome import (
+    MOVE_ON_REASONS,
+    RESUMABLE_STOPS,
+    STOP_DEPTH,
+    STOP_TIME_LIMIT,
+    budget_stop,
+)
 from srh_core.agent.settings import SearchSettings
 from srh_core.agent.steps import SampleRun
 from srh_core.api import ModelResponse, ModelRouter
@@ -869,10 +875,13 @@ class SRAgent(Agent):
             reason = self.finish_iteration(buffer, R, L, C)
         after = BranchState(branch.run_id, R, C, L + 1, buffer, parents, seeds=branch.seeds,
                             front=front, exact_level=exact, data_revision=revision)
-        if reason is not None:
-            after.stop(reason)
-        elif L >= self.settings.max_refinement_depth:
+        if L >= self.settings.max_refinement_depth and (reason is None
+                                                        or reason in RESUMABLE_STOPS):
+            # its last step is done: a time limit reached meanwhile must not make
+            # `srh resume` run a step past the depth
             after.stop(STOP_DEPTH, status="done")
+        elif reason is not None:
+            after.stop(reason)
         return after
 
     def update_conversation(self, buffer: list[Message], response_list: Sequence[ModelResponse],
