@@ -25,7 +25,7 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
@@ -304,6 +304,14 @@ class ProcessToolExecutor:
             return ToolCallResult.failure(
                 f"Tool {call.name!r} crashed its worker process ({error}).",
                 tool=call.name, error_type="BrokenPool")
+        except CancelledError:
+            # another batch's timeout replaced the shared pool (:meth:`_kill_pool`) before
+            # this call started: it never ran, so it is run again like a crashed one
+            if self._closed:
+                return _closed(call)
+            return ToolCallResult.failure(
+                f"Tool {call.name!r} was cancelled before it started (the tool processes "
+                "were restarted).", tool=call.name, error_type="BrokenPool")
 
     def _kill_pool(self) -> None:
         with self._lock:
