@@ -107,8 +107,10 @@ def wait_for_requests(server: FakeOpenAIServer, count: int) -> None:
 
 def test_resume_continues_a_run_stopped_by_its_time_limit(server, data_file, tmp_path):
     out = tmp_path / "run"
-    # 6 levels of 0.4 s requests cannot end within 3 s; the first levels do
-    process = srh(*run_args(data_file, out, server, "--time-limit", "3"), server=server)
+    # 6 levels of 0.4 s requests (2.4 s and the steps' work) cannot end within 2.5 s, of
+    # which the run's start-up takes about 0.5 s; the first levels do (3 s was too close:
+    # a run that finished every level ended "completed")
+    process = srh(*run_args(data_file, out, server, "--time-limit", "2.5"), server=server)
     stdout, stderr = process.communicate(timeout=DEADLINE)
     assert process.returncode == 0, stderr
     first = json.loads(stdout)
