@@ -234,18 +234,25 @@ def test_forms_built_only_from_some_operators():
     assert all(any(op in t for op in others) for t in left), left
 
 
+def _noisy_combinations(y: np.ndarray, names: list[str], largest: int, rows: np.ndarray
+                        ) -> list[str]:
+    """The combinations found for ``y`` at 1% noise over the first ``len(names)`` inputs,
+    enumerated to size ``largest`` on 32 rows and combined on ``rows``."""
+    k = len(names)
+    noisy = y + np.random.default_rng(1).normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), y.shape)
+    binary, unary = resolve_operators(None)
+    enumeration = Enumeration(X[:32, :k], noisy[None, :32], binary, unary)
+    for size in range(2, largest + 1):
+        enumeration.grow(size, lambda _: False)
+    found = combinations(enumeration, X[rows, :k], {"identity": noisy[rows]}, lambda _: False)
+    return [tree_text(item.tree, names) for item in found["identity"]]
+
+
 def test_a_noisy_product_of_powers_keeps_simple_exponents():
     """At 1% noise the log-space exponents of ``a**2*sqrt(b + c)/(a + c)`` drift (1.98,
     0.51, ...); within their standard errors they snap, and the product is built."""
     y = A**2 * np.sqrt(B + C) / (A + C)
-    noisy = y + np.random.default_rng(1).normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), y.shape)
-    binary, unary = resolve_operators(None)
-    enumeration = Enumeration(X[:32, :3], noisy[None, :32], binary, unary)
-    for size in range(2, 4):
-        enumeration.grow(size, lambda _: False)
-    rows = np.arange(100, 228)
-    found = combinations(enumeration, X[rows, :3], {"identity": noisy[rows]}, lambda _: False)
-    texts = [tree_text(item.tree, ["a", "b", "c"]) for item in found["identity"]]
+    texts = _noisy_combinations(y, ["a", "b", "c"], largest=3, rows=np.arange(100, 228))
     assert "a*a*sqrt(b + c)/(a + c)" in texts, texts
 
 
@@ -254,13 +261,6 @@ def test_a_noisy_sum_keeps_its_simplest_support_of_equal_fit():
     (``cos(log(c)) - 0.91*a*b + 0.31*d``, a hair lower error); the smallest support within
     the noise band of the best is returned beside it."""
     y = A * B + C / 3 - D / 3
-    noisy = y + np.random.default_rng(1).normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), y.shape)
-    binary, unary = resolve_operators(None)
-    enumeration = Enumeration(X[:32, :4], noisy[None, :32], binary, unary)
-    for size in range(2, 6):
-        enumeration.grow(size, lambda _: False)
-    rows = np.arange(100, 612)
-    found = combinations(enumeration, X[rows, :4], {"identity": noisy[rows]}, lambda _: False)
-    texts = [tree_text(item.tree, ["a", "b", "c", "d"]) for item in found["identity"]]
+    texts = _noisy_combinations(y, ["a", "b", "c", "d"], largest=5, rows=np.arange(100, 612))
     pattern = re.compile(r"^a\*b [+-] [\d.]+\*[cd] [+-] [\d.]+\*[cd]$")
     assert any(pattern.match(text) for text in texts), texts
