@@ -38,6 +38,8 @@ from srh_core.tools.custom_tools import CustomTool, load_custom_tool
 from srh_core.types import ToolCall, ToolCallResult
 from srh_engine.processes import end_with_parent, stop_pool
 
+logger = logging.getLogger("srh.agent")
+
 
 def unknown_tool_result(call: ToolCall, available: Sequence[str]) -> ToolCallResult:
     """The ``ok=False`` answer to a call naming a tool that is not enabled."""
@@ -116,8 +118,6 @@ def _timed_out(call: ToolCall, timeout: float) -> ToolCallResult:
         f"Tool {call.name!r} exceeded its time limit of {timeout:.1f}s and was stopped.",
         tool=call.name, error_type="TimeoutError")
 
-
-logger = logging.getLogger("srh.agent")
 
 _WORKER_TOOLS: dict[str, BaseTool] = {}
 

@@ -15,7 +15,7 @@ less a reserve for the search's own overrun and the scoring of its front
 (:data:`RESERVE_SECONDS`, :data:`RESERVE_SHARE`), so it returns the front it
 found instead of being cut with nothing; the result says when the budget was
 shortened. :meth:`ExpressionSearchTool.warm_up` starts the search's island
-processes before the run's first call.
+processes before the run's first call when the run's clock is a "fit" clock.
 """
 
 from __future__ import annotations
