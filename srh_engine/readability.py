@@ -37,6 +37,9 @@ value, up to floating-point rounding, wherever the original is defined):
   of the powers (``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)``) and a positive factor of
   every term of a sum under a power comes out (``sqrt(a*v + a*x)`` ->
   ``sqrt(a)*sqrt(v + x)``, then joined with the rest).
+* terms ``c*log(u)`` of a sum with the same factor ``c`` are one log
+  (``p*log(a) + p*log(b)`` -> ``p*log(a*b)``, ``log(a) - log(b)`` -> ``log(a/b)``):
+  where the logs are real their arguments are positive, and there the logs add.
 
 The printer (:mod:`srh_engine.rendering`) then writes ``**2.0`` as ``**2``.
 No algebra beyond these rules is attempted (no expansion, no like terms);
@@ -82,7 +85,7 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
         if isinstance(node, Number):
             return Number(integral_number(node.value))
         if isinstance(node, Binary) and node.operator in ("+", "-"):
-            return _sum_node(node)
+            return _sum_written(node)
         if isinstance(node, Unary):
             return _negative(node.operand)
         if isinstance(node, Binary) and node.operator in ("*", "/") or _is_inverse(node) or (
@@ -463,6 +466,43 @@ def _sum_node(node: Binary) -> Expression:
     if left_sign < 0 and sign > 0:
         return Binary("-", right, left)
     return Binary("+" if sign > 0 else "-", node.left, right)
+
+
+def _sum_written(node: Binary) -> Expression:
+    merged = _logs_merged(node)
+    return _sum_node(merged) if isinstance(merged, Binary) and _is_sum(merged) else merged
+
+
+def _logs_merged(node: Binary) -> Expression:
+    """Terms ``c*log(u)`` of a sum with the same factor ``c`` as one log: ``p*log(a) +
+    p*log(sin(a))`` -> ``p*log(a*sin(a))``, ``log(a) - log(b)`` -> ``log(a/b)``. Where the
+    logs are real, ``a, b > 0`` and ``log(a) + log(b) = log(a*b)``."""
+    terms = _terms(node, 1)
+    groups: dict[tuple[tuple[Expression, ...], tuple[Expression, ...]], list[int]] = {}
+    logs: dict[int, Expression] = {}
+    for index, (_, term) in enumerate(terms):
+        top, bottom = _factors(term)
+        found = [f for f in top if isinstance(f, Function) and f.name == "log"]
+        if len(found) != 1:
+            continue
+        rest = list(top)
+        rest.remove(found[0])
+        logs[index] = found[0].arguments[0]  # type: ignore[attr-defined]
+        groups.setdefault((tuple(rest), tuple(bottom)), []).append(index)
+    merged = {key: members for key, members in groups.items() if len(members) > 1}
+    if not merged:
+        return node
+    result: list[_Signed] = []
+    for index, (sign, term) in enumerate(terms):
+        key = next((k for k, members in merged.items() if index in members), None)
+        if key is None:
+            result.append((sign, term))
+        elif index == merged[key][0]:
+            up = [logs[i] for i in merged[key] if terms[i][0] == sign]
+            down = [logs[i] for i in merged[key] if terms[i][0] != sign]
+            log = Function("log", (_product(*_merged(up, down)),))
+            result.append((sign, _product([*key[0], log], list(key[1]))))
+    return _sum(result)
 
 
 def _sum(terms: list[_Signed]) -> Expression:

@@ -89,6 +89,13 @@ ROOTS = [  # (id, formula, written): powers that share a non-integral exponent, 
     ("symbolic-exponent-kept", "x**a*y**a", "x**a*y**a"),
     ("root-in-sum-not-merged", "sqrt(x) + sqrt(y)", "sqrt(x) + sqrt(y)"),
     ("root-of-product-kept-without-signs", "(r*s)**(1/3)", "(r*s)**(1/3)"),
+    # logs with one factor in a sum are one log (real only where a, b > 0)
+    ("sum-of-logs", "p*log(a) + p*log(sin(a))", "p*log(a*sin(a))"),
+    ("difference-of-logs", "x + log(v2) - log(v1)", "x + log(v2/v1)"),
+    ("negated-logs", "x - log(a) - log(b)", "x - log(a*b)"),
+    ("logs-over-a-factor", "log(a)/x + log(b)/x", "log(a*b)/x"),
+    ("logs-with-other-factors-kept", "0.5*log(a) + 0.3*log(b)", "0.5*log(a) + 0.3*log(b)"),
+    ("log-and-other-function-kept", "log(a) + exp(b)", "log(a) + exp(b)"),
     ("common-factor-kept-without-signs", "sqrt(a*v + a*x)", "sqrt(a*v + a*x)"),
 ]
 

@@ -24,6 +24,9 @@ PAIRS = [
      "M**(10/3)*s**(1/3)*r**(1/3)*v*g*x/k", ("s", "k", "r", "M", "g", "v")),
     ("common-factor-under-root", "mu*a**0.5*A**2*sqrt(a*V + x*a*m)", "a*A**2*mu*sqrt(V + x*m)",
      ("a",)),
+    ("sum-of-logs", "F*C**(1/3)*A*(p*log(a) + p*log(sin(a)))", "A*p*C**(1/3)*F*log(a*sin(a))",
+     ()),
+    ("difference-of-logs", "n*T*(log(V2) - log(V1))", "n*T*log(V2/V1)", ()),
 ]
 
 
