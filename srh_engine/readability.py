@@ -74,7 +74,9 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
     Args:
         expression: The tree (bound parameters count as their values).
         positive: Names of variables that are positive wherever the formula is used
-            (on the data); they allow ``exp(log(a) + b)`` -> ``a*exp(b)``.
+            (on the data); they allow ``exp(log(a) + b)`` -> ``a*exp(b)``,
+            ``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)`` and ``sqrt(a*v + a*x)`` ->
+            ``sqrt(a)*sqrt(v + x)``.
 
     Returns:
         An equivalent tree, printed by :func:`~srh_engine.rendering.to_str` as usual.
