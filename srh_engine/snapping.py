@@ -24,9 +24,11 @@ Each trial refits the numbers not yet snapped (least squares from their current 
 and is kept when the Bayesian information criterion does not rise: with ``n`` rows and
 one free number fewer, ``n * log(nmse_new / nmse) <= log(n)`` (``nmse`` = 1 - R^2 on
 the rows given, floored at ``EXACT_NMSE``, so on exact data a snap must stay exact). Only formulas
-that already fit (``nmse <= SNAP_MAX_NMSE``) with at most ``MAX_SNAPPED_NUMBERS`` fitted
-numbers are tried. The price: a constant that is not structural but lies within its
-standard error of a structural value is snapped too (measured: 19 of 200 random
+that already fit (``nmse <= SNAP_MAX_NMSE``, or, given the lowest error any formula
+reaches on the rows, within ``FLOOR_FACTOR`` of it: on a nearly flat target noise alone
+is above the bound) with at most ``MAX_SNAPPED_NUMBERS`` fitted numbers are tried.
+The price: a constant that is not structural but lies within its standard error of a
+structural value is snapped too (measured: 19 of 200 random
 coefficients, log-uniform in [0.1, 10], 1% noise, 1,500 rows, each snapped to a value
 within 0.1% of it).
 """
@@ -66,6 +68,11 @@ __all__ = ["SNAP_MAX_NMSE", "recognise_and_snap", "snap_candidates", "snap_const
 
 SNAP_MAX_NMSE = 1e-2
 """Formulas that leave more than this share of the variance unexplained are not snapped."""
+FLOOR_FACTOR = 1.25
+"""A formula whose unexplained share is within this factor of the lowest one on the rows
+(``floor``) fits as well as the data allow: on a nearly flat target the noise alone leaves
+more than ``SNAP_MAX_NMSE`` unexplained (1% noise on ``log(D)/(2*D)``, D in [2, 4]: 0.23),
+and the right formula's drifted numbers were never snapped."""
 EXPONENT_DISTANCE = 0.2
 SNAP_RELATIVE = 0.05
 MAX_CANDIDATES = 3
@@ -147,7 +154,7 @@ def _plain_near(value: float, names: frozenset[str]) -> list[StructuralConstant]
 
 
 def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
-                   deadline: float | None = None) -> Expression:
+                   deadline: float | None = None, floor: float | None = None) -> Expression:
     """``expression`` with fitted numbers snapped to simple values where the BIC allows.
 
     Args:
@@ -155,6 +162,9 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
         y: The target values it is fitted to.
         evaluate: Evaluates an expression on the rows of ``y``.
         deadline: ``time.monotonic()`` after which no further number is tried.
+        floor: The lowest unexplained share of the variance any formula reaches on these
+            rows (the noise's share, about): a formula within ``FLOOR_FACTOR`` of it fits
+            as well as the data allow and is snapped even above ``SNAP_MAX_NMSE``.
 
     Returns:
         The same object when nothing changed, else the rewritten formula (the numbers of
@@ -168,7 +178,7 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
     if len(numbers) > MAX_SNAPPED_NUMBERS or rows < 3:
         return expression
     current = _error(evaluate, tree, target)
-    if current is None or current > SNAP_MAX_NMSE:
+    if current is None or current > max(SNAP_MAX_NMSE, FLOOR_FACTOR * (floor or 0.0)):
         return expression
     if not numbers:  # the merged numbers may be simple already: -2.8648*(pi/u) is -9.0/u
         return _simplified(tree) if tree != inlined else expression

@@ -25,8 +25,9 @@ One call of :func:`search`:
 4. the front's fitted numbers snapped to simple values (integers, halves, ``1/(4*pi)``,
    ``sqrt(2*pi)``...) with the others refitted, kept when the BIC allows
    (:func:`srh_engine.snapping.snap_constants`; the last ``SNAP_SHARE`` of the budget);
-5. the front: for each complexity the lowest-MSE formula, kept when it is
-   better than every simpler one.
+5. the front: every formula written as a person writes it (:func:`srh_engine.readable`),
+   and for each complexity the lowest-MSE one, kept when it is better than every
+   simpler one.
 
 Islands: :func:`search` runs :func:`_island` here and, with other seeds, on
 the other cores (:mod:`.pool`), and merges the fronts.
@@ -77,6 +78,7 @@ from ..constraints import constraint_violations
 from ..dimensional import check_dimensions
 from ..evaluation import evaluate
 from ..nodes import Number, Symbol
+from ..readability import readable
 from ..transform import complexity
 from ..units import Dimension, parse_units
 from .budget import Budget
@@ -217,6 +219,7 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         merged += 1
     if merged:
         notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
+    entries = _written(entries, X, names)
     if dimensions:
         entries = _consistent(entries, dimensions, wanted, notes)
     if limits is not None:
@@ -305,6 +308,20 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
             entries = [_merged(entry, values) for entry in entries]
         entries = snap_front(entries, values, y, deadline, weights)
     return entries, run.counter.value, run.notes
+
+
+def _written(entries: list[FrontEntry], X: np.ndarray, names: Sequence[str]
+             ) -> list[FrontEntry]:
+    """The entries as a person writes them (:func:`srh_engine.readable`, the same rules
+    as every scored formula of a run; the inputs positive on every row count as
+    positive), each with the complexity of what it now is."""
+    positive = [name for i, name in enumerate(names) if bool(np.all(X[:, i] > 0))]
+    written = []
+    for entry in entries:
+        expression = readable(entry.expression, positive)
+        written.append(entry if expression == entry.expression else
+                       FrontEntry(expression, complexity(expression), entry.mse, entry.r2))
+    return written
 
 
 def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:

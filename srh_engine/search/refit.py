@@ -275,6 +275,9 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
     snap share was spent before the pick of the second round, and the reported formula
     kept a drifted number: ``0.0003 + log(r)/2``).
 
+    Entries within :data:`~srh_engine.snapping.FLOOR_FACTOR` of the front's lowest error
+    are snapped even when the noise alone leaves more than ``SNAP_MAX_NMSE`` unexplained
+    (a nearly flat target).
     A snapped entry replaces its original; its complexity counts each constant part
     (``1/sqrt(2*pi)``) as one number, like the folded number it replaces. With
     ``weights`` the snapped entry's error is the weighted MSE (the BIC test of a snap
@@ -284,6 +287,7 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
     if variance <= 0:
         return entries
     current, tried = list(entries), set()
+    floor = min((max(1.0 - e.r2, 0.0) for e in entries), default=None)
     for _ in range(SNAP_ROUNDS):
         front = list(pareto_front(current))
         chosen = front.pop(steepest([e.complexity for e in front],
@@ -297,7 +301,7 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
                 break  # the next round's chosen formula, when new, is still snapped
             tried.add(id(entry))
             new = _snapped(entry, values, y, variance, None if guaranteed else deadline,
-                           weights)
+                           weights, floor)
             if new is not None:
                 tried.add(id(new))
                 current = [new if e is entry else e for e in current]
@@ -307,10 +311,11 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
 
 def _snapped(entry: FrontEntry, values: dict[str, np.ndarray], y: np.ndarray,
              variance: float, deadline: float | None,
-             weights: np.ndarray | None = None) -> FrontEntry | None:
+             weights: np.ndarray | None = None, floor: float | None = None
+             ) -> FrontEntry | None:
     with np.errstate(all="ignore"):
         new = snap_constants(entry.expression, y, lambda e: evaluate(e, values),
-                             deadline=deadline)
+                             deadline=deadline, floor=floor)
     if new is entry.expression:
         return None
     loss = _mse(new, values, y, weights)

@@ -61,11 +61,103 @@ RULES = [
     ("huge-integral-kept-float", "x + 1e+300", (), "x + 1e+300"),
 ]
 
+ROOTS = [  # (id, formula, written): powers that share a non-integral exponent, and the
+    # exact exponents SymPy reads exactly (sqrt, 3/2), not as floats
+    ("half-powers-merge", "gamma**0.5*pr**0.5/rho**0.5", "sqrt(gamma*pr/rho)"),
+    ("negative-half-power-merges", "gamma**0.5*pr**0.5*rho**-0.5", "sqrt(gamma*pr/rho)"),
+    ("square-roots-merge", "sqrt(gamma)*sqrt(pr)/sqrt(rho)", "sqrt(gamma*pr/rho)"),
+    ("roots-in-denominator-merge", "x/(sqrt(y)*sqrt(z))", "x/sqrt(y*z)"),
+    ("root-and-half-power-merge", "2*sqrt(a)*b**0.5*cos(t)", "2*sqrt(a*b)*cos(t)"),
+    ("cube-roots-one-by-one", "r**(1/3)*s**(1/3)*x", "r**(1/3)*s**(1/3)*x"),
+    ("three-halves-one-by-one", "a**1.5*b**1.5/c", "a**(3/2)*b**(3/2)/c"),
+    ("same-base-powers-add", "x*x**0.5", "x**(3/2)"),
+    ("same-base-roots-cancel", "a**0.5*y/sqrt(a)", "y"),
+    ("number-leads-merged-root", "-2*x**0.5*y**-0.5", "-2*sqrt(x/y)"),
+    ("half-power-is-sqrt", "2*x**0.5", "2*sqrt(x)"),
+    ("negative-half-power-divides", "y*x**-0.5", "y/sqrt(x)"),
+    ("half-power-of-sum", "(a + b)**0.5*c", "sqrt(a + b)*c"),
+    ("exact-fraction-exponent", "x**0.3333333333333333*y", "x**(1/3)*y"),
+    ("exact-three-halves", "6.283*d**1.5/(G*(m1 + m2))**0.5", "6.283*d**(3/2)/sqrt(G*(m1 + m2))"),
+    ("exact-quarter", "x**-0.25", "1/x**(1/4)"),
+    ("equal-fitted-exponents-kept", "x**0.333*y**0.333", "x**0.333*y**0.333"),
+    # must not fire
+    ("integral-powers-kept", "x**2*y**2/z**3", "x**2*y**2/z**3"),
+    ("different-exponents-kept", "x**0.5*y**1.5", "sqrt(x)*y**(3/2)"),
+    ("fitted-exponent-kept", "x**0.333*y", "x**0.333*y"),
+    ("fitted-exponents-differ-kept", "x**0.333*y**0.3331", "x**0.333*y**0.3331"),
+    ("near-half-kept", "x**0.5000001", "x**0.5000001"),
+    ("symbolic-exponent-kept", "x**a*y**a", "x**a*y**a"),
+    ("root-in-sum-not-merged", "sqrt(x) + sqrt(y)", "sqrt(x) + sqrt(y)"),
+    ("root-of-product-kept-without-signs", "(r*s)**(1/3)", "(r*s)**(1/3)"),
+    # logs with one factor in a sum are one log (real only where a, b > 0)
+    ("sum-of-logs", "p*log(a) + p*log(sin(a))", "p*log(a*sin(a))"),
+    ("difference-of-logs", "x + log(v2) - log(v1)", "x + log(v2/v1)"),
+    ("negated-logs", "x - log(a) - log(b)", "x - log(a*b)"),
+    ("logs-over-a-factor", "log(a)/x + log(b)/x", "log(a*b)/x"),
+    ("logs-with-other-factors-kept", "0.5*log(a) + 0.3*log(b)", "0.5*log(a) + 0.3*log(b)"),
+    ("log-and-other-function-kept", "log(a) + exp(b)", "log(a) + exp(b)"),
+    ("common-factor-kept-without-signs", "sqrt(a*v + a*x)", "sqrt(a*v + a*x)"),
+]
+
+POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need positive names
+    ("root-of-product-distributes", "(r*s)**(1/3)*x", ("r", "s"), "r**(1/3)*s**(1/3)*x"),
+    ("root-of-quotient-merges-back", "(gamma*pr/rho)**0.5", ("gamma", "pr", "rho"),
+     "sqrt(gamma*pr/rho)"),
+    ("power-of-power", "(M**2)**(4/3)*x", ("M",), "M**(8/3)*x"),
+    ("thirds-add-exactly", "(s*k/r)**-1*(M**2*s/g)**(4/3)*(g*r/(M*v))**(-2/3)",
+     ("s", "k", "r", "M", "g", "v"), "r**(1/3)*M**(10/3)*s**(1/3)*v**(2/3)/(k*g**2)"),
+    ("common-factor-out-of-root", "mu*a**0.5*(A*A*sqrt(a*V + x*a*m))", ("a",),
+     "mu*a*A*A*sqrt(V + x*m)"),
+    ("negative-common-factor-kept", "sqrt(a*V + a*x)", ("V",), "sqrt(a*V + a*x)"),
+    ("positive-part-of-root-out", "(r*s)**(1/3)", ("r",), "r**(1/3)*s**(1/3)"),
+    ("signed-part-of-root-together", "(r*s*t)**(1/3)", ("r",), "r**(1/3)*(s*t)**(1/3)"),
+]
+
 
 @pytest.mark.parametrize(("text", "positive", "expected"), [r[1:] for r in RULES],
                          ids=[r[0] for r in RULES])
 def test_rewrite_rules(text: str, positive: tuple[str, ...], expected: str) -> None:
     assert to_str(readable(parse(text), positive)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in ROOTS], ids=[r[0] for r in ROOTS])
+def test_root_rules(text: str, expected: str) -> None:
+    """Each written form, and its value where the original is real (on points of both signs:
+    a merged root may be real where its factors are not, never the other way round)."""
+    original = parse(text)
+    written = readable(original)
+    assert to_str(written) == expected
+    rng = np.random.default_rng(3)
+    points = {name: rng.uniform(-3, 3, 400) for name in _names(original)}
+    with np.errstate(all="ignore"):
+        before = np.broadcast_to(original.evaluate(points), (400,))
+        after = np.broadcast_to(parse(expected).evaluate(points), (400,))
+    defined = np.isfinite(before)
+    assert defined.sum() >= 20
+    assert np.allclose(after[defined], before[defined], rtol=1e-12, atol=0.0)
+
+
+@pytest.mark.parametrize(("text", "positive", "expected"), [r[1:] for r in POSITIVE_ROOTS],
+                         ids=[r[0] for r in POSITIVE_ROOTS])
+def test_root_rules_with_positive_names(text: str, positive: tuple[str, ...], expected: str
+                                        ) -> None:
+    """The written form, and the value where the original is real and the positive names
+    are positive (the other names take both signs)."""
+    original = parse(text)
+    assert to_str(readable(original, positive)) == expected
+    rng = np.random.default_rng(4)
+    points = {name: rng.uniform(0.1, 3, 400) if name in positive else rng.uniform(-3, 3, 400)
+              for name in _names(original)}
+    with np.errstate(all="ignore"):
+        before = np.broadcast_to(original.evaluate(points), (400,))
+        after = np.broadcast_to(parse(expected).evaluate(points), (400,))
+    defined = np.isfinite(before)
+    assert defined.sum() >= 20
+    assert np.allclose(after[defined], before[defined], rtol=1e-12, atol=0.0)
+
+
+def _names(expression: Expression) -> set[str]:
+    return {node.name for node in expression.iter_preorder() if isinstance(node, Symbol)}
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -100,7 +192,7 @@ def _tree(children: st.SearchStrategy[Expression]) -> st.SearchStrategy[Expressi
     return st.one_of(
         st.builds(Binary, st.sampled_from(("+", "-", "*", "/")), children, children),
         st.builds(lambda base, power: Binary("**", base, Number(power)), children,
-                  st.sampled_from([-2.0, -1, -1.0, 1, 2.0, 0.5])),
+                  st.sampled_from([-2.0, -1, -1.0, 1, 2.0, 0.5, -0.5, 1.5, 1 / 3, 0.25])),
         st.builds(Unary, st.just("-"), children),
         st.builds(lambda name, argument: Function(name, (argument,)),
                   st.sampled_from(("exp", "log", "inv", "sin")), children))
@@ -129,6 +221,27 @@ def test_readable_text_parses_back_to_the_same_values(expression: Expression) ->
         after = np.broadcast_to(_parsed(text).evaluate(POINTS), (50,))
     scale = 1e-9 * (1.0 + np.max(np.abs(before)))
     assert np.allclose(after, before, rtol=1e-7, atol=scale), (to_str(expression), text)
+
+
+SIGNED_POINTS = {name: np.random.default_rng(10 + k).uniform(-2.0, 2.0, 200)
+                 for k, name in enumerate(NAMES)}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(readable_trees)
+def test_readable_keeps_the_value_wherever_the_original_is_defined(expression: Expression
+                                                                   ) -> None:
+    """On points of both signs and without positive names: where the original is finite
+    the rewritten formula has its value (it may be defined at more points, not fewer)."""
+    with np.errstate(all="ignore"):
+        before = np.broadcast_to(expression.evaluate(SIGNED_POINTS), (200,))
+        defined = np.isfinite(before) & (np.abs(before) < 1e8)
+        assume(defined.any())
+        text = to_str(readable(expression))
+        after = np.broadcast_to(_parsed(text).evaluate(SIGNED_POINTS), (200,))
+    scale = 1e-9 * (1.0 + np.max(np.abs(before[defined])))
+    assert np.allclose(after[defined], before[defined], rtol=1e-7, atol=scale), (
+        to_str(expression), text)
 
 
 @settings(max_examples=200, deadline=None)

@@ -159,3 +159,25 @@ def test_structure_snaps_before_scale_where_two_numbers_share_one_degree_of_free
     fitted = "x**0.9912*0.08295578042955161*sqrt(exp(3.1415023812 - theta**2.013))"
     result = snapped(fitted, y)
     assert same_function(result, truth) and "pi" in result and "3.2" not in result, result
+
+
+def _fitted_entry(text: str, y) -> FrontEntry:
+    tree = parse(text)
+    mse = float(np.mean((np.broadcast_to(on_data(tree), y.shape) - y) ** 2))
+    return FrontEntry(tree, 5, mse, 1 - mse / float(np.var(y)))
+
+
+def test_a_nearly_flat_target_snaps_where_the_noise_is_most_of_its_variance():
+    """1% noise on ``4 + x/4`` (x in [1, 3]) leaves about a tenth of the variance
+    unexplained by the truth itself: above SNAP_MAX_NMSE, yet the formula fits as well as
+    the data allow; its drifted numbers snap, and a formula far above that floor does not."""
+    truth = "4 + x/4"
+    y = noisy(on_data(parse(truth)), 0.01)
+    fitted = "4.0113 + 0.24512*x"
+    assert 1 - _fitted_entry(fitted, y).r2 > 0.05
+    assert to_str(snap_constants(parse(fitted), y, on_data)) == fitted  # no floor: as before
+    (result,) = snap_front([_fitted_entry(fitted, y)], DATA, y, deadline=0.0)
+    assert same_function(result.formula, truth), result.formula
+    far = _fitted_entry("4.2 + 0.2*theta", y)
+    kept = snap_front([far, _fitted_entry(fitted, y)], DATA, y, deadline=1e12)
+    assert kept[0] is far
