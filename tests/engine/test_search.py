@@ -15,6 +15,7 @@ from srh_engine.search.decomposition import (
     pair_combinations,
 )
 from srh_engine.search.operators import resolve_operators
+from srh_engine.search.threads import one_blas_thread
 
 
 def inputs(n: int = 500, d: int = 3, seed: int = 0) -> np.ndarray:
@@ -23,6 +24,14 @@ def inputs(n: int = 500, d: int = 3, seed: int = 0) -> np.ndarray:
 
 X = inputs()
 A, B, C = X.T
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """As in the search: these tests call its parts (many small least-squares fits) directly;
+    threaded BLAS spins on them beside a busy core."""
+    with one_blas_thread():
+        yield
 
 
 @pytest.mark.parametrize(("y", "first", "expected"), [

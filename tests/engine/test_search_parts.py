@@ -1,4 +1,4 @@
-"""srh_engine.search parts: power factors (both answers), sparse combinations, islands, BLAS cap."""
+"""srh_engine.search parts: power factors (both answers), sparse combinations, islands."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import re
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
 
 import srh_engine as engine
 from srh_engine.search import search
@@ -21,6 +20,15 @@ from srh_engine.search.threads import one_blas_thread
 RNG = np.random.default_rng(3)
 X = RNG.uniform(1.0, 4.0, (2000, 5))
 A, B, C, D, E = X.T
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """As in the search: these tests call its parts (many small least-squares fits) directly,
+    and threaded BLAS spins on them (power_factors: 0.5 s on one thread, 5..45 s on two
+    beside a busy core). The cap itself is tested in test_threads.py, without this."""
+    with one_blas_thread():
+        yield
 
 
 @pytest.mark.parametrize(("y", "expected"), [
@@ -99,19 +107,6 @@ def test_a_daemonic_process_searches_alone():
     assert available_workers() >= 1
 
 
-def _blas_threads() -> list[int]:
-    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
-
-
-def test_blas_is_capped_while_any_search_runs_and_restored_after():
-    before = _blas_threads()
-    with one_blas_thread():
-        with one_blas_thread():  # a second search starting while the first runs
-            assert _blas_threads() == [1] * len(before)
-        assert _blas_threads() == [1] * len(before)  # the first is still running
-    assert _blas_threads() == before
-
-
 def test_the_selected_formula_on_noisy_data_is_the_simple_truth():
     """At 1% noise the lowest-error formula fits the noise; PySR's rule stops at the truth."""
     a, b, c = X[:, 0], X[:, 1], X[:, 2]
@@ -149,7 +144,10 @@ def test_a_killed_island_leaves_the_callers_result():
     (result,) = results
     assert result.front  # island 0's front (under load it may hold the mean only)
     assert any("island 1 was lost" in note for note in result.notes), result.notes
-    again = search(X[:300, :3], y[:300], time_budget=2, seed=0, workers=2)  # a new pool
+    # a new pool, whose start (spawn and imports) is inside the call: ended by an evaluation
+    # count, not a 2 s budget that a loaded machine spent before island 1 answered
+    again = search(X[:300, :3], y[:300], time_budget=60, seed=0, max_evaluations=2_000,
+                   workers=2)
     assert any("2 islands merged" in note for note in again.notes), again.notes
 
 
