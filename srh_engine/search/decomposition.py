@@ -385,13 +385,14 @@ def power_factors(X: np.ndarray, y: np.ndarray, over: Callable[[], bool] | None 
     denominator. Unlike a test against a free surrogate, this needs no model of the rest that
     fits well, so it works on many inputs and on targets that change sign; the zeros of ``y``
     (where ``log|y|`` is unbounded) are down-weighted by the robust fit rather than cut, so
-    that no row is chosen by the value of ``y``.
+    that no row is chosen by the value of ``y``. When several inputs pass, each is tested
+    again with the others divided out (:func:`_confirmed`).
 
     ``over`` is asked before each input's test (a few least-squares fits of up to
     ``FACTOR_ROWS`` rows each, seconds on a loaded machine): once it says the time is
     spent, no factor is reported (a partial set would misdirect the decomposition).
     """
-    n, d = X.shape
+    d = X.shape[1]
     if d < 2:
         return {}
     keep = np.all(np.isfinite(X), axis=1) & np.isfinite(y) & (y != 0)
@@ -401,39 +402,82 @@ def power_factors(X: np.ndarray, y: np.ndarray, over: Callable[[], bool] | None 
         X, y = X[pick], y[pick]
     if y.size < 20:
         return {}
-    logged = _logged(X)
-    Z = _scaled(logged)
-    t = np.log(np.abs(y))
-    degree = _degree(d - 1, y.size * ROWS_PER_TERM // 3)
     found = {}
     for i in range(d):
         if over is not None and over():
             return {}
-        if not np.all(X[:, i] > 0) or np.ptp(logged[:, i]) <= 0:
-            continue
-        rest = [k for k in range(d) if k != i]
-        base = _design(Z[:, rest], _exponents(d - 1, degree))
-        z = Z[:, i][:, None]
-        restricted = np.column_stack([logged[:, i], base])
-        extra = np.column_stack([z**2, z**3, z * Z[:, rest], z**2 * Z[:, rest]])
-        slope, error, weights = _robust_slope(restricted, t)
-        if slope is None:
-            continue
-        free = np.column_stack([restricted, extra])
-        with np.errstate(all="ignore"):
-            coefficients, *_ = np.linalg.lstsq(free * weights[:, None], t * weights, rcond=None)
-            free_error = float(np.sum((weights * (t - free @ coefficients)) ** 2))
-        restricted_error = float(np.sum((weights * error) ** 2))
-        if not restricted_error > 0 or free_error < FACTOR_RATIO * restricted_error:
-            continue
-        spread = float(np.var(logged[:, i]))
-        standard_error = math.sqrt(restricted_error / max(np.sum(weights**2), 1.0) /
-                                   (y.size * spread))
-        exponent = _snapped(slope, min(MAX_EXPONENT_SLACK, EXPONENT_SLACK * standard_error))
-        if exponent is not None and exponent != 0 and \
-                _original_ratio(X, y, i, exponent, degree) >= ORIGINAL_RATIO:
+        exponent = _factor_exponent(X, y, i)
+        if exponent is not None:
             found[i] = exponent
-    return found
+    return _confirmed(X, y, found, over) if len(found) >= 2 else found
+
+
+def _confirmed(X: np.ndarray, y: np.ndarray, found: dict[int, float],
+               over: Callable[[], bool] | None) -> dict[int, float]:
+    """The factors that pass the test again with the others divided out (and their inputs
+    left out); the exponent of the second test.
+
+    On many inputs the surrogate of the rest is poor, and an input inside a function of a
+    few others (``u`` in ``1/(mu - cos(u - s))``, ``y`` in ``1/cos(y)``) passed as a factor
+    ``u**0.5``, ``y**(-1/3)`` beside the true ones: the extra terms of the test cannot fit
+    what the rest's surrogate misses. With the true factors divided out the same test has
+    the few inputs of the rest, a surrogate of higher degree that fits them, and the
+    input's dependence through the function shows. Every factor is tested against the
+    first test's others, so a wrong one only weakens the others' second test (it divides
+    out a power of an input that is then left out).
+    """
+    kept = {}
+    for i in found:
+        if over is not None and over():
+            return {}
+        others = [j for j in found if j != i]
+        columns = [k for k in range(X.shape[1]) if k not in others]
+        with np.errstate(all="ignore"):
+            rest = y / np.prod([X[:, j] ** found[j] for j in others], axis=0)
+        if not np.all(np.isfinite(rest) & (rest != 0)):
+            kept[i] = found[i]
+            continue
+        exponent = _factor_exponent(X[:, columns], rest, columns.index(i))
+        if exponent is not None:
+            kept[i] = exponent
+    return kept
+
+
+def _factor_exponent(X: np.ndarray, y: np.ndarray, i: int) -> float | None:
+    """The exponent ``a`` when input ``i`` enters ``y`` (rows without zeros) only as a
+    factor ``x_i**a`` (the test of :func:`power_factors`), else None."""
+    d = X.shape[1]
+    if not np.all(X[:, i] > 0):
+        return None
+    logged = _logged(X)
+    if np.ptp(logged[:, i]) <= 0:
+        return None
+    Z = _scaled(logged)
+    t = np.log(np.abs(y))
+    degree = _degree(d - 1, y.size * ROWS_PER_TERM // 3)
+    rest = [k for k in range(d) if k != i]
+    base = _design(Z[:, rest], _exponents(d - 1, degree))
+    z = Z[:, i][:, None]
+    restricted = np.column_stack([logged[:, i], base])
+    extra = np.column_stack([z**2, z**3, z * Z[:, rest], z**2 * Z[:, rest]])
+    slope, error, weights = _robust_slope(restricted, t)
+    if slope is None:
+        return None
+    free = np.column_stack([restricted, extra])
+    with np.errstate(all="ignore"):
+        coefficients, *_ = np.linalg.lstsq(free * weights[:, None], t * weights, rcond=None)
+        free_error = float(np.sum((weights * (t - free @ coefficients)) ** 2))
+    restricted_error = float(np.sum((weights * error) ** 2))
+    if not restricted_error > 0 or free_error < FACTOR_RATIO * restricted_error:
+        return None
+    spread = float(np.var(logged[:, i]))
+    standard_error = math.sqrt(restricted_error / max(np.sum(weights**2), 1.0) /
+                               (y.size * spread))
+    exponent = _snapped(slope, min(MAX_EXPONENT_SLACK, EXPONENT_SLACK * standard_error))
+    if exponent is None or exponent == 0 or \
+            _original_ratio(X, y, i, exponent, degree) < ORIGINAL_RATIO:
+        return None
+    return exponent
 
 
 def _original_ratio(X: np.ndarray, y: np.ndarray, i: int, exponent: float, degree: int

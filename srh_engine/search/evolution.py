@@ -59,7 +59,27 @@ def _linear_nmse(values: np.ndarray, centred_target: np.ndarray, target_var: flo
     if spread <= 1e-300:
         return 1.0
     r = float(centred @ centred_target)
-    return max(0.0, 1.0 - r * r / (spread * target_var * centred_target.size))
+    square, denominator = r * r, spread * target_var * centred_target.size
+    if math.isfinite(square) and math.isfinite(denominator):  # the hot path: inline
+        return max(0.0, 1.0 - square / denominator)
+    return max(0.0, 1.0 - _explained_share(r, spread, target_var * centred_target.size))
+
+
+def _explained_share(r: float, spread: float, energy: float) -> float:
+    """``r**2 / (spread * energy)``, the squared correlation; when ``r**2`` or the product
+    overflows (a form with values near 1e150 against a target of scale 1e4), the correlation
+    first, then its square; -inf when that overflows too, so that the form scores inf.
+
+    Written as one quotient, a correlated form's overflow gave ``inf/inf``, and
+    ``max(0.0, 1 - nan)`` is an error of 0: a form of huge values looked exact, stopped
+    every evolution at once (a few thousand children of a share of hundreds of thousands)
+    and took the refits' places as an "exact" form.
+    """
+    square, denominator = r * r, spread * energy
+    if math.isfinite(square) and math.isfinite(denominator):
+        return square / denominator  # as before: the same scores bit for bit
+    correlation = r / math.sqrt(spread) / math.sqrt(energy)
+    return correlation * correlation if math.isfinite(correlation) else -math.inf
 
 
 def weighted_linear_nmse(values: np.ndarray, target: np.ndarray, weights: np.ndarray) -> float:
@@ -77,7 +97,9 @@ def weighted_linear_nmse(values: np.ndarray, target: np.ndarray, weights: np.nda
         rest = target - float(weights @ target)
         r = float(weights @ (centred * rest))
         target_var = float(weights @ (rest * rest))
-    return max(0.0, 1.0 - r * r / (spread * target_var)) if target_var > 0 else 1.0
+    if not target_var > 0:
+        return 1.0
+    return max(0.0, 1.0 - _explained_share(r, spread, target_var))
 
 
 @dataclass

@@ -21,6 +21,7 @@ from srh_engine.search.evolution import (
     _linear_nmse,
     _with_constants,
     linear_nmse,
+    weighted_linear_nmse,
 )
 from srh_engine.search.operators import evaluate_tree, resolve_operators, size, to_expression
 from srh_engine.units import parse_units
@@ -99,6 +100,29 @@ def test_the_scores_with_a_centred_target_are_linear_nmse_bit_for_bit():
         with np.errstate(all="ignore"):
             assert _linear_nmse(values, centred, var) == old_linear_nmse(values, target, var)
             assert linear_nmse(values, target, var) == old_linear_nmse(values, target, var)
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["equal-weights", "weighted"])
+def test_a_form_of_huge_values_is_scored_by_its_correlation_not_as_exact(weighted):
+    # values near 1e152 against a target of scale 1e4: the spread times the target's energy
+    # overflows, and so does r**2 when the two are correlated; the quotient was nan, which
+    # max(0.0, ...) made an error of 0 ("exact")
+    rng = np.random.default_rng(5)
+    target = 1e4 * rng.normal(size=256)
+    noise = rng.normal(size=256)
+    weights = np.full(256, 1.0 / 256)
+    for share, expected in [(0.3, 1.0 - 0.3**2 / (1.0 + 0.3**2)), (1.0, 0.5), (0.0, 1.0)]:
+        values = 1e152 * (noise + share * target / 1e4)
+        small = 1e-144 * values  # the same form at an ordinary scale: the same score
+        score = weighted_linear_nmse(values, target, weights) if weighted else \
+            linear_nmse(values, target, float(np.var(target)))
+        reference = weighted_linear_nmse(small, target, weights) if weighted else \
+            linear_nmse(small, target, float(np.var(target)))
+        assert score == pytest.approx(reference, rel=1e-9, abs=1e-12)
+        assert score == pytest.approx(expected, abs=0.15)
+    with np.errstate(all="ignore"):
+        assert linear_nmse(np.full(256, 1e300) * noise, target, float(np.var(target))) == \
+            float("inf")
 
 
 def old_linear_nmse(values, target, target_var):

@@ -40,6 +40,18 @@ def test_power_factors_are_found_and_only_those(y, expected):
     assert power_factors(X, y) == expected
 
 
+def test_an_input_inside_a_function_is_no_power_factor_among_many_true_ones():
+    # nine inputs, six true factors: the rest's surrogate is poor, and ``u`` inside
+    # ``1/(mu - cos(u - s))`` passed the first test as ``u**0.5``; with the true factors
+    # divided out, the test on (u, s, mu) sees it
+    rng = np.random.default_rng(8)
+    columns = rng.uniform([1.0, 1.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5],
+                          [5.0, 3.0, 2.0, 3.0, 5.0, 3.0, 5.0, 5.0, 2.0], (2000, 9))
+    r, e, u, length, c, i, p, s, mu = columns.T
+    y = p * np.sqrt(i) * c**1.5 * e**2 * r**2 * length / (mu - np.cos(u - s))
+    assert power_factors(columns, y) == {0: 2.0, 1: 2.0, 3: 1.0, 4: 1.5, 5: 0.5, 6: 1.0}
+
+
 def test_no_power_factor_in_a_sum_of_terms():
     assert power_factors(X, A * B + C / D + E) == {}
 
