@@ -44,6 +44,11 @@ def is_evaluation(result: ToolCallResult) -> bool:
     return next(evaluation_entries(result), None) is not None
 
 
+LOGGED_FORMULA_CHARS = 200
+"""A formula that does not parse is logged up to this many characters (a polynomial fit
+of several inputs can be thousands)."""
+
+
 def candidate_from_entry(
     entry: Mapping[str, Any], node_id: str, target: str | None, tool: str | None
 ) -> CandidateRecord | None:
@@ -56,7 +61,10 @@ def candidate_from_entry(
     try:
         expression = parse(str(entry["formula"]))
     except EngineError as error:
-        logger.warning("Candidate formula %r does not parse: %s", entry.get("formula"), error)
+        text = str(entry.get("formula"))
+        shown = text if len(text) <= LOGGED_FORMULA_CHARS else \
+            f"{text[:LOGGED_FORMULA_CHARS]}... ({len(text)} characters)"
+        logger.warning("Candidate formula %r does not parse: %s", shown, error)
         return None
     if target is not None and target in symbols(expression):
         return None
