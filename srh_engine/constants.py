@@ -129,7 +129,8 @@ class StructuralConstant:
             return quotient
         if isinstance(quotient, Number):
             return Number(-quotient.value)
-        if isinstance(quotient, Binary) and isinstance(quotient.left, Number):  # -1/3
+        if isinstance(quotient, Binary) and quotient.operator in ("*", "/") and \
+                isinstance(quotient.left, Number):  # -1/3, -2*pi (never -pi**2 as (-pi)**2)
             return Binary(quotient.operator, Number(-quotient.left.value), quotient.right)
         return Unary("-", quotient)
 

@@ -41,6 +41,26 @@ def test_the_nearest_structural_value_is_found(value, ratio, base, power):
     assert evaluate(nearest.expression(), {}) == pytest.approx(value, rel=1e-15)
 
 
+@pytest.mark.parametrize("sign", [1, -1], ids=["positive", "negative"])
+def test_every_structural_value_is_written_with_its_value(sign):
+    """Each base and power of the set, both signs: the written expression has the value
+    (a negative power of a named base was written ``(-pi)**2``, +pi**2, so ``-pi**2 + g*g``
+    fitted as ``-9.8696 + g*g`` was never recognised)."""
+    for value in (3 * np.pi**2 / 2, np.pi**2, 1 / np.pi**2, np.e**2, 1 / np.e**2, np.pi / 4,
+                  np.sqrt(2), 1 / np.sqrt(2 * np.pi), 2 / 3):
+        constant = structural_constants(sign * value)[0]
+        assert evaluate(constant.expression(), {}) == pytest.approx(sign * value, rel=1e-15), (
+            to_str(constant.expression()))
+
+
+def test_a_negative_squared_constant_in_a_sum_is_recognised():
+    g = DATA["x"] + 3.5
+    truth = np.sqrt(g * g - np.pi**2)
+    tree = parse("sqrt(-9.86960440108936 + x35*x35)")
+    found = recognise_constants(tree, truth, lambda e: evaluate(e, {"x35": g}))
+    assert to_str(found) == "sqrt(-pi**2 + x35*x35)"
+
+
 def test_a_noise_fitted_number_has_no_structural_value():
     assert structural_constants(0.123457) == []
     assert structural_constants(0.6180339887) == []  # the golden ratio is not in the set
