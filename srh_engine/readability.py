@@ -232,8 +232,8 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
     for factor in factors:
         exponent = _root_exponent(factor)
         base = _root_base(factor) if exponent is not None else None
-        if base is None:
-            top.append(factor)
+        if base is None or not any(isinstance(n, Symbol) for n in base.iter_preorder()):
+            top.append(factor)  # a power of numbers alone is a number: left as written
             continue
         if _is_sum(base):
             base, rest = _common_factor(base, positive)

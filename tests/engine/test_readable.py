@@ -260,6 +260,7 @@ def test_readable_keeps_the_value_wherever_the_original_is_defined(expression: E
 
 @settings(max_examples=200, deadline=None)
 @given(readable_trees)
+@example(Binary("**", Binary("**", Number(-1), Number(-2.0)), Number(1.5)))
 def test_readable_is_a_fixed_point(expression: Expression) -> None:
     once = to_str(readable(expression, NAMES))
     assert to_str(readable(_parsed(once), NAMES)) == once
