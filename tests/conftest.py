@@ -8,8 +8,16 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.support import leftovers
+
+# The property tests draw the same examples on every run (a fixed seed per test), so that a
+# run of the suite cannot pass or fail by which random trees it drew; exploring with fresh
+# examples is a choice: HYPOTHESIS_PROFILE=explore (random draws, as Hypothesis's default).
+settings.register_profile("suite", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 #: How long a test's processes get to end after the test (a pool shutting down).
 LEFTOVER_GRACE_SECONDS = 5.0
