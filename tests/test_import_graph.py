@@ -3,6 +3,7 @@ inside a function outside the entry points that scripts/import_graph.py lists (E
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -35,8 +36,15 @@ def import_graph():
     return sys.modules["import_graph"]
 
 
+@functools.cache
+def repository_report() -> dict:
+    """The import graph of this repository, scanned once for the tests that read it (a
+    scan parses every module: seconds)."""
+    return import_graph().measure(ROOT)
+
+
 def test_no_import_cycle_beyond_the_allowed_ones():
-    report = import_graph().measure(ROOT)
+    report = repository_report()
     new = [cycle for cycle in report["cycles"]
            if not any(set(cycle["modules"]) <= allowed for allowed in ALLOWED_CYCLES)]
     assert not new, "new import cycles:\n" + "\n".join(
@@ -44,7 +52,7 @@ def test_no_import_cycle_beyond_the_allowed_ones():
 
 
 def test_no_srh_import_inside_a_function_outside_the_entry_points():
-    report = import_graph().measure(ROOT)
+    report = repository_report()
     assert not report["inner_imports_outside_entry_points"], (
         "import these at module level (or, for a true lazy entry point, list its module in "
         "scripts/import_graph.py ENTRY_POINTS with the reason):\n"
