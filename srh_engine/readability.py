@@ -90,8 +90,7 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
             return _sum_written(node)
         if isinstance(node, Unary):
             return _negative(node.operand)
-        if isinstance(node, Binary) and node.operator in ("*", "/") or _is_inverse(node) or (
-                isinstance(node, Binary) and node.operator == "**"):
+        if _is_product(node) or isinstance(node, Binary) and node.operator == "**":
             return _product(*_factors(node), names)
         if isinstance(node, Function) and node.name == "exp":
             return _exp_of_logs(node, names)
@@ -151,8 +150,8 @@ def _exponent_node(exponent: float) -> Expression:
     value = integral_number(exponent)
     if isinstance(value, int) or not math.isfinite(exponent):
         return Number(value)
-    fraction = Fraction(exponent).limit_denominator(MAX_EXPONENT_DENOMINATOR)
-    if fraction.numerator / fraction.denominator != exponent:
+    fraction = _exact(exponent)
+    if not isinstance(fraction, Fraction):
         return Number(exponent)
     return Binary("/", Number(fraction.numerator), Number(fraction.denominator))
 
@@ -186,21 +185,6 @@ def _product(top: list[Expression], bottom: list[Expression],
     return _negative(result) if sign < 0 else result
 
 
-def _root_exponent(factor: Expression) -> float | None:
-    """``p`` of a factor ``base**p`` with a non-integral number ``p`` (``sqrt`` is 0.5)."""
-    if isinstance(factor, Function) and factor.name == "sqrt":
-        return 0.5
-    if isinstance(factor, Binary) and factor.operator == "**":
-        exponent = _exponent(factor.right)
-        if exponent is not None and math.isfinite(exponent) and not exponent.is_integer():
-            return exponent
-    return None
-
-
-def _root_base(factor: Expression) -> Expression:
-    return factor.arguments[0] if isinstance(factor, Function) else factor.left  # type: ignore
-
-
 def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset[str]
             ) -> tuple[list[Expression], list[Expression]]:
     """The powers of a product as a person writes them, in three exact steps:
@@ -230,10 +214,10 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
     top: list[Expression] = []
     bottom: list[Expression] = []
     for factor in factors:
-        exponent = _root_exponent(factor)
-        base = _root_base(factor) if exponent is not None else None
-        if base is None or not any(isinstance(n, Symbol) for n in base.iter_preorder()):
-            top.append(factor)  # a power of numbers alone is a number: left as written
+        base, exponent = _base_and_exponent(factor)
+        if float(exponent).is_integer() or \
+                not any(isinstance(n, Symbol) for n in base.iter_preorder()):
+            top.append(factor)  # an integral power, or a power of numbers alone: as written
             continue
         if _is_sum(base):
             base, rest = _common_factor(base, positive)
@@ -323,6 +307,8 @@ def _is_product(node: Expression) -> bool:
 
 
 def _base_and_exponent(factor: Expression) -> tuple[Expression, float]:
+    """``(base, p)`` of a factor ``base**p`` with a finite number ``p`` (``sqrt`` is 0.5);
+    ``(factor, 1.0)`` for any other factor."""
     if isinstance(factor, Function) and factor.name == "sqrt":
         return factor.arguments[0], 0.5
     if isinstance(factor, Binary) and factor.operator == "**":
@@ -367,11 +353,12 @@ def _roots_merged(top: list[Expression], bottom: list[Expression]
                   ) -> tuple[list[Expression], list[Expression]]:
     """The square roots of a product as one root of their quotient (see :func:`_powers`);
     other non-integral powers are written one by one (``r**(1/3)*s**(1/3)``)."""
-    up = [f for f in top if _root_exponent(f) == 0.5]
-    down = [f for f in bottom if _root_exponent(f) == 0.5]
+    up = [f for f in top if _base_and_exponent(f)[1] == 0.5]
+    down = [f for f in bottom if _base_and_exponent(f)[1] == 0.5]
     if len(up) + len(down) < 2:
         return [_written_power(f) for f in top], [_written_power(f) for f in bottom]
-    numerator, denominator = [_root_base(f) for f in up], [_root_base(f) for f in down]
+    numerator = [_base_and_exponent(f)[0] for f in up]
+    denominator = [_base_and_exponent(f)[0] for f in down]
     inner = _product(*_merged(numerator or denominator, denominator if up else []))
     root = _power(inner, 0.5)
     if up:
