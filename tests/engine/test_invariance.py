@@ -14,7 +14,6 @@ from srh_engine.search.enumeration import Enumeration
 from srh_engine.search.evolution import Evolution
 from srh_engine.search.invariance import candidate_pairs, invariant_views
 from srh_engine.search.operators import resolve_operators, to_expression
-from srh_engine.search.threads import one_blas_thread
 from srh_engine.search.views import Run, View
 from srh_engine.units import parse_units
 
@@ -24,13 +23,7 @@ A, B, C, E = X.T
 SYMBOLS = [Symbol(n) for n in NAMES]
 
 
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    """As in the search: the invariance tests' surrogate fits (many small least squares) run
-    on one BLAS thread; threaded BLAS spins on them beside a busy core (this file: 19 s on
-    one thread, 94 s on two at load 15)."""
-    with one_blas_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("blas_one_thread")
 
 
 def views_of(y: np.ndarray, units: dict | None = None, columns: np.ndarray = X,

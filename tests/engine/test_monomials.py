@@ -12,7 +12,6 @@ from srh_engine.rendering import to_str
 from srh_engine.search.invariance import invariant_views
 from srh_engine.search.monomials import Monomial, monomial_combinations
 from srh_engine.search.operators import resolve_operators
-from srh_engine.search.threads import one_blas_thread
 from srh_engine.search.views import Run, View
 from srh_engine.units import parse_units
 
@@ -21,10 +20,7 @@ X = np.random.default_rng(5).uniform(1.0, 3.0, (1000, 4))
 A, B, C, E = X.T
 
 
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    with one_blas_thread():  # as in the search: many small least-squares fits
-        yield
+pytestmark = pytest.mark.usefixtures("blas_one_thread")
 
 
 @pytest.mark.parametrize(("y", "expected"), [

@@ -15,7 +15,6 @@ from srh_engine.search.decomposition import (
     pair_combinations,
 )
 from srh_engine.search.operators import resolve_operators
-from srh_engine.search.threads import one_blas_thread
 
 
 def inputs(n: int = 500, d: int = 3, seed: int = 0) -> np.ndarray:
@@ -26,12 +25,7 @@ X = inputs()
 A, B, C = X.T
 
 
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    """As in the search: these tests call its parts (many small least-squares fits) directly;
-    threaded BLAS spins on them beside a busy core."""
-    with one_blas_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("blas_one_thread")
 
 
 @pytest.mark.parametrize(("y", "first", "expected"), [

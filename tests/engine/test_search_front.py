@@ -13,7 +13,6 @@ from srh_engine.search.budget import Budget
 from srh_engine.search.explore import explore
 from srh_engine.search.operators import resolve_operators
 from srh_engine.search.refit import MIN_REFITS, _banded, _round_robin, refit
-from srh_engine.search.threads import one_blas_thread
 from srh_engine.search.views import Found, Run, View, target_transforms
 
 RNG = np.random.default_rng(4)
@@ -21,12 +20,7 @@ X = RNG.uniform(-3.0, 3.0, (600, 2))
 SIGN_CHANGING = X[:, 0] * np.sin(X[:, 1])
 
 
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    """As in the search: these tests call its parts (many small least-squares fits) directly;
-    threaded BLAS spins on them beside a busy core."""
-    with one_blas_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("blas_one_thread")
 
 
 def test_sign_changing_targets_get_no_one_signed_transform():

@@ -15,20 +15,13 @@ from srh_engine.search.decomposition import power_factors
 from srh_engine.search.enumeration import Enumeration
 from srh_engine.search.operators import resolve_operators, tree_text
 from srh_engine.search.pool import available_workers
-from srh_engine.search.threads import one_blas_thread
 
 RNG = np.random.default_rng(3)
 X = RNG.uniform(1.0, 4.0, (2000, 5))
 A, B, C, D, E = X.T
 
 
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    """As in the search: these tests call its parts (many small least-squares fits) directly,
-    and threaded BLAS spins on them (power_factors: 0.5 s on one thread, 5..45 s on two
-    beside a busy core). The cap itself is tested in test_threads.py, without this."""
-    with one_blas_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("blas_one_thread")
 
 
 @pytest.mark.parametrize(("y", "expected"), [

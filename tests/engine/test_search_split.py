@@ -14,7 +14,6 @@ from srh_engine.search import decomposition as dec
 from srh_engine.search import explore as ex
 from srh_engine.search.budget import Budget, Counter
 from srh_engine.search.operators import resolve_operators
-from srh_engine.search.threads import one_blas_thread
 from srh_engine.search.views import Found, Run, View
 
 RNG = np.random.default_rng(5)
@@ -22,11 +21,7 @@ U, W = RNG.uniform(1.6, 20.0, (2, 2000))
 P, M, A, T, R = RNG.uniform(1.0, 4.0, (5, 2000))
 
 
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    """As in the search: many small least-squares fits, slow on threaded BLAS."""
-    with one_blas_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("blas_one_thread")
 
 
 @pytest.mark.parametrize(("y", "separable"), [
