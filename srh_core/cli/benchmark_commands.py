@@ -60,8 +60,12 @@ def register(subparsers: Any) -> None:
                      help="one problem by name (repeatable; instead of --problems)")
     run.add_argument("--include-excluded", action="store_true",
                      help="keep the problems the suite marks excluded (SRBench's three)")
-    run.add_argument("--seeds", type=int, default=1, metavar="N",
-                     help="trials: the first N of SRBench's seed list (default 1)")
+    trials = run.add_mutually_exclusive_group()
+    trials.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help="trials: the first N of SRBench's seed list (default 1)")
+    trials.add_argument("--trial", type=int, action="append", default=None, metavar="K",
+                        help="trial K only: SRBench's K-th seed (repeatable; a second "
+                             "seed run later into the same --out joins the first)")
     run.add_argument("--noise", default="0", metavar="L[,L...]",
                      help="noise levels, a fraction of the training target's RMS "
                           "(SRBench: 0,0.001,0.01,0.1; default 0)")
@@ -125,6 +129,19 @@ def parse_levels(text: str) -> list[float]:
     return levels
 
 
+def trial_seeds(args: argparse.Namespace) -> list[int] | str:
+    """``--trial K ...`` as SRBench's K-th seeds, else ``--seeds N`` as its first N."""
+    from srh_core.benchmark.protocol import SRBENCH_SEED_COUNT, SRBENCH_SEEDS
+
+    if not args.trial:
+        return f"srbench:{args.seeds}"
+    for k in args.trial:
+        if not 1 <= k <= SRBENCH_SEED_COUNT:
+            raise ConfigurationError(f"--trial takes 1..{SRBENCH_SEED_COUNT} (SRBench's seed "
+                                     f"list); got {k}.", setting="trial")
+    return list(dict.fromkeys(SRBENCH_SEEDS[k - 1] for k in args.trial))
+
+
 def benchmark_spec(args: argparse.Namespace) -> Any:
     """The sweep of a ``srh benchmark run`` command line."""
     from srh_core.benchmark.baselines import check_method
@@ -166,7 +183,7 @@ def benchmark_spec(args: argparse.Namespace) -> Any:
     levels = parse_levels(args.noise)
     try:
         return SweepSpec(name=name, suite=args.suite, problems=problems,
-                         seeds=f"srbench:{args.seeds}", samples=args.samples,
+                         seeds=trial_seeds(args), samples=args.samples,
                          noise=levels if len(levels) > 1 else levels[0],
                          test_fraction=args.test_fraction,
                          max_train_samples=args.max_train_samples, anonymize=args.anonymize,
@@ -185,7 +202,7 @@ def handle_benchmark_run(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("benchmarks") / spec.name)
     out.mkdir(parents=True, exist_ok=True)
     write_spec(out / "benchmark.toml", spec)
-    print(f"Benchmark {spec.name}: {len(spec.problems)} problems x {args.seeds} seeds x "
+    print(f"Benchmark {spec.name}: {len(spec.problems)} problems x {len(spec.seed_list())} seeds x "
           f"{len(spec.noise_levels())} noise levels x {len(spec.variants)} methods, "
           f"{args.budget:g} s per cell -> {out}", file=sys.stderr)
     return drive_sweep(args, spec, out, lambda rows: finish(args, spec, out, rows),

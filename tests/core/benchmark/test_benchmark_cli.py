@@ -35,6 +35,7 @@ def test_judge_prints_the_verdict_of_one_pair(capsys):
     (["--noise", "0,lots"], "--noise"),
     (["--budget", "0"], "--budget"),
     (["--problem", "feynman-I.99.9"], "Unknown problem"),
+    (["--trial", "0"], "--trial"),
 ])
 def test_bad_benchmark_input_is_a_clear_error(tmp_path, capsys, args, message):
     base = {"--methods": "srh", "--budget": "2", "--problems": "1"} | dict(
@@ -44,6 +45,16 @@ def test_bad_benchmark_input_is_a_clear_error(tmp_path, capsys, args, message):
     error = capsys.readouterr().err
     assert message in error and "Traceback" not in error, error
     assert not (tmp_path / "b" / "sweep.json").exists()  # nothing ran
+
+
+def test_trials_pick_srbench_seeds_by_position():
+    from argparse import Namespace
+
+    from srh_core.cli.benchmark_commands import trial_seeds
+
+    assert trial_seeds(Namespace(trial=None, seeds=3)) == "srbench:3"
+    assert trial_seeds(Namespace(trial=[2], seeds=1)) == [15795]
+    assert trial_seeds(Namespace(trial=[3, 1, 3], seeds=1)) == [860, 23654]
 
 
 def test_a_benchmark_reruns_only_what_is_missing_and_its_files_stay_valid(tmp_path):
