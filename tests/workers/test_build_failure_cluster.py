@@ -14,8 +14,10 @@ workers are deployed differently from the submitting machine:
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,8 @@ import pytest
 from srh_workers.reliability import poison_records
 from srh_workers.submit import run_status
 from tests.workers.cluster import Cluster
-from tests.workers.support import ROOT
+from tests.workers.conftest import RedisOptions, RedisServer
+from tests.workers.support import ROOT, WorkerProcess
 
 #: A generous deadline for the follower: the run fails at its first task.
 FOLLOW_DEADLINE_SECONDS = 90
@@ -67,31 +70,57 @@ CASES = {
 }
 
 
+class FailureCluster(Cluster):
+    branches: WorkerProcess
+    tools: WorkerProcess
+
+
+@pytest.fixture(scope="module")
+def unbuilt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailureCluster]:
+    """The ``cluster`` fixture's private redis-server (AOF on) with a branches and a tools
+    worker, started once for both cases: each submits a run of its own id and reads only
+    what the workers logged during it; no case stops or changes a worker."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not on PATH")
+    directory = tmp_path_factory.mktemp("unbuilt")
+    server = RedisServer(binary, directory / "redis", RedisOptions(appendonly=True))
+    server.start()
+    cluster = FailureCluster(server.url, directory)
+    try:
+        cluster.branches, cluster.tools = cluster.start_together(
+            ("branches", {"concurrency": 1}), ("tools", {"concurrency": 1}))
+        yield cluster
+    finally:
+        cluster.close()
+        server.stop()
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize(("flags", "expected"), CASES.values(), ids=CASES.keys())
 def test_a_run_whose_agent_cannot_be_built_fails_at_once(
-        cluster: Cluster, tmp_path: Path, flags: list[str], expected: str) -> None:
+        unbuilt: FailureCluster, tmp_path: Path, flags: list[str], expected: str) -> None:
+    cluster, run_id = unbuilt, f"unbuildable-{flags[1]}"  # its granularity: one per case
     submitter_env = {**cluster.env, **_agent_module(tmp_path / "submitter-only")}
     _taken_tool_skill(tmp_path / "skills")
-    branches = cluster.start("branches", concurrency=1, wait=False)
-    tools = cluster.start("tools", concurrency=1, wait=False)
-    for worker in (branches, tools):
-        cluster.ready(worker)
+    logged = [len(worker.log_text()) for worker in (cluster.branches, cluster.tools)]
     follower = subprocess.Popen(
-        [sys.executable, "-m", "srh_core", *RUN, "--run-id", "unbuildable", *flags],
+        [sys.executable, "-m", "srh_core", *RUN, "--run-id", run_id, *flags],
         env=submitter_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     try:
         out, err = follower.communicate(timeout=FOLLOW_DEADLINE_SECONDS)
     finally:
         follower.kill()
-    assert "Submitted run unbuildable" in err, err  # the submitter's checks passed
+    assert f"Submitted run {run_id}" in err, err  # the submitter's checks passed
     assert follower.returncode == 1, out + err
     status_line = out.splitlines()[0]
     assert status_line.startswith("Status: failed (") and expected in status_line, out
-    report = run_status(cluster.client, "unbuildable")
+    report = run_status(cluster.client, run_id)
     assert report["status"] == "failed" and expected in report["stop_reason"], report
-    logs = branches.log_text() + tools.log_text()
+    logs = "".join(worker.log_text()[start:]  # this case's lines only
+                   for worker, start in zip((cluster.branches, cluster.tools), logged,
+                                            strict=True))
     assert "its agent cannot be built on this worker" in logs, logs[-3000:]
     assert "retrying" not in logs, logs[-3000:]  # deterministic: never retried
-    assert poison_records(cluster.client, "unbuildable") == []
+    assert poison_records(cluster.client, run_id) == []

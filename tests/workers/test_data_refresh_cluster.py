@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
-from pathlib import Path
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -16,13 +17,45 @@ from srh_workers.submit import refresh_run_data
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
 from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.workers.cluster import Cluster, lab_endpoint
+from tests.workers.conftest import RedisOptions, RedisServer
 
 NOTICE = "[Harness] The data changed during the run"
 
 
+class LabCluster(Cluster):
+    server: RedisServer
+    model: FakeOpenAIServer
+    endpoint: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
+    """The ``cluster`` fixture's private redis-server (AOF on), a scripted model server
+    (endpoint "lab") and a branches and a tools worker given that endpoint, started once for
+    both granularities: each case answers the model with its own responder and submits a
+    run of its own id; no case stops or changes a worker."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not on PATH")
+    directory = tmp_path_factory.mktemp("refresh")
+    server = RedisServer(binary, directory / "redis", RedisOptions(appendonly=True))
+    server.start()
+    with FakeOpenAIServer() as model:
+        cluster = LabCluster(server.url, directory)
+        cluster.server, cluster.model = server, model
+        cluster.endpoint = lab_endpoint(directory, model.base_url)
+        try:
+            cluster.start_pair(**cluster.endpoint)
+            yield cluster
+        finally:
+            cluster.close()
+            server.stop()
+
+
 @pytest.mark.parametrize("granularity", ["step", "run"])
-def test_a_refresh_reaches_the_workers_at_the_next_step(
-        cluster: Cluster, tmp_path: Path, granularity: str) -> None:
+def test_a_refresh_reaches_the_workers_at_the_next_step(lab: LabCluster,
+                                                        granularity: str) -> None:
+    cluster = lab
     rng = np.random.default_rng(5)
     x1, x2 = rng.uniform(1, 5, (2, 60))
     run_id = f"refreshed-{granularity}"
@@ -38,19 +71,18 @@ def test_a_refresh_reaches_the_workers_at_the_next_step(
         call = tool_call("evaluate_formula", {"f": "x1 + x2"}, "call_fit")
         return Reply.json(chat_completion([chat_choice(None, tool_calls=[call])]))
 
-    with FakeOpenAIServer() as server:
-        server.respond_with(respond)
-        env = lab_endpoint(tmp_path, server.base_url)
-        settings = SearchSettings.build(
-            run_id=run_id, llm_provider="openai", endpoint="lab", tool_parser="openai",
-            tools=["evaluate_formula"], global_width=1, max_refinement_depth=2,
-            local_sample_size=1, early_stop=False, granularity=granularity)
-        with pytest.MonkeyPatch.context() as submitter:
-            submitter.setenv("SRH_ENDPOINTS", env["SRH_ENDPOINTS"])
-            cluster.submit(settings, {"x1": x1, "x2": x2}, {"y": x1 * x2})
-        cluster.start_pair(**env)
-        result = cluster.result(run_id, timeout=90)
-        bodies = [request.body for request in server.requests]
+    server = cluster.model
+    server.respond_with(respond)
+    earlier = len(server.requests)  # the other granularity's run asked this server too
+    settings = SearchSettings.build(
+        run_id=run_id, llm_provider="openai", endpoint="lab", tool_parser="openai",
+        tools=["evaluate_formula"], global_width=1, max_refinement_depth=2,
+        local_sample_size=1, early_stop=False, granularity=granularity)
+    with pytest.MonkeyPatch.context() as submitter:
+        submitter.setenv("SRH_ENDPOINTS", cluster.endpoint["SRH_ENDPOINTS"])
+        cluster.submit(settings, {"x1": x1, "x2": x2}, {"y": x1 * x2})
+    result = cluster.result(run_id, timeout=90)
+    bodies = [request.body for request in server.requests[earlier:]]
 
     assert result.status == "completed", result.stop_reason
     store = RedisRunStore(cluster.client, run_id, register=False)

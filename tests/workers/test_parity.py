@@ -14,10 +14,11 @@ boundary on real workers (both granularities).
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from srh_workers.submit import submit_run
 from tests.support.marked_agent import PROMPT_MARK, InteractiveMarkedAgent, MarkedAgent
 from tests.support.results import without_times
 from tests.workers.cluster import Cluster
+from tests.workers.conftest import RedisOptions, RedisServer
 from tests.workers.support import wait_until
 
 pytestmark = pytest.mark.integration
@@ -87,8 +89,28 @@ def response_lines(run_dir: Path) -> list[dict[str, Any]]:
                   key=lambda line: (line["R"], line["C"], line["L"], line["K"]))
 
 
+@pytest.fixture(scope="module")
+def parity_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The ``cluster`` fixture's private redis-server (AOF on) with a branches worker (4
+    threads) and a tools worker (2 processes), started once for both cases of the subclass
+    test: each submits runs of its own ids, and no case stops or changes a worker."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not on PATH")
+    directory = tmp_path_factory.mktemp("parity")
+    server = RedisServer(binary, directory / "redis", RedisOptions(appendonly=True))
+    server.start()
+    cluster = Cluster(server.url, directory)
+    try:
+        cluster.start_together(("branches", {"concurrency": 4}), ("tools", {"concurrency": 2}))
+        yield cluster
+    finally:
+        cluster.close()
+        server.stop()
+
+
 @pytest.mark.parametrize("early_stop", [False, True], ids=["full-budget", "early-stop"])
-def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluster,
+def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(parity_cluster: Cluster,
                                                                  tmp_path: Path, early_stop):
     problem = load_suite().get(PROBLEM)
     X, y = problem.sample(300, seed=0)
@@ -108,7 +130,7 @@ def test_a_subclass_behaves_the_same_embedded_and_on_the_cluster(cluster: Cluste
         assert expected["status"] == "completed" and len(expected_nodes) == 2 * 2 * 3 * 2
     files = {path.name for path in (tmp_path / "embedded").iterdir()}
 
-    cluster.start_together(("branches", {"concurrency": 4}), ("tools", {"concurrency": 2}))
+    cluster = parity_cluster
     for granularity in ("step", "run"):
         run_id = f"par-{granularity}-{int(early_stop)}"
         settings = SearchSettings.build(run_id=run_id, early_stop=early_stop,
