@@ -202,10 +202,40 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
        ``sqrt(a)*sqrt(b) = sqrt(a*b)``; ``sqrt`` and ``**0.5`` need the same operators
        (:func:`srh_core.operators.missing_operators`), so no operator is added.
     """
+    top, bottom = _moved_into_roots(top, bottom, positive)
     up, down = _distributed(top, positive)
     down_up, down_down = _distributed(bottom, positive)
     top, bottom = _same_bases(up + down_down, down + down_up)
-    return _roots_merged(top, bottom)
+    return _roots_merged([_exp_power(f) for f in top], [_exp_power(f) for f in bottom])
+
+
+def _integers(factors: list[Expression]) -> list[int]:
+    """The positive integer numbers among ``factors``."""
+    return [int(f.value) for f in factors if isinstance(f, Number) and f.value > 0
+            and float(f.value).is_integer() and abs(f.value) < 2**31]
+
+
+def _exp_power(factor: Expression) -> Expression:
+    """``exp(u)**p`` with a non-integral number ``p`` as ``exp(p*u)`` (``sqrt(exp(-a/b))``
+    -> ``exp(-a/(2*b))``, ``exp(u)**1.5`` -> ``exp(3*u/2)``): equal for every real ``u``
+    (``exp(u) > 0``), and SymPy without assumptions does not see it for complex ``u``
+    (``exp(u)**(3/2)`` stays), so the judge sees ``exp(3*u/2)`` only when written so. The
+    factor is then no root and is not merged into one (``sqrt(x*exp(u))``)."""
+    base, exponent = _base_and_exponent(factor)
+    if float(exponent).is_integer() or not (isinstance(base, Function) and base.name == "exp"):
+        return factor
+    sign, inner = _signed(base.arguments[0], 1)  # type: ignore[attr-defined]
+    top, bottom = ([inner], []) if _is_sum(inner) else _factors(inner)
+    fraction = _exact(exponent)
+    if isinstance(fraction, Fraction):  # integers of the argument join the fraction
+        fraction *= Fraction(math.prod(_integers(top)), math.prod(_integers(bottom)))
+        top = [f for f in top if not _integers([f])]
+        bottom = [f for f in bottom if not _integers([f])]
+        up, down = [Number(fraction.numerator)], [Number(fraction.denominator)]
+    else:
+        up, down = [Number(exponent)], []
+    argument = _product([*up, *top], [*down, *bottom])
+    return Function("exp", (argument if sign > 0 else _negative(argument),))
 
 
 def _distributed(factors: list[Expression], positive: frozenset[str]
@@ -220,7 +250,7 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
             top.append(factor)  # an integral power, or a power of numbers alone: as written
             continue
         if _is_sum(base):
-            base, rest = _common_factor(base, positive)
+            base, rest = _sum_factor(base, positive)
         else:
             base, rest = _positive_part(base, positive)
         if base is None:
@@ -284,6 +314,118 @@ def _common_factor(node: Expression, positive: frozenset[str]
     return factor, _sum(divided)
 
 
+def _sum_factor(node: Expression, positive: frozenset[str]
+                ) -> tuple[Expression | None, Expression]:
+    """A positive factor of the sum ``node`` to take out of a power of it, and the sum
+    divided by it: the common factor of its terms (:func:`_common_factor`), then, for a sum
+    of reciprocals, its leading term (:func:`_leading_out`)."""
+    common, rest = _common_factor(node, positive)
+    leading, rest = _leading_out(rest, positive)
+    if common is None or leading is None:
+        return common or leading, rest
+    return _product(*_merged([common, leading], [])), rest
+
+
+def _monomial_terms(node: Expression, positive: frozenset[str]
+                    ) -> list[tuple[int, Expression, dict[str, Fraction | float]]] | None:
+    """The signed terms of the sum ``node`` with their names' exponents, when every term is
+    a product of positive numbers and powers (number exponents) of names in ``positive``;
+    None otherwise."""
+    terms = []
+    for sign, term in _terms(node, 1):
+        up, down = _factors(term)
+        for factor in (*up, *down):
+            base, _ = _base_and_exponent(factor)
+            if isinstance(base, Symbol) and base.name in positive:
+                continue
+            if any(isinstance(n, Symbol) for n in base.iter_preorder()) or \
+                    not is_positive(base):
+                return None
+        terms.append((sign, term, _symbol_powers(term)))
+    return terms
+
+
+def _divided(term: Expression, by: Expression) -> Expression:
+    """``term/by`` for products, powers of one base merged (``v**-2/c**-2`` ... )."""
+    up, down = _factors(term)
+    by_up, by_down = _factors(by)
+    return _product(*_same_bases(up + by_down, down + by_up, everything=True))
+
+
+def _leading_out(node: Expression, positive: frozenset[str]
+                 ) -> tuple[Expression | None, Expression]:
+    """For a sum of reciprocals of positive names with one added term ``A`` and the others
+    subtracted (``1/v**2 - 1/c**2``), ``A`` and the sum divided by it (``1 - v**2/c**2``);
+    (None, node) for any other sum.
+
+    Where a power of the sum is real, the sum is >= 0, so ``A`` is its largest term and the
+    rest are ratios below 1: the form ``A**p*(1 - ratios)**p`` a person writes
+    (``m/sqrt(1/v**2 - 1/c**2)`` -> ``m*v/sqrt(1 - v**2/c**2)``); exact as ``A > 0``. Only
+    sums of reciprocals: a sum with a name in a numerator (``omega**2/c**2 - pi**2/d**2``)
+    is as often written so, and SymPy does not see the two forms equal."""
+    terms = _monomial_terms(node, positive)
+    if terms is None or len(terms) < 2:
+        return None, node
+    if any(not powers or any(e >= 0 for e in powers.values()) for _, _, powers in terms):
+        return None, node
+    added = [term for sign, term, _ in terms if sign > 0]
+    if len(added) != 1:
+        return None, node
+    leading = added[0]
+    rest = [(sign, _divided(term, leading)) for sign, term, _ in terms if term is not leading]
+    return leading, _sum([(1, Number(1)), *rest])
+
+
+def _moved_into_roots(top: list[Expression], bottom: list[Expression],
+                      positive: frozenset[str]) -> tuple[list[Expression], list[Expression]]:
+    """Powers of positive names beside a root of a sum with a subtracted number, moved into
+    it where they cancel in one of its terms: ``sqrt(omega**2*d**2/c**2 - pi**2)/d`` ->
+    ``sqrt(omega**2/c**2 - pi**2/d**2)``, ``w*sqrt(4*E/(m*w**2) - 1)`` ->
+    ``sqrt(4*E/m - w**2)``.
+
+    ``sqrt(X - n)`` with a number ``n`` is real only where ``X >= n``; a person writes the
+    number as a term like the others, not the others as multiples of it. Exact, as
+    ``x**e*S**p = (x**(e/p)*S)**p`` for ``x > 0``."""
+    sides = {1: list(top), -1: list(bottom)}
+    for side, factors in sides.items():
+        for index, factor in enumerate(factors):
+            base, exponent = _base_and_exponent(factor)
+            power = _exact(exponent)
+            if float(exponent).is_integer() or not isinstance(power, Fraction) \
+                    or not _is_sum(base):
+                continue
+            terms = _monomial_terms(base, positive)
+            if terms is None or not any(sign < 0 and not powers for sign, _, powers in terms):
+                continue
+            moved: list[tuple[Expression, str, Fraction]] = []
+            for other_side, others in sides.items():
+                for other in others:
+                    name, own = _base_and_exponent(other)
+                    own_exact = _exact(own)
+                    if not (isinstance(name, Symbol) and name.name in positive
+                            and isinstance(own_exact, Fraction)):
+                        continue
+                    inside = own_exact * other_side / (power * side)
+                    if any(powers.get(name.name, 0) * inside < 0 for _, _, powers in terms):
+                        moved.append((other, name.name, inside))
+            if not moved:
+                continue
+            up = [_power(Symbol(n), float(k)) for _, n, k in moved if k > 0]
+            down = [_power(Symbol(n), float(-k)) for _, n, k in moved if k < 0]
+            new_terms = []
+            for sign, term, _ in terms:
+                term_up, term_down = _factors(term)
+                new_terms.append((sign, _product(*_same_bases(term_up + up, term_down + down,
+                                                              everything=True))))
+            new_terms.sort(key=lambda signed: -signed[0])  # an added term first
+            rooted = _power(_sum(new_terms), exponent)
+            gone = {id(other) for other, _, _ in moved}
+            factors[index] = rooted
+            return ([f for f in sides[1] if id(f) not in gone],
+                    [f for f in sides[-1] if id(f) not in gone])
+    return top, bottom
+
+
 def _symbol_powers(term: Expression) -> dict[str, Fraction | float]:
     up, down = _factors(term)
     powers: dict[str, Fraction | float] = {}
@@ -321,12 +463,15 @@ def _base_and_exponent(factor: Expression) -> tuple[Expression, float]:
 def _same_bases(top: list[Expression], bottom: list[Expression], everything: bool = False
                 ) -> tuple[list[Expression], list[Expression]]:
     """Powers of one (non-number) base as one power, where a non-integral one is among
-    them (with ``everything``, wherever the base repeats: ``x**2/x`` -> ``x``)."""
+    them or the base is both above and below (``x*y/x`` -> ``y``: exact where ``x != 0``,
+    and the original is not defined at 0); with ``everything``, wherever the base repeats
+    (``x*x`` -> ``x**2``)."""
     parts = [(*_base_and_exponent(f), 1) for f in top] + \
         [(*_base_and_exponent(f), -1) for f in bottom]
     totals: dict[Expression, Fraction | float] = {}
     counts: dict[Expression, int] = {}
     fractional: set[Expression] = set()
+    sides: dict[Expression, set[int]] = {}
     for base, exponent, sign in parts:
         if isinstance(base, Number):
             continue
@@ -334,7 +479,9 @@ def _same_bases(top: list[Expression], bottom: list[Expression], everything: boo
         counts[base] = counts.get(base, 0) + 1
         if everything or not float(exponent).is_integer():
             fractional.add(base)
-    merged = {base for base in fractional if counts[base] > 1}
+        sides.setdefault(base, set()).add(sign)
+    merged = {base for base in fractional if counts[base] > 1} | \
+        {base for base, signs in sides.items() if len(signs) == 2}
     if not merged:
         return top, bottom
     new_top: list[Expression] = []
