@@ -206,36 +206,7 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
     up, down = _distributed(top, positive)
     down_up, down_down = _distributed(bottom, positive)
     top, bottom = _same_bases(up + down_down, down + down_up)
-    return _roots_merged([_exp_power(f) for f in top], [_exp_power(f) for f in bottom])
-
-
-def _integers(factors: list[Expression]) -> list[int]:
-    """The positive integer numbers among ``factors``."""
-    return [int(f.value) for f in factors if isinstance(f, Number) and f.value > 0
-            and float(f.value).is_integer() and abs(f.value) < 2**31]
-
-
-def _exp_power(factor: Expression) -> Expression:
-    """``exp(u)**p`` with a non-integral number ``p`` as ``exp(p*u)`` (``sqrt(exp(-a/b))``
-    -> ``exp(-a/(2*b))``, ``exp(u)**1.5`` -> ``exp(3*u/2)``): equal for every real ``u``
-    (``exp(u) > 0``), and SymPy without assumptions does not see it for complex ``u``
-    (``exp(u)**(3/2)`` stays), so the judge sees ``exp(3*u/2)`` only when written so. The
-    factor is then no root and is not merged into one (``sqrt(x*exp(u))``)."""
-    base, exponent = _base_and_exponent(factor)
-    if float(exponent).is_integer() or not (isinstance(base, Function) and base.name == "exp"):
-        return factor
-    sign, inner = _signed(base.arguments[0], 1)  # type: ignore[attr-defined]
-    top, bottom = ([inner], []) if _is_sum(inner) else _factors(inner)
-    fraction = _exact(exponent)
-    if isinstance(fraction, Fraction):  # integers of the argument join the fraction
-        fraction *= Fraction(math.prod(_integers(top)), math.prod(_integers(bottom)))
-        top = [f for f in top if not _integers([f])]
-        bottom = [f for f in bottom if not _integers([f])]
-        up, down = [Number(fraction.numerator)], [Number(fraction.denominator)]
-    else:
-        up, down = [Number(exponent)], []
-    argument = _product([*up, *top], [*down, *bottom])
-    return Function("exp", (argument if sign > 0 else _negative(argument),))
+    return _roots_merged(top, bottom)
 
 
 def _distributed(factors: list[Expression], positive: frozenset[str]
@@ -250,7 +221,7 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
             top.append(factor)  # an integral power, or a power of numbers alone: as written
             continue
         if _is_sum(base):
-            base, rest = _sum_factor(base, positive)
+            base, rest = _sum_factor(base, positive, exponent)
         else:
             base, rest = _positive_part(base, positive)
         if base is None:
@@ -314,13 +285,13 @@ def _common_factor(node: Expression, positive: frozenset[str]
     return factor, _sum(divided)
 
 
-def _sum_factor(node: Expression, positive: frozenset[str]
+def _sum_factor(node: Expression, positive: frozenset[str], exponent: float
                 ) -> tuple[Expression | None, Expression]:
-    """A positive factor of the sum ``node`` to take out of a power of it, and the sum
-    divided by it: the common factor of its terms (:func:`_common_factor`), then, for a sum
-    of reciprocals, its leading term (:func:`_leading_out`)."""
+    """A positive factor of the sum ``node`` to take out of its power ``exponent``, and the
+    sum divided by it: the common factor of its terms (:func:`_common_factor`), then, for a
+    sum of reciprocals, its leading term (:func:`_leading_out`)."""
     common, rest = _common_factor(node, positive)
-    leading, rest = _leading_out(rest, positive)
+    leading, rest = _leading_out(rest, positive, exponent)
     if common is None or leading is None:
         return common or leading, rest
     return _product(*_merged([common, leading], [])), rest
@@ -352,7 +323,7 @@ def _divided(term: Expression, by: Expression) -> Expression:
     return _product(*_same_bases(up + by_down, down + by_up, everything=True))
 
 
-def _leading_out(node: Expression, positive: frozenset[str]
+def _leading_out(node: Expression, positive: frozenset[str], exponent: float
                  ) -> tuple[Expression | None, Expression]:
     """For a sum of reciprocals of positive names with one added term ``A`` and the others
     subtracted (``1/v**2 - 1/c**2``), ``A`` and the sum divided by it (``1 - v**2/c**2``);
@@ -362,7 +333,9 @@ def _leading_out(node: Expression, positive: frozenset[str]
     rest are ratios below 1: the form ``A**p*(1 - ratios)**p`` a person writes
     (``m/sqrt(1/v**2 - 1/c**2)`` -> ``m*v/sqrt(1 - v**2/c**2)``); exact as ``A > 0``. Only
     sums of reciprocals: a sum with a name in a numerator (``omega**2/c**2 - pi**2/d**2``)
-    is as often written so, and SymPy does not see the two forms equal."""
+    is as often written so, and SymPy does not see the two forms equal; and only a term
+    that comes out whole (``1/v**2`` out of a square root, not ``1/v``: its root would be
+    merged back, ``sqrt((1 - v/c)/v)``)."""
     terms = _monomial_terms(node, positive)
     if terms is None or len(terms) < 2:
         return None, node
@@ -372,6 +345,11 @@ def _leading_out(node: Expression, positive: frozenset[str]
     if len(added) != 1:
         return None, node
     leading = added[0]
+    power = _exact(exponent)
+    if not isinstance(power, Fraction) or any(
+            not float(e * power).is_integer() for _, term, powers in terms if term is leading
+            for e in powers.values()):
+        return None, node
     rest = [(sign, _divided(term, leading)) for sign, term, _ in terms if term is not leading]
     return leading, _sum([(1, Number(1)), *rest])
 
