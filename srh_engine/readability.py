@@ -49,6 +49,7 @@ only their operands are rewritten.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection
 from fractions import Fraction
@@ -220,8 +221,9 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
                 not any(isinstance(n, Symbol) for n in base.iter_preorder()):
             top.append(factor)  # an integral power, or a power of numbers alone: as written
             continue
+        led = False  # a leading term taken out: its factor 1 is no factor (not 1**(1/3))
         if _is_sum(base):
-            base, rest = _sum_factor(base, positive, exponent)
+            base, rest, led = _sum_factor(base, positive, exponent)
         else:
             base, rest = _positive_part(base, positive)
         if base is None:
@@ -231,6 +233,8 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
         for side, parts in ((1, up), (-1, down)):
             for part in parts:
                 inner, power = _base_and_exponent(part)
+                if led and _number(inner) == 1:
+                    continue
                 total = _exact(power) * _exact(exponent) * side  # type: ignore[arg-type]
                 if total > 0:
                     top.append(_power(inner, float(total)))
@@ -286,15 +290,15 @@ def _common_factor(node: Expression, positive: frozenset[str]
 
 
 def _sum_factor(node: Expression, positive: frozenset[str], exponent: float
-                ) -> tuple[Expression | None, Expression]:
+                ) -> tuple[Expression | None, Expression, bool]:
     """A positive factor of the sum ``node`` to take out of its power ``exponent``, and the
     sum divided by it: the common factor of its terms (:func:`_common_factor`), then, for a
-    sum of reciprocals, its leading term (:func:`_leading_out`)."""
+    sum of reciprocals, its leading term (:func:`_leading_out`); and whether the latter."""
     common, rest = _common_factor(node, positive)
     leading, rest = _leading_out(rest, positive, exponent)
     if common is None or leading is None:
-        return common or leading, rest
-    return _product(*_merged([common, leading], [])), rest
+        return common or leading, rest, leading is not None
+    return _product(*_merged([common, leading], [])), rest, True
 
 
 def _monomial_terms(node: Expression, positive: frozenset[str]
@@ -336,8 +340,10 @@ def _leading_out(node: Expression, positive: frozenset[str], exponent: float
     is as often written so, and SymPy does not see the two forms equal; and only a term
     that comes out whole (``1/v**2`` out of a square root, not ``1/v``: its root would be
     merged back, ``sqrt((1 - v/c)/v)``)."""
+    if not _is_sum(node) or sum(sign > 0 for sign, _ in _terms(node, 1)) != 1:
+        return None, node
     terms = _monomial_terms(node, positive)
-    if terms is None or len(terms) < 2:
+    if terms is None:
         return None, node
     if any(not powers or any(e >= 0 for e in powers.values()) for _, _, powers in terms):
         return None, node
@@ -368,9 +374,10 @@ def _moved_into_roots(top: list[Expression], bottom: list[Expression],
     for side, factors in sides.items():
         for index, factor in enumerate(factors):
             base, exponent = _base_and_exponent(factor)
+            if not _is_sum(base) or float(exponent).is_integer():
+                continue
             power = _exact(exponent)
-            if float(exponent).is_integer() or not isinstance(power, Fraction) \
-                    or not _is_sum(base):
+            if not isinstance(power, Fraction):
                 continue
             terms = _monomial_terms(base, positive)
             if terms is None or not any(sign < 0 and not powers for sign, _, powers in terms):
@@ -415,6 +422,7 @@ def _symbol_powers(term: Expression) -> dict[str, Fraction | float]:
     return powers
 
 
+@functools.lru_cache(maxsize=1024)
 def _exact(exponent: float) -> Fraction | float:
     """An exponent as a Fraction when it is one of small integers exactly (so that sums of
     thirds stay thirds), else the float."""
