@@ -37,6 +37,14 @@ value, up to floating-point rounding, wherever the original is defined):
   of the powers (``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)``) and a positive factor of
   every term of a sum under a power comes out (``sqrt(a*v + a*x)`` ->
   ``sqrt(a)*sqrt(v + x)``, then joined with the rest).
+* roots of sums of monomials in positive names are written the way their truths usually
+  are, two exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
+  reciprocals with one added term under a power has that term (its largest, where the power
+  is real) out, when it comes out whole (``m/sqrt(1/v**2 - 1/c**2)`` ->
+  ``m*v/sqrt(1 - v**2/c**2)``); names beside a root of a sum with a subtracted number go
+  in where they cancel in a term (``sqrt(w**2*d**2/c**2 - pi**2)/d`` ->
+  ``sqrt(w**2/c**2 - pi**2/d**2)``). A base both above and below a quotient is one power
+  (``x*y/x`` -> ``y``).
 * terms ``c*log(u)`` of a sum with the same factor ``c`` are one log
   (``p*log(a) + p*log(b)`` -> ``p*log(a*b)``, ``log(a) - log(b)`` -> ``log(a/b)``):
   where the logs are real their arguments are positive, and there the logs add.
@@ -301,8 +309,10 @@ def _sum_factor(node: Expression, positive: frozenset[str], exponent: float
     return _product(*_merged([common, leading], [])), rest, True
 
 
-def _monomial_terms(node: Expression, positive: frozenset[str]
-                    ) -> list[tuple[int, Expression, dict[str, Fraction | float]]] | None:
+_Monomial = tuple[int, Expression, dict[str, Fraction | float]]
+
+
+def _monomial_terms(node: Expression, positive: frozenset[str]) -> list[_Monomial] | None:
     """The signed terms of the sum ``node`` with their names' exponents, when every term is
     a product of positive numbers and powers (number exponents) of names in ``positive``;
     None otherwise."""
@@ -360,6 +370,9 @@ def _leading_out(node: Expression, positive: frozenset[str], exponent: float
     return leading, _sum([(1, Number(1)), *rest])
 
 
+_Moved = list[tuple[Expression, str, Fraction]]
+
+
 def _moved_into_roots(top: list[Expression], bottom: list[Expression],
                       positive: frozenset[str]) -> tuple[list[Expression], list[Expression]]:
     """Powers of positive names beside a root of a sum with a subtracted number, moved into
@@ -377,38 +390,48 @@ def _moved_into_roots(top: list[Expression], bottom: list[Expression],
             if not _is_sum(base) or float(exponent).is_integer():
                 continue
             power = _exact(exponent)
-            if not isinstance(power, Fraction):
-                continue
-            terms = _monomial_terms(base, positive)
+            terms = _monomial_terms(base, positive) if isinstance(power, Fraction) else None
             if terms is None or not any(sign < 0 and not powers for sign, _, powers in terms):
                 continue
-            moved: list[tuple[Expression, str, Fraction]] = []
-            for other_side, others in sides.items():
-                for other in others:
-                    name, own = _base_and_exponent(other)
-                    own_exact = _exact(own)
-                    if not (isinstance(name, Symbol) and name.name in positive
-                            and isinstance(own_exact, Fraction)):
-                        continue
-                    inside = own_exact * other_side / (power * side)
-                    if any(powers.get(name.name, 0) * inside < 0 for _, _, powers in terms):
-                        moved.append((other, name.name, inside))
+            moved = _cancelling(sides, terms, power * side, positive)  # type: ignore[operator]
             if not moved:
                 continue
-            up = [_power(Symbol(n), float(k)) for _, n, k in moved if k > 0]
-            down = [_power(Symbol(n), float(-k)) for _, n, k in moved if k < 0]
-            new_terms = []
-            for sign, term, _ in terms:
-                term_up, term_down = _factors(term)
-                new_terms.append((sign, _product(*_same_bases(term_up + up, term_down + down,
-                                                              everything=True))))
-            new_terms.sort(key=lambda signed: -signed[0])  # an added term first
-            rooted = _power(_sum(new_terms), exponent)
+            factors[index] = _power(_times_each(terms, moved), exponent)
             gone = {id(other) for other, _, _ in moved}
-            factors[index] = rooted
             return ([f for f in sides[1] if id(f) not in gone],
                     [f for f in sides[-1] if id(f) not in gone])
     return top, bottom
+
+
+def _cancelling(sides: dict[int, list[Expression]], terms: list[_Monomial], power: Fraction,
+                positive: frozenset[str]) -> _Moved:
+    """The factors ``x**e`` (positive ``x``) of ``sides`` that cancel in a term when moved
+    under the power ``power``, each with its name and exponent inside (``e/power``)."""
+    moved: _Moved = []
+    for side, factors in sides.items():
+        for factor in factors:
+            name, own = _base_and_exponent(factor)
+            own_exact = _exact(own)
+            if not (isinstance(name, Symbol) and name.name in positive
+                    and isinstance(own_exact, Fraction)):
+                continue
+            inside = own_exact * side / power
+            if any(powers.get(name.name, 0) * inside < 0 for _, _, powers in terms):
+                moved.append((factor, name.name, inside))
+    return moved
+
+
+def _times_each(terms: list[_Monomial], moved: _Moved) -> Expression:
+    """The sum of ``terms``, each times the moved powers, an added term first."""
+    up = [_power(Symbol(n), float(k)) for _, n, k in moved if k > 0]
+    down = [_power(Symbol(n), float(-k)) for _, n, k in moved if k < 0]
+    signed = []
+    for sign, term, _ in terms:
+        term_up, term_down = _factors(term)
+        signed.append((sign, _product(*_same_bases(term_up + up, term_down + down,
+                                                   everything=True))))
+    signed.sort(key=lambda item: -item[0])
+    return _sum(signed)
 
 
 def _symbol_powers(term: Expression) -> dict[str, Fraction | float]:
