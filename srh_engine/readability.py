@@ -331,7 +331,7 @@ def _monomial_terms(node: Expression, positive: frozenset[str]) -> list[_Monomia
 
 
 def _divided(term: Expression, by: Expression) -> Expression:
-    """``term/by`` for products, powers of one base merged (``v**-2/c**-2`` ... )."""
+    """``term/by`` with the powers of one base merged (``(1/c**2)/(1/v**2)`` -> ``v**2/c**2``)."""
     up, down = _factors(term)
     by_up, by_down = _factors(by)
     return _product(*_same_bases(up + by_down, down + by_up, everything=True))
@@ -357,10 +357,7 @@ def _leading_out(node: Expression, positive: frozenset[str], exponent: float
         return None, node
     if any(not powers or any(e >= 0 for e in powers.values()) for _, _, powers in terms):
         return None, node
-    added = [term for sign, term, _ in terms if sign > 0]
-    if len(added) != 1:
-        return None, node
-    leading = added[0]
+    leading = next(term for sign, term, _ in terms if sign > 0)
     power = _exact(exponent)
     if not isinstance(power, Fraction) or any(
             not float(e * power).is_integer() for _, term, powers in terms if term is leading
