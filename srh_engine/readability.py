@@ -373,7 +373,7 @@ _Moved = list[tuple[Expression, str, Fraction]]
 def _moved_into_roots(top: list[Expression], bottom: list[Expression],
                       positive: frozenset[str]) -> tuple[list[Expression], list[Expression]]:
     """Powers of positive names beside a root of a sum with a subtracted number, moved into
-    it where they cancel in one of its terms: ``sqrt(omega**2*d**2/c**2 - pi**2)/d`` ->
+    it where they cancel (:func:`_cancelling`): ``sqrt(omega**2*d**2/c**2 - pi**2)/d`` ->
     ``sqrt(omega**2/c**2 - pi**2/d**2)``, ``w*sqrt(4*E/(m*w**2) - 1)`` ->
     ``sqrt(4*E/m - w**2)``.
 
@@ -402,8 +402,10 @@ def _moved_into_roots(top: list[Expression], bottom: list[Expression],
 
 def _cancelling(sides: dict[int, list[Expression]], terms: list[_Monomial], power: Fraction,
                 positive: frozenset[str]) -> _Moved:
-    """The factors ``x**e`` (positive ``x``) of ``sides`` that cancel in a term when moved
-    under the power ``power``, each with its name and exponent inside (``e/power``)."""
+    """The factors ``x**e`` (positive ``x``) of ``sides`` that, moved under the power
+    ``power``, cancel in every term that has ``x``, which are at least as many as those
+    without it (so ``x`` is written fewer times: ``sqrt(w**2*d**2/c**2 - pi**2)/d``, not
+    ``c/sqrt(sqrt(m) - 2*c*v - 4)``); each with its name and exponent inside."""
     moved: _Moved = []
     for side, factors in sides.items():
         for factor in factors:
@@ -413,7 +415,10 @@ def _cancelling(sides: dict[int, list[Expression]], terms: list[_Monomial], powe
                     and isinstance(own_exact, Fraction)):
                 continue
             inside = own_exact * side / power
-            if any(powers.get(name.name, 0) * inside < 0 for _, _, powers in terms):
+            having = [powers.get(name.name, 0) for _, _, powers in terms]
+            if any(e != 0 and e + inside != 0 for e in having):
+                continue  # it cancels wherever it is, and is then in no more terms than before
+            if 0 < sum(e != 0 for e in having) >= sum(e == 0 for e in having):
                 moved.append((factor, name.name, inside))
     return moved
 

@@ -136,6 +136,10 @@ POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need po
      "sqrt(4*E/m - w**2)"),
     ("name-beside-root-with-added-number-kept", "sqrt(w**2*d**2/c**2 + pi**2)/d",
      ("w", "d", "c"), "sqrt(w**2*d**2/c**2 + pi**2)/d"),
+    ("name-not-cancelling-in-every-term-kept", "c/sqrt(m**2 - 2*c*v - 1)",
+     ("c", "m", "v"), "c/sqrt(m**2 - 2*c*v - 1)"),
+    ("name-in-fewer-terms-than-without-kept", "sqrt(a**2*x**2 - b**2 - 1)/x", ("a", "b", "x"),
+     "sqrt(a**2*x**2 - b**2 - 1)/x"),
     ("name-beside-root-unknown-sign-kept", "sqrt(w**2*d**2/c**2 - pi**2)/d", ("w", "c"),
      "sqrt(w**2*d**2/c**2 - pi**2)/d"),
 ]
