@@ -37,6 +37,14 @@ value, up to floating-point rounding, wherever the original is defined):
   of the powers (``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)``) and a positive factor of
   every term of a sum under a power comes out (``sqrt(a*v + a*x)`` ->
   ``sqrt(a)*sqrt(v + x)``, then joined with the rest).
+* roots of sums of monomials in positive names are written the way their truths usually
+  are, two exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
+  reciprocals with one added term under a power has that term (its largest, where the power
+  is real) out, when it comes out whole (``m/sqrt(1/v**2 - 1/c**2)`` ->
+  ``m*v/sqrt(1 - v**2/c**2)``); names beside a root of a sum with a subtracted number go
+  in where they cancel in a term (``sqrt(w**2*d**2/c**2 - pi**2)/d`` ->
+  ``sqrt(w**2/c**2 - pi**2/d**2)``). A base both above and below a quotient is one power
+  (``x*y/x`` -> ``y``).
 * terms ``c*log(u)`` of a sum with the same factor ``c`` are one log
   (``p*log(a) + p*log(b)`` -> ``p*log(a*b)``, ``log(a) - log(b)`` -> ``log(a/b)``):
   where the logs are real their arguments are positive, and there the logs add.
@@ -49,6 +57,7 @@ only their operands are rewritten.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection
 from fractions import Fraction
@@ -202,6 +211,7 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
        ``sqrt(a)*sqrt(b) = sqrt(a*b)``; ``sqrt`` and ``**0.5`` need the same operators
        (:func:`srh_core.operators.missing_operators`), so no operator is added.
     """
+    top, bottom = _moved_into_roots(top, bottom, positive)
     up, down = _distributed(top, positive)
     down_up, down_down = _distributed(bottom, positive)
     top, bottom = _same_bases(up + down_down, down + down_up)
@@ -219,8 +229,9 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
                 not any(isinstance(n, Symbol) for n in base.iter_preorder()):
             top.append(factor)  # an integral power, or a power of numbers alone: as written
             continue
+        led = False  # a leading term taken out: its factor 1 is no factor (not 1**(1/3))
         if _is_sum(base):
-            base, rest = _common_factor(base, positive)
+            base, rest, led = _sum_factor(base, positive, exponent)
         else:
             base, rest = _positive_part(base, positive)
         if base is None:
@@ -230,6 +241,8 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
         for side, parts in ((1, up), (-1, down)):
             for part in parts:
                 inner, power = _base_and_exponent(part)
+                if led and _number(inner) == 1:
+                    continue
                 total = _exact(power) * _exact(exponent) * side  # type: ignore[arg-type]
                 if total > 0:
                     top.append(_power(inner, float(total)))
@@ -284,6 +297,145 @@ def _common_factor(node: Expression, positive: frozenset[str]
     return factor, _sum(divided)
 
 
+def _sum_factor(node: Expression, positive: frozenset[str], exponent: float
+                ) -> tuple[Expression | None, Expression, bool]:
+    """A positive factor of the sum ``node`` to take out of its power ``exponent``, and the
+    sum divided by it: the common factor of its terms (:func:`_common_factor`), then, for a
+    sum of reciprocals, its leading term (:func:`_leading_out`); and whether the latter."""
+    common, rest = _common_factor(node, positive)
+    leading, rest = _leading_out(rest, positive, exponent)
+    if common is None or leading is None:
+        return common or leading, rest, leading is not None
+    return _product(*_merged([common, leading], [])), rest, True
+
+
+_Monomial = tuple[int, Expression, dict[str, Fraction | float]]
+
+
+def _monomial_terms(node: Expression, positive: frozenset[str]) -> list[_Monomial] | None:
+    """The signed terms of the sum ``node`` with their names' exponents, when every term is
+    a product of positive numbers and powers (number exponents) of names in ``positive``;
+    None otherwise."""
+    terms = []
+    for sign, term in _terms(node, 1):
+        up, down = _factors(term)
+        for factor in (*up, *down):
+            base, _ = _base_and_exponent(factor)
+            if isinstance(base, Symbol) and base.name in positive:
+                continue
+            if any(isinstance(n, Symbol) for n in base.iter_preorder()) or \
+                    not is_positive(base):
+                return None
+        terms.append((sign, term, _symbol_powers(term)))
+    return terms
+
+
+def _divided(term: Expression, by: Expression) -> Expression:
+    """``term/by`` with the powers of one base merged (``(1/c**2)/(1/v**2)`` -> ``v**2/c**2``)."""
+    up, down = _factors(term)
+    by_up, by_down = _factors(by)
+    return _product(*_same_bases(up + by_down, down + by_up, everything=True))
+
+
+def _leading_out(node: Expression, positive: frozenset[str], exponent: float
+                 ) -> tuple[Expression | None, Expression]:
+    """For a sum of reciprocals of positive names with one added term ``A`` and the others
+    subtracted (``1/v**2 - 1/c**2``), ``A`` and the sum divided by it (``1 - v**2/c**2``);
+    (None, node) for any other sum.
+
+    Where a power of the sum is real, the sum is >= 0, so ``A`` is its largest term and the
+    rest are ratios below 1: the form ``A**p*(1 - ratios)**p`` a person writes
+    (``m/sqrt(1/v**2 - 1/c**2)`` -> ``m*v/sqrt(1 - v**2/c**2)``); exact as ``A > 0``. Only
+    sums of reciprocals: a sum with a name in a numerator (``omega**2/c**2 - pi**2/d**2``)
+    is as often written so, and SymPy does not see the two forms equal; and only a term
+    that comes out whole (``1/v**2`` out of a square root, not ``1/v``: its root would be
+    merged back, ``sqrt((1 - v/c)/v)``)."""
+    if not _is_sum(node) or sum(sign > 0 for sign, _ in _terms(node, 1)) != 1:
+        return None, node
+    terms = _monomial_terms(node, positive)
+    if terms is None:
+        return None, node
+    if any(not powers or any(e >= 0 for e in powers.values()) for _, _, powers in terms):
+        return None, node
+    leading = next(term for sign, term, _ in terms if sign > 0)
+    power = _exact(exponent)
+    if not isinstance(power, Fraction) or any(
+            not float(e * power).is_integer() for _, term, powers in terms if term is leading
+            for e in powers.values()):
+        return None, node
+    rest = [(sign, _divided(term, leading)) for sign, term, _ in terms if term is not leading]
+    return leading, _sum([(1, Number(1)), *rest])
+
+
+_Moved = list[tuple[Expression, str, Fraction]]
+
+
+def _moved_into_roots(top: list[Expression], bottom: list[Expression],
+                      positive: frozenset[str]) -> tuple[list[Expression], list[Expression]]:
+    """Powers of positive names beside a root of a sum with a subtracted number, moved into
+    it where they cancel (:func:`_cancelling`): ``sqrt(omega**2*d**2/c**2 - pi**2)/d`` ->
+    ``sqrt(omega**2/c**2 - pi**2/d**2)``, ``w*sqrt(4*E/(m*w**2) - 1)`` ->
+    ``sqrt(4*E/m - w**2)``.
+
+    ``sqrt(X - n)`` with a number ``n`` is real only where ``X >= n``; a person writes the
+    number as a term like the others, not the others as multiples of it. Exact, as
+    ``x**e*S**p = (x**(e/p)*S)**p`` for ``x > 0``."""
+    sides = {1: list(top), -1: list(bottom)}
+    for side, factors in sides.items():
+        for index, factor in enumerate(factors):
+            base, exponent = _base_and_exponent(factor)
+            if not _is_sum(base) or float(exponent).is_integer():
+                continue
+            power = _exact(exponent)
+            terms = _monomial_terms(base, positive) if isinstance(power, Fraction) else None
+            if terms is None or not any(sign < 0 and not powers for sign, _, powers in terms):
+                continue
+            moved = _cancelling(sides, terms, power * side, positive)  # type: ignore[operator]
+            if not moved:
+                continue
+            factors[index] = _power(_times_each(terms, moved), exponent)
+            gone = {id(other) for other, _, _ in moved}
+            return ([f for f in sides[1] if id(f) not in gone],
+                    [f for f in sides[-1] if id(f) not in gone])
+    return top, bottom
+
+
+def _cancelling(sides: dict[int, list[Expression]], terms: list[_Monomial], power: Fraction,
+                positive: frozenset[str]) -> _Moved:
+    """The factors ``x**e`` (positive ``x``) of ``sides`` that, moved under the power
+    ``power``, cancel in every term that has ``x``, which are at least as many as those
+    without it (so ``x`` is written fewer times: ``sqrt(w**2*d**2/c**2 - pi**2)/d``, not
+    ``c/sqrt(sqrt(m) - 2*c*v - 4)``); each with its name and exponent inside."""
+    moved: _Moved = []
+    for side, factors in sides.items():
+        for factor in factors:
+            name, own = _base_and_exponent(factor)
+            own_exact = _exact(own)
+            if not (isinstance(name, Symbol) and name.name in positive
+                    and isinstance(own_exact, Fraction)):
+                continue
+            inside = own_exact * side / power
+            having = [powers.get(name.name, 0) for _, _, powers in terms]
+            if any(e != 0 and e + inside != 0 for e in having):
+                continue  # it cancels wherever it is, and is then in no more terms than before
+            if 0 < sum(e != 0 for e in having) >= sum(e == 0 for e in having):
+                moved.append((factor, name.name, inside))
+    return moved
+
+
+def _times_each(terms: list[_Monomial], moved: _Moved) -> Expression:
+    """The sum of ``terms``, each times the moved powers, an added term first."""
+    up = [_power(Symbol(n), float(k)) for _, n, k in moved if k > 0]
+    down = [_power(Symbol(n), float(-k)) for _, n, k in moved if k < 0]
+    signed = []
+    for sign, term, _ in terms:
+        term_up, term_down = _factors(term)
+        signed.append((sign, _product(*_same_bases(term_up + up, term_down + down,
+                                                   everything=True))))
+    signed.sort(key=lambda item: -item[0])
+    return _sum(signed)
+
+
 def _symbol_powers(term: Expression) -> dict[str, Fraction | float]:
     up, down = _factors(term)
     powers: dict[str, Fraction | float] = {}
@@ -295,6 +447,7 @@ def _symbol_powers(term: Expression) -> dict[str, Fraction | float]:
     return powers
 
 
+@functools.lru_cache(maxsize=1024)
 def _exact(exponent: float) -> Fraction | float:
     """An exponent as a Fraction when it is one of small integers exactly (so that sums of
     thirds stay thirds), else the float."""
@@ -321,12 +474,15 @@ def _base_and_exponent(factor: Expression) -> tuple[Expression, float]:
 def _same_bases(top: list[Expression], bottom: list[Expression], everything: bool = False
                 ) -> tuple[list[Expression], list[Expression]]:
     """Powers of one (non-number) base as one power, where a non-integral one is among
-    them (with ``everything``, wherever the base repeats: ``x**2/x`` -> ``x``)."""
+    them or the base is both above and below (``x*y/x`` -> ``y``: exact where ``x != 0``,
+    and the original is not defined at 0); with ``everything``, wherever the base repeats
+    (``x*x`` -> ``x**2``)."""
     parts = [(*_base_and_exponent(f), 1) for f in top] + \
         [(*_base_and_exponent(f), -1) for f in bottom]
     totals: dict[Expression, Fraction | float] = {}
     counts: dict[Expression, int] = {}
     fractional: set[Expression] = set()
+    sides: dict[Expression, set[int]] = {}
     for base, exponent, sign in parts:
         if isinstance(base, Number):
             continue
@@ -334,7 +490,9 @@ def _same_bases(top: list[Expression], bottom: list[Expression], everything: boo
         counts[base] = counts.get(base, 0) + 1
         if everything or not float(exponent).is_integer():
             fractional.add(base)
-    merged = {base for base in fractional if counts[base] > 1}
+        sides.setdefault(base, set()).add(sign)
+    merged = {base for base in fractional if counts[base] > 1} | \
+        {base for base, signs in sides.items() if len(signs) == 2}
     if not merged:
         return top, bottom
     new_top: list[Expression] = []

@@ -59,6 +59,8 @@ RULES = [
     ("fraction-kept", "1.5*x + 0.5", (), "1.5*x + 0.5"),
     ("fitted-near-integer-kept", "0.9999999*x + 2.0000001", (), "0.9999999*x + 2.0000001"),
     ("huge-integral-kept-float", "x + 1e+300", (), "x + 1e+300"),
+    ("base-above-and-below-cancels", "x*y/x", (), "y"),
+    ("powers-above-and-below-cancel", "x**2*y/x**3", (), "y/x"),
 ]
 
 ROOTS = [  # (id, formula, written): powers that share a non-integral exponent, and the
@@ -111,6 +113,35 @@ POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need po
     ("negative-common-factor-kept", "sqrt(a*V + a*x)", ("V",), "sqrt(a*V + a*x)"),
     ("positive-part-of-root-out", "(r*s)**(1/3)", ("r",), "r**(1/3)*s**(1/3)"),
     ("signed-part-of-root-together", "(r*s*t)**(1/3)", ("r",), "r**(1/3)*(s*t)**(1/3)"),
+    # a sum of reciprocals, one term added: that term (the largest where the root is real)
+    # comes out whole, the rest are ratios to it
+    ("reciprocal-sum-leading-term-out", "m/sqrt(1/v**2 - 1/c**2)", ("m", "v", "c"),
+     "m*v/sqrt(1 - v**2/c**2)"),
+    ("reciprocal-sum-cube-root", "c*(1/m**3 - 2/v)**(1/3)", ("m", "v", "c"),
+     "c*(1 - 2*m**3/v)**(1/3)/m"),
+    ("reciprocal-sum-leading-term-not-whole-kept", "sqrt(1/m - 1/v)", ("m", "v"),
+     "sqrt(1/m - 1/v)"),
+    ("reciprocal-sum-all-added-kept", "sqrt(1/v**2 + 1/c**2)*m", ("m", "v", "c"),
+     "sqrt(1/v**2 + 1/c**2)*m"),
+    ("reciprocal-sum-unknown-signs-kept", "m/sqrt(1/v**2 - 1/c**2)", ("m",),
+     "m/sqrt(1/v**2 - 1/c**2)"),
+    ("numerator-sum-kept", "sqrt(w**2/c**2 - pi**2/d**2)", ("w", "c", "d"),
+     "sqrt(w**2/c**2 - pi**2/d**2)"),
+    ("one-minus-ratio-kept", "m*v/sqrt(1 - v**2/c**2)", ("m", "v", "c"),
+     "m*v/sqrt(1 - v**2/c**2)"),
+    # a name beside a root of a sum with a subtracted number goes in where it cancels
+    ("name-into-root-with-subtracted-number", "sqrt(w**2*d**2/c**2 - pi**2)/d",
+     ("w", "d", "c"), "sqrt(w**2/c**2 - pi**2/d**2)"),
+    ("name-into-root-minus-one", "w*sqrt(4*E/(m*w**2) - 1)", ("w", "E", "m"),
+     "sqrt(4*E/m - w**2)"),
+    ("name-beside-root-with-added-number-kept", "sqrt(w**2*d**2/c**2 + pi**2)/d",
+     ("w", "d", "c"), "sqrt(w**2*d**2/c**2 + pi**2)/d"),
+    ("name-not-cancelling-in-every-term-kept", "c/sqrt(m**2 - 2*c*v - 1)",
+     ("c", "m", "v"), "c/sqrt(m**2 - 2*c*v - 1)"),
+    ("name-in-fewer-terms-than-without-kept", "sqrt(a**2*x**2 - b**2 - 1)/x", ("a", "b", "x"),
+     "sqrt(a**2*x**2 - b**2 - 1)/x"),
+    ("name-beside-root-unknown-sign-kept", "sqrt(w**2*d**2/c**2 - pi**2)/d", ("w", "c"),
+     "sqrt(w**2*d**2/c**2 - pi**2)/d"),
 ]
 
 

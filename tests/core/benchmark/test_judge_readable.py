@@ -27,6 +27,10 @@ PAIRS = [
     ("sum-of-logs", "F*C**(1/3)*A*(p*log(a) + p*log(sin(a)))", "A*p*C**(1/3)*F*log(a*sin(a))",
      ()),
     ("difference-of-logs", "n*T*(log(V2) - log(V1))", "n*T*log(V2/V1)", ()),
+    ("sum-of-reciprocals-under-a-root", "m/sqrt(1/v**2 - 1/c**2)", "m*v/sqrt(1 - v**2/c**2)",
+     ("m", "v", "c")),
+    ("name-into-a-root-with-a-subtracted-number", "sqrt(omega**2*d**2/c**2 - pi**2)/d",
+     "sqrt(omega**2/c**2 - pi**2/d**2)", ("omega", "d", "c")),
 ]
 
 
