@@ -192,6 +192,20 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def module_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A private redis-server with AOF on (as ``cluster``'s) shared by one module: for a
+    cluster started once for several cases that each submit runs of their own ids and stop
+    or change no worker."""
+    server = RedisServer(_redis_binary(), tmp_path_factory.mktemp("redis-module"),
+                         RedisOptions(appendonly=True))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 RedisServerFactory = Callable[..., RedisServer]
 
 

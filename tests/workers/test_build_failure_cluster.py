@@ -14,7 +14,6 @@ workers are deployed differently from the submitting machine:
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ import pytest
 from srh_workers.reliability import poison_records
 from srh_workers.submit import run_status
 from tests.workers.cluster import Cluster
-from tests.workers.conftest import RedisOptions, RedisServer
+from tests.workers.conftest import RedisServer
 from tests.workers.support import ROOT, WorkerProcess
 
 #: A generous deadline for the follower: the run fails at its first task.
@@ -76,24 +75,18 @@ class FailureCluster(Cluster):
 
 
 @pytest.fixture(scope="module")
-def unbuilt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailureCluster]:
-    """The ``cluster`` fixture's private redis-server (AOF on) with a branches and a tools
-    worker, started once for both cases: each submits a run of its own id and reads only
-    what the workers logged during it; no case stops or changes a worker."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not on PATH")
-    directory = tmp_path_factory.mktemp("unbuilt")
-    server = RedisServer(binary, directory / "redis", RedisOptions(appendonly=True))
-    server.start()
-    cluster = FailureCluster(server.url, directory)
+def unbuilt(module_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[FailureCluster]:
+    """A branches and a tools worker on the module's redis-server, started once for both
+    cases: each submits a run of its own id and reads only what the workers logged during
+    it; no case stops or changes a worker."""
+    cluster = FailureCluster(module_redis.url, tmp_path_factory.mktemp("unbuilt"))
     try:
         cluster.branches, cluster.tools = cluster.start_together(
             ("branches", {"concurrency": 1}), ("tools", {"concurrency": 1}))
         yield cluster
     finally:
         cluster.close()
-        server.stop()
 
 
 @pytest.mark.integration

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from collections.abc import Iterator
 
@@ -17,7 +16,7 @@ from srh_workers.submit import refresh_run_data
 from tests.support.openai_payloads import chat_choice, chat_completion, tool_call
 from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.workers.cluster import Cluster, lab_endpoint
-from tests.workers.conftest import RedisOptions, RedisServer
+from tests.workers.conftest import RedisServer
 
 NOTICE = "[Harness] The data changed during the run"
 
@@ -29,17 +28,13 @@ class LabCluster(Cluster):
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
-    """The ``cluster`` fixture's private redis-server (AOF on), a scripted model server
-    (endpoint "lab") and a branches and a tools worker given that endpoint, started once for
+def lab(module_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[LabCluster]:
+    """The module's redis-server, a scripted model server (endpoint "lab") and a branches
+    and a tools worker given that endpoint, started once for
     both granularities: each case answers the model with its own responder and submits a
     run of its own id; no case stops or changes a worker."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not on PATH")
-    directory = tmp_path_factory.mktemp("refresh")
-    server = RedisServer(binary, directory / "redis", RedisOptions(appendonly=True))
-    server.start()
+    directory, server = tmp_path_factory.mktemp("refresh"), module_redis
     with FakeOpenAIServer() as model:
         cluster = LabCluster(server.url, directory)
         cluster.server, cluster.model = server, model
@@ -49,7 +44,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
             yield cluster
         finally:
             cluster.close()
-            server.stop()
 
 
 @pytest.mark.parametrize("granularity", ["step", "run"])

@@ -14,7 +14,6 @@ boundary on real workers (both granularities).
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 from collections import deque
@@ -43,7 +42,7 @@ from srh_workers.submit import submit_run
 from tests.support.marked_agent import PROMPT_MARK, InteractiveMarkedAgent, MarkedAgent
 from tests.support.results import without_times
 from tests.workers.cluster import Cluster
-from tests.workers.conftest import RedisOptions, RedisServer
+from tests.workers.conftest import RedisServer
 from tests.workers.support import wait_until
 
 pytestmark = pytest.mark.integration
@@ -90,23 +89,17 @@ def response_lines(run_dir: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def parity_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """The ``cluster`` fixture's private redis-server (AOF on) with a branches worker (4
-    threads) and a tools worker (2 processes), started once for both cases of the subclass
-    test: each submits runs of its own ids, and no case stops or changes a worker."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not on PATH")
-    directory = tmp_path_factory.mktemp("parity")
-    server = RedisServer(binary, directory / "redis", RedisOptions(appendonly=True))
-    server.start()
-    cluster = Cluster(server.url, directory)
+def parity_cluster(module_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[Cluster]:
+    """A branches worker (4 threads) and a tools worker (2 processes) on the module's
+    redis-server, started once for both cases of the subclass test: each submits runs of
+    its own ids, and no case stops or changes a worker."""
+    cluster = Cluster(module_redis.url, tmp_path_factory.mktemp("parity"))
     try:
         cluster.start_together(("branches", {"concurrency": 4}), ("tools", {"concurrency": 2}))
         yield cluster
     finally:
         cluster.close()
-        server.stop()
 
 
 @pytest.mark.parametrize("early_stop", [False, True], ids=["full-budget", "early-stop"])
