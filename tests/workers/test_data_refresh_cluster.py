@@ -31,9 +31,9 @@ class LabCluster(Cluster):
 def lab(module_redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[LabCluster]:
     """The module's redis-server, a scripted model server (endpoint "lab") and a branches
-    and a tools worker given that endpoint, started once for
-    both granularities: each case answers the model with its own responder and submits a
-    run of its own id; no case stops or changes a worker."""
+    and a tools worker given that endpoint, started once for both granularities: each case
+    answers the model with its own responder and submits a run of its own id; no case stops
+    or changes a worker."""
     directory, server = tmp_path_factory.mktemp("refresh"), module_redis
     with FakeOpenAIServer() as model:
         cluster = LabCluster(server.url, directory)
