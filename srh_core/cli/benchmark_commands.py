@@ -64,8 +64,8 @@ def register(subparsers: Any) -> None:
     trials.add_argument("--seeds", type=int, default=1, metavar="N",
                         help="trials: the first N of SRBench's seed list (default 1)")
     trials.add_argument("--trial", type=int, action="append", default=None, metavar="K",
-                        help="trial K only: SRBench's K-th seed (repeatable; a second "
-                             "seed run later into the same --out joins the first)")
+                        help="trial K only: SRBench's K-th seed (repeatable), e.g. a "
+                             "later trial run on its own")
     run.add_argument("--noise", default="0", metavar="L[,L...]",
                      help="noise levels, a fraction of the training target's RMS "
                           "(SRBench: 0,0.001,0.01,0.1; default 0)")
