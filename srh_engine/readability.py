@@ -288,13 +288,9 @@ def _common_factor(node: Expression, positive: frozenset[str]
         return None, node
     factor = _product([_power(Symbol(n), float(e)) for n, e in common.items() if e > 0],
                       [_power(Symbol(n), float(-e)) for n, e in common.items() if e < 0])
-    divided = []
-    for sign, term in terms:
-        up, down = _factors(term)
-        down = down + [_power(Symbol(n), float(e)) for n, e in common.items() if e > 0]
-        up = up + [_power(Symbol(n), float(-e)) for n, e in common.items() if e < 0]
-        divided.append((sign, _product(*_same_bases(up, down, everything=True))))
-    return factor, _sum(divided)
+    over = [_power(Symbol(n), float(e)) for n, e in common.items() if e > 0]
+    under = [_power(Symbol(n), float(-e)) for n, e in common.items() if e < 0]
+    return factor, _sum([(sign, _times(term, under, over)) for sign, term in terms])
 
 
 def _sum_factor(node: Expression, positive: frozenset[str], exponent: float
@@ -330,11 +326,17 @@ def _monomial_terms(node: Expression, positive: frozenset[str]) -> list[_Monomia
     return terms
 
 
+def _times(term: Expression, up: list[Expression], down: list[Expression]) -> Expression:
+    """``term`` times the factors ``up`` over the factors ``down``, the powers of one base
+    merged (``x*x`` -> ``x**2``, ``x**2/x`` -> ``x``)."""
+    term_up, term_down = _factors(term)
+    return _product(*_same_bases(term_up + up, term_down + down, everything=True))
+
+
 def _divided(term: Expression, by: Expression) -> Expression:
     """``term/by`` with the powers of one base merged (``(1/c**2)/(1/v**2)`` -> ``v**2/c**2``)."""
-    up, down = _factors(term)
     by_up, by_down = _factors(by)
-    return _product(*_same_bases(up + by_down, down + by_up, everything=True))
+    return _times(term, by_down, by_up)
 
 
 def _leading_out(node: Expression, positive: frozenset[str], exponent: float
@@ -427,11 +429,7 @@ def _times_each(terms: list[_Monomial], moved: _Moved) -> Expression:
     """The sum of ``terms``, each times the moved powers, an added term first."""
     up = [_power(Symbol(n), float(k)) for _, n, k in moved if k > 0]
     down = [_power(Symbol(n), float(-k)) for _, n, k in moved if k < 0]
-    signed = []
-    for sign, term, _ in terms:
-        term_up, term_down = _factors(term)
-        signed.append((sign, _product(*_same_bases(term_up + up, term_down + down,
-                                                   everything=True))))
+    signed = [(sign, _times(term, up, down)) for sign, term, _ in terms]
     signed.sort(key=lambda item: -item[0])
     return _sum(signed)
 
