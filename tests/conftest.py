@@ -30,6 +30,25 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SRH_OFFLINE_SEARCH_SECONDS", "0")
 
 
+def _encodable(text: str) -> str:
+    """``text`` with lone surrogates written as ``\\udXXX`` escapes (valid UTF-8)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Reports whose text UTF-8 can carry: several tests feed the code lone surrogates (a
+    model's broken JSON escapes), and a failure or captured log quoting one cannot be sent
+    from a pytest-xdist worker, which would end that worker and hide the failure."""
+    report = yield
+    report.sections = [(title, _encodable(text)) for title, text in report.sections]
+    if isinstance(report.longrepr, str):
+        report.longrepr = _encodable(report.longrepr)
+    elif report.longrepr is not None and _encodable(text := str(report.longrepr)) != text:
+        report.longrepr = _encodable(text)
+    return report
+
+
 def _island_pool_pids() -> set[int]:
     """The test process's own island pool: kept for its later searches by design."""
     pool = sys.modules.get("srh_engine.search.pool")
