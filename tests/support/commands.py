@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.leftovers import info, pids
+from tests.support.waits import START_SECONDS
 
 SRH = str(Path(sys.executable).with_name("srh"))
 #: A problem the offline proposer never fits exactly (noise): its search step always runs.
 NOISY_PROBLEM = ("--equation", "y = sin(x1*x2)/(1 + x3**2) + sqrt(x4)",
                  "--noise-std-ratio", "0.05", "--samples", "400")
-#: Extra seconds a command may take beyond its time limit (start-up, writing, stopping).
+#: Extra seconds a command may take beyond its time limit once its clock started (see
+#: :func:`wait_for_clock`): writing its result and stopping its processes.
 RETURN_MARGIN_SECONDS = 15.0
 #: A sweep file of two noisy cells; ``.format(limit=seconds)`` sets their time limit.
 SWEEP_FILE = """
@@ -42,6 +44,8 @@ time_limit = {limit}
 #: A script fitting the estimator on the noisy problem; ``.format(limit=seconds)``.
 ESTIMATOR_SCRIPT = """
 import json
+import sys
+
 import numpy as np
 from srh_core.estimator import SRHarnessRegressor
 
@@ -50,6 +54,7 @@ if __name__ == "__main__":  # spawned workers import this script: the guard is r
     X = rng.uniform(1, 5, (400, 4))
     y = np.sin(X[:, 0] * X[:, 1]) / (1 + X[:, 2] ** 2) + np.sqrt(X[:, 3])
     y = y + rng.normal(0, 0.05 * np.sqrt(np.mean(y ** 2)), 400)
+    print("fitting", file=sys.stderr, flush=True)  # the time limit counts from here
     model = SRHarnessRegressor(time_limit={limit}).fit(X, y)
     print(json.dumps({{"formula": str(model.formula_)}}))
 """
@@ -183,3 +188,33 @@ def wait_for_text(path: Path, text: str, seconds: float) -> bool:
             pass
         time.sleep(0.1)
     return False
+
+
+def wait_for_clock(run_dir: Path, records: int = 1, seconds: float = START_SECONDS) -> None:
+    """Wait until the run in ``run_dir`` started its time limit: its ``records``-th clock
+    record in ``timeline.jsonl`` (a resumed run adds one).
+
+    What comes before (the interpreter's start, the imports, building the problem's data)
+    is no part of the limit and takes seconds more on a loaded machine, so a test bounding
+    how long a run takes beyond its limit starts its own clock here.
+    """
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if _clock_records(run_dir / "timeline.jsonl") >= records:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the run in {run_dir} did not start its clock within {seconds:.0f}s")
+
+
+def _clock_records(path: Path) -> int:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return 0
+    count = 0
+    for line in lines:
+        try:
+            count += json.loads(line).get("event") == "clock"
+        except (json.JSONDecodeError, AttributeError):  # a line being written
+            continue
+    return count
