@@ -17,6 +17,7 @@ import uvicorn
 
 from srh_web.app import create_app
 from srh_web.catalog import Catalog
+from tests.support.waits import START_SECONDS
 
 
 def free_port() -> int:
@@ -47,7 +48,7 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + START_SECONDS
         while not self.server.started:
             assert time.monotonic() < deadline, "uvicorn did not start"
             time.sleep(0.02)
