@@ -79,7 +79,9 @@ class Client:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with self.opener.open(request, timeout=10) as response:
+            # only against a hang: an answer that starts something (a panel's first turn
+            # imports the agent) took over 10 s in a loaded srh web process
+            with self.opener.open(request, timeout=START_SECONDS) as response:
                 return response.status, dict(response.headers), response.read()
         except urllib.error.HTTPError as error:
             return error.code, dict(error.headers), error.read()
