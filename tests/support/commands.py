@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,8 @@ SRH = str(Path(sys.executable).with_name("srh"))
 #: A problem the offline proposer never fits exactly (noise): its search step always runs.
 NOISY_PROBLEM = ("--equation", "y = sin(x1*x2)/(1 + x3**2) + sqrt(x4)",
                  "--noise-std-ratio", "0.05", "--samples", "400")
-#: Extra seconds a command may take beyond its time limit once its clock started (see
-#: :func:`wait_for_clock`): writing its result and stopping its processes.
+#: Extra seconds a command may take beyond its time limit, counted from when its run's
+#: limit started (:func:`limit_started`): writing its result and stopping its processes.
 RETURN_MARGIN_SECONDS = 15.0
 #: A sweep file of two noisy cells; ``.format(limit=seconds)`` sets their time limit.
 SWEEP_FILE = """
@@ -125,6 +126,14 @@ class Command:
     def _stderr_text(self) -> str:
         return self._stderr_read.decode(errors="replace")
 
+    def finish_by(self, deadline: float, bound: str) -> Finished:
+        """:meth:`finish` with the wait ending at ``deadline`` (epoch seconds); ``bound``
+        says in a failure's message what the deadline is."""
+        try:
+            return self.finish(max(deadline - time.time(), 0.0))
+        except AssertionError as error:
+            raise AssertionError(f"past {bound}: {error}") from None
+
     def finish(self, timeout: float) -> Finished:
         """Wait up to ``timeout`` seconds; a command still running then is killed and
         the test fails."""
@@ -190,31 +199,39 @@ def wait_for_text(path: Path, text: str, seconds: float) -> bool:
     return False
 
 
-def wait_for_clock(run_dir: Path, records: int = 1, seconds: float = START_SECONDS) -> None:
-    """Wait until the run in ``run_dir`` started its time limit: its ``records``-th clock
-    record in ``timeline.jsonl`` (a resumed run adds one).
+def limit_started(run_dir: Path, limit: float, records: int = 1,
+                  seconds: float = START_SECONDS) -> float:
+    """When (epoch seconds) the run in ``run_dir`` started counting its time limit of
+    ``limit`` seconds: read from its ``records``-th clock record in ``timeline.jsonl`` (a
+    resumed run adds one), whose time less the part of the limit already spent then (the
+    run's own set-up, which the limit covers) is the start. Waits up to ``seconds`` for it.
 
-    What comes before (the interpreter's start, the imports, building the problem's data)
-    is no part of the limit and takes seconds more on a loaded machine, so a test bounding
-    how long a run takes beyond its limit starts its own clock here.
+    What comes before that start (the interpreter's, the imports, building the problem's
+    data) is no part of the limit and takes seconds more on a loaded machine, so a test
+    bounding how long a run takes beyond its limit starts its own clock here.
     """
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if _clock_records(run_dir / "timeline.jsonl") >= records:
-            return
+        clocks = _clock_records(run_dir / "timeline.jsonl")
+        if len(clocks) >= records:
+            record = clocks[records - 1]
+            spent = limit - record["seconds_left"]
+            return datetime.fromisoformat(record["at"]).timestamp() - spent
         time.sleep(0.05)
     raise AssertionError(f"the run in {run_dir} did not start its clock within {seconds:.0f}s")
 
 
-def _clock_records(path: Path) -> int:
+def _clock_records(path: Path) -> list[dict[str, Any]]:
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
-        return 0
-    count = 0
+        return []
+    records = []
     for line in lines:
         try:
-            count += json.loads(line).get("event") == "clock"
-        except (json.JSONDecodeError, AttributeError):  # a line being written
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line being written
             continue
-    return count
+        if isinstance(record, dict) and record.get("event") == "clock":
+            records.append(record)
+    return records

@@ -5,9 +5,10 @@ problem the offline proposer never fits exactly, so its search step
 (``expression_search``, islands in a tool worker's own pool) runs. Each asserts
 that the command returned within its limit plus a margin, wrote its result,
 printed parsable JSON, and left no process in its session. The limit plus the
-margin counts from the run's clock (its record in ``timeline.jsonl``), not from
-the process's start, which no limit covers and a loaded machine slows down;
-waits for a run to get somewhere are only against a hang (``START_SECONDS``).
+margin counts from when the run's limit started (read from its clock record in
+``timeline.jsonl``), not from the process's start, which no limit covers and a
+loaded machine slows down; waits for a run to get somewhere are only against a
+hang (``START_SECONDS``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tests.support.commands import (
     Command,
     Finished,
     environment,
-    wait_for_clock,
+    limit_started,
     wait_for_text,
     wait_session_empty,
 )
@@ -40,14 +41,23 @@ LIMIT = 8  # seconds: the search step starts at step 2 with half of what is left
 SEARCH = "expression_search"
 
 
-def run_srh(tmp_path: Path, *args: str, timeout: float, env: dict | None = None,
-            clocks: dict[Path, int] | None = None) -> Finished:
-    """Run ``srh args``; it must return within ``timeout`` seconds of the moment every run
-    in ``clocks`` (run directory -> its count of clock records then) started its clock."""
+def run_srh(tmp_path: Path, *args: str, timeout: float, env: dict | None = None) -> Finished:
     command = Command(args, cwd=tmp_path, env=env)
-    for run_dir, records in (clocks or {}).items():
-        wait_for_clock(run_dir, records)
     finished = command.finish(timeout)
+    left = wait_session_empty(command.session, 5)
+    assert not left, f"srh {args[0]} left processes behind: {left}"
+    return finished
+
+
+def run_limited(tmp_path: Path, run_dir: Path, limit: float, *args: str,
+                records: int = 1) -> Finished:
+    """Run ``srh args`` (a run with ``--time-limit limit`` in ``run_dir``, which then holds
+    ``records`` clock records); it must return within its limit plus the margin, counted
+    from when the run's limit started (its interpreter's start is no part of it)."""
+    command = Command(args, cwd=tmp_path)
+    began = limit_started(run_dir, limit, records)
+    finished = command.finish_by(began + limit + RETURN_MARGIN_SECONDS,
+                                 f"its {limit:g} s limit + {RETURN_MARGIN_SECONDS:g} s")
     left = wait_session_empty(command.session, 5)
     assert not left, f"srh {args[0]} left processes behind: {left}"
     return finished
@@ -70,9 +80,9 @@ def limited_run(tmp_path_factory) -> tuple[Path, Finished]:
     tmp_path = tmp_path_factory.mktemp("limited")
     # -L 1000: a budget no machine finishes in LIMIT seconds (about 15 responses fit), so the
     # limit, never the budget, ends the run (with the default depth it sometimes completed)
-    finished = run_srh(tmp_path, "run", *NOISY_PROBLEM, "--time-limit", str(LIMIT), "--seed", "0",
-                       "-L", "1000", "--json", "--out", "run",
-                       timeout=LIMIT + RETURN_MARGIN_SECONDS, clocks={tmp_path / "run": 1})
+    finished = run_limited(tmp_path, tmp_path / "run", LIMIT, "run", *NOISY_PROBLEM,
+                           "--time-limit", str(LIMIT), "--seed", "0", "-L", "1000", "--json",
+                           "--out", "run")
     return tmp_path / "run", finished
 
 
@@ -92,8 +102,8 @@ def test_a_time_limited_run_returns_with_its_result(limited_run):
 
 def test_resume_of_a_time_limited_run_returns(limited_run, tmp_path):
     run_dir, _ = limited_run
-    finished = run_srh(tmp_path, "resume", str(run_dir), "--time-limit", "6", "--json",
-                       timeout=6 + RETURN_MARGIN_SECONDS, clocks={run_dir: 2})
+    finished = run_limited(tmp_path, run_dir, 6, "resume", str(run_dir), "--time-limit", "6",
+                           "--json", records=2)
     assert finished.returncode == 0, finished.stderr[-2000:]
     # the steps after the search are quick: the resumed run may use its whole budget
     assert_written(run_dir, finished, "interrupted", "completed")
@@ -145,9 +155,10 @@ def test_an_embedded_sweep_of_time_limited_cells_returns(tmp_path):
     (tmp_path / "sweep.toml").write_text(SWEEP_FILE.format(limit=6))
     command = Command(["sweep", "sweep.toml", "--jobs", "2", "--out", "out", "--json"],
                       cwd=tmp_path)
-    for run_dir in _run_dirs(tmp_path / "out" / "runs", 2, START_SECONDS):  # side by side
-        wait_for_clock(run_dir)
-    finished = command.finish(6 * 2 + RETURN_MARGIN_SECONDS + 10)
+    began = max(limit_started(run_dir, 6)  # the cells run side by side
+                for run_dir in _run_dirs(tmp_path / "out" / "runs", 2, START_SECONDS))
+    finished = command.finish_by(began + 6 * 2 + RETURN_MARGIN_SECONDS + 10,
+                                 "the later cell's 6 s limit + margins")
     left = wait_session_empty(command.session, 5)
     assert not left, f"srh sweep left processes behind: {left}"
     assert finished.returncode == 0, finished.stderr[-2000:]
