@@ -16,16 +16,19 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tests.support.leftovers import info, pids
+from tests.support.waits import START_SECONDS
 
 SRH = str(Path(sys.executable).with_name("srh"))
 #: A problem the offline proposer never fits exactly (noise): its search step always runs.
 NOISY_PROBLEM = ("--equation", "y = sin(x1*x2)/(1 + x3**2) + sqrt(x4)",
                  "--noise-std-ratio", "0.05", "--samples", "400")
-#: Extra seconds a command may take beyond its time limit (start-up, writing, stopping).
+#: Extra seconds a command may take beyond its time limit, counted from when its run's
+#: limit started (:func:`limit_started`): writing its result and stopping its processes.
 RETURN_MARGIN_SECONDS = 15.0
 #: A sweep file of two noisy cells; ``.format(limit=seconds)`` sets their time limit.
 SWEEP_FILE = """
@@ -42,6 +45,8 @@ time_limit = {limit}
 #: A script fitting the estimator on the noisy problem; ``.format(limit=seconds)``.
 ESTIMATOR_SCRIPT = """
 import json
+import sys
+
 import numpy as np
 from srh_core.estimator import SRHarnessRegressor
 
@@ -50,6 +55,7 @@ if __name__ == "__main__":  # spawned workers import this script: the guard is r
     X = rng.uniform(1, 5, (400, 4))
     y = np.sin(X[:, 0] * X[:, 1]) / (1 + X[:, 2] ** 2) + np.sqrt(X[:, 3])
     y = y + rng.normal(0, 0.05 * np.sqrt(np.mean(y ** 2)), 400)
+    print("fitting", file=sys.stderr, flush=True)  # the time limit counts from here
     model = SRHarnessRegressor(time_limit={limit}).fit(X, y)
     print(json.dumps({{"formula": str(model.formula_)}}))
 """
@@ -120,6 +126,14 @@ class Command:
     def _stderr_text(self) -> str:
         return self._stderr_read.decode(errors="replace")
 
+    def finish_by(self, deadline: float, bound: str) -> Finished:
+        """:meth:`finish` with the wait ending at ``deadline`` (epoch seconds); ``bound``
+        says in a failure's message what the deadline is."""
+        try:
+            return self.finish(max(deadline - time.time(), 0.0))
+        except AssertionError as error:
+            raise AssertionError(f"past {bound}: {error}") from None
+
     def finish(self, timeout: float) -> Finished:
         """Wait up to ``timeout`` seconds; a command still running then is killed and
         the test fails."""
@@ -183,3 +197,41 @@ def wait_for_text(path: Path, text: str, seconds: float) -> bool:
             pass
         time.sleep(0.1)
     return False
+
+
+def limit_started(run_dir: Path, limit: float, records: int = 1,
+                  seconds: float = START_SECONDS) -> float:
+    """When (epoch seconds) the run in ``run_dir`` started counting its time limit of
+    ``limit`` seconds: read from its ``records``-th clock record in ``timeline.jsonl`` (a
+    resumed run adds one), whose time less the part of the limit already spent then (the
+    run's own set-up, which the limit covers) is the start. Waits up to ``seconds`` for it.
+
+    What comes before that start (the interpreter's, the imports, building the problem's
+    data) is no part of the limit and takes seconds more on a loaded machine, so a test
+    bounding how long a run takes beyond its limit starts its own clock here.
+    """
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        clocks = _clock_records(run_dir / "timeline.jsonl")
+        if len(clocks) >= records:
+            record = clocks[records - 1]
+            spent = limit - record["seconds_left"]
+            return datetime.fromisoformat(record["at"]).timestamp() - spent
+        time.sleep(0.05)
+    raise AssertionError(f"the run in {run_dir} did not start its clock within {seconds:.0f}s")
+
+
+def _clock_records(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line being written
+            continue
+        if isinstance(record, dict) and record.get("event") == "clock":
+            records.append(record)
+    return records

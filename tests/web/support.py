@@ -17,6 +17,7 @@ import uvicorn
 
 from srh_web.app import create_app
 from srh_web.catalog import Catalog
+from tests.support.waits import START_SECONDS
 
 
 def free_port() -> int:
@@ -47,7 +48,7 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + START_SECONDS
         while not self.server.started:
             assert time.monotonic() < deadline, "uvicorn did not start"
             time.sleep(0.02)
@@ -78,7 +79,9 @@ class Client:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with self.opener.open(request, timeout=10) as response:
+            # only against a hang: an answer that starts something (a panel's first turn
+            # imports the agent) took over 10 s in a loaded srh web process
+            with self.opener.open(request, timeout=START_SECONDS) as response:
                 return response.status, dict(response.headers), response.read()
         except urllib.error.HTTPError as error:
             return error.code, dict(error.headers), error.read()

@@ -34,6 +34,7 @@ from srh_web.panels import Panels, PanelSettings
 from tests.core.agent.test_authoring_agents import WRITE_DATA, evaluator_program, program_call
 from tests.support.openai_payloads import chat_completion, tool_call
 from tests.support.openai_server import Reply
+from tests.support.waits import START_SECONDS
 from tests.web.support import LiveServer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -251,7 +252,7 @@ def chromium_page(tmp_path: Path) -> Iterator[tuple[Any, list[str]]]:
 
 def wait_for_run_page(page, url: str) -> None:
     """Open the run's page once its run directory exists (the run process is starting)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_SECONDS
     while True:
         page.goto(url)
         page.wait_for_timeout(300)

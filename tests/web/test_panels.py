@@ -25,6 +25,7 @@ from tests.core.agent.test_authoring_agents import (
 from tests.support.commands import Command, environment, kill_session, wait_session_empty
 from tests.support.openai_payloads import tool_call
 from tests.support.openai_server import Reply
+from tests.support.waits import START_SECONDS
 from tests.web.support import Client, LiveServer, free_port, read_sse
 
 PANEL = "lab"
@@ -258,7 +259,7 @@ def test_srh_web_serves_the_panels_and_ctrl_c_ends_a_turn_in_flight(openai_serve
                       env=environment(OPENAI_API_KEY="sk-test"))
     try:
         client = Client(f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_SECONDS  # srh web is starting
         while True:
             try:
                 view = client.json(f"/api/panels/prepare/{PANEL}")

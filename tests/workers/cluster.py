@@ -21,7 +21,7 @@ from srh_workers.app import make_app
 from srh_workers.config import WorkerSettings
 from srh_workers.flow.tasks import sender
 from srh_workers.submit import submit_run, wait_for_result
-from tests.workers.support import WorkerProcess, wait_until, worker_env
+from tests.workers.support import WORKER_START_DEADLINE, WorkerProcess, wait_until, worker_env
 
 VISIBILITY = 12
 RECOVERY_TARGET_SECONDS = 120
@@ -72,8 +72,8 @@ class Cluster:
     @staticmethod
     def ready(worker: WorkerProcess, queue: str = "a") -> WorkerProcess:
         """Wait until a started worker says it is ready (workers may start side by side)."""
-        wait_until(lambda: "ready." in worker.log_text() or not worker.alive, 30,
-                   f"{queue} worker to start")
+        wait_until(lambda: "ready." in worker.log_text() or not worker.alive,
+                   WORKER_START_DEADLINE, f"{queue} worker to start")
         assert worker.alive, worker.log_text()[-2000:]
         return worker
 

@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.waits import START_SECONDS
+
 ROOT = Path(__file__).resolve().parents[2]
-WORKER_START_DEADLINE = 30.0
+#: A worker's start (interpreter, Celery, its pool): a wait only against a hang.
+WORKER_START_DEADLINE = START_SECONDS
 STOP_DEADLINE = 15.0
 POLL_SECONDS = 0.05
 

@@ -30,7 +30,7 @@ from srh_workers.observability import (
     redis_queue_keys,
     start_metrics_server,
 )
-from tests.workers.support import WorkerProcess, wait_until, worker_env
+from tests.workers.support import WORKER_START_DEADLINE, WorkerProcess, wait_until, worker_env
 
 
 # --------------------------------------------------------------------- logs
@@ -213,7 +213,7 @@ def test_worker_endpoint_counts_tasks_from_prefork_children(redis_server_factory
     producer = make_app(WorkerSettings(broker_url=server.url, task_modules=()))
     try:
         for result in [producer.send_task("srh.tool.ping") for _ in range(4)]:
-            result.get(timeout=30)
+            result.get(timeout=WORKER_START_DEADLINE)  # the worker is starting
         for _ in range(2):
             producer.send_task("srh.branch.ping")  # nobody consumes branches here
         expected = 'srh_tasks_total{state="success",task="srh.tool.ping"} 4.0'

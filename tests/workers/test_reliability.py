@@ -41,7 +41,13 @@ from srh_workers.reliability import (
     retry_countdown,
 )
 from srh_workers.store import RunKeys
-from tests.workers.support import WorkerProcess, deliver, wait_until, worker_env
+from tests.workers.support import (
+    WORKER_START_DEADLINE,
+    WorkerProcess,
+    deliver,
+    wait_until,
+    worker_env,
+)
 
 EXECUTIONS_KEY = "test:executions:{task_id}"
 
@@ -225,7 +231,7 @@ def test_a_task_that_kills_its_prefork_child_is_capped(redis_server_factory, tmp
     producer = make_app(WorkerSettings(broker_url=server.url, task_modules=()))
     worker = WorkerProcess.celery(env, tmp_path / "prefork.log", pool="prefork")
     try:
-        producer.send_task("srh.tool.ping").get(timeout=30)
+        producer.send_task("srh.tool.ping").get(timeout=WORKER_START_DEADLINE)  # it started
         began = time.monotonic()
         task_id = producer.send_task("srh.tool.test_crash", args=["run-x", 1, 1, 1, 1]).id
         result = wait_for_poison(producer, task_id, 60)
@@ -278,7 +284,8 @@ def test_a_task_that_kills_its_whole_worker_is_capped(redis_server_factory, tmp_
                                               pool="threads")
             return False
 
-        wait_until(failed_or_restarted, 60, "the poison task to fail")
+        # three deliveries, each to a worker started for it
+        wait_until(failed_or_restarted, 3 * WORKER_START_DEADLINE, "the poison task to fail")
         elapsed = time.monotonic() - began
         print(f"threads: poison task failed {elapsed:.2f} s after it was sent "
               f"({restarts} worker starts)")

@@ -22,7 +22,13 @@ import pytest
 
 from srh_workers.shutdown import HARD_EXIT_SECONDS
 from tests.workers.cluster import Cluster
-from tests.workers.support import WorkerProcess, session_processes, wait_until, worker_env
+from tests.workers.support import (
+    WORKER_START_DEADLINE,
+    WorkerProcess,
+    session_processes,
+    wait_until,
+    worker_env,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +45,7 @@ GONE_SECONDS = 3.0  # a child of a dead worker: PR_SET_PDEATHSIG at once, an isl
 def start_search(cluster: Cluster, **params: Any) -> Any:
     result = cluster.app.send_task("srh.tool.probe", kwargs={
         "tool": "expression_search", "params": {**SEARCH, **params}})
-    wait_until(lambda: result.state == "STARTED", 30, "the search to start")
+    wait_until(lambda: result.state == "STARTED", WORKER_START_DEADLINE, "the search to start")
     return result
 
 
@@ -66,7 +72,7 @@ def test_sigterm_hands_a_running_search_back_to_another_worker(cluster: Cluster)
     assert_nothing_left(first)
     assert "Restoring 1 unacknowledged message(s)" in first.log_text()
     wait_until(lambda: (result.info or {}).get("hostname", "").startswith("tools-tools-1@"),
-               30, "the second worker to run the handed-back task")
+               WORKER_START_DEADLINE, "the second worker to run the handed-back task")
     # Celery stores STARTED before the task's __call__ counts the delivery: wait for the count
 
     def deliveries() -> list[int]:
@@ -89,7 +95,7 @@ def test_a_worker_with_islands_hands_its_search_back(cluster: Cluster, signals: 
     start_search(cluster, workers=2)                 # islands: processes of the worker's own
     wait_until(lambda: any(ISLAND in command for command in
                            session_processes(worker.process.pid).values()),
-               30, "an island process")
+               WORKER_START_DEADLINE, "an island process")
     for index, name in enumerate(signals):
         if index:
             time.sleep(0.3)  # two separate key presses, not one signal seen twice
@@ -116,8 +122,8 @@ def test_srh_worker_ends_within_ten_seconds_with_nothing_left(
     del env["SRH_SHUTDOWN_GRACE"]                    # the default grace, as users run it
     supervisor = srh_worker(env, tmp_path / "srh-worker.log")
     cluster.workers.append(supervisor)
-    wait_until(lambda: supervisor.log_text().count("ready.") == 2 or not supervisor.alive, 40,
-               "both workers to start")
+    wait_until(lambda: supervisor.log_text().count("ready.") == 2 or not supervisor.alive,
+               WORKER_START_DEADLINE, "both workers to start")
     start_search(cluster)
     began = time.monotonic()
     for index, name in enumerate(signals):

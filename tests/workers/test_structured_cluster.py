@@ -16,7 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests.workers.support import ROOT, WorkerProcess, wait_until, worker_env
+from tests.workers.support import (
+    ROOT,
+    WORKER_START_DEADLINE,
+    WorkerProcess,
+    wait_until,
+    worker_env,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -25,8 +31,8 @@ def _worker(env: dict[str, str], log: Path, queue: str) -> WorkerProcess:
     worker = WorkerProcess.celery(env, log, queue=queue,
                                   pool="prefork" if queue == "tools" else "threads",
                                   concurrency=1)
-    wait_until(lambda: "ready." in worker.log_text() or not worker.alive, 30,
-               f"{queue} worker to start")
+    wait_until(lambda: "ready." in worker.log_text() or not worker.alive,
+               WORKER_START_DEADLINE, f"{queue} worker to start")
     assert worker.alive, worker.log_text()[-2000:]
     return worker
 

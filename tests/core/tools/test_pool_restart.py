@@ -20,6 +20,7 @@ from srh_core.embedded.executor import ProcessToolExecutor
 from srh_core.tools.base import BaseTool
 from srh_core.types import ToolCall
 from tests.support import cancellable_wait  # noqa: F401 - registers the tool
+from tests.support.waits import START_SECONDS
 
 
 def test_calls_waiting_when_another_batch_is_cut_are_run_on_the_new_pool():
@@ -37,8 +38,9 @@ def test_calls_waiting_when_another_batch_is_cut_are_run_on_the_new_pool():
     try:
         slow.start()
         time.sleep(0.5)  # the slow call has started on the only worker
+        # run on the pool started after the cut: its start is inside their timeout
         results = executor.run([ToolCall("evaluate_formula", {"f": f"{k}*x"})
-                                for k in (1, 2, 3, 4)], timeout=60)
+                                for k in (1, 2, 3, 4)], timeout=START_SECONDS)
         slow.join(30)
     finally:
         executor.close()

@@ -11,6 +11,7 @@ import pytest
 from srh_core.agent import SRAgent
 from srh_core.context import AgentContext
 from srh_core.tools.base import BaseTool
+from tests.support.waits import START_SECONDS
 
 RENAMED = {"evaluate": "evaluate_formula", "sindy": "call_sindy", "eic": "evaluate_eic"}
 
@@ -58,7 +59,7 @@ print(",".join(c.metadata.name for c in classes), "srh_core.tools.catalogue" in 
 
 def test_a_fresh_interpreter_finds_built_in_tools_without_importing_them_first():
     completed = subprocess.run([sys.executable, "-c", FRESH_INTERPRETER], capture_output=True,
-                               text=True, timeout=60, check=False)
+                               text=True, timeout=START_SECONDS, check=False)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.split() == ["power_law_fit,call_sindy", "True"]
 
@@ -85,7 +86,9 @@ def test_process_pool_workers_build_tools_by_name_in_a_fresh_interpreter():
     tools = {"evaluate_formula": BaseTool.create("evaluate", context)}
     executor = ProcessToolExecutor(tools, 1, AgentContext.from_payload, context.to_payload())
     try:
-        [result] = executor.run([ToolCall("evaluate_formula", {"f": "3*x"})], timeout=60)
+        # the worker process starts inside the call's timeout
+        [result] = executor.run([ToolCall("evaluate_formula", {"f": "3*x"})],
+                                timeout=START_SECONDS)
     finally:
         executor.close()
     assert result.ok, result.result_str

@@ -19,7 +19,7 @@ import srh_core.tools.code as code
 from srh_core.context import AgentContext
 from srh_core.errors import ToolRunAbort
 from srh_core.tools.code import CodeExecutorTool
-from tests.core.tools.code.helpers import ESCAPES, SHORT_TIMEOUT, call, make_context
+from tests.core.tools.code.helpers import ESCAPES, call, escape_timeout, make_context
 
 REPORT_KEYS = {"success", "exit_code", "killed_reason", "timed_out", "memory_error",
                "duration_seconds", "cpu_seconds", "peak_memory_mb", "stdout", "stderr",
@@ -84,8 +84,8 @@ EXPECTED = {  # escape -> (field, value) that must show in the report
 
 @pytest.mark.parametrize("name", ESCAPES, ids=ESCAPES.keys())
 def test_escapes_are_stopped_and_reported(context: AgentContext, name: str) -> None:
-    result = run(context, ESCAPES[name], timeout_seconds=SHORT_TIMEOUT, memory_limit_mb=256,
-                 output_limit_bytes=4096)
+    result = run(context, ESCAPES[name], timeout_seconds=escape_timeout(name),
+                 memory_limit_mb=256, output_limit_bytes=4096)
     assert result.ok
     report = result.result
     assert report["success"] is False

@@ -17,7 +17,7 @@ import pytest
 from srh_core.context import AgentContext
 from srh_core.evaluator.metrics import prediction_metrics
 from srh_core.tools.code_model import EvaluateCodeTool
-from tests.core.tools.code.helpers import ESCAPES, SHORT_TIMEOUT, call, indent, make_context
+from tests.core.tools.code.helpers import ESCAPES, call, escape_timeout, indent, make_context
 
 LSTSQ_FIT = """
 import numpy as np
@@ -179,7 +179,7 @@ ESCAPE_NEEDLES = {
 def test_escapes_inside_fit_are_stopped_and_reported(context: AgentContext, name: str) -> None:
     model_code = "def fit(X, y):\n" + indent(ESCAPES[name]) + "\n    return {}"
     result = evaluate(context, model_code=model_code, predict_code=MEAN_PREDICT,
-                      timeout_seconds=SHORT_TIMEOUT, memory_limit_mb=256,
+                      timeout_seconds=escape_timeout(name), memory_limit_mb=256,
                       output_limit_bytes=4096)
     assert not result.ok
     assert ESCAPE_NEEDLES[name] in result.result_str
