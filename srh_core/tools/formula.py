@@ -346,6 +346,17 @@ class FormulaTool(BaseTool):
             return f
         return engine.recognise_and_snap(f, y, lambda expression: evaluate_on(expression, split))
 
+    def recognised(self, f: engine.Expression, target: DataTerm) -> engine.Expression:
+        """``f`` with the numbers the training data accept as exact structural constants
+        (:func:`srh_engine.recognise_constants`, without :meth:`structural`'s snapping, which
+        refits): a few evaluations per number, cheap enough for a whole front."""
+        split = self.require_context().train_split
+        try:
+            y = evaluate_on(target.expression, split)
+        except engine.EngineError:
+            return f
+        return engine.recognise_constants(f, y, lambda expression: evaluate_on(expression, split))
+
     def score_formula(self, f: engine.Expression, target: DataTerm, *,
                       show_diagnostics: bool = True) -> dict[str, Any]:
         """Score a formula whose parameters are bound; no fitting, no back-transform.

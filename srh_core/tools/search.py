@@ -215,6 +215,11 @@ class ExpressionSearchTool(FormulaTool):
         if not formulas:
             return self.failed_evaluation(reason="the search found no finite formula in its "
                                                  "time budget")
+        # The search snaps the numbers of its chosen formula first and of the others while its
+        # budget lasts, and a formula mapped back from dimensionless groups can carry a number
+        # its reduced form did not (sqrt(9.8696...*c/...) for pi**2): every reported formula's
+        # numbers go through the exact recognition the other tools' fits get.
+        formulas = [self.recognised(f, target) for f in formulas]
         best = formulas[-1]  # the front ends with the lowest error
         entry = self.score_formula(best, target, show_diagnostics=show_diagnostics)
         others = [self.score_formula(f, target, show_diagnostics=False) for f in formulas[:-1]]

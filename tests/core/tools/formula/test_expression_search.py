@@ -114,3 +114,27 @@ def test_a_call_with_no_time_left_for_a_search_says_so():
     with call_deadline(time.time() + 0.2):
         result = tool(time_budget=5)
     assert not result.ok and "this call has 0." in result.result_str, result.result_str
+
+
+def test_the_reported_front_has_its_structural_constants_recognised():
+    """The search snaps its chosen formula's numbers first and the others only while its
+    budget lasts, and a formula mapped back from dimensionless groups can carry a number its
+    reduced form did not: the tool recognises each reported formula's exact constants
+    (``9.8696...`` is ``pi**2``), as the fitting tools do; a number the data do not make
+    structural stays."""
+    from srh_engine.search.results import ExpressionSearchResult, FrontEntry
+
+    rng = np.random.default_rng(0)
+    c, k, omega = rng.uniform(1, 2, 200), rng.uniform(1, 2, 200), rng.uniform(5, 10, 200)
+    y = np.sqrt(np.pi**2 * c / ((omega / (c * k) - c * k / omega) * k * omega))
+    context = AgentContext(args={"validation_fraction": 0.0}, target="y",
+                           data={"c": c, "k": k, "omega": omega, "y": y})
+    tool = BaseTool.create("expression_search", context)
+    texts = ["2.5137491*c", f"sqrt({np.pi**2!r}*c/((omega/(c*k) - c*k/omega)*k*omega))"]
+    front = tuple(FrontEntry(engine.parse(text), 5 * i + 3, 0.0, 1.0)
+                  for i, text in enumerate(texts))
+    target = tool.target_term(None)
+    entry = tool._results([entry.expression for entry in front], target, False,
+                          ExpressionSearchResult(front, evaluated=2, seconds=0.1))
+    assert "pi**2" in entry["formula"] and "9.869" not in entry["formula"], entry["formula"]
+    assert entry["all_formulas"][0]["formula"] == "2.5137491*c"  # no structural value is near
