@@ -28,7 +28,9 @@ cancelled cells pending again, with a fresh allowance of retries.
 from __future__ import annotations
 
 import csv
+import fcntl
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -79,6 +81,10 @@ class RunLost(SRHarnessError):
 
 class RunExists(SRHarnessError):
     """The run id was already submitted (by another coordinator of the same sweep)."""
+
+
+class SweepBusy(SRHarnessError):
+    """Another process is running the sweep in this directory."""
 
 
 class BackendUnavailable(SRHarnessError):
@@ -168,6 +174,37 @@ class FileSweepState:
     def control(self) -> str | None:
         return None
 
+    def hold(self) -> None:
+        """Take the directory for this process: a second ``srh sweep`` or ``srh benchmark``
+        on the same ``OUT`` would run the same cells at once and overwrite this one's
+        ``sweep.json``. Held until :meth:`release` or this process ends (a kill included:
+        the lock is the kernel's, on ``OUT/sweep.lock``).
+
+        Raises:
+            SweepBusy: Another process holds it.
+        """
+        self.out.mkdir(parents=True, exist_ok=True)
+        handle = open(self.out / "sweep.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise SweepBusy(f"{self.out} is being run by another process (pid {holder}); wait "
+                            "for it to end, or give another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._held = handle
+
+    def release(self) -> None:
+        held = getattr(self, "_held", None)
+        if held is not None:
+            held.close()  # closing the file drops the lock
+            self._held = None
+
 
 def new_entry(cell: Cell, method: str = "srh") -> dict[str, Any]:
     return {"problem": cell.problem, "seed": cell.seed, "variant": cell.variant,
@@ -223,6 +260,8 @@ class SweepRunner:
                 raise ValueError("SweepRunner needs an out_dir or a state")
             state = FileSweepState(self.out, spec.name)
         self.store = state
+        if isinstance(state, FileSweepState):
+            state.hold()  # before its entries are read: they are this process's from here
         self.on_final = on_final
         if isinstance(progress, SweepProgress):
             self.progress = progress
@@ -267,6 +306,8 @@ class SweepRunner:
             raise
         finally:
             self.backend.close()
+            if isinstance(self.store, FileSweepState):
+                self.store.release()
 
     def _interrupted(self) -> None:
         """Ctrl-C: no new cell; the running ones interrupted, their results kept."""

@@ -13,6 +13,7 @@ hang (``START_SECONDS``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
 import sys
@@ -176,10 +177,19 @@ def test_ctrl_c_of_an_embedded_sweep_stops_it_and_the_next_sweep_resumes(tmp_pat
     assert all(wait_for_text(path / "plans.jsonl", SEARCH, START_SECONDS)
                for path in run_dirs), \
         "the cells never reached their search step"
+    # a second sweep on the same directory while this one runs is refused in one line
+    state = (tmp_path / "out" / "sweep.json").read_text()
+    second = run_srh(tmp_path, "sweep", "sweep.toml", "--out", "out", timeout=START_SECONDS)
+    assert second.returncode != 0 and "is being run by another process" in second.stderr, \
+        second.stderr[-2000:]
+    assert "Traceback" not in second.stderr and (tmp_path / "out" / "sweep.json").read_text() \
+        == state
     command.signal(signal.SIGINT, group=True)
     finished = command.finish(15)
     assert finished.returncode == 130, finished.stderr[-2000:]
     assert not wait_session_empty(command.session, 5)
+    with open(tmp_path / "out" / "sweep.lock") as lock:  # let go when the sweep ended
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     cells = json.loads((tmp_path / "out" / "sweep.json").read_text())["cells"]
     assert {entry["status"] for entry in cells.values()} == {"pending"}, cells
     assert all(entry["attempts"] == 0 for entry in cells.values()), cells
