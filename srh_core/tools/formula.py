@@ -339,23 +339,24 @@ class FormulaTool(BaseTool):
     def structural(self, f: engine.Expression, target: DataTerm) -> engine.Expression:
         """``f`` with the fitted numbers the training data accept as exact constants
         (``0.0795774715...`` -> ``1/(4*pi)``; see :mod:`srh_engine.constants`)."""
-        split = self.require_context().train_split
-        try:
-            y = evaluate_on(target.expression, split)
-        except engine.EngineError:
-            return f
-        return engine.recognise_and_snap(f, y, lambda expression: evaluate_on(expression, split))
+        return self._on_train(f, target, engine.recognise_and_snap)
 
     def recognised(self, f: engine.Expression, target: DataTerm) -> engine.Expression:
         """``f`` with the numbers the training data accept as exact structural constants
         (:func:`srh_engine.recognise_constants`, without :meth:`structural`'s snapping, which
         refits): a few evaluations per number, cheap enough for a whole front."""
+        return self._on_train(f, target, engine.recognise_constants)
+
+    def _on_train(self, f: engine.Expression, target: DataTerm, rewrite: Any
+                  ) -> engine.Expression:
+        """``rewrite(f, y, evaluate)`` with the target and an evaluator on the training
+        split; ``f`` itself when the target cannot be evaluated there."""
         split = self.require_context().train_split
         try:
             y = evaluate_on(target.expression, split)
         except engine.EngineError:
             return f
-        return engine.recognise_constants(f, y, lambda expression: evaluate_on(expression, split))
+        return rewrite(f, y, lambda expression: evaluate_on(expression, split))
 
     def score_formula(self, f: engine.Expression, target: DataTerm, *,
                       show_diagnostics: bool = True) -> dict[str, Any]:
