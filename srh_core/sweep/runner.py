@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 import numpy as np
 
@@ -159,6 +159,7 @@ class FileSweepState:
     def __init__(self, out_dir: str | Path, name: str) -> None:
         self.out = Path(out_dir)
         self.name = name
+        self._held: TextIO | None = None  # OUT/sweep.lock while this process runs the sweep
 
     @property
     def path(self) -> Path:
@@ -184,7 +185,7 @@ class FileSweepState:
             SweepBusy: Another process holds it.
         """
         self.out.mkdir(parents=True, exist_ok=True)
-        handle = open(self.out / "sweep.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held
+        handle = open(self.out / "sweep.lock", "a+", encoding="utf-8")  # kept open: the lock
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -200,9 +201,9 @@ class FileSweepState:
         self._held = handle
 
     def release(self) -> None:
-        held = getattr(self, "_held", None)
-        if held is not None:
-            held.close()  # closing the file drops the lock
+        """Let the directory go (closing the file drops the lock)."""
+        if self._held is not None:
+            self._held.close()
             self._held = None
 
 
