@@ -167,8 +167,11 @@ def hints(body: dict[str, Any]) -> list[str]:
 
 def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
     model.respond_with(evaluating_reply(FORMULAS, delay=0.3))
+    # depth 6: after the hint is seen, restart 1 must still be running when the second pause
+    # lands; at depth 3 its last steps (0.3 s each) ended it first once under -n 2 (held were
+    # restart 2's steps)
     run = Steered(steered, model, "steer-step", max_restart_loop=2, global_width=2,
-                  max_refinement_depth=3, local_sample_size=2)
+                  max_refinement_depth=6, local_sample_size=2)
     run.wait_for_requests(1)
     assert run.send("pause")["interaction_state"] in ("pausing", "paused")
     status = run.wait_parked()
