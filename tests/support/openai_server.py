@@ -54,6 +54,9 @@ class Reply:
         path: Expected request path (e.g. ``/v1/responses``); None accepts any.
         done_marker: End an SSE stream with ``data: [DONE]`` (Chat Completions does).
         disconnect: Close the connection without answering.
+        hold: An event the test sets to let the answer go (after ``delay``): a reply
+            held until the test has done something (sent a command, started a
+            process) whatever the machine's load; waits at most ``HOLD_SECONDS``.
     """
 
     status: int = 200
@@ -65,12 +68,15 @@ class Reply:
     path: str | None = None
     done_marker: bool = True
     disconnect: bool = False
+    hold: threading.Event | None = field(default=None, compare=False)
 
     @classmethod
     def json(cls, body: Any, *, status: int = 200, headers: Mapping[str, str] | None = None,
-             delay: float = 0.0, path: str | None = None) -> Reply:
+             delay: float = 0.0, path: str | None = None,
+             hold: threading.Event | None = None) -> Reply:
         """A JSON reply."""
-        return cls(status=status, body=body, headers=dict(headers or {}), delay=delay, path=path)
+        return cls(status=status, body=body, headers=dict(headers or {}), delay=delay, path=path,
+                   hold=hold)
 
     @classmethod
     def sse(cls, events: Sequence[SSEEvent], *, headers: Mapping[str, str] | None = None,
@@ -255,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.delay and self.owner.stopping.wait(reply.delay):
             return
+        if reply.hold is not None and not _released(reply.hold, self.owner.stopping):
+            return
         try:
             self._serve(reply)
         except (BrokenPipeError, ConnectionResetError):
@@ -307,6 +315,19 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.done_marker:
             self.wfile.write(b"data: [DONE]\n\n")
         self.close_connection = True
+
+
+HOLD_SECONDS = 120.0
+"""The longest a held reply waits for its test (a test that forgets to release it fails)."""
+
+
+def _released(hold: threading.Event, stopping: threading.Event) -> bool:
+    """Wait until ``hold`` is set; False when the server stops or the wait runs out first."""
+    deadline = time.monotonic() + HOLD_SECONDS
+    while not hold.wait(0.05):
+        if stopping.is_set() or time.monotonic() > deadline:
+            return False
+    return True
 
 
 def _sse_bytes(event: SSEEvent) -> bytes:

@@ -44,9 +44,10 @@ def api_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
 
 
-def evaluate(f: str, delay: float) -> Reply:
+def evaluate(f: str, delay: float = 0.0, hold: threading.Event | None = None) -> Reply:
     call = tool_call("evaluate_formula", {"f": f})
-    return Reply.json(chat_completion(content=None, tool_calls=[call]), path=CHAT, delay=delay)
+    return Reply.json(chat_completion(content=None, tool_calls=[call]), path=CHAT, delay=delay,
+                      hold=hold)
 
 
 def wait_until(condition, timeout: float = 15.0) -> None:
@@ -77,8 +78,9 @@ def test_the_commands_are_registered_with_their_actions():
 
 @pytest.mark.integration
 def test_control_commands_steer_a_run_directory(openai_server, tmp_path, capsys):
-    openai_server.script(evaluate("x1*x2", 0.6), evaluate("x1*x2**2", 0.6),
-                         evaluate("x1", 0.0))
+    first, second = threading.Event(), threading.Event()   # each answered after its pause
+    openai_server.script(evaluate("x1*x2", hold=first), evaluate("x1*x2**2", hold=second),
+                         evaluate("x1"))
     path = tmp_path / "run"
     thread = start_run(openai_server, path, "cli")
     channel = RunDirectoryChannel(path)
@@ -89,10 +91,12 @@ def test_control_commands_steer_a_run_directory(openai_server, tmp_path, capsys)
     openai_server.wait_for_requests(1, timeout=30)
     assert main(["pause", str(path)]) == 0
     assert "pause applied; run" in capsys.readouterr().out
+    first.set()
     parked()
     assert main(["message", str(path), "Hint: square x2."]) == 0   # releases the pause
     openai_server.wait_for_requests(2, timeout=30)
     assert main(["pause", str(path)]) == 0
+    second.set()
     parked()
     assert main(["resume", str(path), "--json"]) == 0              # live: resumes the pause
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["interaction_state"] in (
@@ -205,12 +209,14 @@ def test_queue_runtime_settings_in_process_applies_them_at_the_next_step(openai_
 @pytest.mark.integration
 def test_srh_settings_steers_a_run_directory_and_a_refused_one_lets_it_go_on(openai_server,
                                                                             tmp_path):
-    openai_server.script(evaluate("x1*x2", 0.3), evaluate("x1*x2**2", 0.0), evaluate("x1", 0.0))
+    first = threading.Event()      # answered once `srh pause` has returned, however slow its start
+    openai_server.script(evaluate("x1*x2", hold=first), evaluate("x1*x2**2"), evaluate("x1"))
     path = tmp_path / "run"
     thread = start_run(openai_server, path, "cli-settings")
     channel = RunDirectoryChannel(path)
     openai_server.wait_for_requests(1, timeout=30)
     assert srh("pause", str(path)).returncode == 0
+    first.set()
     wait_until(lambda: (channel.read_status() or {}).get("waiting_at_boundary"))
 
     done = srh("settings", str(path), "llm_max_tokens=512", "llm_temperature=0.25")
