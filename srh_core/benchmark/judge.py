@@ -13,7 +13,14 @@ first as built, then after ``sympy.simplify`` (the whole check is bounded by
 ``CHECK_SECONDS``: by SIGALRM on the main thread, elsewhere, as in a cluster
 worker's sweep coordinator, by running it in a forked child that is killed at
 the deadline; one that runs out of time is reported as such, not as a
-solution). A model equal to 0 is never one. Formula text is
+solution). A model equal to 0 is never one. Symbols are real-valued.
+
+The same test with the named inputs declared positive (``positive=`` of
+:func:`symbolic_solution`; the benchmark passes the inputs that are positive
+on every row of the problem's data) also sees the equalities that hold only
+for positive values (``sqrt(a*b) = sqrt(a)*sqrt(b)``, ``sqrt(x**2) = x``,
+``log(a/b) = log(a) - log(b)``): reported apart, as
+``symbolic_solution_positive``, never in place of SRBench's rule. Formula text is
 parsed by the engine and built node by node (:func:`srh_core.symbolic.to_sympy`),
 never handed to ``sympify``.
 
@@ -37,7 +44,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -77,7 +84,8 @@ class _OutOfTime(Exception):
     pass
 
 
-def symbolic_solution(formula: str, truth: str, *, r2_test: float | None = None) -> Verdict:
+def symbolic_solution(formula: str, truth: str, *, r2_test: float | None = None,
+                      positive: Iterable[str] = ()) -> Verdict:
     """SRBench's symbolic-solution test of ``formula`` against the true ``truth``.
 
     Args:
@@ -85,21 +93,31 @@ def symbolic_solution(formula: str, truth: str, *, r2_test: float | None = None)
         truth: The ground-truth formula, in the same variable names.
         r2_test: The model's test R^2; SRBench checks only models above 0.5.
             None skips that gate (``srh benchmark judge`` without data).
+        positive: Variables declared positive (the others are real); empty for
+            SRBench's rule.
     """
     if r2_test is not None and not (np.isfinite(r2_test) and r2_test > SYMBOLIC_R2_THRESHOLD):
         return Verdict(False, f"test R^2 {_show(r2_test)} is not above "
                               f"{SYMBOLIC_R2_THRESHOLD}: not checked")
+    names = frozenset(positive)
     try:
-        return _bounded(lambda: _check(formula, truth))
+        return _bounded(lambda: _check(formula, truth, names))
     except _OutOfTime:
         return Verdict(False, f"the symbolic check ran out of its {CHECK_SECONDS:g} s")
 
 
-def _check(formula: str, truth: str) -> Verdict:
+def positive_inputs(*tables: Mapping[str, Any]) -> list[str]:
+    """The variables positive on every row of every table (their values by name)."""
+    names: set[str] = set.intersection(*(set(table) for table in tables)) if tables else set()
+    return sorted(name for name in names
+                  if all(np.all(np.asarray(table[name], dtype=float) > 0) for table in tables))
+
+
+def _check(formula: str, truth: str, positive: frozenset[str] = frozenset()) -> Verdict:
     import sympy as sp
 
     try:
-        model, true = _sympy_pair(formula, truth)
+        model, true = _sympy_pair(formula, truth, positive)
     except _Unreadable as error:
         return Verdict(False, str(error))
     if model == 0:
@@ -123,8 +141,10 @@ class _Unreadable(Exception):
     pass
 
 
-def _sympy_pair(formula: str, truth: str) -> tuple[Any, Any]:
-    symbols: dict[str, Any] = {}
+def _sympy_pair(formula: str, truth: str, positive: frozenset[str]) -> tuple[Any, Any]:
+    import sympy as sp
+
+    symbols: dict[str, Any] = {name: sp.Symbol(name, positive=True) for name in positive}
     built = []
     for label, text in (("truth", truth), ("model", formula)):
         try:
@@ -231,9 +251,9 @@ def _in_child(work: Callable[[], Any]) -> Any:
     return value
 
 
-def judge_pair(formula: str, truth: str) -> dict[str, Any]:
+def judge_pair(formula: str, truth: str, positive: Iterable[str] = ()) -> dict[str, Any]:
     """``srh benchmark judge``: the verdict for one pair, without data (no R^2 gate)."""
-    verdict = symbolic_solution(formula, truth)
+    verdict = symbolic_solution(formula, truth, positive=positive)
     return {"symbolic_solution": verdict.symbolic_solution, "reason": verdict.reason,
             "difference": verdict.difference, "ratio": verdict.ratio}
 

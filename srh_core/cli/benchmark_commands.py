@@ -31,8 +31,8 @@ from srh_core.errors import ConfigurationError
 
 #: The fields of one benchmark row (``--json``), in order.
 ROW_FIELDS = ("problem", "seed", "method", "noise", "status", "symbolic_solution",
-              "accuracy_solution", "exact", "r2_test", "nmse_id", "nmse_ood", "complexity",
-              "seconds", "tokens", "best_formula", "symbolic_reason", "error")
+              "symbolic_solution_positive", "accuracy_solution", "exact", "r2_test", "nmse_id",
+              "nmse_ood", "complexity", "seconds", "tokens", "best_formula", "symbolic_reason", "error")
 DEFAULT_SUITE = "feynman"
 DEFAULT_METHODS = "srh,gplearn,pyoperon"
 
@@ -102,6 +102,9 @@ def register(subparsers: Any) -> None:
                                            "(no data: the R^2 gate is not applied).")
     judge.add_argument("formula")
     judge.add_argument("--truth", required=True)
+    judge.add_argument("--positive", default="", metavar="NAMES",
+                       help="comma-separated variables to declare positive (default: none, "
+                            "SRBench's rule)")
     judge.add_argument("--json", action="store_true")
     judge.set_defaults(handler=handle_benchmark_judge)
 
@@ -109,7 +112,8 @@ def register(subparsers: Any) -> None:
 def handle_benchmark_judge(args: argparse.Namespace) -> int:
     from srh_core.benchmark.judge import judge_pair
 
-    verdict = judge_pair(args.formula, args.truth)
+    positive = [name.strip() for name in args.positive.split(",") if name.strip()]
+    verdict = judge_pair(args.formula, args.truth, positive)
     if args.json:
         print(json.dumps(verdict))
     else:
@@ -241,7 +245,7 @@ def benchmark_row(row: Mapping[str, Any]) -> dict[str, Any]:
     values = {field: row.get(field) for field in ROW_FIELDS}
     values["method"] = row.get("method") or row.get("variant")
     values["exact"] = row.get("solved") is True
-    for field in ("symbolic_solution", "accuracy_solution"):
+    for field in ("symbolic_solution", "symbolic_solution_positive", "accuracy_solution"):
         values[field] = bool(done and row.get(field) is True)
     return values
 
@@ -258,6 +262,7 @@ def summary(rows: Sequence[Mapping[str, Any]], resamples: int = 2000) -> list[di
         entry: dict[str, Any] = {"method": method, "noise": noise, "cells": len(group),
                                  "done": sum(r.get("status") == "done" for r in group)}
         for field, name in (("symbolic_solution", "symbolic_solution_rate"),
+                            ("symbolic_solution_positive", "symbolic_solution_positive_rate"),
                             ("accuracy_solution", "accuracy_solution_rate"),
                             ("exact", "exact_rate")):
             outcomes = [bool(r.get(field)) for r in group]
@@ -324,10 +329,11 @@ def text_table(spec: Any, table: Sequence[Mapping[str, Any]], out: Path) -> str:
     lines = [f"Benchmark {spec.name}: results in {out / 'results.jsonl'}, summary in "
              f"{out / 'summary.json'}",
              f"  {'method':<10} {'noise':>6} {'cells':>5}  {'symbolic solution':<24} "
-             f"{'accuracy solution':<24} exact"]
+             f"{'accuracy solution':<24} {'exact':>6}  symbolic, inputs positive"]
     for entry in table:
         lines.append(f"  {entry['method']:<10} {entry['noise']:>6g} {entry['cells']:>5}  "
                      f"{_rate(entry, 'symbolic_solution_rate'):<24} "
                      f"{_rate(entry, 'accuracy_solution_rate'):<24} "
-                     f"{entry['exact_rate'] * 100:.1f}%")
+                     f"{entry['exact_rate'] * 100:>5.1f}%  "
+                     f"{entry['symbolic_solution_positive_rate'] * 100:.1f}%")
     return "\n".join(lines)

@@ -69,8 +69,8 @@ BACKOFF_MAX = 10.0
 CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "method", "noise", "status",
                "run_status", "solved", "r2_fresh", "best_formula", "complexity", "train_mse",
                "validation_mse", "r2_test", "symbolic_solution", "symbolic_reason",
-               "accuracy_solution", "nmse_id", "nmse_ood", "seconds", "tokens", "cost",
-               "model_seconds", "tool_seconds", "attempts", "run_id", "error", "settings_hash")
+               "symbolic_solution_positive", "accuracy_solution", "nmse_id", "nmse_ood",
+               "seconds", "tokens", "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error", "settings_hash")
 SPEND_COLUMNS = ("tokens", "cost", "model_seconds", "tool_seconds")
 SKIPPED = "not run: the sweep's budget is spent"
 
@@ -620,14 +620,20 @@ def judged_fields(spec: SweepSpec, entry: Mapping[str, Any], formula: str) -> di
 
 def benchmark_fields(problem: Any, formula: str, data: Any, seed: int) -> dict[str, Any]:
     X_test = {original: data.X_test[name] for original, name in data.names.items()}
+    X_train = {original: data.X_train[name] for original, name in data.names.items()}
     predicted = predictions(formula, X_test, len(data.y_test))
     r2 = judge.r2_score(data.y_test, predicted)
     verdict = judge.symbolic_solution(formula, problem.formula, r2_test=r2)
+    positive = judge.positive_inputs(X_train, X_test)
+    on_positive = (verdict if verdict.symbolic_solution or not positive else
+                   judge.symbolic_solution(formula, problem.formula, r2_test=r2,
+                                           positive=positive))
     ood = problem.sample_ood(len(data.y_test), seed) if hasattr(problem, "sample_ood") else None
     measures = judge.metrics(data.y_test, predicted, *(
         (ood[1], predictions(formula, ood[0], len(ood[1]))) if ood is not None else ()))
     return {"r2_test": _json_number(r2), "symbolic_solution": verdict.symbolic_solution,
             "symbolic_reason": verdict.reason,
+            "symbolic_solution_positive": on_positive.symbolic_solution,
             "accuracy_solution": judge.accuracy_solution(r2),
             "nmse_id": _json_number(measures.get("nmse_id")),
             "nmse_ood": _json_number(measures.get("nmse_ood"))}

@@ -28,6 +28,11 @@ def test_judge_prints_the_verdict_of_one_pair(capsys):
     assert verdict["reason"] == "the difference to the truth is constant"
     assert main(["benchmark", "judge", "m*v", "--truth", "m*v**2/2"]) == 1
     assert capsys.readouterr().out.startswith("not a solution:")
+    assert main(["benchmark", "judge", "sqrt(m*v)", "--truth", "sqrt(m)*sqrt(v)"]) == 1
+    capsys.readouterr()
+    assert main(["benchmark", "judge", "sqrt(m*v)", "--truth", "sqrt(m)*sqrt(v)",
+                 "--positive", "m, v", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["symbolic_solution"] is True
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -99,6 +99,31 @@ def test_judge_pair_is_the_cli_payload():
         "difference": None, "ratio": None}
 
 
+@pytest.mark.parametrize(("formula", "truth", "positive", "plain", "on_positive"), [
+    ("sqrt(a*b)", "sqrt(a)*sqrt(b)", "a,b", False, True),
+    ("m_0*c/sqrt(c**2 - v**2)", "m_0/sqrt(1 - v**2/c**2)", "m_0,v,c", False, True),
+    ("sqrt(4*E/(m*x**2) - w**2)", "sqrt(4*E/m - w**2*x**2)/x", "E,m,x,w", False, True),
+    ("sqrt(x**2)*y", "x*y", "x", False, True),
+    ("sqrt(x**2)*y", "x*y", "y", False, False),        # only the names given are positive
+    ("sqrt(a)*b", "a*b", "a,b", False, False),         # a wrong form stays wrong
+    ("2*a + 1", "a", "a", False, False),
+    ("3*x", "x", "x", True, True),                     # a solution stays one
+])
+def test_inputs_declared_positive_see_forms_that_hold_only_there(formula, truth, positive,
+                                                                 plain, on_positive):
+    assert judge.symbolic_solution(formula, truth).symbolic_solution is plain
+    names = positive.split(",")
+    assert judge.symbolic_solution(formula, truth, positive=names).symbolic_solution is on_positive
+
+
+def test_positive_inputs_are_the_names_positive_on_every_row_of_every_table():
+    train = {"a": [1.0, 2.0], "b": [0.0, 1.0], "c": [3.0], "d": [1.0]}
+    test = {"a": [5.0], "b": [1.0], "c": [-1.0]}
+    assert judge.positive_inputs(train, test) == ["a"]
+    assert judge.positive_inputs(train) == ["a", "c", "d"]
+    assert judge.positive_inputs() == []
+
+
 def test_accuracy_solution_threshold():
     assert judge.accuracy_solution(0.9995)
     assert not judge.accuracy_solution(0.999)

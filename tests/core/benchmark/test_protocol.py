@@ -110,3 +110,13 @@ def test_an_anonymized_cell_is_judged_in_the_problem_s_names(tmp_path):
     assert fields["nmse_id"] == pytest.approx(0, abs=1e-20)
     wrong = judged_fields(spec, entry, "x1*x2")
     assert not wrong["solved"] and not wrong["symbolic_solution"]
+
+
+def test_a_form_equal_only_for_positive_inputs_is_reported_apart(tmp_path):
+    spec = _spec(tmp_path, "seeds = [3]\ntest_fraction = 0.25")
+    entry = {"problem": "feynman-I.10.7", "seed": 3, "noise": 0.0}   # m_0/sqrt(1 - v**2/c**2)
+    fields = judged_fields(spec, entry, "m_0*c/sqrt(c**2 - v**2)")   # equal where c > 0
+    assert fields["solved"] and fields["accuracy_solution"]
+    assert not fields["symbolic_solution"] and fields["symbolic_solution_positive"]
+    assert judged_fields(spec, entry, "m_0*c/(c - v)")["symbolic_solution_positive"] is False
+    assert judged_fields(spec, entry, "m_0/sqrt(1 - v**2/c**2)")["symbolic_solution_positive"]
