@@ -33,6 +33,19 @@ RULES = [
     ("exp-of-log-of-positive-product", "exp(log(2*a/b) + x)", ("a", "b"), "2*a*exp(x)/b"),
     ("exp-of-log-number", "exp(log(3) + x)", (), "3*exp(x)"),
     ("exp-of-log-negative-number-kept", "exp(log(-3) + x)", (), "exp(log(-3) + x)"),
+    ("exp-of-scaled-log", "exp(2*log(a) + x)", ("a",), "a**2*exp(x)"),
+    ("exp-of-log-over-number", "1/exp(log(sqrt(x**2*P**3))/3)", ("x", "P"),
+     "1/(x**(1/3)*sqrt(P))"),
+    ("exp-of-half-log", "exp(0.5*log(a))", ("a",), "sqrt(a)"),
+    ("exp-of-scaled-log-unknown-sign", "exp(2*log(a) + x)", (), "exp(2*log(a) + x)"),
+    ("exp-of-log-times-name-kept", "exp(x*log(a))", ("a",), "exp(x*log(a))"),
+    ("minus-log-of-quotient", "-nu*log(eps/x)/(4*pi*N)", (), "nu*log(x/eps)/(4*pi*N)"),
+    ("negative-denominator-log", "T*log(n/n_0)/(-m*x)", (), "T*log(n_0/n)/(m*x)"),
+    ("minus-log-of-name-kept", "-c*log(a)", (), "-c*log(a)"),
+    ("minus-two-logs-kept", "-log(a/b)*log(c/d)", (), "-log(a/b)*log(c/d)"),
+    ("negated-factor", "a*-b", (), "-a*b"),
+    ("repeated-factor", "m*N*N/N**3", (), "m/N"),
+    ("repeated-sum-factor", "(a + 1)*(a + 1)*x", (), "(a + 1)**2*x"),
     ("negative-powers-divide", "3*x**-2.0*y", (), "3*y/x**2"),
     ("inverse", "x*inv(y + 1)", (), "x/(y + 1)"),
     ("quotient-of-quotient", "a/(b/c)", (), "a*c/b"),
@@ -109,7 +122,7 @@ POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need po
     ("thirds-add-exactly", "(s*k/r)**-1*(M**2*s/g)**(4/3)*(g*r/(M*v))**(-2/3)",
      ("s", "k", "r", "M", "g", "v"), "r**(1/3)*M**(10/3)*s**(1/3)*v**(2/3)/(k*g**2)"),
     ("common-factor-out-of-root", "mu*a**0.5*(A*A*sqrt(a*V + x*a*m))", ("a",),
-     "mu*a*A*A*sqrt(V + x*m)"),
+     "mu*a*A**2*sqrt(V + x*m)"),
     ("negative-common-factor-kept", "sqrt(a*V + a*x)", ("V",), "sqrt(a*V + a*x)"),
     ("positive-part-of-root-out", "(r*s)**(1/3)", ("r",), "r**(1/3)*s**(1/3)"),
     ("signed-part-of-root-together", "(r*s*t)**(1/3)", ("r",), "r**(1/3)*(s*t)**(1/3)"),
@@ -210,7 +223,8 @@ def test_integral_numbers_become_ints_in_the_tree() -> None:
 @pytest.mark.parametrize(("text", "positive", "expected"), [
     ("x", ("x",), True), ("x", (), False), ("exp(y)", (), True), ("2*x/y**3", ("x", "y"), True),
     ("x - y", ("x", "y"), False), ("x + 1", ("x",), True), ("-x", ("x",), False),
-    ("sin(x)", ("x",), False)])
+    ("sin(x)", ("x",), False), ("sqrt(x*y)", ("x", "y"), True), ("sqrt(x - y)", ("x", "y"), False),
+    ("abs(x)", (), False)])
 def test_is_positive(text: str, positive: tuple[str, ...], expected: bool) -> None:
     assert is_positive(parse(text), positive) is expected
 
