@@ -79,7 +79,7 @@ def _fresh_error(problem, formula: str) -> float:
 def test_the_answer_mapped_back_is_the_truth(problem):
     names, units, target, _ = problem
     X, y = data(problem)
-    result = search(X, y, names, time_budget=5, seed=0, workers=1, max_evaluations=20_000,
+    result = search(X, y, names, time_budget=60, seed=0, workers=1, max_evaluations=20_000,
                     units=dict(zip(names, units, strict=True)), target_units=target)
     assert any(note.startswith("dimensional analysis") for note in result.notes)
     assert _fresh_error(problem, result.best.formula) < 1e-9, result.best.formula
@@ -91,7 +91,7 @@ def test_inconsistent_formulas_are_dropped_from_the_front():
     rng = np.random.default_rng(1)
     X = rng.uniform(1, 3, (200, 2))
     units = {"x": "m", "t": "s"}
-    result = search(X, X[:, 0] + X[:, 1], ["x", "t"], time_budget=2, seed=0, workers=1,
+    result = search(X, X[:, 0] + X[:, 1], ["x", "t"], time_budget=60, seed=0, workers=1,
                     max_evaluations=5_000, units=units, target_units="m")
     dropped = [note for note in result.notes if note.startswith("dropped")]
     assert dropped and "dimensionally inconsistent" in dropped[0], result.notes
@@ -100,7 +100,7 @@ def test_inconsistent_formulas_are_dropped_from_the_front():
     assert "the target in m" in dropped[0] or "combines" in dropped[0]
     for entry in result.front:
         assert check_dimensions(entry.expression, units, "m").consistent, entry.formula
-    plain = search(X, X[:, 0] + X[:, 1], ["x", "t"], time_budget=2, seed=0, workers=1,
+    plain = search(X, X[:, 0] + X[:, 1], ["x", "t"], time_budget=60, seed=0, workers=1,
                    max_evaluations=5_000)
     assert plain.best.mse < 1e-20 and not any(n.startswith("dropped") for n in plain.notes)
 
@@ -112,7 +112,7 @@ def test_inconsistent_formulas_are_dropped_from_the_front():
 def test_no_reduction_says_why_and_searches_the_whole_problem(units, target, note):
     names, _, _, _ = PENDULUM
     X, y = data(PENDULUM)
-    result = search(X, y, names, time_budget=2, seed=0, workers=1, max_evaluations=5_000,
+    result = search(X, y, names, time_budget=60, seed=0, workers=1, max_evaluations=5_000,
                     units=units, target_units=target)
     assert any(note in text for text in result.notes), result.notes
     assert result.best.r2 > 1 - 1e-12  # the whole problem was searched

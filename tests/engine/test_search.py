@@ -68,7 +68,8 @@ def test_no_pair_when_every_variable_enters_on_its_own():
 def test_search_recovers_a_ratio_of_sums_exactly():
     small = X[:400]
     a, b, c = small.T
-    result = search(small, (a - b) / (a + c), ["a", "b", "c"], time_budget=5, seed=0)
+    # a wide budget, for a loaded machine: the search returns once it is exact (about 1 s)
+    result = search(small, (a - b) / (a + c), ["a", "b", "c"], time_budget=60, seed=0)
     best = result.best
     assert best is not None and best.mse < 1e-20, [e.formula for e in result.front]
     fresh = inputs(200, seed=9)

@@ -49,7 +49,7 @@ def test_bad_fit_weights_are_a_fit_error(weights, message):
 
 def test_the_search_finds_the_weighted_truth():
     X = np.column_stack([X1, X2])
-    weighted = search(X, Y, ["a", "b"], time_budget=3, seed=0, workers=1,
+    weighted = search(X, Y, ["a", "b"], time_budget=60, seed=0, workers=1,
                       weights=FIRST.astype(float))
     best = weighted.front[-1]
     assert best.mse < 1e-20 and engine.complexity(best.expression) <= 5, best.formula

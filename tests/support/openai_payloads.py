@@ -9,7 +9,8 @@ tool-call argument deltas and the final usage chunk), and Responses API
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tests.support.openai_server import Reply, SSEEvent
@@ -136,11 +137,14 @@ def responses_events(deltas: Sequence[str], final: Mapping[str, Any]) -> list[SS
     return events
 
 
-def evaluating_reply(formulas: Sequence[str], *, delay: float = 0.0) -> Any:
+def evaluating_reply(formulas: Sequence[str], *, delay: float = 0.0,
+                     hold: Callable[[int], threading.Event | None] | None = None) -> Any:
     """A responder for ``FakeOpenAIServer.respond_with``: n choices, one evaluate_formula call each.
 
     Choice k of a request evaluates ``formulas[(seed + k) % len(formulas)]``, so a
     step's samples differ and the same step (same sampling seed) is answered the same.
+    ``hold(seed)`` names the event a step's answer waits for (None: answered at once):
+    the steps a test's command or signal must land in stay open until it has been sent.
     """
     def respond(request: Any) -> Reply:
         body = request.body if isinstance(request.body, dict) else {}
@@ -148,6 +152,7 @@ def evaluating_reply(formulas: Sequence[str], *, delay: float = 0.0) -> Any:
         choices = [chat_choice(None, index=k, tool_calls=[tool_call(
             "evaluate_formula", {"f": formulas[(seed + k) % len(formulas)]}, f"call_{seed}_{k}")])
             for k in range(n)]
-        return Reply.json(chat_completion(choices), delay=delay)
+        return Reply.json(chat_completion(choices), delay=delay,
+                          hold=None if hold is None else hold(seed))
 
     return respond

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import threading
+import time
 
 import pytest
 
@@ -99,16 +100,19 @@ def test_cluster_page_without_redis_says_so(server):
 
 
 # ------------------------------------------------------------ a live run
-def reply(f: str, call_id: str, delay: float = 0.0) -> Reply:
+def reply(f: str, call_id: str, hold: threading.Event | None = None) -> Reply:
     return Reply.json(chat_completion(content=None, tool_calls=[
-        tool_call("evaluate_formula", {"f": f}, call_id)]), path=CHAT, delay=delay)
+        tool_call("evaluate_formula", {"f": f}, call_id)]), path=CHAT, hold=hold)
 
 
 @pytest.fixture
 def live_run(openai_server, tmp_path, monkeypatch):
-    """An interactive run paused after its first step; a tool result carries a script payload."""
+    """An interactive run whose first step is answered when the test sets the yielded event
+    (a command sent before it lands in that step, however slow the machine); a tool result
+    carries a script payload."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    openai_server.script(reply(PAYLOAD, "c1", delay=0.8), reply("x1*x2**2", "c2"))
+    first = threading.Event()
+    openai_server.script(reply(PAYLOAD, "c1", hold=first), reply("x1*x2**2", "c2"))
     agent = SRAgentInteractive(llm_provider="openai", llm_model="test-model",
                                base_url=openai_server.base_url, max_refinement_depth=2,
                                early_stop=False, run_id="live", tools=["evaluate_formula"],
@@ -122,17 +126,23 @@ def live_run(openai_server, tmp_path, monkeypatch):
     with LiveServer([tmp_path / "runs"]) as live:
         client = Client(live.url)
         thread.start()
-        yield live, client, agent, openai_server
+        yield live, client, agent, openai_server, first
+        first.set()
         if agent.interaction_manager.state in ("pausing", "paused"):
             agent.interaction_manager.command("resume")
         thread.join(timeout=20)
 
 
 def test_controls_and_live_events_of_an_interactive_run(live_run):
-    live, client, agent, openai_server = live_run
+    live, client, agent, openai_server, first = live_run
     openai_server.wait_for_requests(1, timeout=30)
     status, _, body = client.post("/api/runs/live/control", {"action": "pause"})
     assert status == 202, body
+    received = time.monotonic() + 30  # the run's bridge reads the command on its own thread
+    while agent.interaction_manager.state != "pausing":
+        assert time.monotonic() < received, agent.interaction_manager.state
+        time.sleep(0.01)
+    first.set()                       # step 1 ends after the pause: its boundary holds the run
     events = read_sse(live.url, "/api/runs/live/events", lambda got: any(
         name == "timeline" and data["kind"] == "state_changed"
         and data["payload"]["current"] == "paused" for name, data in got))
@@ -152,7 +162,8 @@ def test_controls_and_live_events_of_an_interactive_run(live_run):
 
 
 def test_a_script_in_a_tool_result_stays_text(live_run):
-    live, client, agent, openai_server = live_run
+    live, client, agent, openai_server, first = live_run
+    first.set()
     openai_server.wait_for_requests(2, timeout=30)
     node_id = client.json("/api/runs/live/nodes")["nodes"][0]["node_id"]
     status, _, raw = client.get(f"/api/runs/live/nodes/{node_id}")

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from srh_core.interactive import RunDirectoryChannel
 from srh_web.panels import Panels, PanelSettings
 from tests.core.agent.test_authoring_agents import WRITE_DATA, evaluator_program, program_call
 from tests.support.openai_payloads import chat_completion, tool_call
@@ -58,23 +60,28 @@ pytestmark = [
 ]
 
 
-def replies() -> list[Reply]:
+def replies(paused: threading.Event) -> list[Reply]:
     """Step 1 returns a script in its tool result; step 2 calls no tool, so the run pauses
-    itself and waits for the browser; step 3 is slow, so the browser's Pause lands in it."""
-    def evaluate(f: str, i: int, delay: float = 0.3) -> Reply:
+    itself and waits for the browser; step 3 is answered once the run has the browser's
+    Pause (``paused`` set), so the Pause lands in it however slow the machine."""
+    def evaluate(f: str, i: int, delay: float = 0.3, hold: threading.Event | None = None
+                 ) -> Reply:
         return Reply.json(chat_completion(content=f"Step {i}: trying {f}.", tool_calls=[
-            tool_call("evaluate_formula", {"f": f}, f"c{i}")]), path=CHAT, delay=delay)
+            tool_call("evaluate_formula", {"f": f}, f"c{i}")]), path=CHAT, delay=delay,
+            hold=hold)
 
     return [evaluate(f'x1 + "{SCRIPT}"', 1),
             Reply.json(chat_completion(content="Which family should I try next?"), path=CHAT),
-            evaluate("x1*x2", 3, delay=2.0), evaluate("x1*x2**2", 4), evaluate("x2**2", 5),
+            evaluate("x1*x2", 3, hold=paused), evaluate("x1*x2**2", 4), evaluate("x2**2", 5),
             evaluate("x1*x2**2", 6)]
 
 
 @pytest.fixture
 def live_run(openai_server, tmp_path):
-    """``srh run --interactive`` in a subprocess; its run directory under ``tmp_path/runs``."""
-    openai_server.script(*replies())
+    """``srh run --interactive`` in a subprocess; its run directory under ``tmp_path/runs``,
+    and the event that lets step 3 be answered."""
+    paused = threading.Event()
+    openai_server.script(*replies(paused))
     rng = np.random.default_rng(3)
     x1, x2 = rng.uniform(1, 4, 60), rng.uniform(1, 4, 60)
     data = tmp_path / "data.csv"
@@ -88,15 +95,16 @@ def live_run(openai_server, tmp_path):
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
     try:
-        yield process, tmp_path / "runs"
+        yield process, tmp_path / "runs", paused
     finally:
+        paused.set()
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
 
 
 def test_watch_pause_and_resume_a_live_run_in_chromium(live_run, openai_server, tmp_path):
-    process, runs = live_run
+    process, runs, paused = live_run
     with LiveServer([runs]) as server, chromium_page(tmp_path) as (page, errors):
         wait_for_run_page(page, f"{server.url}/runs/browser")
         nodes = page.locator("g.node")
@@ -106,7 +114,11 @@ def test_watch_pause_and_resume_a_live_run_in_chromium(live_run, openai_server, 
 
         page.locator("#resume").click()
         poll(page, lambda: control.inner_text() == "running")
-        page.locator("#pause").click()                           # lands in slow step 3
+        channel = RunDirectoryChannel(runs / "browser")
+        pauses = received_pauses(channel)
+        page.locator("#pause").click()                           # lands in held step 3
+        poll(page, lambda: received_pauses(channel) > pauses)    # the run has it
+        paused.set()
         poll(page, lambda: control.inner_text() == "paused")
         poll(page, lambda: nodes.count() == 3)                   # nodes appear live
         requests = len(openai_server.requests)
@@ -259,6 +271,11 @@ def wait_for_run_page(page, url: str) -> None:
         if page.locator("#title").inner_text() == "Run browser":
             return
         assert time.monotonic() < deadline, "the run never showed up in srh web"
+
+
+def received_pauses(channel: RunDirectoryChannel) -> int:
+    return sum(e["kind"] == "command_received" and e["payload"]["action"] == "pause"
+               for e in channel.read_events(0)["events"])
 
 
 def poll(page, condition, timeout: float = 30.0) -> None:

@@ -14,9 +14,10 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,29 @@ FORMULAS = ("x1*x2", "x1 + x2", "x2**2", "x1*x2 + x1")
 HINT = "Hint: y grows with the square of x2."
 DEADLINE = 60.0
 CANCEL_SECONDS = 10.0
+RUN_SEED = 5
+SLOW_SECONDS = 60  # a tool call or model request that only a force-pause ends in time
+
+Step = tuple[int, int, int]
+"""A step's (R, C, L)."""
+
+
+def step_seed(R: int, C: int, L: int, run_seed: int = RUN_SEED) -> int:
+    """The sampling seed a step's requests carry (see SRAgent.sampling_seed)."""
+    return (run_seed * 1_000_003 + R * 10_007 + C * 101 + L) % (2**31 - 1)
+
+
+def holding(hold: Callable[[Step], threading.Event | None]) -> Any:
+    """The model's responder, each step's answer held until ``hold(step)`` is set.
+
+    A reply's delay is no window for a command: on a loaded machine the test's command
+    can come after the step it was meant for has ended. A step whose answer is held
+    until the command has been sent ends after it, so its boundary sees the command.
+    """
+    steps = {step_seed(R, C, L): (R, C, L)
+             for R in range(1, 4) for C in range(1, 4) for L in range(1, 8)}
+    return evaluating_reply(FORMULAS, hold=lambda seed: hold(steps[seed]) if seed in steps
+                            else None)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +113,7 @@ class Steered:
         self.settings = SearchSettings.build(**{
             "run_id": run_id, "llm_provider": "openai", "llm_model": "test-model",
             "base_url": model.base_url, "tool_parser": "openai", "early_stop": False,
-            "seed": 5, "tools": ["evaluate_formula"], **values})
+            "seed": RUN_SEED, "tools": ["evaluate_formula"], **values})
         rng = np.random.default_rng(0)
         x1, x2 = rng.uniform(1, 5, (2, 120))
         submit_interactive(cluster.client, sender(cluster.app), self.settings,
@@ -107,7 +131,7 @@ class Steered:
     def coordinate(self, body: dict[str, Any]) -> tuple[int, int, int]:
         """The (R, C, L) whose sampling seed the request carries."""
         s = self.settings
-        seeds = {(s.seed * 1_000_003 + R * 10_007 + C * 101 + L) % (2**31 - 1): (R, C, L)
+        seeds = {step_seed(R, C, L, s.seed): (R, C, L)
                  for R in range(1, s.max_restart_loop + 1)
                  for C in range(1, s.global_width + 1)
                  for L in range(1, s.max_refinement_depth + 1)}
@@ -166,14 +190,17 @@ def hints(body: dict[str, Any]) -> list[str]:
 
 
 def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
-    model.respond_with(evaluating_reply(FORMULAS, delay=0.3))
-    # depth 6: after the hint is seen, restart 1 must still be running when the second pause
-    # lands; at depth 3 its last steps (0.3 s each) ended it first once under -n 2 (held were
-    # restart 2's steps)
+    # each command lands in the steps held for it: the pause in L1, the hint at L2's end,
+    # the second pause in restart 1 (depth 6: it is not over), next_r in restart 2's L1
+    paused, hinted, paused_again, ended = (threading.Event() for _ in range(4))
+    model.respond_with(holding(lambda step: ended if step[0] == 2 else
+                               paused if step[2] == 1 else hinted if step[2] == 2 else
+                               paused_again))
     run = Steered(steered, model, "steer-step", max_restart_loop=2, global_width=2,
                   max_refinement_depth=6, local_sample_size=2)
     run.wait_for_requests(1)
     assert run.send("pause")["interaction_state"] in ("pausing", "paused")
+    paused.set()
     status = run.wait_parked()
     branches = run.store.flow.load_branches(1, 2)
     assert sorted(status["held"]) == sorted(f"step:1:{b.C}:{b.L}" for b in branches)
@@ -181,6 +208,7 @@ def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
     assert run.send("resume")["interaction_state"] == "running"
 
     run.send("message", HINT)                # the next boundary takes it
+    hinted.set()
     wait_until(lambda: [b for b in run.bodies() if hints(b)], DEADLINE, "the hint to be sent")
     hinted = [body for body in run.bodies() if hints(body)]
     assert hints(hinted[0]) == [f"{MESSAGE_PREFIX}\n{HINT}"]
@@ -188,6 +216,7 @@ def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
     assert {run.coordinate(b)[:2] for b in hinted} == {taker[:2]}   # one branch took it
 
     run.send("pause")
+    paused_again.set()
     status = run.wait_parked()
     assert status["held"] and all(m.startswith("step:1:") for m in status["held"])
     run.assert_nothing_in_flight(status)
@@ -195,6 +224,7 @@ def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
     wait_until(lambda: any(run.coordinate(b)[0] == 2 for b in run.bodies()), DEADLINE,
                "restart 2 to start")
     run.send("next_r")                       # ends restart 2 (the last one): the run ends
+    ended.set()
     result = run.result()
 
     assert result.status == "completed", result.stop_reason
@@ -219,11 +249,13 @@ def test_step_tasks_are_held_released_and_moved_on_by_commands(steered, model):
 
 def test_a_whole_run_task_ends_its_chunk_when_paused_and_a_message_sends_it_again(
         steered, model, monkeypatch):
-    model.respond_with(evaluating_reply(FORMULAS, delay=0.3))
+    paused = threading.Event()                   # the first steps end after the pause
+    model.respond_with(holding(lambda step: paused if step[2] == 1 else None))
     run = Steered(steered, model, "steer-run", max_restart_loop=1, global_width=2,
                   max_refinement_depth=3, local_sample_size=1, granularity="run")
     run.wait_for_requests(1)
     run.send("pause")
+    paused.set()
     status = run.wait_parked()
     assert status["held"] == ["run"]
     assert not steered.client.exists(RunKeys(run.run_id).lock)   # the chunk let the run go
@@ -241,7 +273,7 @@ def test_a_whole_run_task_ends_its_chunk_when_paused_and_a_message_sends_it_agai
 
 
 def test_force_pause_cuts_a_running_tool_on_a_worker(steered, model):
-    waiting = tool_call("cancellable_wait", {"seconds": 5.0}, "w1")
+    waiting = tool_call("cancellable_wait", {"seconds": SLOW_SECONDS}, "w1")
     answered = Counter[str]()
 
     def respond(request: Any) -> Reply:  # the run's first request waits, the next one fits
@@ -260,7 +292,7 @@ def test_force_pause_cuts_a_running_tool_on_a_worker(steered, model):
     started = time.monotonic()
     assert run.send("force_pause")["force_pause_requested"] is True
     run.wait_parked()
-    assert time.monotonic() - started < 4.0          # the 5 s tool did not run out
+    assert time.monotonic() - started < SLOW_SECONDS / 2     # the tool did not run out
     assert run.control.read_status()["held"] == ["step:1:1:2"]
     run.send("resume")
     result = run.result()
@@ -275,15 +307,15 @@ def test_force_pause_cuts_a_running_tool_on_a_worker(steered, model):
 
 def test_force_pause_cancels_a_model_request_in_flight_on_a_worker(steered, model):
     run = Steered(steered, model, "steer-cut", llm_provider="test-cancellable",
-                  llm_model="wait-5", tool_parser="text", base_url=None, max_restart_loop=1,
-                  global_width=1, max_refinement_depth=2, local_sample_size=1)
+                  llm_model=f"wait-{SLOW_SECONDS}", tool_parser="text", base_url=None,
+                  max_restart_loop=1, global_width=1, max_refinement_depth=2, local_sample_size=1)
     wait_until(lambda: any(e["kind"] == "assistant_started"
                            for e in run.control.read_events(0)["events"]), DEADLINE,
                "the model request to start")
     started = time.monotonic()
     run.send("force_pause")
     assert run.wait_parked()["held"] == ["step:1:1:2"]
-    assert time.monotonic() - started < 4.0          # the 5 s request did not run out
+    assert time.monotonic() - started < SLOW_SECONDS / 2     # the request did not run out
     failed = [e["payload"] for e in run.control.read_events(0)["events"]
               if e["kind"] == "assistant_failed"]
     assert len(failed) == 1 and failed[0]["interrupted"] is True
@@ -296,12 +328,14 @@ def test_force_pause_cancels_a_model_request_in_flight_on_a_worker(steered, mode
 
 @pytest.mark.parametrize("granularity", ["step", "run"])
 def test_srh_cancel_ends_a_paused_run_at_once(steered, model, monkeypatch, capsys, granularity):
-    model.respond_with(evaluating_reply(FORMULAS, delay=0.3))
+    paused = threading.Event()                   # the first steps end after the pause
+    model.respond_with(holding(lambda step: paused if step[2] == 1 else None))
     run = Steered(steered, model, f"steer-cancel-{granularity}", max_restart_loop=2,
                   global_width=2, max_refinement_depth=3, local_sample_size=1,
                   granularity=granularity)
     run.wait_for_requests(1)
     run.send("pause")
+    paused.set()
     run.wait_parked()                        # nothing of the run holds a worker now
     main = cluster_cli(steered, monkeypatch)
     cancelled = time.monotonic()
@@ -353,11 +387,13 @@ def token_limit(body: dict[str, Any]) -> Any:
 @pytest.mark.parametrize("granularity", ["step", "run"])
 def test_runtime_settings_reach_every_later_step_on_workers_and_a_refused_one_is_reported(
         steered, model, granularity):
-    model.respond_with(evaluating_reply(FORMULAS, delay=0.3))
+    paused = threading.Event()                   # step 1 ends after the pause: L2 takes them
+    model.respond_with(holding(lambda step: paused if step[2] == 1 else None))
     run = Steered(steered, model, f"steer-settings-{granularity}", max_refinement_depth=3,
                   local_sample_size=1, granularity=granularity)
     run.wait_for_requests(1)
     run.send("pause")
+    paused.set()
     run.wait_parked()
     env = {**os.environ, "SRH_REDIS_URL": steered.url, "SRH_BROKER_URL": steered.url,
            "SRH_TASK_MODULES": "none"}

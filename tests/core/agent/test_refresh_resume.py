@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -69,8 +70,11 @@ def plans(out: Path) -> list[dict]:
 def test_resume_after_a_refresh_runs_on_the_refreshed_data(tmp_path):
     out, script = tmp_path / "run", tmp_path / "run.py"
     script.write_text(RUN, encoding="utf-8")
+    first_step = 10_007 + 101 + 1  # step 1's sampling seed (run seed 0, R1, C1)
+    interrupted = threading.Event()  # the later steps are answered once Ctrl-C was sent
     with FakeOpenAIServer() as server:
-        server.respond_with(evaluating_reply(("x1*x2", "x1 + x2"), delay=0.4))
+        server.respond_with(evaluating_reply(("x1*x2", "x1 + x2"), hold=lambda seed: None
+                                             if seed == first_step else interrupted))
         process = subprocess.Popen([sys.executable, str(script), server.base_url, str(out)],
                                    cwd=ROOT, env=env(), stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
@@ -80,6 +84,7 @@ def test_resume_after_a_refresh_runs_on_the_refreshed_data(tmp_path):
             assert time.monotonic() < end, "the refresh was never recorded"
             time.sleep(0.02)
         process.send_signal(signal.SIGINT)
+        interrupted.set()
         stdout, stderr = process.communicate(timeout=DEADLINE)
         assert process.returncode == 0, stderr
         first = json.loads(stdout.strip().splitlines()[-1])

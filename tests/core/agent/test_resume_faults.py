@@ -4,6 +4,9 @@ Each test runs the real ``srh`` CLI in a subprocess against the local
 OpenAI-compatible server (through the real ``openai`` client), which
 counts the requests of every step: a step's sampling seed is a pure
 function of its coordinate, so the count per seed is the count per step.
+The server holds the answers of the steps after the first until the test
+has stopped the run (its time limit passed, its signal sent), so the run
+is stopped part-way whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +42,19 @@ def step_seeds() -> dict[int, tuple[int, int]]:
 
 
 @pytest.fixture
-def server() -> FakeOpenAIServer:
+def later_steps() -> threading.Event:
+    """Set by the test once it has stopped the run: the steps after L1 are answered then."""
+    return threading.Event()
+
+
+@pytest.fixture
+def server(later_steps: threading.Event) -> FakeOpenAIServer:
+    seeds = step_seeds()
     with FakeOpenAIServer() as fake:
-        fake.respond_with(evaluating_reply(FORMULAS, delay=0.4))
+        fake.respond_with(evaluating_reply(FORMULAS, hold=lambda seed: later_steps
+                                           if seeds[seed][1] > 1 else None))
         yield fake
+        later_steps.set()  # a failed test's held answers go before the server stops
 
 
 @pytest.fixture
@@ -98,6 +112,21 @@ def resume_and_check(out: Path, server: FakeOpenAIServer, finished: set[tuple[in
     assert all(counts[step] == 1 for step in finished), counts  # none of those twice
 
 
+def run_deadline(out: Path) -> float:
+    """Epoch seconds when the run's time limit runs out, from its timeline's clock record
+    (``at`` is taken after ``seconds_left``, so the sum is not before the deadline)."""
+    timeline = out / "timeline.jsonl"
+    end = time.monotonic() + DEADLINE
+    while True:
+        lines = timeline.read_text(encoding="utf-8").splitlines() if timeline.exists() else []
+        clocks = [json.loads(line) for line in lines if '"clock"' in line and line.endswith("}")]
+        if clocks:
+            at = datetime.fromisoformat(clocks[0]["at"]).timestamp()
+            return at + 0.001 + clocks[0]["seconds_left"]    # ``at`` is cut to milliseconds
+        assert time.monotonic() < end, "the run never started its clock"
+        time.sleep(0.02)
+
+
 def wait_for_requests(server: FakeOpenAIServer, count: int) -> None:
     end = time.monotonic() + DEADLINE
     while len(server.requests) < count:
@@ -105,12 +134,18 @@ def wait_for_requests(server: FakeOpenAIServer, count: int) -> None:
         time.sleep(0.02)
 
 
-def test_resume_continues_a_run_stopped_by_its_time_limit(server, data_file, tmp_path):
-    out = tmp_path / "run"
-    # 6 levels of 0.4 s requests (2.4 s and the steps' work) cannot end within 2.5 s, of
-    # which the run's start-up takes about 0.5 s; the first levels do (3 s was too close:
-    # a run that finished every level ended "completed")
-    process = srh(*run_args(data_file, out, server, "--time-limit", "2.5"), server=server)
+def test_resume_continues_a_run_stopped_by_its_time_limit(server, later_steps, data_file,
+                                                          tmp_path):
+    out, config = tmp_path / "run", tmp_path / "clock.toml"
+    # L1 is answered at once, L2 once the 2.5 s have run out: the boundary after L2 ends the
+    # run (a plain delay made it finish every level, or none, when the machine was busy). The
+    # clock starts once the run is ready to fit: a wall clock counts the run's start-up, and
+    # on a busy machine that alone took 7 s, so no step opened
+    config.write_text('[search]\ntime_limit_clock = "fit"\n', encoding="utf-8")
+    process = srh(*run_args(data_file, out, server, "--time-limit", "2.5", "--config",
+                            str(config)), server=server)
+    time.sleep(max(0.0, run_deadline(out) - time.time()))
+    later_steps.set()
     stdout, stderr = process.communicate(timeout=DEADLINE)
     assert process.returncode == 0, stderr
     first = json.loads(stdout)
@@ -121,11 +156,13 @@ def test_resume_continues_a_run_stopped_by_its_time_limit(server, data_file, tmp
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
-def test_resume_continues_an_interrupted_or_killed_run(server, data_file, tmp_path, sig):
+def test_resume_continues_an_interrupted_or_killed_run(server, later_steps, data_file, tmp_path,
+                                                       sig):
     out = tmp_path / "run"
     process = srh(*run_args(data_file, out, server), server=server)
-    wait_for_requests(server, 3)
+    wait_for_requests(server, 3)      # both L1 steps and an L2 one, whose answer is held
     process.send_signal(sig)
+    later_steps.set()
     process.communicate(timeout=DEADLINE)
     assert process.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
     done = planned_steps(out)
