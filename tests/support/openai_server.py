@@ -129,6 +129,9 @@ class FakeOpenAIServer:
         self.unexpected: list[RecordedRequest] = []
         self.errors: list[str] = []
         self.stopping = threading.Event()
+        self._in_flight = 0
+        self.peak_in_flight = 0
+        """Most requests the server was answering at once (arrival to the reply's last byte)."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -254,6 +257,17 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.owner  # type: ignore[attr-defined]
 
     def _answer(self) -> None:
+        owner = self.owner
+        with owner._lock:
+            owner._in_flight += 1
+            owner.peak_in_flight = max(owner.peak_in_flight, owner._in_flight)
+        try:
+            self._answer_one()
+        finally:
+            with owner._lock:
+                owner._in_flight -= 1
+
+    def _answer_one(self) -> None:
         reply = self.owner._next_reply(self._record())
         if reply is None:
             self._send_json(418, {"error": {"message": "fake server: unexpected request "
