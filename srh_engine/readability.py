@@ -32,6 +32,11 @@ value, up to floating-point rounding, wherever the original is defined):
   into the log: ``-c*log(a/b)`` is ``c*log(b/a)`` (where the log is real ``a/b > 0`` and
   ``-log(a/b) = log(b/a)``); a negated factor is a sign (``a*-b`` -> ``-a*b``), and a
   factor repeated in a product is one power (``N*N`` -> ``N**2``).
+* an integer power of a product or quotient is the product of the powers
+  (``(1/v)**2`` -> ``1/v**2``, ``(m*v)**2`` -> ``m**2*v**2``), so the roots above see
+  its monomials; a power of ``exp`` is ``exp`` of the scaled argument
+  (``sqrt(exp(a/b))`` -> ``exp(a/(2*b))``, ``exp(a)**2`` -> ``exp(2*a)``), exact for
+  every real argument.
 * powers are written as a person writes them, so that SymPy without assumptions (and
   so SRBench's judge) sees equalities that hold only for positive variables the way
   the truth is usually written (see :func:`_powers`): square roots of a product are
@@ -104,6 +109,8 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
     def rewrite(node: Expression) -> Expression:
         if isinstance(node, Number):
             return Number(integral_number(node.value))
+        if (exp := _exp_power(node)) is not None:
+            return exp
         if isinstance(node, Binary) and node.operator in ("+", "-"):
             return _sum_written(node)
         if isinstance(node, Unary):
@@ -144,6 +151,11 @@ def _factors(node: Expression) -> tuple[list[Expression], list[Expression]]:
         return [Number(-1), *top], bottom
     if isinstance(node, Binary) and node.operator == "**":
         exponent = _exponent(node.right)
+        if exponent is not None and abs(exponent) >= 2 and float(exponent).is_integer() \
+                and _is_product(node.left):  # (a/b)**2 is a**2/b**2
+            top, bottom = _factors(node.left)
+            top, bottom = _raised(top, int(abs(exponent))), _raised(bottom, int(abs(exponent)))
+            return (top, bottom) if exponent > 0 else (bottom, top)
         if exponent == 1:
             return _factors(node.left)
         if exponent == -1:
@@ -152,6 +164,34 @@ def _factors(node: Expression) -> tuple[list[Expression], list[Expression]]:
         if exponent is not None and exponent < 0:
             return [], [_power(node.left, -exponent)]
     return [node], []
+
+
+def _raised(factors: list[Expression], power: int) -> list[Expression]:
+    """Each factor to an integer ``power`` (a power's exponent multiplied)."""
+    raised: list[Expression] = []
+    for factor in factors:
+        value = _number(factor)
+        if value is not None and value not in NAMED_CONSTANTS:
+            raised.append(Number(integral_number(value ** power)))
+            continue
+        base, exponent = _base_and_exponent(factor)
+        raised.append(_power(base, exponent * power))
+    return raised
+
+
+def _exp_power(node: Expression) -> Expression | None:
+    """``exp(a)**p`` (``sqrt(exp(a))`` too) as ``exp(p*a)``, exact for every real ``a``;
+    None for any other node."""
+    base, exponent = _base_and_exponent(node)
+    if exponent == 1 or not (isinstance(base, Function) and base.name == "exp"):
+        return None
+    ratio = Fraction(_exact(exponent))  # type: ignore[arg-type]
+    top, bottom = _factors(base.arguments[0])  # type: ignore[attr-defined]
+    if ratio.denominator <= MAX_EXPONENT_DENOMINATOR:
+        top, bottom = [Number(ratio.numerator), *top], [*bottom, Number(ratio.denominator)]
+    else:
+        top = [Number(exponent), *top]
+    return Function("exp", (_product(top, bottom),))
 
 
 def _power(base: Expression, exponent: float) -> Expression:

@@ -214,6 +214,6 @@ def test_a_reported_formula_with_integral_floats_is_a_symbolic_solution():
     context = AgentContext(args={"validation_fraction": 0.25}, data=data, target="y")
     result = BaseTool.create("evaluate_formula", context)(f=built)
     assert result.ok, result.result_str
-    assert result.result["formula"] == "sqrt(1 - (s/h)**2)"
+    assert result.result["formula"] == "sqrt(1 - s**2/h**2)"
     verdict = judge.symbolic_solution(result.result["formula"], truth, r2_test=1.0)
     assert verdict.symbolic_solution, verdict.reason
