@@ -36,6 +36,7 @@ within 0.1% of it).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Sequence
 from fractions import Fraction
@@ -121,14 +122,19 @@ def snap_candidates(value: float, role: str, names: frozenset[str] = frozenset()
     for constant in sorted(found, key=_simplest_nearest):
         unique.setdefault(round(constant.value, 12), constant.expression())
     candidates = list(unique.values())
-    if role == "exp_offset":
-        logs = sorted((c for c in _plain_near(math.exp(value), names) if c.ratio > 0),
+    if role == "exp_offset":  # exp of it under/overflows past |value| ~ 745: no log is near
+        scale = math.exp(value) if value < EXP_OVERFLOW else math.inf
+        logs = sorted((c for c in _plain_near(scale, names) if c.ratio > 0),
                       key=_simplest_nearest)
         candidates = [Function("log", (c.expression(),)) for c in logs
                       if c.value != 1.0] + candidates
     if role in ("additive", "exp_offset"):
         candidates = [Number(0)] + candidates
     return candidates[:MAX_CANDIDATES + (role in ("additive", "exp_offset"))]
+
+
+EXP_OVERFLOW = math.log(sys.float_info.max)
+"""``math.exp`` raises OverflowError above this."""
 
 
 def _simplest_nearest(constant: StructuralConstant) -> tuple[int, float]:
@@ -140,6 +146,8 @@ def _simplest_nearest(constant: StructuralConstant) -> tuple[int, float]:
 
 
 def _plain_near(value: float, names: frozenset[str]) -> list[StructuralConstant]:
+    if value == 0 or not math.isfinite(value):
+        return []
     found = []
     sign = 1 if value > 0 else -1
     for base, power in _PLAIN_BASES:

@@ -8,7 +8,7 @@ import pytest
 
 from srh_engine import evaluate, parse, recognise_and_snap, snap_constants, to_str
 from srh_engine.constants import _replace_at
-from srh_engine.nodes import Number
+from srh_engine.nodes import Expression, Number
 from srh_engine.search.refit import snap_front
 from srh_engine.search.results import FrontEntry
 from srh_engine.snapping import _numbers_with_roles, snap_candidates
@@ -181,3 +181,15 @@ def test_a_nearly_flat_target_snaps_where_the_noise_is_most_of_its_variance():
     far = _fitted_entry("4.2 + 0.2*theta", y)
     kept = snap_front([far, _fitted_entry(fitted, y)], DATA, y, deadline=1e12)
     assert kept[0] is far
+
+
+@pytest.mark.parametrize(("value", "role"), [
+    (-800.0, "exp_offset"), (800.0, "exp_offset"), (0.0, "additive"), (0.0, "exp_offset"),
+    (-1e300, "factor")])
+def test_candidates_of_extreme_numbers_are_found_without_an_arithmetic_error(value, role):
+    # exp(-800) is 0.0 and exp(800) overflows: a fitted exp offset that far out has no log
+    # near it, and once ended the whole search with ZeroDivisionError
+    candidates = snap_candidates(value, role)
+    assert all(isinstance(c, Expression) for c in candidates)
+    if role in ("additive", "exp_offset"):
+        assert candidates[0] == Number(0)
