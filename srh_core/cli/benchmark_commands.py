@@ -32,7 +32,8 @@ from srh_core.errors import ConfigurationError
 #: The fields of one benchmark row (``--json``), in order.
 ROW_FIELDS = ("problem", "seed", "method", "noise", "status", "symbolic_solution",
               "symbolic_solution_positive", "accuracy_solution", "exact", "r2_test", "nmse_id",
-              "nmse_ood", "complexity", "seconds", "tokens", "best_formula", "symbolic_reason", "error")
+              "nmse_ood", "complexity", "seconds", "tokens", "best_formula", "symbolic_reason",
+              "error")
 DEFAULT_SUITE = "feynman"
 DEFAULT_METHODS = "srh,gplearn,pyoperon"
 

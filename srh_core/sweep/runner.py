@@ -70,7 +70,8 @@ CSV_COLUMNS = ("cell", "label", "problem", "seed", "variant", "method", "noise",
                "run_status", "solved", "r2_fresh", "best_formula", "complexity", "train_mse",
                "validation_mse", "r2_test", "symbolic_solution", "symbolic_reason",
                "symbolic_solution_positive", "accuracy_solution", "nmse_id", "nmse_ood",
-               "seconds", "tokens", "cost", "model_seconds", "tool_seconds", "attempts", "run_id", "error", "settings_hash")
+               "seconds", "tokens", "cost", "model_seconds", "tool_seconds", "attempts", "run_id",
+               "error", "settings_hash")
 SPEND_COLUMNS = ("tokens", "cost", "model_seconds", "tool_seconds")
 SKIPPED = "not run: the sweep's budget is spent"
 
