@@ -400,7 +400,7 @@ def _times(term: Expression, up: list[Expression], down: list[Expression]) -> Ex
     """``term`` times the factors ``up`` over the factors ``down``, the powers of one base
     merged (``x*x`` -> ``x**2``, ``x**2/x`` -> ``x``)."""
     term_up, term_down = _factors(term)
-    return _product(*_same_bases(term_up + up, term_down + down, everything=True))
+    return _product(*_same_bases(term_up + up, term_down + down))
 
 
 def _divided(term: Expression, by: Expression) -> Expression:
@@ -539,28 +539,21 @@ def _base_and_exponent(factor: Expression) -> tuple[Expression, float]:
     return factor, 1.0
 
 
-def _same_bases(top: list[Expression], bottom: list[Expression], everything: bool = False
+def _same_bases(top: list[Expression], bottom: list[Expression]
                 ) -> tuple[list[Expression], list[Expression]]:
-    """Powers of one (non-number) base as one power, where a non-integral one is among
-    them or the base is both above and below (``x*y/x`` -> ``y``: exact where ``x != 0``,
-    and the original is not defined at 0); with ``everything``, wherever the base repeats
-    (``x*x`` -> ``x**2``)."""
+    """Powers of one (non-number) base as one power wherever the base repeats (``x*x`` ->
+    ``x**2``, ``x*x**0.5`` -> ``x**(3/2)``, ``x*y/x`` -> ``y``: exact where ``x != 0``, and
+    the original is not defined at 0)."""
     parts = [(*_base_and_exponent(f), 1) for f in top] + \
         [(*_base_and_exponent(f), -1) for f in bottom]
     totals: dict[Expression, Fraction | float] = {}
     counts: dict[Expression, int] = {}
-    fractional: set[Expression] = set()
-    sides: dict[Expression, set[int]] = {}
     for base, exponent, sign in parts:
         if isinstance(base, Number):
             continue
         totals[base] = totals.get(base, 0) + sign * _exact(exponent)
         counts[base] = counts.get(base, 0) + 1
-        if everything or not float(exponent).is_integer():
-            fractional.add(base)
-        sides.setdefault(base, set()).add(sign)
-    merged = {base for base, count in counts.items() if count > 1} | \
-        {base for base, signs in sides.items() if len(signs) == 2}
+    merged = {base for base, count in counts.items() if count > 1}
     if not merged:
         return top, bottom
     new_top: list[Expression] = []
