@@ -300,7 +300,10 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
     with np.errstate(all="ignore"), one_blas_thread():
         reduction = _reduction(run, X, y, names, units, target_units)
         found = [] if reduction is None else _reduced(run, reduction, y, budget.share(PI_SHARE))
-        if not exact_on_all_rows(run, found):
+        if _constant(y):
+            run.notes.append("the target is constant: its formula is that constant")
+            found = _constant_found(y.size)
+        elif not exact_on_all_rows(run, found):
             found += explore(run, base, y, budget)
         run.found = found
         entries = refit(run, values, deadline - SNAP_SHARE * time_budget)
@@ -360,12 +363,24 @@ def _reduction(run: Run, X: np.ndarray, y: np.ndarray, names: list[str],
     return reduction
 
 
+def _constant(y: np.ndarray) -> bool:
+    """Whether ``y`` is one value to 12 digits (0 included), or varies too little for its
+    variance to be a float (a spread of subnormal numbers): no form can be scored on it."""
+    spread = float(np.max(y) - np.min(y)) if y.size else 0.0
+    return spread <= 1e-12 * float(np.max(np.abs(y), initial=0.0)) or not np.var(y) > 0
+
+
+def _constant_found(rows: int) -> list[Found]:
+    """The one form of a constant target: ``1``, scaled to the target by the refit."""
+    leaf = View("constant", [Number(1)], np.ones((rows, 1)))
+    return [Found(0.0, ("v", 0), leaf, "identity")]
+
+
 def _reduced(run: Run, reduction: Reduction, y: np.ndarray, budget: Budget) -> list[Found]:
     """Search ``y / M`` over the groups; each found item wrapped in the monomial ``M``."""
     target = y / reduction.monomial_values
-    if not reduction.groups or np.std(target) <= 1e-12 * np.sqrt(np.mean(target**2)):
-        leaf = View("constant", [Number(1)], np.ones((y.size, 1)))
-        found = [Found(0.0, ("v", 0), leaf, "identity")]
+    if not reduction.groups or _constant(target):
+        found = _constant_found(y.size)
     else:
         view = View("dimensionless groups", list(reduction.groups), reduction.columns)
         found = explore(run, view, target, budget)

@@ -382,7 +382,7 @@ def tune_constants(tree: Tree, columns: Sequence[np.ndarray], target: np.ndarray
                    max_evaluations: int = 60) -> Tree | None:
     """``tree`` with its constants fitted by Levenberg-Marquardt under linear scaling."""
     start = _constants(tree)
-    if not start:
+    if not start or len(start) + 2 > target.size:  # MINPACK needs no more values than rows
         return tree
 
     def residuals(theta: np.ndarray) -> np.ndarray:  # called inside the errstate below

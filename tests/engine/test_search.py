@@ -111,3 +111,17 @@ def test_time_budget_bounds_the_call():
 def test_bad_input_is_a_clear_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("y", [np.zeros(A.size), np.full(A.size, -7.25),
+                               np.linspace(1, 2, A.size) * 1e-320],
+                         ids=["zero", "negative", "subnormal-spread"])
+def test_a_constant_target_gives_its_constant(y):
+    # zero once crashed the enumeration (no transform of it to score forms on) and a
+    # spread of subnormal numbers divided by a variance of 0.0
+    result = search(X, y, time_budget=5, seed=0, workers=1)
+    value = float(engine.evaluate(result.best.expression, {}))
+    assert value == pytest.approx(float(np.mean(y)), rel=1e-6, abs=1e-300)
+    assert result.best.complexity == 1
+    assert any("constant" in note for note in result.notes)
+

@@ -21,6 +21,7 @@ from srh_engine.search.evolution import (
     _linear_nmse,
     _with_constants,
     linear_nmse,
+    tune_constants,
     weighted_linear_nmse,
 )
 from srh_engine.search.operators import evaluate_tree, resolve_operators, size, to_expression
@@ -163,3 +164,11 @@ def test_constants_evaluated_in_place_give_the_rebuilt_trees_values():
             direct = _evaluate_with_constants(tree, columns, iter(theta))
             rebuilt = evaluate_tree(_with_constants(tree, list(theta)), columns, None)
         assert np.array_equal(np.asarray(direct), np.asarray(rebuilt), equal_nan=True), tree
+
+
+def test_tuning_more_constants_than_rows_keeps_the_tree():
+    # two scaling values and three constants on four rows: MINPACK refuses (TypeError)
+    tree = ("+", ("*", ("k", 1.5), ("v", 0)), ("*", ("k", 2.0), ("/", ("v", 1), ("k", 3.0))))
+    columns = list(COLUMNS[:4, :2].T)
+    assert tune_constants(tree, columns, COLUMNS[:4, 0] + COLUMNS[:4, 1]) == tree
+    assert tune_constants(tree, list(COLUMNS[:, :2].T), COLUMNS[:, 0]) is not None
