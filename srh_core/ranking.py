@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 import srh_engine as engine
 from srh_core.types import CandidateRecord, SearchResult, finite_float
+from srh_engine.fitting import free_constants
 from srh_engine.search.selection import LOSS_FACTOR, LOSS_FLOOR, steepest
 
 SortKey = tuple[float, int, str, str]
@@ -219,4 +220,17 @@ class ExactFitRule:
         value = finite_float(train.get(self.metric))
         if value is None:
             return False
-        return value >= self.threshold if self.larger_is_better else value <= self.threshold
+        if not (value >= self.threshold if self.larger_is_better else value <= self.threshold):
+            return False
+        # as many free values as rows pass through any data
+        return not (isinstance(n, int) and fitted_constants(candidate.formula) >= n)
+
+
+def fitted_constants(formula: str) -> int:
+    """How many numbers of ``formula`` a fit could have chosen (not structural integers
+    or named constants, :func:`srh_engine.fitting.free_constants`); 0 when it does not
+    parse."""
+    try:
+        return len(free_constants(engine.parse(formula))[1])
+    except engine.EngineError:
+        return 0

@@ -72,6 +72,17 @@ def test_default_exact_fit_rule_is_r2_rounding_to_one_on_every_row():
     assert not rule.reached(exact_up_to(math.nan))
 
 
+def test_a_fit_with_as_many_numbers_as_rows_is_not_exact():
+    def on_rows(formula: str, rows: int) -> CandidateRecord:
+        metrics = {"mse": 0.0, "r2": 1.0, "n_samples": rows, "n_finite": rows}
+        return CandidateRecord(formula, "n", {"metrics": {"train": metrics}, "complexity": 9})
+
+    line = "0.25 + 1.5*x1 - 0.75*x2"  # three fitted numbers
+    assert not ExactFitRule().reached(on_rows(line, 3))
+    assert ExactFitRule().reached(on_rows(line, 4))
+    assert ExactFitRule().reached(on_rows("x1**2 + 2*pi*x2", 2))  # structural numbers only
+
+
 def test_push_candidate_is_idempotent_and_never_raises_on_nan(tmp_path):
     state = SearchRunState(tmp_path, "mse", False, run_id="run")
     assert state.push_candidate(candidate("x", "run:R1-C1-L1-K1", 0.1, 1))
