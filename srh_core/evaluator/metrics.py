@@ -108,8 +108,9 @@ def calc_R2(y_true: Any, y_pred: Any) -> float:
     residual = _sum_squares(_diff(pred, true))
     if _constant(true):
         return 1.0 if residual == 0 else -math.inf
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(1.0 - residual / _sum_squares(true - true.mean()))
+    true, pred = _unit_scaled(true, pred)
+    residual, total = _sum_squares(_diff(pred, true)), _sum_squares(true - true.mean())
+    return float(1.0 - residual / total) if total > 0 else NAN
 
 
 def calc_AIC(y_true: Any, y_pred: Any, num_parameters: int) -> float:
@@ -226,11 +227,14 @@ def weighted_metrics(true: np.ndarray, pred: np.ndarray, weights: np.ndarray,
         nonzero = true != 0
         mape = float(weights[nonzero] @ (np.abs(error[nonzero]) / np.abs(true[nonzero]))) / \
             float(weights[nonzero].sum()) if nonzero.any() else NAN
-        spread = float(weights @ np.square(true - float(weights @ true) / total)) / total
     if _constant(true):
         r2 = 1.0 if mse == 0 else -math.inf
     else:
-        r2 = 1.0 - mse / spread if spread > 0 else NAN
+        unit_true, unit_pred = _unit_scaled(true, pred)
+        with np.errstate(over="ignore", invalid="ignore"):
+            residual = float(weights @ np.square(_diff(unit_pred, unit_true)))
+            spread = float(weights @ np.square(unit_true - float(weights @ unit_true) / total))
+        r2 = 1.0 - residual / spread if spread > 0 else NAN
     n = int(true.size)
     if mse == 0 or not math.isfinite(mse):
         aic = bic = -math.inf if mse == 0 else NAN
@@ -300,6 +304,16 @@ def weighted_regression_metrics(expression: Any, y_true: Any, y_pred: Any,
 
 def _constant(values: np.ndarray) -> bool:
     return bool(values.min() == values.max())  # not np.ptp: it can overflow
+
+
+def _unit_scaled(true: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both divided by the target's largest magnitude, which R^2 does not depend on: the
+    squares of a target near 1e-300 underflow to 0 and of one near 1e200 overflow."""
+    scale = float(np.max(np.abs(true)))
+    if not 0 < scale < math.inf:
+        return true, pred
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        return true / scale, pred / scale
 
 
 def _diff(pred: np.ndarray, true: np.ndarray) -> np.ndarray:

@@ -233,10 +233,10 @@ def _backward(enumeration: Enumeration, columns: np.ndarray, target: np.ndarray,
                                                 seed)
     count = min(ids.size, columns.shape[0] // 3, BACKWARD_FORMS)
     ids, values, normalised = ids[:count], values[:count], normalised[:count]
-    centred = target - target.mean()
-    energy = float(centred @ centred)
-    if count < 2 or not energy > 0:
+    centred = _unit_centred(target)
+    if count < 2 or centred is None:
         return []
+    energy = float(centred @ centred)
     support = list(range(count))
     found = []
     while len(support) > 1:
@@ -345,6 +345,15 @@ def _power(form: Tree, exponent: float, roots: bool) -> Tree | None:
     return tree
 
 
+def _unit_centred(target: np.ndarray) -> np.ndarray | None:
+    """``target`` less its mean, divided by its largest magnitude (the shares explained do
+    not depend on the scale, and the energy of a target near 1e260 overflows); None for a
+    constant or non-finite one."""
+    centred = target - target.mean()
+    scale = float(np.max(np.abs(centred)))
+    return centred / scale if 0 < scale < np.inf else None
+
+
 def _best_pairs(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
                 ) -> list[tuple[int, ...]]:
     """The ``count`` pairs of the first ``len(gram)`` forms that explain ``centred`` best."""
@@ -416,10 +425,10 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
     ids, values = dictionary.ids[:count], dictionary.values[:count]
     normalised, build = dictionary.normalised[:count], dictionary.build
     gram = dictionary.gram[:count, :count]
-    centred = target - target.mean()
-    energy = float(centred @ centred)
-    if not energy > 0:
+    centred = _unit_centred(target)
+    if centred is None:
         return []
+    energy = float(centred @ centred)
     states: list[tuple[tuple[int, ...], np.ndarray]] = [((), centred)]
     best: list[Combination] = []
     forms = normalised.shape[0]

@@ -125,3 +125,12 @@ def test_a_constant_target_gives_its_constant(y):
     assert result.best.complexity == 1
     assert any("constant" in note for note in result.notes)
 
+
+
+def test_a_target_near_the_float_limit_is_searched():
+    # exp(300*x) reaches 1e260: the sums' energy overflowed to inf and every support's
+    # share was NaN (a ValueError from an empty band); two equal columns sent it there
+    rng = np.random.default_rng(2)
+    same = np.repeat(rng.uniform(-2, 2, (400, 1)), 2, axis=1)
+    result = search(same, np.exp(300 * same[:, 0]), time_budget=20, seed=2, workers=1)
+    assert result.best.r2 == pytest.approx(1.0)

@@ -69,6 +69,9 @@ CASES = [
     pytest.param(calc_R2, [2.0, 2.0], [2.0, 3.0], -INF, id="r2-constant-inexact"),
     pytest.param(calc_R2, [0.1] * 3, [0.1] * 3, 1.0, id="r2-constant-rounding"),
     pytest.param(calc_R2, [np.nan], [1.0], NAN, id="r2-no-pairs"),
+    # R2 does not depend on the scale: no underflow of tiny squares, no overflow of huge ones
+    pytest.param(calc_R2, Y * 1e-300, P * 1e-300, 1 - 2.25 / 5.0, id="r2-tiny-scale"),
+    pytest.param(calc_R2, Y * 1e200, P * 1e200, 1 - 2.25 / 5.0, id="r2-huge-scale"),
     # AIC/BIC -inf for an exact fit, NaN without pairs or with an infinite residual
     pytest.param(aic, Y, Y, -INF, id="aic-exact"),
     pytest.param(bic, Y, Y, -INF, id="bic-exact"),
@@ -102,6 +105,14 @@ def test_metric_edge_cases(
         assert math.isnan(value)
     else:
         assert value == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-300, 1e200])
+def test_weighted_r2_does_not_depend_on_the_scale(scale: float) -> None:
+    result = prediction_metrics(Y * scale, P * scale, 0, weights=[1.0, 2.0, 1.0, 1.0])
+    mean = (1 + 4 + 3 + 4) / 5
+    spread = (1 - mean) ** 2 + 2 * (2 - mean) ** 2 + (3 - mean) ** 2 + (4 - mean) ** 2
+    assert result["r2"] == pytest.approx(1 - (0.25 + 0 + 1 + 1) / spread, rel=1e-12)
 
 
 def test_shapes_that_do_not_broadcast_raise_data_error() -> None:
