@@ -129,7 +129,8 @@ def pool_processes(pool: ProcessPoolExecutor) -> list[Any]:
 
 
 def stop_pool(pool: ProcessPoolExecutor | None, timeout: float = STOP_SECONDS) -> None:
-    """Shut ``pool`` down within about ``timeout`` + :data:`KILL_SECONDS` seconds.
+    """Shut ``pool`` down within about ``timeout`` + :data:`KILL_SECONDS` seconds (3 x
+    :data:`KILL_SECONDS` at worst: terminate, kill, then its manager thread).
 
     Pending calls are cancelled; a worker still busy when the time is up is
     terminated, then killed. Never raises.
@@ -137,11 +138,17 @@ def stop_pool(pool: ProcessPoolExecutor | None, timeout: float = STOP_SECONDS) -
     if pool is None:
         return
     processes = pool_processes(pool)
+    # shutdown() forgets the manager thread: once the workers are gone it closes the
+    # pool's queues, and their semaphores go with them; a process that exits before that
+    # with os._exit (the CLI's bounded exit) left them to the resource tracker's warning
+    manager = getattr(pool, "_executor_manager_thread", None)
     try:
         pool.shutdown(wait=False, cancel_futures=True)
     except Exception:  # noqa: BLE001 - a broken pool is stopped by its processes below
         logger.debug("Pool shutdown raised", exc_info=True)
     stop_processes(processes, timeout)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(KILL_SECONDS)
 
 
 def stop_processes(processes: Iterable[Any], timeout: float = STOP_SECONDS) -> None:

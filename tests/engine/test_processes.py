@@ -8,6 +8,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+import pytest
 
 from srh_engine.processes import (
     KILL_SECONDS,
@@ -50,6 +51,19 @@ def test_stop_pool_ends_a_busy_worker_within_its_bound():
     stop_pool(pool, timeout=0.5)
     assert time.monotonic() - started < 0.5 + 2 * KILL_SECONDS + 1
     assert not pid_running(worker.pid)
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+def test_stop_pool_leaves_no_manager_thread(busy):
+    # a process that exits with os._exit while the manager thread still holds the pool's
+    # queues leaves their semaphores to the resource tracker ("leaked semaphore objects")
+    pool = _pool(end_with_parent, (os.getpid(),))
+    pool.submit(_sleep, 0).result(timeout=60)
+    if busy:
+        pool.submit(_sleep, 120)
+    manager = pool._executor_manager_thread
+    stop_pool(pool, timeout=0.0)
+    assert not manager.is_alive()
 
 
 def test_a_spawned_process_that_searched_with_islands_exits():
