@@ -57,3 +57,17 @@ def test_importing_the_readability_module_first_keeps_readable_the_function() ->
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "srh_engine.readability"
+
+
+def test_an_offline_run_does_not_import_the_openai_sdk() -> None:
+    # 0.4-0.9 s of a time-limited command's start-up: only a request to a model needs it
+    program = ("import sys\n"
+               "from srh_core.api.base import PROVIDERS\n"
+               "offline, openai_api = PROVIDERS.get('offline'), PROVIDERS.get('openai')\n"
+               "offline(tool_list=[])\n"
+               "assert 'srh_core.api.openai_api' in sys.modules\n"
+               "print('openai' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

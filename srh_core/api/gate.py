@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-import openai
-
 from srh_core.api.cancel import CancelToken
 from srh_core.api.response import ModelPrice, Usage
 from srh_core.api.retry import retry_after_seconds
@@ -116,6 +114,8 @@ def gated(gate: RequestGate | None, send: Callable[[], _T], *, reserved: int,
     """
     if gate is None:
         return send()
+    import openai  # the SDK is imported when a model is asked, not by offline runs
+
     first = time.monotonic()
     while True:
         admission = gate.admit(reserved, timeout, token)

@@ -20,10 +20,8 @@ import random
 import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import urlsplit
-
-import openai
 
 from srh_core.api.base import BaseAPI, Messages
 from srh_core.api.call_result import SampleDelta
@@ -43,6 +41,9 @@ from srh_core.api.sampling import Emit, SamplingPlan, collect_samples
 from srh_core.api.wire import RawReply, RawSample, plain
 from srh_core.errors import ConfigurationError, ModelRequestError
 from srh_core.parsers import ToolLike, ToolParserName
+
+if TYPE_CHECKING:
+    import openai
 
 ApiStyle = Literal["chat", "responses"]
 API_STYLES: tuple[str, ...] = ("chat", "responses")
@@ -190,6 +191,8 @@ class OpenAIAPI(BaseAPI):
 
     def client(self, config: EndpointConfig) -> openai.OpenAI:
         """The ``openai`` client for ``config`` (built once, thread-safe)."""
+        import openai  # 0.4-0.9 s of imports: when a model is asked, not by offline runs
+
         with self._client_lock:
             if self._client is None or self._client_config != config:
                 http_client = (openai.DefaultHttpx2Client(trust_env=False)

@@ -24,8 +24,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import openai
-
 from srh_core.api.cancel import CancelToken
 from srh_core.errors import ConfigurationError, ModelRequestError
 
@@ -90,6 +88,7 @@ class Failure:
 
 def classify_failure(error: BaseException) -> Failure | None:
     """Classify an ``openai`` client error; None for anything else."""
+    import openai  # the SDK is imported when a model is asked, not by offline runs
     if isinstance(error, openai.APITimeoutError):
         return Failure("the request timed out", retryable=True)
     if isinstance(error, openai.APIConnectionError):
@@ -171,6 +170,8 @@ def run_with_retries(
         ModelRequestError: Non-retryable failure, or the last retry failed.
         ModelRequestCancelledError: The token was cancelled.
     """
+    import openai
+
     attempt = 0
     while True:
         attempt += 1
