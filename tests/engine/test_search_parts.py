@@ -118,7 +118,9 @@ def test_the_selected_formula_on_noisy_data_is_the_simple_truth():
     truth = 2.5 * a / (b + c)
     noisy = truth + 0.01 * np.sqrt(np.mean(truth**2)) * np.random.default_rng(5).normal(
         size=truth.size)
-    result = search(X[:, :3], noisy, ["a", "b", "c"], time_budget=4, seed=0, workers=1)
+    # ended by a count (about 4 s unloaded), not by a 4 s budget a loaded machine spends early
+    result = search(X[:, :3], noisy, ["a", "b", "c"], time_budget=60, seed=0, workers=1,
+                    max_evaluations=20_000)
     chosen = result.selected
     values = engine.evaluate(chosen.expression, {"a": a, "b": b, "c": c})
     r2 = 1.0 - float(np.mean((values - truth) ** 2)) / float(np.var(truth))
@@ -142,7 +144,11 @@ def test_a_killed_island_leaves_the_callers_result():
     caller = threading.Thread(target=lambda: results.append(
         search(X[:, :3], y, time_budget=6, seed=0, workers=2)))
     caller.start()
-    time.sleep(2.0)
+    deadline = time.monotonic() + 30  # until island 1 runs the caller's search, not a guess
+    while time.monotonic() < deadline and not any(
+            item.future.running() for item in list(pool._pool._pending_work_items.values())):
+        time.sleep(0.05)
+    time.sleep(0.2)
     for process in list(pool._pool._processes.values()):
         os.kill(process.pid, signal.SIGKILL)
     caller.join(30)
