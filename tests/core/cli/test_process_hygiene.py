@@ -38,7 +38,8 @@ from tests.support.waits import START_SECONDS
 
 pytestmark = pytest.mark.slow
 
-LIMIT = 8  # seconds: the search step starts at step 2 with half of what is left
+LIMIT = 12  # seconds: the search step starts at step 2 with half of what is left (8 s left
+# too little on a loaded machine: start-up, inside the limit, took most of it)
 SEARCH = "expression_search"
 
 
