@@ -139,6 +139,10 @@ def trial_seeds(args: argparse.Namespace) -> list[int] | str:
     from srh_core.benchmark.protocol import SRBENCH_SEED_COUNT, SRBENCH_SEEDS
 
     if not args.trial:
+        if not 1 <= args.seeds <= SRBENCH_SEED_COUNT:
+            raise ConfigurationError(f"--seeds takes 1..{SRBENCH_SEED_COUNT} (the first N of "
+                                     f"SRBench's seed list); got {args.seeds}.",
+                                     setting="seeds")
         return f"srbench:{args.seeds}"
     for k in args.trial:
         if not 1 <= k <= SRBENCH_SEED_COUNT:
@@ -150,6 +154,8 @@ def trial_seeds(args: argparse.Namespace) -> list[int] | str:
 def benchmark_spec(args: argparse.Namespace) -> Any:
     """The sweep of a ``srh benchmark run`` command line."""
     from srh_core.benchmark.baselines import check_method
+    from pydantic import ValidationError
+
     from srh_core.problems import load_suite
     from srh_core.sweep.spec import SweepSpec, Variant
 
@@ -194,8 +200,11 @@ def benchmark_spec(args: argparse.Namespace) -> Any:
                          max_train_samples=args.max_train_samples, anonymize=args.anonymize,
                          units=getattr(args, "units", True), settings=settings, variants=variants,
                          base_dir=str(Path.cwd()))
-    except ValueError as error:  # pydantic's ValidationError is a ValueError
-        raise ConfigurationError(f"Invalid benchmark: {error}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigurationError(f"Invalid benchmark: {where}: {first['msg']} (got "
+                                 f"{first.get('input')!r}).", setting=where) from None
 
 
 def handle_benchmark_run(args: argparse.Namespace) -> int:

@@ -87,19 +87,46 @@ class Problem:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Problem:
+        """The problem of a suite entry.
+
+        Raises:
+            ConfigurationError: A missing or malformed field, a formula that does not
+                parse or uses a name that is no variable, a range with low > high.
+        """
         try:
             variables = tuple(VariableRange.from_dict(v) for v in data["variables"])
             units = data.get("output_units")
             units = units if isinstance(units, Mapping) else {"units": units}
-            return cls(name=str(data.get("name") or data["id"]), id=str(data["id"]),
-                       output=str(data["output"]), formula=str(data["formula"]),
-                       variables=variables,
-                       output_units=_optional(units.get("units")),
-                       output_quantity=_optional(units.get("quantity")),
-                       title=_optional(data.get("title")), excluded=_optional(data.get("excluded")),
-                       unit_symbols=unit_symbols(data))
+            problem = cls(name=str(data.get("name") or data["id"]), id=str(data["id"]),
+                          output=str(data["output"]), formula=str(data["formula"]),
+                          variables=variables,
+                          output_units=_optional(units.get("units")),
+                          output_quantity=_optional(units.get("quantity")),
+                          title=_optional(data.get("title")),
+                          excluded=_optional(data.get("excluded")),
+                          unit_symbols=unit_symbols(data))
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigurationError(f"Malformed problem entry {data!r:.120}: {error!r}") from None
+        problem.check()
+        return problem
+
+    def check(self) -> None:
+        """Raise ConfigurationError, naming the problem, when its formula cannot be sampled:
+        it does not parse, names what is not a variable, or a range is empty."""
+        try:
+            names = set(self.expression().symbols())
+        except EngineError as error:
+            raise ConfigurationError(f"Problem {self.name}: its formula {self.formula!r} does "
+                                     f"not parse: {error}") from None
+        unknown = sorted(names - set(self.feature_names))
+        if unknown:
+            raise ConfigurationError(f"Problem {self.name}: its formula names {unknown}, which "
+                                     f"are not among its variables {self.feature_names}.")
+        for variable in self.variables:
+            if not variable.low <= variable.high:
+                raise ConfigurationError(f"Problem {self.name}: variable {variable.name} has "
+                                         f"the range [{variable.low:g}, {variable.high:g}]; "
+                                         "low must not exceed high.")
 
     @property
     def feature_names(self) -> list[str]:

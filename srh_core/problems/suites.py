@@ -100,6 +100,8 @@ def _parse_suite(text: str, origin: str) -> Suite:
         problems = tuple(problem_from_dict(
             {"unit_symbols": symbols, **entry} if symbols and isinstance(entry, Mapping)
             else entry) for entry in document["problems"])
+    except ConfigurationError as error:  # a problem's own, naming it
+        raise ConfigurationError(f"Suite file {origin}: {error}") from None
     except (ValueError, KeyError, TypeError) as error:
         raise ConfigurationError(f"Suite file {origin} is malformed: {error!r}") from None
     return Suite(name=str(document.get("suite", Path(origin).stem)), problems=problems)

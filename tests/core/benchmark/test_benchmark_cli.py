@@ -41,8 +41,19 @@ def test_judge_prints_the_verdict_of_one_pair(capsys):
     (["--budget", "0"], "--budget"),
     (["--problem", "feynman-I.99.9"], "Unknown problem"),
     (["--trial", "0"], "--trial"),
+    (["--seeds", "0"], "--seeds takes 1..100"),
+    (["--noise", "-0.1"], "Invalid benchmark: noise: Value error, noise must be a level >= 0"),
+    (["--suite", "SUITE:x1*(x2"], "Problem p1: its formula 'x1*(x2' does not parse"),
+    (["--suite", "SUITE:x1*x3"], "its formula names ['x3'], which are not among its variables"),
 ])
 def test_bad_benchmark_input_is_a_clear_error(tmp_path, capsys, args, message):
+    if args[0] == "--suite":  # a suite file whose one formula is wrong: refused before a cell
+        suite = {"suite": "bad", "problems": [{"id": "p1", "output": "y",
+                                               "formula": args[1].removeprefix("SUITE:"),
+                                               "variables": [{"name": "x1", "low": 1, "high": 2},
+                                                             {"name": "x2", "low": 1, "high": 2}]}]}
+        (tmp_path / "bad.json").write_text(json.dumps(suite))
+        args = ["--suite", str(tmp_path / "bad.json")]
     base = {"--methods": "srh", "--budget": "2", "--problems": "1"} | dict(
         zip(args[::2], args[1::2], strict=True))
     flags = [item for pair in base.items() for item in pair]
