@@ -153,9 +153,9 @@ def trial_seeds(args: argparse.Namespace) -> list[int] | str:
 
 def benchmark_spec(args: argparse.Namespace) -> Any:
     """The sweep of a ``srh benchmark run`` command line."""
-    from srh_core.benchmark.baselines import check_method
     from pydantic import ValidationError
 
+    from srh_core.benchmark.baselines import check_method
     from srh_core.problems import load_suite
     from srh_core.sweep.spec import SweepSpec, Variant
 
