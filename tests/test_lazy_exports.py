@@ -53,10 +53,7 @@ def test_importing_the_readability_module_first_keeps_readable_the_function() ->
                "import srh_engine, types\n"
                "assert not isinstance(srh_engine.readable, types.ModuleType)\n"
                "print(srh_engine.readable.__module__)\n")
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "srh_engine.readability"
+    assert printed_by(program) == "srh_engine.readability"
 
 
 def test_an_offline_run_does_not_import_the_openai_sdk() -> None:
@@ -67,7 +64,12 @@ def test_an_offline_run_does_not_import_the_openai_sdk() -> None:
                "offline(tool_list=[])\n"
                "assert 'srh_core.api.openai_api' in sys.modules\n"
                "print('openai' in sys.modules)\n")
+    assert printed_by(program) == "False"
+
+
+def printed_by(program: str) -> str:
+    """What ``program`` prints, run in a fresh interpreter (whose imports are its own)."""
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "False"
+    return done.stdout.strip()
