@@ -56,6 +56,10 @@ value, up to floating-point rounding, wherever the original is defined):
   in where they cancel in a term (``sqrt(w**2*d**2/c**2 - pi**2)/d`` ->
   ``sqrt(w**2/c**2 - pi**2/d**2)``). A base both above and below a quotient is one power
   (``x*y/x`` -> ``y``).
+* numbers of a sum that cancel are dropped, counting those that a term's number factors
+  scale inside the one sum they multiply: ``(1 + x)/(4*pi) - 1/(4*pi)`` -> ``x/(4*pi)``,
+  ``2*(3 + x) - 6`` -> ``2*x`` (a fitted ``a + b*(c + f)`` with ``a = -b*c``); only when
+  they cancel to rounding, so nothing else is expanded.
 * terms ``c*log(u)`` of a sum with the same factor ``c`` are one log
   (``p*log(a) + p*log(b)`` -> ``p*log(a*b)``, ``log(a) - log(b)`` -> ``log(a/b)``):
   where the logs are real their arguments are positive, and there the logs add.
@@ -677,8 +681,72 @@ def _sum_node(node: Binary) -> Expression:
 
 
 def _sum_written(node: Binary) -> Expression:
-    merged = _logs_merged(node)
+    merged = _offsets_cancelled(node)
+    if not _is_sum(merged):
+        return merged
+    merged = _logs_merged(merged)  # type: ignore[arg-type]
     return _sum_node(merged) if isinstance(merged, Binary) and _is_sum(merged) else merged
+
+
+def _offsets_cancelled(node: Binary) -> Expression:
+    """A sum's numbers that cancel, counting those a term's number factors scale inside
+    the sum they multiply: ``(1 + x)/(4*pi) - 1/(4*pi)`` -> ``x/(4*pi)``, ``2*(3 + x) - 6``
+    -> ``2*x`` (a fitted ``a + b*(c + f)`` with ``a = -b*c``), ``x + 2 - 2`` -> ``x``. Only
+    when they cancel, to rounding: otherwise the sum is kept as it is (no expansion)."""
+    terms = _terms(node, 1)
+    total = magnitude = 0.0
+    numbers = 0
+    opened: dict[int, _Signed] = {}
+    for index, (sign, term) in enumerate(terms):
+        value = _numbers_value(*_factors(term))
+        if value is not None:
+            total, magnitude, numbers = total + sign * value, magnitude + abs(value), numbers + 1
+        elif (inside := _opened(term)) is not None:
+            offset, kept = inside
+            total, magnitude = total + sign * offset, magnitude + abs(offset)
+            opened[index] = (sign * kept[0], kept[1])
+    if numbers + len(opened) < 2 or not abs(total) <= 1e-12 * magnitude:
+        return node
+    rest = [opened.get(index, (sign, term)) for index, (sign, term) in enumerate(terms)
+            if index in opened or _numbers_value(*_factors(term)) is None]
+    return _sum(rest) if rest else Number(0)
+
+
+def _opened(term: Expression) -> tuple[float, _Signed] | None:
+    """``c*(k + f)`` as its number ``c*k`` and the signed rest ``c*f`` (None for a term
+    that is not a number multiple of a sum holding numbers)."""
+    top, bottom = _factors(term)
+    sums = [factor for factor in top if _is_sum(factor)]
+    others = [factor for factor in top if not _is_sum(factor)]
+    scale = _numbers_value(others, bottom)
+    if len(sums) != 1 or scale is None:
+        return None
+    inner = _terms(sums[0], 1)
+    values = [_numbers_value(*_factors(t)) for _, t in inner]
+    kept = [item for item, value in zip(inner, values, strict=True) if value is None]
+    offset = sum(s * v for (s, _), v in zip(inner, values, strict=True) if v is not None)
+    if not kept or offset == 0:
+        return None
+    if len(kept) > 1:
+        return scale * offset, (1, _product([_sum(kept), *others], bottom))
+    sign, rest = kept[0]
+    rest_top, rest_bottom = _factors(rest)
+    return scale * offset, (sign, _product([*rest_top, *others], [*rest_bottom, *bottom]))
+
+
+def _numbers_value(top: list[Expression], bottom: list[Expression]) -> float | None:
+    """The value of a product of numbers over a product of numbers; None when a factor
+    is not a number."""
+    value = 1.0
+    for factor in top:
+        if (number := _number(factor)) is None:
+            return None
+        value *= number
+    for factor in bottom:
+        if not (number := _number(factor)):
+            return None
+        value /= number
+    return value
 
 
 def _logs_merged(node: Binary) -> Expression:

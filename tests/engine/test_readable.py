@@ -80,6 +80,15 @@ RULES = [
     ("huge-integral-kept-float", "x + 1e+300", (), "x + 1e+300"),
     ("base-above-and-below-cancels", "x*y/x", (), "y"),
     ("powers-above-and-below-cancel", "x**2*y/x**3", (), "y/x"),
+    # numbers of a sum that cancel once a number factor is taken into the sum it scales
+    ("scaled-offset-cancels", "(1 + q/(e*r**2))/(4*pi) - 1/(4*pi)", (), "q/(4*e*r**2*pi)"),
+    ("scaled-offset-cancels-negative", "(1 - x)*2 - 2", (), "-2*x"),
+    ("scaled-offset-cancels-in-longer-sum", "y + (0.5 + x)*3 - 1.5", (), "y + 3*x"),
+    ("scaled-offset-keeps-the-inner-sum", "(2 + x + y)*0.5 - 1", (), "0.5*(x + y)"),
+    ("numbers-cancel", "-2 + (x + 2)", (), "x"),
+    ("scaled-offset-not-cancelling-kept", "(1 + x)/(4*pi) - 2/(4*pi)", (),
+     "(1 + x)/(4*pi) - 2/(4*pi)"),
+    ("offset-of-a-product-of-sums-kept", "(1 + x)*(2 + y) - 2", (), "(1 + x)*(2 + y) - 2"),
 ]
 
 ROOTS = [  # (id, formula, written): powers that share a non-integral exponent, and the
