@@ -284,12 +284,14 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
     itself weighs the rows equally).
     """
     variance = weighted_moments(y, weights)[1]
-    if variance <= 0:
+    if not 0 < variance < math.inf:  # a target near 1e260: its variance overflows
         return entries
     current, tried = list(entries), set()
     floor = min((max(1.0 - e.r2, 0.0) for e in entries), default=None)
     for _ in range(SNAP_ROUNDS):
         front = list(pareto_front(current))
+        if not front:  # no entry with a finite error
+            break
         chosen = front.pop(steepest([e.complexity for e in front],
                                     [max(1.0 - e.r2, 0.0) for e in front]))
         order = [e for e in [chosen, *front[::-1]] if id(e) not in tried]

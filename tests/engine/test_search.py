@@ -134,3 +134,14 @@ def test_a_target_near_the_float_limit_is_searched():
     same = np.repeat(rng.uniform(-2, 2, (400, 1)), 2, axis=1)
     result = search(same, np.exp(300 * same[:, 0]), time_budget=20, seed=2, workers=1)
     assert result.best.r2 == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_a_target_whose_errors_overflow_returns(seed):
+    # two values, e**600 and e**-600: squared errors overflow, the front of finite errors
+    # was empty and the snapping popped from it (IndexError)
+    rng = np.random.default_rng(seed)
+    huge = rng.uniform(-2, 2, (60, 2)) * 1e9
+    y = np.exp(300 * np.clip(huge[:, 0], -2, 2))
+    result = search(huge, y, time_budget=1, seed=0, workers=1)
+    assert all(np.isfinite(entry.mse) for entry in result.front)
