@@ -120,11 +120,10 @@ def fuzz(cases: int, seed: int, budget: float, tools: list[str]) -> list[dict[st
         X, y = table(rng, kind, target, rows, inputs)
         described = {"case": case, "table": kind, "target": target, "rows": rows,
                      "inputs": inputs}
-        checks = [("search", lambda: search_failure(X, y, budget, case))]
-        checks += [(name, lambda name=name: tool_failure(name, X, y, budget)) for name in tools]
-        for what, check in checks:
-            if (failure := check()) is not None:
-                findings.append({**described, "where": what, "failure": failure})
+        failures = [("search", search_failure(X, y, budget, case))]
+        failures += [(name, tool_failure(name, X, y, budget)) for name in tools]
+        findings += [{**described, "where": where, "failure": failure}
+                     for where, failure in failures if failure is not None]
     return findings
 
 
