@@ -59,13 +59,16 @@ value, up to floating-point rounding, wherever the original is defined):
 * numbers of a sum that cancel are dropped, counting those that a term's number factors
   scale inside the one sum they multiply: ``(1 + x)/(4*pi) - 1/(4*pi)`` -> ``x/(4*pi)``,
   ``2*(3 + x) - 6`` -> ``2*x`` (a fitted ``a + b*(c + f)`` with ``a = -b*c``); only when
-  they cancel to rounding, so nothing else is expanded.
+  they cancel to rounding, so nothing else is expanded; terms that differ only in their
+  number factor are one term (``u + u`` -> ``2*u``, ``2*u + u`` -> ``3*u``, ``a + b - a``
+  -> ``b``), and the leading numbers of a quotient reduce when one divides the other
+  (``12*x/(4*y)`` -> ``3*x/y``).
 * terms ``c*log(u)`` of a sum with the same factor ``c`` are one log
   (``p*log(a) + p*log(b)`` -> ``p*log(a*b)``, ``log(a) - log(b)`` -> ``log(a/b)``):
   where the logs are real their arguments are positive, and there the logs add.
 
 The printer (:mod:`srh_engine.rendering`) then writes ``**2.0`` as ``**2``.
-No algebra beyond these rules is attempted (no expansion, no like terms);
+No algebra beyond these rules is attempted (no expansion, no other like terms);
 structured nodes (indices, sums over relations, delays) are kept as they are,
 only their operands are rewritten.
 """
@@ -249,7 +252,7 @@ def _product(top: list[Expression], bottom: list[Expression],
     if sign < 0:
         top, flipped = _log_inverted(top)
         sign = 1 if flipped else sign
-    top, bottom = _magnitudes(top), _magnitudes(bottom)
+    top, bottom = _reduced_numbers(_magnitudes(top), _magnitudes(bottom))
     numerator = _chain("*", top) or Number(1)
     result = numerator if not bottom else Binary("/", numerator, _chain("*", bottom))
     return _negative(result) if sign < 0 else result
@@ -624,6 +627,26 @@ def _magnitudes(factors: list[Expression]) -> list[Expression]:
     return rest if product == 1 else [Number(integral_number(product)), *rest]
 
 
+def _reduced_numbers(top: list[Expression], bottom: list[Expression]
+                     ) -> tuple[list[Expression], list[Expression]]:
+    """The leading numbers of a quotient's sides divided out when one is an integral
+    multiple of the other (``12*x/(4*y)`` -> ``3*x/y``, ``2*x/(6*y)`` -> ``x/(3*y)``):
+    exact, the quotient of two integers that divide."""
+    up = _number(top[0]) if top else None
+    down = _number(bottom[0]) if bottom else None
+    if up is None or down is None or not float(up).is_integer() or \
+            not float(down).is_integer() or up in NAMED_CONSTANTS or down in NAMED_CONSTANTS:
+        return top, bottom
+    big, small = max(up, down), min(up, down)
+    if small == 0 or big % small:
+        return top, bottom
+    ratio = Number(integral_number(big / small))
+    kept_top, kept_bottom = top[1:], bottom[1:]
+    if up >= down:
+        return ([ratio, *kept_top] if big != small else kept_top), kept_bottom
+    return kept_top, [ratio, *kept_bottom]
+
+
 def _chain(operator: str, items: list[Expression]) -> Expression | None:
     result: Expression | None = None
     for item in items:
@@ -681,18 +704,55 @@ def _sum_node(node: Binary) -> Expression:
 
 
 def _sum_written(node: Binary) -> Expression:
-    merged = _offsets_cancelled(node)
+    merged = _offsets_cancelled(_repeats_counted(node))
     if not _is_sum(merged):
         return merged
     merged = _logs_merged(merged)  # type: ignore[arg-type]
     return _sum_node(merged) if isinstance(merged, Binary) and _is_sum(merged) else merged
 
 
-def _offsets_cancelled(node: Binary) -> Expression:
+def _repeats_counted(node: Binary) -> Expression:
+    """Terms that differ only in their number factor are one term: ``u + u`` -> ``2*u``,
+    ``2*u + u`` -> ``3*u``, ``x - y + x`` -> ``2*x - y``, ``a + b - a`` -> ``b`` (the rest
+    of the term compared as a whole tree; numbers alone are left to
+    :func:`_offsets_cancelled`)."""
+    terms = _terms(node, 1)
+    counts: dict[Expression, float] = {}
+    keys: list[Expression | None] = []
+    for sign, term in terms:
+        top, bottom = _factors(term)
+        numbers = [f for f in top + bottom if _number(f) is not None]
+        value = _numbers_value([f for f in top if f in numbers],
+                               [f for f in bottom if f in numbers])
+        if value is None or len(numbers) == len(top) + len(bottom):
+            keys.append(None)
+            continue
+        key = _product([f for f in top if f not in numbers], [f for f in bottom
+                                                               if f not in numbers])
+        counts[key] = counts.get(key, 0.0) + sign * value
+        keys.append(key)
+    if len([k for k in keys if k is not None]) == len(counts):
+        return node
+    written: list[_Signed] = []
+    for (sign, term), key in zip(terms, keys, strict=True):
+        if key is None:
+            written.append((sign, term))
+        elif key in counts:
+            count = counts.pop(key)
+            if count:
+                factor = [] if abs(count) == 1 else [Number(integral_number(abs(count)))]
+                written.append((1 if count > 0 else -1, _product([*factor, *_factors(key)[0]],
+                                                                 _factors(key)[1])))
+    return _sum(written) if written else Number(0)
+
+
+def _offsets_cancelled(node: Expression) -> Expression:
     """A sum's numbers that cancel, counting those a term's number factors scale inside
     the sum they multiply: ``(1 + x)/(4*pi) - 1/(4*pi)`` -> ``x/(4*pi)``, ``2*(3 + x) - 6``
     -> ``2*x`` (a fitted ``a + b*(c + f)`` with ``a = -b*c``), ``x + 2 - 2`` -> ``x``. Only
     when they cancel, to rounding: otherwise the sum is kept as it is (no expansion)."""
+    if not _is_sum(node):
+        return node
     terms = _terms(node, 1)
     total = magnitude = 0.0
     numbers = 0

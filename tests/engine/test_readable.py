@@ -87,7 +87,15 @@ RULES = [
     ("scaled-offset-keeps-the-inner-sum", "(2 + x + y)*0.5 - 1", (), "0.5*(x + y)"),
     ("numbers-cancel", "-2 + (x + 2)", (), "x"),
     ("scaled-offset-not-cancelling-kept", "(1 + x)/(4*pi) - 2/(4*pi)", (),
-     "(1 + x)/(4*pi) - 2/(4*pi)"),
+     "(1 + x)/(4*pi) - 1/(2*pi)"),
+    # terms that differ only in their number are one; leading numbers that divide reduce
+    ("repeated-term-counted", "3*(u + u)**2*F**2*u/(4*R**2)", (), "3*u**3*F**2/R**2"),
+    ("like-terms-merged", "2*u + u - y", (), "3*u - y"),
+    ("like-terms-cancel", "a + b - a", (), "b"),
+    ("halves-merged", "x/2 + x/2", (), "x"),
+    ("numbers-that-divide-reduce", "2*x/(6*y)", (), "x/(3*y)"),
+    ("numbers-that-do-not-divide-kept", "1.5*x/(3*y)", (), "1.5*x/(3*y)"),
+    ("unlike-terms-kept", "x*y + x", (), "x*y + x"),
     ("offset-of-a-product-of-sums-kept", "(1 + x)*(2 + y) - 2", (), "(1 + x)*(2 + y) - 2"),
 ]
 
