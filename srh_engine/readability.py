@@ -128,6 +128,9 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
             return _product(*_factors(node), names)
         if isinstance(node, Function) and node.name == "exp":
             return _exp_of_logs(node, names)
+        if isinstance(node, Function) and node.name == "sqrt" and \
+                (taken := _roots_out(node.arguments[0], names)) is not None:
+            return taken
         return node
 
     return map_postorder(expression, rewrite)
@@ -209,7 +212,7 @@ def _power(base: Expression, exponent: float) -> Expression:
     it does not cancel against them (``sqrt(a) - a**0.5`` stays), so SRBench's judge
     sees an exact exponent only when it is written exactly.
     """
-    if exponent == 1:
+    if exponent == 1 or _number(base) == 1:  # 1**p is 1 for every real p
         return base
     if exponent == 0.5:
         return Function("sqrt", (base,))
@@ -321,10 +324,13 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
                 if led and _number(inner) == 1:
                     continue
                 total = _exact(power) * _exact(exponent) * side  # type: ignore[arg-type]
-                if total > 0:
-                    top.append(_power(inner, float(total)))
-                elif total < 0:
-                    bottom.append(_power(inner, float(-total)))
+                if total == 0:
+                    continue
+                piece = _power(inner, float(abs(total)))  # a product's power: again, whole
+                up_part, down_part = (_distributed([piece], positive) if _is_product(inner)
+                                      else ([piece], []))
+                top += up_part if total > 0 else down_part
+                bottom += down_part if total > 0 else up_part
         if rest is not None:
             top.append(_power(rest, exponent))  # type: ignore[arg-type]
     return top, bottom
@@ -578,11 +584,14 @@ def _same_bases(top: list[Expression], bottom: list[Expression]
 def _roots_merged(top: list[Expression], bottom: list[Expression]
                   ) -> tuple[list[Expression], list[Expression]]:
     """The square roots of a product as one root of their quotient (see :func:`_powers`);
-    other non-integral powers are written one by one (``r**(1/3)*s**(1/3)``)."""
+    other non-integral powers are written one by one (``r**(1/3)*s**(1/3)``). Two roots
+    stay out of it: of ``exp`` (``exp(a/2)``, :func:`_exp_power`) and of a fitted number
+    (its value: ``sqrt(2.25*a)`` is ``1.5*sqrt(a)``; ``sqrt(2*a)`` stays)."""
+    top, bottom = [_root_taken(f) for f in top], [_root_taken(f) for f in bottom]
     up = [f for f in top if _base_and_exponent(f)[1] == 0.5]
     down = [f for f in bottom if _base_and_exponent(f)[1] == 0.5]
     if len(up) + len(down) < 2:
-        return [_written_power(f) for f in top], [_written_power(f) for f in bottom]
+        return _finished(top), _finished(bottom)
     numerator = [_base_and_exponent(f)[0] for f in up]
     denominator = [_base_and_exponent(f)[0] for f in down]
     inner = _product(*_merged(numerator or denominator, denominator if up else []))
@@ -591,11 +600,57 @@ def _roots_merged(top: list[Expression], bottom: list[Expression]
         top, bottom = _replaced(top, up, root), _replaced(bottom, down, None)
     else:
         bottom = _replaced(bottom, down, root)
-    return [_written_power(f) for f in top], [_written_power(f) for f in bottom]
+    return _finished(top), _finished(bottom)
+
+
+def _roots_out(argument: Expression, positive: frozenset[str]) -> Expression | None:
+    """``sqrt`` of a product holding ``exp`` or a fitted number with their roots taken out
+    (``sqrt(2.25*a*exp(2*u))`` -> ``1.5*exp(u)*sqrt(a)``: exact, both are positive);
+    None when it holds neither."""
+    if not any(isinstance(node, Symbol) for node in argument.iter_preorder()):
+        return None  # a root of numbers alone stays as written, as its powers do
+    top, bottom = _factors(argument)
+    if any((_number(f) or 0) < 0 for f in top + bottom):
+        return None  # a negative number inside: no real root to split
+
+    def movable(factor: Expression) -> bool:
+        return _root_taken(Binary("**", factor, Number(0.5))) != Binary(
+            "**", factor, Number(0.5))
+
+    if not any(movable(f) for f in top + bottom):
+        return None
+    kept_top, kept_bottom = [f for f in top if not movable(f)], [f for f in bottom
+                                                                if not movable(f)]
+    out_top = [_root_taken(Binary("**", f, Number(0.5))) for f in top if movable(f)]
+    out_bottom = [_root_taken(Binary("**", f, Number(0.5))) for f in bottom if movable(f)]
+    if kept_top or kept_bottom:
+        out_top.append(Function("sqrt", (_product(kept_top, kept_bottom, positive),)))
+    return _product(out_top, out_bottom, positive)
+
+
+def _finished(factors: list[Expression]) -> list[Expression]:
+    """Each factor's power written (:func:`_written_power`), then a root taken where it
+    is one (:func:`_root_taken`: a merged power may have become one)."""
+    return [_root_taken(_written_power(factor)) for factor in factors]
+
+
+def _root_taken(factor: Expression) -> Expression:
+    """A square root of ``exp`` or of a fitted (non-integral, unnamed) number, taken."""
+    base, exponent = _base_and_exponent(factor)
+    if exponent != 0.5:
+        return factor
+    value = _number(base)
+    if value is not None and value > 0 and not float(value).is_integer() and \
+            value not in NAMED_CONSTANTS:
+        return Number(math.sqrt(value))
+    return _exp_power(factor) or factor
 
 
 def _written_power(factor: Expression) -> Expression:
-    """A power with a number exponent as :func:`_power` writes it (``x**1.5`` -> ``x**(3/2)``)."""
+    """A power with a number exponent as :func:`_power` writes it (``x**1.5`` -> ``x**(3/2)``),
+    a power of ``exp`` as ``exp`` of the scaled argument (``exp(a)*exp(a)`` -> ``exp(2*a)``)."""
+    if (exp := _exp_power(factor)) is not None:
+        return exp
     if isinstance(factor, Binary) and factor.operator == "**":
         exponent = _exponent(factor.right)
         if exponent is not None and exponent > 0:
@@ -743,7 +798,14 @@ def _repeats_counted(node: Binary) -> Expression:
                 factor = [] if abs(count) == 1 else [Number(integral_number(abs(count)))]
                 written.append((1 if count > 0 else -1, _product([*factor, *_factors(key)[0]],
                                                                  _factors(key)[1])))
-    return _sum(written) if written else Number(0)
+    return _sum(_led_positive(written)) if written else Number(0)
+
+
+def _led_positive(terms: list[_Signed]) -> list[_Signed]:
+    """The terms with the first added one first, as the sign rule writes ``-a + b`` (``b -
+    a``), so that a rebuilt sum is written as it would be read again."""
+    first = next((index for index, (sign, _) in enumerate(terms) if sign > 0), 0)
+    return [terms[first], *terms[:first], *terms[first + 1:]]
 
 
 def _offsets_cancelled(node: Expression) -> Expression:
@@ -769,7 +831,7 @@ def _offsets_cancelled(node: Expression) -> Expression:
         return node
     rest = [opened.get(index, (sign, term)) for index, (sign, term) in enumerate(terms)
             if index in opened or _numbers_value(*_factors(term)) is None]
-    return _sum(rest) if rest else Number(0)
+    return _sum(_led_positive(rest)) if rest else Number(0)
 
 
 def _opened(term: Expression) -> tuple[float, _Signed] | None:

@@ -96,6 +96,12 @@ RULES = [
     ("numbers-that-divide-reduce", "2*x/(6*y)", (), "x/(3*y)"),
     ("numbers-that-do-not-divide-kept", "1.5*x/(3*y)", (), "1.5*x/(3*y)"),
     ("unlike-terms-kept", "x*y + x", (), "x*y + x"),
+    # a root of a product: a fitted number's and exp's roots are taken, integers stay
+    ("root-of-fitted-number-and-exp", "sqrt(2.25*a*exp(2/(s*M)))", ("a", "s", "M"),
+     "1.5*exp(1/(s*M))*sqrt(a)"),
+    ("root-of-fitted-number-any-sign", "sqrt(2.25*x*y)", (), "1.5*sqrt(x*y)"),
+    ("root-of-integer-kept", "sqrt(2*a*b)", ("a", "b"), "sqrt(2*a*b)"),
+    ("root-of-pi-kept", "sqrt(pi*a)", ("a",), "sqrt(pi*a)"),
     ("offset-of-a-product-of-sums-kept", "(1 + x)*(2 + y) - 2", (), "(1 + x)*(2 + y) - 2"),
 ]
 
