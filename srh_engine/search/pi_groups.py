@@ -110,7 +110,7 @@ def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
         return None, (f"no product of powers of the inputs is in the target's units "
                       f"({target}): a dimensional constant may be missing from the inputs")
     basis = simplest_basis(matrix, len(names))
-    exponents = _monomial(particular, basis, X, y)
+    exponents = _monomial(particular, basis, X, y, _small_solutions(matrix, wanted, len(names)))
     values = _power_values(X, exponents)
     columns = np.column_stack([_power_values(X, g) for g in basis]) if basis else \
         np.empty((X.shape[0], 0))
@@ -188,18 +188,27 @@ def _integer(vector: Vector) -> Vector:
     return _oriented(tuple(Fraction(v // divisor) for v in integers))
 
 
-def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray) -> Vector:
-    """The simplest ``particular + sum z_j basis_j``; among equally simple ones, the one
-    leaving decisively less spread in ``log|y/M|`` than the particular solution's, else
-    the one nearest to it (see the module docstring)."""
+def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray,
+              small: Sequence[Vector] = ()) -> Vector:
+    """The simplest ``particular + sum z_j basis_j`` or ``small`` solution; among equally
+    simple ones, the one leaving decisively less spread in ``log|y/M|`` than the nearest
+    combination's, else that nearest one (see the module docstring).
+
+    ``small`` (:func:`_small_solutions`) reaches monomials off the lattice of whole
+    multiples of the groups: with ``A*g**2/N`` a group and ``sqrt(N/A)`` the particular
+    solution, ``g`` is half a group away."""
     combinations = _combinations(len(basis))
     base = np.array([float(p) for p in particular])
     groups = np.array([[float(e) for e in g] for g in basis]).reshape(len(basis), len(base))
     vectors = base + combinations @ groups
+    distances = [float(d) for d in np.abs(combinations).sum(axis=1)]
+    if small:
+        vectors = np.vstack([vectors, np.array([[float(e) for e in v] for v in small])])
+        distances += [math.inf] * len(small)
     sizes = [_size(v) for v in vectors]
     simplest = min(sizes)
     tied = [i for i, size in enumerate(sizes) if size == simplest]
-    nearest = min(tied, key=lambda i: (np.abs(combinations[i]).sum(), i))
+    nearest = min(tied, key=lambda i: (distances[i], i))
     spreads = _spreads(vectors[tied], X, y)
     chosen = nearest
     if spreads is not None:
@@ -207,6 +216,28 @@ def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndar
         if spreads[best] < DECISIVE * spreads[tied.index(nearest)]:
             chosen = tied[best]
     return tuple(Fraction(float(e)).limit_denominator(MAX_DENOMINATOR) for e in vectors[chosen])
+
+
+def _small_solutions(matrix: list[list[Fraction]], wanted: list[Fraction], n: int
+                     ) -> list[Vector]:
+    """The monomials in the target's units on at most ``MAX_SUPPORT`` inputs whose
+    exponents are determined by them, each at most ``MAX_ENTRY`` in size."""
+    if not matrix:
+        return []
+    found: list[Vector] = []
+    for support in range(1, min(MAX_SUPPORT, n) + 1):
+        for columns in itertools.combinations(range(n), support):
+            sub = [[row[c] for c in columns] for row in matrix]
+            if _rank(sub, support) < support:
+                continue  # not determined: a group of these inputs could be added
+            solution = _solve(sub, wanted, support)
+            if solution is None or any(e == 0 or abs(e) > MAX_ENTRY for e in solution):
+                continue
+            vector = [Fraction(0)] * n
+            for column, value in zip(columns, solution, strict=True):
+                vector[column] = value
+            found.append(tuple(vector))
+    return found
 
 
 def _combinations(k: int) -> np.ndarray:

@@ -140,3 +140,17 @@ def test_mapped_back_products_merge_into_one_monomial(formula, merged):
                                                        "m1", "m2", "x")}
     np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
                                np.broadcast_to(parse(formula).evaluate(values), (20,)))
+
+
+def test_a_monomial_off_the_groups_lattice_is_reached():
+    """The simplest monomial in the target's units is ``g`` (a rate), half the group
+    ``A*g**2/N`` away from the particular solution ``sqrt(N/A)``: it is found by its few
+    inputs, not only as a whole multiple of the groups."""
+    names = ["N", "A", "g", "x"]
+    units = ["kg^-1*s^-1", "kg^-1*s", "s^-1", "s^-1"]
+    X = np.random.default_rng(0).uniform(1.0, 3.0, (200, 4))
+    y = X[:, 2] + X[:, 3] + X[:, 0] / (X[:, 1] * X[:, 2])
+    reduction, reason = reduce_by_units(X, y, names, [parse_units(u) for u in units],
+                                        parse_units("1/s"))
+    assert reduction is not None, reason
+    assert to_str(reduction.monomial) == "g"
