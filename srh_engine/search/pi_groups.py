@@ -52,6 +52,10 @@ DECISIVE = 0.5
 """An equally simple monomial replaces the particular solution when it leaves less than this
 share of the particular solution's spread of ``log|y/M|``."""
 SPREAD_ROWS = 512
+POWER_DENOMINATOR = 12
+"""Largest denominator of a group's exponent in a target that is a product of powers."""
+POWER_TOLERANCE = 1e-9
+"""Spread of ``log|y/M|`` (relative to its spread before) left by an exact product of powers."""
 MAX_DENOMINATOR = 64
 
 Vector = tuple[Fraction, ...]
@@ -111,6 +115,7 @@ def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
                       f"({target}): a dimensional constant may be missing from the inputs")
     basis = simplest_basis(matrix, len(names))
     exponents = _monomial(particular, basis, X, y, _small_solutions(matrix, wanted, len(names)))
+    exponents = _power_law(exponents, basis, X, y) or exponents
     values = _power_values(X, exponents)
     columns = np.column_stack([_power_values(X, g) for g in basis]) if basis else \
         np.empty((X.shape[0], 0))
@@ -238,6 +243,36 @@ def _small_solutions(matrix: list[list[Fraction]], wanted: list[Fraction], n: in
                 vector[column] = value
             found.append(tuple(vector))
     return found
+
+
+def _power_law(exponents: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray
+               ) -> Vector | None:
+    """The monomial times the powers of the groups that ``y`` is, up to a constant, when it
+    is exactly such a product (None otherwise).
+
+    ``log|y/M|`` is then linear in the groups' logarithms: least squares gives their
+    exponents, each snapped to a fraction of denominator at most ``POWER_DENOMINATOR``, and
+    the snapped ones must leave ``log|y/M|`` constant within ``POWER_TOLERANCE``. The reduced
+    target is then a constant; a search of it over many groups (``y**(1/2)*C**(-1/2)*
+    E**(1/3)*V**2...`` has six) rarely finds the product of their powers.
+    """
+    if not basis:
+        return None
+    vectors = np.array([[float(e) for e in v] for v in (exponents, *basis)])
+    rows = np.linspace(0, y.size - 1, min(y.size, SPREAD_ROWS)).astype(int)
+    with np.errstate(all="ignore"):
+        logs = np.log(np.abs(X[rows])) @ vectors.T
+        target = np.log(np.abs(y[rows])) - logs[:, 0]
+    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(target))):
+        return None
+    design = np.column_stack([np.ones(rows.size), logs[:, 1:]])
+    fitted, *_ = np.linalg.lstsq(design, target, rcond=None)
+    powers = [Fraction(float(z)).limit_denominator(POWER_DENOMINATOR) for z in fitted[1:]]
+    left = target - logs[:, 1:] @ np.array([float(z) for z in powers])
+    if np.std(left) > POWER_TOLERANCE * max(1.0, float(np.std(target))):
+        return None
+    return tuple(e + sum((z * g[k] for z, g in zip(powers, basis, strict=True)), Fraction(0))
+                 for k, e in enumerate(exponents))
 
 
 def _combinations(k: int) -> np.ndarray:

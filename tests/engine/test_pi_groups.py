@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -41,7 +43,7 @@ def reduced(problem):
     (COULOMB, "q1*q2/(eps*r**2)", ["q2/q1"]),
     (DISTANCE, "x1", ["x2/x1", "y1/x1", "y2/x1"]),
     (RELATIVISTIC, "m*c**2", ["c/v"]),
-    (GAS, "kb*T/V", ["n"]),
+    (GAS, "n*kb*T/V", ["n"]),  # exactly a product of powers: the group is in the monomial
 ], ids=["pendulum", "coulomb", "distance", "relativistic", "gas"])
 def test_the_reduction_has_n_minus_rank_groups(problem, monomial, groups):
     reduction, reason = reduced(problem)
@@ -154,3 +156,23 @@ def test_a_monomial_off_the_groups_lattice_is_reached():
                                         parse_units("1/s"))
     assert reduction is not None, reason
     assert to_str(reduction.monomial) == "g"
+
+
+def test_a_product_of_powers_of_the_groups_goes_into_the_monomial():
+    """When the target is exactly the monomial times powers of the groups, the monomial
+    is the whole law and what is left to search is a constant."""
+    names = ["a", "b", "c", "d", "t"]
+    units = ["m", "m", "m", "m", "s"]
+    X = np.random.default_rng(0).uniform(1.0, 3.0, (200, 5))
+    a, b, c, d, t = X.T
+    y = 3.0 * a**0.5 * b**1.5 * c / (d * t ** (1 / 3))
+    reduction, reason = reduce_by_units(X, y, names, [parse_units(u) for u in units],
+                                        parse_units("m^2/s^(1/3)"))
+    assert reduction is not None, reason
+    assert reduction.exponents == (0.5, 1.5, 1, -1, -Fraction(1, 3))
+    ratio = y / reduction.monomial_values
+    np.testing.assert_allclose(ratio, 3.0, rtol=1e-9)
+    X[:, 3] += np.sin(X[:, 0])  # no longer a product of powers: the simplest monomial
+    reduction, _ = reduce_by_units(X, y, names, [parse_units(u) for u in units],
+                                   parse_units("m^2/s^(1/3)"))
+    assert reduction.exponents != (0.5, 1.5, 1, -1, -Fraction(1, 3))
