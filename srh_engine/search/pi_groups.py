@@ -133,9 +133,14 @@ def simplest_basis(matrix: list[list[Fraction]], n: int) -> list[Vector]:
     if size == 0:
         return []
     chosen: list[Vector] = []
+    rows = np.zeros((0, n))
     for vector in _small_null_vectors(matrix, n):
-        if _rank([list(v) for v in [*chosen, vector]], n) == len(chosen) + 1:
-            chosen.append(vector)
+        # small integer vectors: a float rank is exact, and thousands of candidates (many
+        # dimensionless inputs) took seconds as exact rational eliminations
+        grown = np.vstack([rows, vector])
+        if np.linalg.matrix_rank(grown) == len(chosen) + 1:
+            chosen.append(tuple(Fraction(e) for e in vector))
+            rows = grown
             if len(chosen) == size:
                 return chosen
     for vector in _null_space(matrix, n):  # what small vectors do not span
@@ -146,37 +151,33 @@ def simplest_basis(matrix: list[list[Fraction]], n: int) -> list[Vector]:
     return chosen
 
 
-def _complexity(vector: Sequence[Fraction]) -> tuple[int, int, Fraction, Fraction]:
-    support = [abs(e) for e in vector if e]
-    fractional = sum(1 for e in vector if Fraction(e).denominator != 1)
-    return fractional, len(support), sum(support, Fraction(0)), max(support, default=Fraction(0))
-
-
-def _small_null_vectors(matrix: list[list[Fraction]], n: int) -> list[Vector]:
-    """Integer null vectors with few nonzero, small entries, simplest first."""
+def _small_null_vectors(matrix: list[list[Fraction]], n: int) -> list[tuple[int, ...]]:
+    """Integer null vectors with few nonzero, small entries, simplest first (fewest
+    inputs, then the smallest sum and largest of the magnitudes)."""
     if not matrix:
-        return [tuple(Fraction(int(i == j)) for j in range(n)) for i in range(n)]
+        return [tuple(int(i == j) for j in range(n)) for i in range(n)]
     scale = math.lcm(*(Fraction(e).denominator for row in matrix for e in row))
     integer = np.array([[int(e * scale) for e in row] for row in matrix], dtype=np.int64)
-    found: list[Vector] = []
+    found: dict[tuple[int, ...], None] = {}
     for support in range(1, min(MAX_SUPPORT, n) + 1):
         limit = MAX_ENTRY if support <= 3 else 2
         entries = [e for e in range(-limit, limit + 1) if e]
+        values = np.array(list(itertools.product(entries, repeat=support)), dtype=np.int64)
+        values = values[values[:, 0] > 0]  # one sign of each vector
         for columns in itertools.combinations(range(n), support):
-            values = np.array(list(itertools.product(entries, repeat=support)), dtype=np.int64)
-            values = values[values[:, 0] > 0]  # one sign of each vector
             hits = values[np.all(integer[:, columns] @ values.T == 0, axis=0)]
             for row in hits:
                 if math.gcd(*map(int, row)) != 1:
                     continue
-                vector = [Fraction(0)] * n
+                vector = [0] * n
                 for column, value in zip(columns, row, strict=True):
-                    vector[column] = Fraction(int(value))
-                found.append(_oriented(tuple(vector)))
-    return sorted(dict.fromkeys(found), key=_complexity)
+                    vector[column] = int(value)
+                found[_oriented(tuple(vector))] = None
+    return sorted(found, key=lambda v: (sum(1 for e in v if e), sum(map(abs, v)),
+                                        max(map(abs, v))))
 
 
-def _oriented(vector: Vector) -> Vector:
+def _oriented(vector: tuple) -> tuple:
     """More positive than negative exponents (``b/a``, not ``a/b``, for the later input)."""
     positive = sum(e for e in vector if e > 0)
     negative = -sum(e for e in vector if e < 0)

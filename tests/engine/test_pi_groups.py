@@ -176,3 +176,22 @@ def test_a_product_of_powers_of_the_groups_goes_into_the_monomial():
     reduction, _ = reduce_by_units(X, y, names, [parse_units(u) for u in units],
                                    parse_units("m^2/s^(1/3)"))
     assert reduction.exponents != (0.5, 1.5, 1, -1, -Fraction(1, 3))
+
+
+def test_many_dimensionless_inputs_are_reduced_quickly():
+    """Nine dimensionless inputs have thousands of small dimensionless products; ranking
+    them took seconds of a search's budget as exact rational arithmetic (about 2 s of CPU
+    here, now a tenth of that)."""
+    import time
+
+    from srh_engine.search.pi_groups import simplest_basis
+
+    n = 12
+    matrix = [[Fraction(int(j in (0, 1))) for j in range(n)],
+              [Fraction(int(j == 2)) for j in range(n)]]
+    started = time.process_time()
+    basis = simplest_basis(matrix, n)
+    assert time.process_time() - started < 1.0
+    assert len(basis) == 10 and basis[0] == tuple(Fraction(int(j == 3)) for j in range(n))
+    for vector in basis:
+        assert all(sum(r * v for r, v in zip(row, vector, strict=True)) == 0 for row in matrix)
