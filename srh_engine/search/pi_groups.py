@@ -52,6 +52,10 @@ DECISIVE = 0.5
 """An equally simple monomial replaces the particular solution when it leaves less than this
 share of the particular solution's spread of ``log|y/M|``."""
 SPREAD_ROWS = 512
+POWER_DENOMINATOR = 12
+"""Largest denominator of a group's exponent in a target that is a product of powers."""
+POWER_TOLERANCE = 1e-9
+"""Spread of ``log|y/M|`` (relative to its spread before) left by an exact product of powers."""
 MAX_DENOMINATOR = 64
 
 Vector = tuple[Fraction, ...]
@@ -110,7 +114,8 @@ def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
         return None, (f"no product of powers of the inputs is in the target's units "
                       f"({target}): a dimensional constant may be missing from the inputs")
     basis = simplest_basis(matrix, len(names))
-    exponents = _monomial(particular, basis, X, y)
+    exponents = _monomial(particular, basis, X, y, _small_solutions(matrix, wanted, len(names)))
+    exponents = _power_law(exponents, basis, X, y) or exponents
     values = _power_values(X, exponents)
     columns = np.column_stack([_power_values(X, g) for g in basis]) if basis else \
         np.empty((X.shape[0], 0))
@@ -128,9 +133,14 @@ def simplest_basis(matrix: list[list[Fraction]], n: int) -> list[Vector]:
     if size == 0:
         return []
     chosen: list[Vector] = []
+    rows = np.zeros((0, n))
     for vector in _small_null_vectors(matrix, n):
-        if _rank([list(v) for v in [*chosen, vector]], n) == len(chosen) + 1:
-            chosen.append(vector)
+        # small integer vectors: a float rank is exact, and thousands of candidates (many
+        # dimensionless inputs) took seconds as exact rational eliminations
+        grown = np.vstack([rows, vector])
+        if np.linalg.matrix_rank(grown) == len(chosen) + 1:
+            chosen.append(tuple(Fraction(e) for e in vector))
+            rows = grown
             if len(chosen) == size:
                 return chosen
     for vector in _null_space(matrix, n):  # what small vectors do not span
@@ -141,37 +151,33 @@ def simplest_basis(matrix: list[list[Fraction]], n: int) -> list[Vector]:
     return chosen
 
 
-def _complexity(vector: Sequence[Fraction]) -> tuple[int, int, Fraction, Fraction]:
-    support = [abs(e) for e in vector if e]
-    fractional = sum(1 for e in vector if Fraction(e).denominator != 1)
-    return fractional, len(support), sum(support, Fraction(0)), max(support, default=Fraction(0))
-
-
-def _small_null_vectors(matrix: list[list[Fraction]], n: int) -> list[Vector]:
-    """Integer null vectors with few nonzero, small entries, simplest first."""
+def _small_null_vectors(matrix: list[list[Fraction]], n: int) -> list[tuple[int, ...]]:
+    """Integer null vectors with few nonzero, small entries, simplest first (fewest
+    inputs, then the smallest sum and largest of the magnitudes)."""
     if not matrix:
-        return [tuple(Fraction(int(i == j)) for j in range(n)) for i in range(n)]
+        return [tuple(int(i == j) for j in range(n)) for i in range(n)]
     scale = math.lcm(*(Fraction(e).denominator for row in matrix for e in row))
     integer = np.array([[int(e * scale) for e in row] for row in matrix], dtype=np.int64)
-    found: list[Vector] = []
+    found: dict[tuple[int, ...], None] = {}
     for support in range(1, min(MAX_SUPPORT, n) + 1):
         limit = MAX_ENTRY if support <= 3 else 2
         entries = [e for e in range(-limit, limit + 1) if e]
+        values = np.array(list(itertools.product(entries, repeat=support)), dtype=np.int64)
+        values = values[values[:, 0] > 0]  # one sign of each vector
         for columns in itertools.combinations(range(n), support):
-            values = np.array(list(itertools.product(entries, repeat=support)), dtype=np.int64)
-            values = values[values[:, 0] > 0]  # one sign of each vector
             hits = values[np.all(integer[:, columns] @ values.T == 0, axis=0)]
             for row in hits:
                 if math.gcd(*map(int, row)) != 1:
                     continue
-                vector = [Fraction(0)] * n
+                vector = [0] * n
                 for column, value in zip(columns, row, strict=True):
-                    vector[column] = Fraction(int(value))
-                found.append(_oriented(tuple(vector)))
-    return sorted(dict.fromkeys(found), key=_complexity)
+                    vector[column] = int(value)
+                found[_oriented(tuple(vector))] = None
+    return sorted(found, key=lambda v: (sum(1 for e in v if e), sum(map(abs, v)),
+                                        max(map(abs, v))))
 
 
-def _oriented(vector: Vector) -> Vector:
+def _oriented(vector: tuple) -> tuple:
     """More positive than negative exponents (``b/a``, not ``a/b``, for the later input)."""
     positive = sum(e for e in vector if e > 0)
     negative = -sum(e for e in vector if e < 0)
@@ -188,18 +194,27 @@ def _integer(vector: Vector) -> Vector:
     return _oriented(tuple(Fraction(v // divisor) for v in integers))
 
 
-def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray) -> Vector:
-    """The simplest ``particular + sum z_j basis_j``; among equally simple ones, the one
-    leaving decisively less spread in ``log|y/M|`` than the particular solution's, else
-    the one nearest to it (see the module docstring)."""
+def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray,
+              small: Sequence[Vector] = ()) -> Vector:
+    """The simplest ``particular + sum z_j basis_j`` or ``small`` solution; among equally
+    simple ones, the one leaving decisively less spread in ``log|y/M|`` than the nearest
+    combination's, else that nearest one (see the module docstring).
+
+    ``small`` (:func:`_small_solutions`) reaches monomials off the lattice of whole
+    multiples of the groups: with ``A*g**2/N`` a group and ``sqrt(N/A)`` the particular
+    solution, ``g`` is half a group away."""
     combinations = _combinations(len(basis))
     base = np.array([float(p) for p in particular])
     groups = np.array([[float(e) for e in g] for g in basis]).reshape(len(basis), len(base))
     vectors = base + combinations @ groups
+    distances = [float(d) for d in np.abs(combinations).sum(axis=1)]
+    if small:
+        vectors = np.vstack([vectors, np.array([[float(e) for e in v] for v in small])])
+        distances += [math.inf] * len(small)
     sizes = [_size(v) for v in vectors]
     simplest = min(sizes)
     tied = [i for i, size in enumerate(sizes) if size == simplest]
-    nearest = min(tied, key=lambda i: (np.abs(combinations[i]).sum(), i))
+    nearest = min(tied, key=lambda i: (distances[i], i))
     spreads = _spreads(vectors[tied], X, y)
     chosen = nearest
     if spreads is not None:
@@ -207,6 +222,58 @@ def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndar
         if spreads[best] < DECISIVE * spreads[tied.index(nearest)]:
             chosen = tied[best]
     return tuple(Fraction(float(e)).limit_denominator(MAX_DENOMINATOR) for e in vectors[chosen])
+
+
+def _small_solutions(matrix: list[list[Fraction]], wanted: list[Fraction], n: int
+                     ) -> list[Vector]:
+    """The monomials in the target's units on at most ``MAX_SUPPORT`` inputs whose
+    exponents are determined by them, each at most ``MAX_ENTRY`` in size."""
+    if not matrix:
+        return []
+    found: list[Vector] = []
+    for support in range(1, min(MAX_SUPPORT, n) + 1):
+        for columns in itertools.combinations(range(n), support):
+            sub = [[row[c] for c in columns] for row in matrix]
+            if _rank(sub, support) < support:
+                continue  # not determined: a group of these inputs could be added
+            solution = _solve(sub, wanted, support)
+            if solution is None or any(e == 0 or abs(e) > MAX_ENTRY for e in solution):
+                continue
+            vector = [Fraction(0)] * n
+            for column, value in zip(columns, solution, strict=True):
+                vector[column] = value
+            found.append(tuple(vector))
+    return found
+
+
+def _power_law(exponents: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray
+               ) -> Vector | None:
+    """The monomial times the powers of the groups that ``y`` is, up to a constant, when it
+    is exactly such a product (None otherwise).
+
+    ``log|y/M|`` is then linear in the groups' logarithms: least squares gives their
+    exponents, each snapped to a fraction of denominator at most ``POWER_DENOMINATOR``, and
+    the snapped ones must leave ``log|y/M|`` constant within ``POWER_TOLERANCE``. The reduced
+    target is then a constant; a search of it over many groups (``y**(1/2)*C**(-1/2)*
+    E**(1/3)*V**2...`` has six) rarely finds the product of their powers.
+    """
+    if not basis:
+        return None
+    vectors = np.array([[float(e) for e in v] for v in (exponents, *basis)])
+    rows = np.linspace(0, y.size - 1, min(y.size, SPREAD_ROWS)).astype(int)
+    with np.errstate(all="ignore"):
+        logs = np.log(np.abs(X[rows])) @ vectors.T
+        target = np.log(np.abs(y[rows])) - logs[:, 0]
+    if not (np.all(np.isfinite(logs)) and np.all(np.isfinite(target))):
+        return None
+    design = np.column_stack([np.ones(rows.size), logs[:, 1:]])
+    fitted, *_ = np.linalg.lstsq(design, target, rcond=None)
+    powers = [Fraction(float(z)).limit_denominator(POWER_DENOMINATOR) for z in fitted[1:]]
+    left = target - logs[:, 1:] @ np.array([float(z) for z in powers])
+    if np.std(left) > POWER_TOLERANCE * max(1.0, float(np.std(target))):
+        return None
+    return tuple(e + sum((z * g[k] for z, g in zip(powers, basis, strict=True)), Fraction(0))
+                 for k, e in enumerate(exponents))
 
 
 def _combinations(k: int) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -41,7 +43,7 @@ def reduced(problem):
     (COULOMB, "q1*q2/(eps*r**2)", ["q2/q1"]),
     (DISTANCE, "x1", ["x2/x1", "y1/x1", "y2/x1"]),
     (RELATIVISTIC, "m*c**2", ["c/v"]),
-    (GAS, "kb*T/V", ["n"]),
+    (GAS, "n*kb*T/V", ["n"]),  # exactly a product of powers: the group is in the monomial
 ], ids=["pendulum", "coulomb", "distance", "relativistic", "gas"])
 def test_the_reduction_has_n_minus_rank_groups(problem, monomial, groups):
     reduction, reason = reduced(problem)
@@ -140,3 +142,56 @@ def test_mapped_back_products_merge_into_one_monomial(formula, merged):
                                                        "m1", "m2", "x")}
     np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
                                np.broadcast_to(parse(formula).evaluate(values), (20,)))
+
+
+def test_a_monomial_off_the_groups_lattice_is_reached():
+    """The simplest monomial in the target's units is ``g`` (a rate), half the group
+    ``A*g**2/N`` away from the particular solution ``sqrt(N/A)``: it is found by its few
+    inputs, not only as a whole multiple of the groups."""
+    names = ["N", "A", "g", "x"]
+    units = ["kg^-1*s^-1", "kg^-1*s", "s^-1", "s^-1"]
+    X = np.random.default_rng(0).uniform(1.0, 3.0, (200, 4))
+    y = X[:, 2] + X[:, 3] + X[:, 0] / (X[:, 1] * X[:, 2])
+    reduction, reason = reduce_by_units(X, y, names, [parse_units(u) for u in units],
+                                        parse_units("1/s"))
+    assert reduction is not None, reason
+    assert to_str(reduction.monomial) == "g"
+
+
+def test_a_product_of_powers_of_the_groups_goes_into_the_monomial():
+    """When the target is exactly the monomial times powers of the groups, the monomial
+    is the whole law and what is left to search is a constant."""
+    names = ["a", "b", "c", "d", "t"]
+    units = ["m", "m", "m", "m", "s"]
+    X = np.random.default_rng(0).uniform(1.0, 3.0, (200, 5))
+    a, b, c, d, t = X.T
+    y = 3.0 * a**0.5 * b**1.5 * c / (d * t ** (1 / 3))
+    reduction, reason = reduce_by_units(X, y, names, [parse_units(u) for u in units],
+                                        parse_units("m^2/s^(1/3)"))
+    assert reduction is not None, reason
+    assert reduction.exponents == (0.5, 1.5, 1, -1, -Fraction(1, 3))
+    ratio = y / reduction.monomial_values
+    np.testing.assert_allclose(ratio, 3.0, rtol=1e-9)
+    X[:, 3] += np.sin(X[:, 0])  # no longer a product of powers: the simplest monomial
+    reduction, _ = reduce_by_units(X, y, names, [parse_units(u) for u in units],
+                                   parse_units("m^2/s^(1/3)"))
+    assert reduction.exponents != (0.5, 1.5, 1, -1, -Fraction(1, 3))
+
+
+def test_many_dimensionless_inputs_are_reduced_quickly():
+    """Nine dimensionless inputs have thousands of small dimensionless products; ranking
+    them took seconds of a search's budget as exact rational arithmetic (about 2 s of CPU
+    here, now a tenth of that)."""
+    import time
+
+    from srh_engine.search.pi_groups import simplest_basis
+
+    n = 12
+    matrix = [[Fraction(int(j in (0, 1))) for j in range(n)],
+              [Fraction(int(j == 2)) for j in range(n)]]
+    started = time.process_time()
+    basis = simplest_basis(matrix, n)
+    assert time.process_time() - started < 1.0
+    assert len(basis) == 10 and basis[0] == tuple(Fraction(int(j == 3)) for j in range(n))
+    for vector in basis:
+        assert all(sum(r * v for r, v in zip(row, vector, strict=True)) == 0 for row in matrix)
