@@ -511,15 +511,14 @@ def _original_ratio(X: np.ndarray, y: np.ndarray, i: int, exponent: float, degre
 
 
 def _least_squares(design: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Least-squares coefficients by the normal equations (the minimum-norm solution of the
-    Gram system, so collinear columns are harmless).
+    """Least-squares coefficients by the normal equations: Cholesky, or where that fails
+    (collinear columns) the minimum-norm solution by the Gram matrix's SVD.
 
     The power-factor test's fits are of up to ``FACTOR_ROWS`` rows and ~150 columns: by
-    the normal equations 10x faster than by the SVD of the design (the test took 3.3 s per
-    generated problem at load 6, a third of a 10 s budget). The coefficients lose digits
-    (the Gram matrix squares the design's condition, ~1e3 for these scaled polynomials),
-    the residuals far fewer than the tests' ratios resolve. Solved by Cholesky, or where
-    that fails (collinear columns) by the Gram matrix's SVD.
+    the normal equations 10x faster than by the SVD of the design (on 100 generated
+    problems at load 5 the test took a median 2.4 s, a quarter of a 10 s budget, before).
+    The coefficients lose digits (the Gram matrix squares the design's condition), the
+    residuals fewer than the tests' ratios resolve (``FIT_FLOOR`` below that).
     """
     with np.errstate(all="ignore"):
         gram, moments = design.T @ design, design.T @ t
