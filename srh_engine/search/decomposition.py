@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.linalg import LinAlgError
+from scipy.linalg import cho_factor, cho_solve
 
 __all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine", "logged_fits_better",
            "multiplicative_separable", "pair_combinations", "part_with_surrogate",
@@ -366,6 +368,10 @@ EXPONENT_SLACK = 2.5
 the search of the remainder decides."""
 MAX_EXPONENT_SLACK = 0.12
 HUBER_STEPS = 4
+FIT_FLOOR = 1e-16
+"""Squared errors below this share of the target's are round-off (the fits' normal
+equations resolve a relative error of about 1e-8): a restricted model that fits that
+closely leaves the extra terms nothing, and the input is a factor."""
 ORIGINAL_RATIO = 0.95
 """The same comparison without logarithms, ``y / x_i**a`` against a polynomial of the rest
 with and without terms in ``x_i``, must keep this share too (measured: inputs inside a sum
@@ -465,10 +471,11 @@ def _factor_exponent(X: np.ndarray, y: np.ndarray, i: int) -> float | None:
         return None
     free = np.column_stack([restricted, extra])
     with np.errstate(all="ignore"):
-        coefficients, *_ = np.linalg.lstsq(free * weights[:, None], t * weights, rcond=None)
+        coefficients = _least_squares(free * weights[:, None], t * weights)
         free_error = float(np.sum((weights * (t - free @ coefficients)) ** 2))
     restricted_error = float(np.sum((weights * error) ** 2))
-    if not restricted_error > 0 or free_error < FACTOR_RATIO * restricted_error:
+    floor = FIT_FLOOR * float(np.sum((weights * t) ** 2))
+    if not restricted_error > 0 or free_error + floor < FACTOR_RATIO * (restricted_error + floor):
         return None
     spread = float(np.var(logged[:, i]))
     standard_error = math.sqrt(restricted_error / max(np.sum(weights**2), 1.0) /
@@ -496,11 +503,30 @@ def _original_ratio(X: np.ndarray, y: np.ndarray, i: int, exponent: float, degre
     with np.errstate(all="ignore"):
         r = y / X[:, i] ** exponent
         r = r / (np.std(r) or 1.0)
-        restricted_error = float(np.sum((r - base @ np.linalg.lstsq(base, r, rcond=None)[0])**2))
-        free_error = float(np.sum((r - free @ np.linalg.lstsq(free, r, rcond=None)[0]) ** 2))
+        restricted_error = float(np.sum((r - base @ _least_squares(base, r)) ** 2))
+        free_error = float(np.sum((r - free @ _least_squares(free, r)) ** 2))
     floor = 1e-12 * r.size
     ratio = (free_error + floor) / (restricted_error + floor)
     return ratio if math.isfinite(ratio) else 0.0
+
+
+def _least_squares(design: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Least-squares coefficients by the normal equations: Cholesky, or where that fails
+    (collinear columns) the minimum-norm solution by the Gram matrix's SVD.
+
+    The power-factor test's fits are of up to ``FACTOR_ROWS`` rows and ~150 columns: by
+    the normal equations 10x faster than by the SVD of the design (on 100 generated
+    problems at load 5 the test took a median 2.4 s, a quarter of a 10 s budget, before).
+    The coefficients lose digits (the Gram matrix squares the design's condition), the
+    residuals fewer than the tests' ratios resolve (``FIT_FLOOR`` below that).
+    """
+    with np.errstate(all="ignore"):
+        gram, moments = design.T @ design, design.T @ t
+        try:
+            return cho_solve(cho_factor(gram, check_finite=False), moments,
+                             check_finite=False)
+        except (LinAlgError, ValueError):  # collinear columns, or not finite
+            return np.linalg.lstsq(gram, moments, rcond=None)[0]
 
 
 def _robust_slope(design: np.ndarray, t: np.ndarray
@@ -511,8 +537,7 @@ def _robust_slope(design: np.ndarray, t: np.ndarray
     coefficients = None
     with np.errstate(all="ignore"):
         for _ in range(HUBER_STEPS):
-            coefficients, *_ = np.linalg.lstsq(design * weights[:, None], t * weights,
-                                               rcond=None)
+            coefficients = _least_squares(design * weights[:, None], t * weights)
             residual = t - design @ coefficients
             scale = 1.4826 * float(np.median(np.abs(residual))) + 1e-300
             weights = np.sqrt(np.minimum(1.0, 2.0 * scale / np.maximum(np.abs(residual),

@@ -23,7 +23,7 @@ from .invariance import invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
-from .views import Found, Run, View, column_values, inverse_transform, target_transforms
+from .views import EXACT_NMSE, Found, Run, View, column_values, inverse_transform, target_transforms
 
 __all__ = ["explore"]
 
@@ -51,6 +51,10 @@ PART_KEY_ROWS = 64
 """Rows of a fitted part's values that tell two parts apart."""
 MIN_PAIR_SPLIT = 4
 """Inputs from which splits of two inputs against the rest are tested too."""
+PART_NMSE = 1e-8
+"""An additive split's remainder is known to the surrogate's coefficient of the first part
+(``1 - 8e-6`` of it), so the true form of the rest scores about 1e-10 there, not exact; the
+whole is checked, its coefficient refitted, from this error."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
 
@@ -114,7 +118,8 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
             found += search_view(run, item, target, share_end, run.seed + index + 10 * depth)
         else:
             found += _search_split(run, base, target, item, share_end, depth, factoring)
-        if exact_on_all_rows(run, found, target):
+        if exact_on_all_rows(run, found, target, gate=PART_NMSE if kind == "split" else
+                             EXACT_NMSE):
             break
     return found
 
@@ -183,9 +188,9 @@ def _search_split(run: Run, base: View, target: np.ndarray, split: dec.Separatio
         share = budget.share(1.0 / (len(parts) - rank))
         wrap = ("mul" if multiplicative else "add", expression)
         found_rest = explore(run, second_view, rest, share, depth + 1, factoring)
-        exact = exact_on_all_rows(run, found_rest, rest)
         for sub in found_rest:
             sub.wraps = (wrap, *sub.wraps)
+        exact = exact_on_all_rows(run, found_rest, target, gate=PART_NMSE)
         results += found_rest
         if exact:
             break  # the other first part's remainder need not be searched
@@ -210,7 +215,7 @@ def _first_parts(found: list[Found], first_target: np.ndarray, target: np.ndarra
         if fitted is None:
             continue
         expression, values = fitted
-        key = _value_key(values)
+        key = _value_key(values, centred=not multiplicative)
         if key in seen:  # ``B``, ``B + 2``, ``B/pi``: one fitted part
             continue
         seen.add(key)
@@ -232,8 +237,12 @@ def _first_parts(found: list[Found], first_target: np.ndarray, target: np.ndarra
     return [(expression, rest) for _, _, expression, rest in ranked[:FIRST_PARTS]]
 
 
-def _value_key(values: np.ndarray) -> bytes:
-    """Values rounded to 9 significant digits, as a key."""
+def _value_key(values: np.ndarray, centred: bool = False) -> bytes:
+    """Values rounded to 9 significant digits, as a key; ``centred``: less their mean
+    first (an additive part is known up to a constant, and its remainder's search fits
+    one, so ``pi + B/2`` and ``B`` leave the same remainder to search)."""
+    if centred:
+        values = values - np.mean(values)
     scale = float(np.max(np.abs(values))) or 1.0
     return np.round(values[:PART_KEY_ROWS] / scale, 9).tobytes()
 

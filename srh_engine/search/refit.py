@@ -246,10 +246,12 @@ def _inline_parameter(node: Expression) -> Expression:
     return node
 
 
-def exact_on_all_rows(run: Run, found: list[Found], target: np.ndarray | None = None) -> bool:
+def exact_on_all_rows(run: Run, found: list[Found], target: np.ndarray | None = None,
+                      gate: float = EXACT_NMSE) -> bool:
     """Whether the best of ``found`` fits ``target`` (default: the problem's; a sub-problem's
-    items are relative to its own target) exactly on every row once fitted."""
-    if min((f.nmse for f in found), default=1.0) > EXACT_NMSE:
+    items are relative to its own target) exactly on every row once fitted; not tried when
+    its ``nmse`` is above ``gate``."""
+    if min((f.nmse for f in found), default=1.0) > gate:
         return False
     target = run.y if target is None else target
     best = min(found, key=lambda f: (f.nmse, size(f.tree)))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import srh_engine as engine
-from srh_engine.search import search
+from srh_engine.search import decomposition, search
 from srh_engine.search.combination import combinations
 from srh_engine.search.decomposition import power_factors
 from srh_engine.search.enumeration import Enumeration
@@ -47,6 +47,30 @@ def test_an_input_inside_a_function_is_no_power_factor_among_many_true_ones():
 
 def test_no_power_factor_in_a_sum_of_terms():
     assert power_factors(X, A * B + C / D + E) == {}
+
+
+def test_power_factors_of_a_rest_fitted_to_round_off():
+    """A product of powers alone: with the others fitted, the restricted model of every
+    input fits to round-off, where the free one cannot do better; the inputs are factors
+    (the plain error ratio of two round-off errors rejected D and E)."""
+    found = power_factors(X, A * B**3 * np.sqrt(C) * D * E)
+    true = {0: 1.0, 1: 3.0, 2: 0.5, 3: 1.0, 4: 1.0}
+    assert {1: 3.0, 2: 0.5, 3: 1.0, 4: 1.0}.items() <= found.items() <= true.items()
+
+
+@pytest.mark.parametrize("duplicated", [False, True], ids=["full-rank", "collinear"])
+def test_power_factor_fits_by_normal_equations_leave_the_svds_residual(duplicated):
+    """The factor test's least squares (by the Gram matrix: 10x faster than the design's
+    SVD) leave the same residual as the SVD's fit, and a repeated column is harmless."""
+    Z = 2.0 * (np.log(X) - np.log(X).min(axis=0)) / np.ptp(np.log(X), axis=0) - 1.0
+    design = np.column_stack([np.ones(len(Z)), Z, Z**2, Z**3, Z[:, :1] * Z[:, 1:]])
+    if duplicated:
+        design = np.column_stack([design, design[:, 3]])
+    t = np.log(A * np.cos(B) ** 2 + C)
+    fitted = t - design @ decomposition._least_squares(design, t)
+    reference = t - design @ np.linalg.lstsq(design, t, rcond=None)[0]
+    assert np.all(np.isfinite(fitted))
+    assert abs(np.sum(fitted**2) / np.sum(reference**2) - 1.0) < 1e-6
 
 
 def _best_combination(y: np.ndarray, largest: int):

@@ -8,13 +8,13 @@ import time
 import numpy as np
 import pytest
 
-from srh_engine.nodes import Symbol
+from srh_engine.nodes import Binary, Number, Symbol
 from srh_engine.rendering import to_str
 from srh_engine.search import decomposition as dec
 from srh_engine.search import explore as ex
 from srh_engine.search.budget import Budget, Counter
 from srh_engine.search.operators import resolve_operators
-from srh_engine.search.views import Found, Run, View
+from srh_engine.search.views import EXACT_NMSE, Found, Run, View, all_rows_nmse
 
 RNG = np.random.default_rng(5)
 U, W = RNG.uniform(1.6, 20.0, (2, 2000))
@@ -121,3 +121,36 @@ def test_a_factor_found_for_a_transform_is_inverted():
     expression, values = ex._fitted_part(item, factor, offset=True)
     assert np.allclose(values, factor, rtol=1e-12, atol=0)
     assert to_str(expression).startswith("sqrt(")
+
+
+def test_additive_parts_equal_up_to_a_constant_are_one_part():
+    """``u`` and ``pi + u/2`` leave the same remainder to search (its search fits a constant):
+    the second remainder searched is that of a different form, not a copy of the first."""
+    y = 3.0 * U + np.log(T) * R
+    split = dec.Separation("additive", (0,), (1, 2))
+    first = 3.0 * U
+    shifted = ("+", ("k", np.pi), ("/", ("v", 0), ("k", 2.0)))
+    other = ("+", ("v", 0), ("sin", ("v", 0)))
+    found = [_found(("v", 0), U[:, None], 0.0), _found(shifted, U[:, None], 0.0),
+             _found(other, U[:, None], 1e-9)]
+    second = View("subset", [Symbol("T"), Symbol("R")], np.column_stack([T, R]))
+    parts = ex._first_parts(found, first, y, second, split)
+    assert [("sin" in to_str(expression)) for expression, _ in parts] == [False, True]
+
+
+def test_an_additive_split_is_exact_with_its_coefficient_refitted():
+    """The first part's coefficient is the surrogate's (``1 - 1e-7``), so the true rest is
+    not exact on the remainder; fitted with the coefficient, the whole is, and the search of
+    the split claims it (a plain check on the remainder's error would not try)."""
+    y = U + 1.0 / np.sqrt(1.0 - (P / (4.0 * M)) ** 2)
+    binary, unary = resolve_operators(None)
+    run = Run(y, binary, unary, 30, 0, columns_by_name={"u": U, "p": P, "m": M})
+    rest = View("subset", [Symbol("p"), Symbol("m")], np.column_stack([P, M]))
+    ratio = ("/", ("v", 0), ("*", ("k", 2.0), ("+", ("v", 1), ("v", 1))))
+    lorentz = ("sqrt", ("-", ("k", 1.0), ("square", ratio)))
+    remainder = y - (1.0 - 1e-7) * U
+    item = Found(all_rows_nmse(lorentz, rest, 1.0 / remainder), lorentz, rest, "inv",
+                 (("add", Binary("*", Number(1.0 - 1e-7), Symbol("u"))),))
+    assert item.nmse > EXACT_NMSE
+    assert not ex.exact_on_all_rows(run, [item], y)
+    assert ex.exact_on_all_rows(run, [item], y, gate=ex.PART_NMSE)
