@@ -38,6 +38,8 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
     """Enumerate then evolve on one view of (a sub-problem of) the problem."""
     rng = np.random.default_rng([seed, 3])
     candidates = target_transforms(target) if transforms else {"identity": target}
+    if not candidates:  # no transform with a finite spread (squares beyond 1e308)
+        return []
     names = list(candidates)
     few = sample_rows(target.size, ENUMERATION_ROWS, rng, run.weights)
     many = sample_rows(target.size, FITNESS_ROWS, rng)

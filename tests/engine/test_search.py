@@ -145,3 +145,11 @@ def test_a_target_whose_errors_overflow_returns(seed):
     y = np.exp(300 * np.clip(huge[:, 0], -2, 2))
     result = search(huge, y, time_budget=1, seed=0, workers=1)
     assert all(np.isfinite(entry.mse) for entry in result.front)
+
+
+def test_a_target_of_no_finite_spread_on_few_rows_returns():
+    # e**600 three times and e**-600 once: no transform of it has a finite spread, and the
+    # enumeration stacked no target (a ValueError from numpy)
+    y = np.array([np.exp(600.0), np.exp(-600.0), np.exp(600.0), np.exp(600.0)])
+    result = search(np.arange(12.0).reshape(4, 3), y, time_budget=1, seed=0, workers=1)
+    assert all(np.isfinite(entry.mse) for entry in result.front)
