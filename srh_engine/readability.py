@@ -769,14 +769,15 @@ def _sum_written(node: Binary) -> Expression:
 def _repeats_counted(node: Binary) -> Expression:
     """Terms that differ only in their number factor are one term: ``u + u`` -> ``2*u``,
     ``2*u + u`` -> ``3*u``, ``x - y + x`` -> ``2*x - y``, ``a + b - a`` -> ``b`` (the rest
-    of the term compared as a whole tree; numbers alone are left to
-    :func:`_offsets_cancelled`)."""
+    of the term, ``pi`` and ``e`` included, compared as a whole tree: ``pi*x + x`` stays;
+    numbers alone are left to :func:`_offsets_cancelled`)."""
     terms = _terms(node, 1)
     counts: dict[Expression, float] = {}
     keys: list[Expression | None] = []
     for sign, term in terms:
         top, bottom = _factors(term)
-        numbers = [f for f in top + bottom if _number(f) is not None]
+        numbers = [f for f in top + bottom if _number(f) is not None and
+                   abs(_number(f)) not in NAMED_CONSTANTS]  # type: ignore[arg-type]
         value = _numbers_value([f for f in top if f in numbers],
                                [f for f in bottom if f in numbers])
         if value is None or len(numbers) == len(top) + len(bottom):

@@ -96,6 +96,8 @@ RULES = [
     ("numbers-that-divide-reduce", "2*x/(6*y)", (), "x/(3*y)"),
     ("numbers-that-do-not-divide-kept", "1.5*x/(3*y)", (), "1.5*x/(3*y)"),
     ("unlike-terms-kept", "x*y + x", (), "x*y + x"),
+    ("named-constant-is-no-count", "pi*x + x", (), "pi*x + x"),
+    ("like-terms-with-pi", "2*pi*x - pi*x", (), "pi*x"),
     # a root of a product: a fitted number's and exp's roots are taken, integers stay
     ("root-of-fitted-number-and-exp", "sqrt(2.25*a*exp(2/(s*M)))", ("a", "s", "M"),
      "1.5*exp(1/(s*M))*sqrt(a)"),
