@@ -87,28 +87,24 @@ class Problem:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Problem:
-        """The problem of a suite entry.
+        """The problem of a suite entry (:meth:`check` tells whether it can be sampled).
 
         Raises:
-            ConfigurationError: A missing or malformed field, a formula that does not
-                parse or uses a name that is no variable, a range with low > high.
+            ConfigurationError: A missing or malformed field.
         """
         try:
             variables = tuple(VariableRange.from_dict(v) for v in data["variables"])
             units = data.get("output_units")
             units = units if isinstance(units, Mapping) else {"units": units}
-            problem = cls(name=str(data.get("name") or data["id"]), id=str(data["id"]),
-                          output=str(data["output"]), formula=str(data["formula"]),
-                          variables=variables,
-                          output_units=_optional(units.get("units")),
-                          output_quantity=_optional(units.get("quantity")),
-                          title=_optional(data.get("title")),
-                          excluded=_optional(data.get("excluded")),
-                          unit_symbols=unit_symbols(data))
+            return cls(name=str(data.get("name") or data["id"]), id=str(data["id"]),
+                       output=str(data["output"]), formula=str(data["formula"]),
+                       variables=variables,
+                       output_units=_optional(units.get("units")),
+                       output_quantity=_optional(units.get("quantity")),
+                       title=_optional(data.get("title")), excluded=_optional(data.get("excluded")),
+                       unit_symbols=unit_symbols(data))
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigurationError(f"Malformed problem entry {data!r:.120}: {error!r}") from None
-        problem.check()
-        return problem
 
     def check(self) -> None:
         """Raise ConfigurationError, naming the problem, when its formula cannot be sampled:

@@ -8,6 +8,7 @@ import pytest
 
 from srh_core.errors import ConfigurationError
 from srh_core.problems import load_suite
+from srh_core.problems.formula import Problem
 
 
 def suite_file(tmp_path, formula="a*b", low=1.0, high=2.0):
@@ -36,5 +37,10 @@ def test_a_sound_suite_file_reads(tmp_path):
 
 
 def test_every_built_in_suite_passes_the_check():
+    # shipped files are not checked on every load (it took 22 of 29 ms for Feynman's 120)
     for name in ("feynman", "feynman-public", "lsr-transform", "lsr-transform-all"):
-        assert load_suite(name).problems
+        problems = load_suite(name).problems
+        assert problems
+        for problem in problems:
+            if isinstance(problem, Problem):
+                problem.check()
