@@ -105,9 +105,8 @@ def calc_R2(y_true: Any, y_pred: Any) -> float:
     true, pred = finite_pairs(y_true, y_pred)
     if true.size == 0:
         return NAN
-    residual = _sum_squares(_diff(pred, true))
     if _constant(true):
-        return 1.0 if residual == 0 else -math.inf
+        return 1.0 if _sum_squares(_diff(pred, true)) == 0 else -math.inf
     true, pred = _unit_scaled(true, pred)
     residual, total = _sum_squares(_diff(pred, true)), _sum_squares(true - true.mean())
     return float(1.0 - residual / total) if total > 0 else NAN

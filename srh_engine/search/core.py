@@ -298,13 +298,16 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
     run.units = {name: parse_units(text) for name, text in (units or {}).items()}
     base = View("inputs", [Symbol(n) for n in names], X)
     with np.errstate(all="ignore"), one_blas_thread():
-        reduction = _reduction(run, X, y, names, units, target_units)
-        found = [] if reduction is None else _reduced(run, reduction, y, budget.share(PI_SHARE))
-        if _constant(y):
+        reduction = None
+        if _constant(y):  # nothing to reduce or search
             run.notes.append("the target is constant: its formula is that constant")
             found = _constant_found(y.size)
-        elif not exact_on_all_rows(run, found):
-            found += explore(run, base, y, budget)
+        else:
+            reduction = _reduction(run, X, y, names, units, target_units)
+            found = [] if reduction is None else _reduced(run, reduction, y,
+                                                          budget.share(PI_SHARE))
+            if not exact_on_all_rows(run, found):
+                found += explore(run, base, y, budget)
         run.found = found
         entries = refit(run, values, deadline - SNAP_SHARE * time_budget)
         if reduction is not None:  # answers mapped back: one monomial per product
