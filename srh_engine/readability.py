@@ -613,19 +613,24 @@ def _roots_out(argument: Expression, positive: frozenset[str]) -> Expression | N
     if any((_number(f) or 0) < 0 for f in top + bottom):
         return None  # a negative number inside: no real root to split
 
-    def movable(factor: Expression) -> bool:
-        return _root_taken(Binary("**", factor, Number(0.5))) != Binary(
-            "**", factor, Number(0.5))
-
-    if not any(movable(f) for f in top + bottom):
+    (kept_top, out_top), (kept_bottom, out_bottom) = _rooted(top), _rooted(bottom)
+    if not out_top and not out_bottom:
         return None
-    kept_top, kept_bottom = [f for f in top if not movable(f)], [f for f in bottom
-                                                                if not movable(f)]
-    out_top = [_root_taken(Binary("**", f, Number(0.5))) for f in top if movable(f)]
-    out_bottom = [_root_taken(Binary("**", f, Number(0.5))) for f in bottom if movable(f)]
     if kept_top or kept_bottom:
         out_top.append(Function("sqrt", (_product(kept_top, kept_bottom, positive),)))
     return _product(out_top, out_bottom, positive)
+
+
+def _rooted(factors: list[Expression]) -> tuple[list[Expression], list[Expression]]:
+    """The factors whose root stays a root, and the taken roots of the others
+    (:func:`_root_taken`)."""
+    kept: list[Expression] = []
+    taken: list[Expression] = []
+    for factor in factors:
+        root = Binary("**", factor, Number(0.5))
+        value = _root_taken(root)
+        (kept if value == root else taken).append(factor if value == root else value)
+    return kept, taken
 
 
 def _finished(factors: list[Expression]) -> list[Expression]:
@@ -776,15 +781,12 @@ def _repeats_counted(node: Binary) -> Expression:
     keys: list[Expression | None] = []
     for sign, term in terms:
         top, bottom = _factors(term)
-        numbers = [f for f in top + bottom if _number(f) is not None and
-                   abs(_number(f)) not in NAMED_CONSTANTS]  # type: ignore[arg-type]
-        value = _numbers_value([f for f in top if f in numbers],
-                               [f for f in bottom if f in numbers])
-        if value is None or len(numbers) == len(top) + len(bottom):
+        up, down = [f for f in top if not _plain(f)], [f for f in bottom if not _plain(f)]
+        value = _numbers_value([f for f in top if _plain(f)], [f for f in bottom if _plain(f)])
+        if value is None or not up + down:
             keys.append(None)
             continue
-        key = _product([f for f in top if f not in numbers], [f for f in bottom
-                                                               if f not in numbers])
+        key = _product(up, down)  # the term as written without its number
         counts[key] = counts.get(key, 0.0) + sign * value
         keys.append(key)
     if len([k for k in keys if k is not None]) == len(counts):
@@ -797,9 +799,15 @@ def _repeats_counted(node: Binary) -> Expression:
             count = counts.pop(key)
             if count:
                 factor = [] if abs(count) == 1 else [Number(integral_number(abs(count)))]
-                written.append((1 if count > 0 else -1, _product([*factor, *_factors(key)[0]],
-                                                                 _factors(key)[1])))
+                up, down = _factors(key)
+                written.append((1 if count > 0 else -1, _product([*factor, *up], down)))
     return _sum(_led_positive(written)) if written else Number(0)
+
+
+def _plain(factor: Expression) -> bool:
+    """A number that is no named constant (``pi`` and ``e`` are factors of their own)."""
+    value = _number(factor)
+    return value is not None and abs(value) not in NAMED_CONSTANTS
 
 
 def _led_positive(terms: list[_Signed]) -> list[_Signed]:
