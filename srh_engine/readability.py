@@ -326,8 +326,9 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
                 total = _exact(power) * _exact(exponent) * side  # type: ignore[arg-type]
                 if total == 0:
                     continue
-                piece = _power(inner, float(abs(total)))  # a product's power: again, whole
-                up_part, down_part = (_distributed([piece], positive) if _is_product(inner)
+                piece = _power(inner, float(abs(total)))  # of a product or power: again
+                again = _is_product(inner) or _base_and_exponent(inner)[1] != 1
+                up_part, down_part = (_distributed([piece], positive) if again
                                       else ([piece], []))
                 top += up_part if total > 0 else down_part
                 bottom += down_part if total > 0 else up_part

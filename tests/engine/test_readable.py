@@ -104,6 +104,8 @@ RULES = [
     ("root-of-fitted-number-any-sign", "sqrt(2.25*x*y)", (), "1.5*sqrt(x*y)"),
     ("root-of-integer-kept", "sqrt(2*a*b)", ("a", "b"), "sqrt(2*a*b)"),
     ("root-of-pi-kept", "sqrt(pi*a)", ("a",), "sqrt(pi*a)"),
+    # a power of a power of a positive name is one power in one pass (it took two)
+    ("power-of-power-of-power", "((x**2)**-2)**(1/3)", ("x",), "1/x**(4/3)"),
     ("offset-of-a-product-of-sums-kept", "(1 + x)*(2 + y) - 2", (), "(1 + x)*(2 + y) - 2"),
 ]
 
