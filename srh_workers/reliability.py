@@ -30,11 +30,20 @@ line. A task's run id is its ``run_id`` parameter; its coordinate its ``R``,
     @app.task(name="srh.tool.calls")           # SRHTask is the default base
     def tool_calls(run_id: str, R: int, C: int, L: int, K: int) -> dict: ...
 
-Transient errors (:func:`is_transient`: Redis connection/timeouts, a broker
+Transient errors (:func:`is_transient`: Redis connection/timeouts, a Redis
+refusing writes (``maxmemory``, a read-only replica), a broker
 ``OperationalError``, a model request that failed for a retryable reason,
 :class:`TransientTaskError`) are retried with full-jitter exponential backoff
 capped at ``SRH_RETRY_BACKOFF_MAX`` and at most ``SRH_TASK_MAX_RETRIES``
-times; every other error fails the task at once.
+times; every other error fails the task at once. A retry that cannot be
+published (the broker refuses writes: the outage the retry was for) puts the
+message back instead: Celery would reject it without requeue and the call
+would be lost.
+
+Failure handling never keeps a message (:class:`ReleasingRequest`): Celery's
+worker writes a failure to the result backend before it rejects or acknowledges
+the message; when that write raised (Redis at ``maxmemory``), the message kept
+its prefetch slot and a worker with prefetch 1 never fetched again.
 """
 
 from __future__ import annotations
@@ -49,7 +58,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 from celery import Task
-from celery.exceptions import Retry
+from celery.exceptions import Reject, Retry
+from celery.worker.request import Request
 from kombu.exceptions import OperationalError
 
 from srh_core.errors import ModelRequestError
@@ -71,7 +81,8 @@ logger = logging.getLogger("srh.workers.reliability")
 
 _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-    redis.exceptions.BusyLoadingError, redis.exceptions.ReadOnlyError, OperationalError)
+    redis.exceptions.BusyLoadingError, redis.exceptions.ReadOnlyError,
+    redis.exceptions.OutOfMemoryError, OperationalError)
 
 
 def is_transient(error: BaseException) -> bool:
@@ -177,12 +188,56 @@ def app_settings(app: Celery) -> WorkerSettings:
     return settings if isinstance(settings, WorkerSettings) else WorkerSettings.from_env()
 
 
+class ReleasingRequest(Request):
+    """Celery's worker-side request whose failure handling always lets go of the message.
+
+    The worker's parent process runs :meth:`on_failure` and :meth:`on_timeout`
+    as pool callbacks, and both store the failure in the result backend
+    *before* they reject or acknowledge the message. When that write raises
+    (Redis at ``maxmemory`` refuses it), billiard logs "Pool callback raised
+    exception" and the message is neither acknowledged nor rejected: it keeps
+    its prefetch slot, and a worker with ``--prefetch-multiplier 1`` never
+    fetches again (alive, idle, its queue growing). Here a handler that raised
+    before letting go re-queues the message (every task is idempotent and the
+    delivery cap bounds a loop); the error is still raised for billiard to log.
+    """
+
+    def on_failure(self, exc_info: Any, send_failed_event: bool = True,
+                   return_ok: bool = False) -> Any:
+        try:
+            return super().on_failure(exc_info, send_failed_event=send_failed_event,
+                                      return_ok=return_ok)
+        except BaseException as error:
+            self._let_go(error)
+            raise
+
+    def on_timeout(self, soft: bool, timeout: float) -> Any:
+        try:
+            return super().on_timeout(soft, timeout)
+        except BaseException as error:
+            self._let_go(error)
+            raise
+
+    def _let_go(self, error: BaseException) -> None:
+        if self.acknowledged:
+            return
+        logger.warning("the failure handler of %s[%s] raised %r: its message is re-queued",
+                       self.task_name, self.task_id, error,
+                       extra={"event": "message_released"})
+        try:
+            self.reject(requeue=True)
+        except Exception:  # a broken channel is the consumer's to reconnect
+            logger.exception("could not re-queue %s[%s]", self.task_name, self.task_id)
+
+
 class SRHTask(Task):
     """Base of every SRHarness task: delivery cap, log context, transient retries, limits.
 
     Subclass it (``base=``) to override :meth:`on_poison`, e.g. to mark a
     branch failed so its run can finish.
     """
+
+    Request = f"{__name__}:ReleasingRequest"
 
     @classmethod
     def bind(cls, app: Celery) -> Celery:
@@ -218,8 +273,17 @@ class SRHTask(Task):
                 countdown = retry_countdown(request.retries or 0, settings.retry_backoff_max)
                 logger.warning("transient error, retrying in %.1f s: %r", countdown, error,
                                extra={"event": "retry", "retries": request.retries})
-                raise self.retry(exc=error, countdown=countdown,
-                                 max_retries=settings.max_retries) from error
+                try:
+                    raise self.retry(exc=error, countdown=countdown,
+                                     max_retries=settings.max_retries) from error
+                except Reject as refused:
+                    # Celery rejects without requeue when it cannot publish the retry
+                    if refused.requeue:
+                        raise
+                    logger.warning("the retry could not be published (%r): the message is "
+                                   "put back instead", refused.reason,
+                                   extra={"event": "retry_requeued"})
+                    raise Reject(refused.reason, requeue=True) from error
 
     def _guard_delivery(self, context: TaskContext, args: Sequence[Any],
                         kwargs: Mapping[str, Any]) -> None:
@@ -273,6 +337,7 @@ class SRHTask(Task):
 
 __all__ = [
     "DELIVERY_TTL_SECONDS", "WORKERS_SCOPE", "DeliveryCounter", "PoisonRecord", "PoisonTaskError",
+    "ReleasingRequest",
     "SRHTask", "TransientTaskError", "app_settings", "is_transient", "poison_records",
     "retry_countdown", "task_kind",
 ]

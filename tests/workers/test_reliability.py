@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import redis
 from celery import Celery
-from celery.exceptions import Retry, SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.exceptions import Reject, Retry, SoftTimeLimitExceeded, TimeLimitExceeded
 
 from srh_core.errors import ModelRequestError
 from srh_workers.app import make_app
@@ -72,6 +72,18 @@ if os.environ.get("SRH_TEST_TASKS") == "crash":  # imported by a worker of this 
             client.set(f"test:soft:{self.request.id}", 1)
             time.sleep(30)
 
+    @_worker_app.task(name="srh.tool.test_refused", bind=True)
+    def _refused(self: SRHTask, run_id: str, how: str) -> int:
+        """Count the execution; the first makes Redis refuse writes, then fails ``how``."""
+        client = redis.Redis.from_url(os.environ["SRH_BROKER_URL"])
+        executions = client.incr(EXECUTIONS_KEY.format(task_id=self.request.id))
+        if executions > 1:
+            return executions
+        client.config_set("maxmemory", "1")  # noeviction: every write is refused
+        if how == "transient":
+            raise TransientTaskError("an outage: worth a retry")
+        raise Reject("dropped", requeue=False)
+
 
 # ------------------------------------------------------------- in process
 @pytest.fixture
@@ -107,12 +119,16 @@ def test_poison_records_live_in_the_run_and_expire_with_it(client: redis.Redis) 
     (redis.exceptions.ConnectionError("down"), True),
     (redis.exceptions.TimeoutError("slow"), True),
     (redis.exceptions.BusyLoadingError("loading"), True),
+    (redis.exceptions.OutOfMemoryError("maxmemory"), True),
+    (redis.exceptions.ReadOnlyError("replica"), True),
+    (redis.exceptions.ResponseError("WRONGTYPE"), False),
     (TransientTaskError("later"), True),
     (ModelRequestError("429", status=429, retryable=True), True),
     (ModelRequestError("400", status=400, retryable=False), False),
     (ValueError("bad input"), False),
     (PoisonTaskError("poison"), False),
-], ids=["redis-down", "redis-timeout", "redis-loading", "marker", "rate-limit", "bad-request",
+], ids=["redis-down", "redis-timeout", "redis-loading", "redis-full", "redis-read-only",
+        "redis-wrong-type", "marker", "rate-limit", "bad-request",
         "value-error", "poison"])
 def test_only_transient_errors_are_retried(error: BaseException, transient: bool) -> None:
     assert is_transient(error) is transient
@@ -296,3 +312,47 @@ def test_a_task_that_kills_its_whole_worker_is_capped(redis_server_factory, tmp_
     finally:
         if worker is not None:
             worker.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("how", ["transient", "reject"])
+def test_a_failure_redis_cannot_record_does_not_stall_the_worker(
+        redis_server_factory, tmp_path: Path, how: str) -> None:
+    """A task fails while Redis refuses writes: its message is kept, the worker goes on.
+
+    "transient": the retry cannot be published (Celery rejects the message
+    without requeue: the call would be lost); "reject": Celery stores the
+    failure before it rejects, the store raises, and the message used to keep
+    the worker's only prefetch slot (it never fetched again).
+    """
+    server = redis_server_factory()
+    env = worker_env(server.url, SRH_MAX_DELIVERIES="3", SRH_VISIBILITY_TIMEOUT="3",
+                     SRH_RESTORE_INTERVAL="1", SRH_TOOL_SOFT_LIMIT="0.5",
+                     SRH_TOOL_HARD_LIMIT="1", SRH_BRANCH_SOFT_LIMIT="0.5",
+                     SRH_BRANCH_HARD_LIMIT="1", SRH_RETRY_BACKOFF_MAX="0.5",
+                     SRH_TASK_MAX_RETRIES="3", **crash_settings())
+    producer = make_app(WorkerSettings.from_env(env))
+    worker = WorkerProcess.celery(env, tmp_path / f"{how}.log", pool="prefork")
+    client = server.client()
+    try:
+        producer.send_task("srh.tool.ping").get(timeout=WORKER_START_DEADLINE)  # it started
+        task_id = producer.send_task("srh.tool.test_refused", args=["run-oom", how]).id
+        executions = EXECUTIONS_KEY.format(task_id=task_id)
+        wait_until(lambda: client.get(executions) == b"1", 30, "the first execution")
+        # the worker's parent handled the failure while Redis still refused writes
+        wait_until(lambda: any(sign in worker.log_text() for sign in (
+            "refused the reject", "Pool callback raised", "could not re-queue")), 30,
+            "the worker to handle the failure")
+        client.config_set("maxmemory", "0")
+        assert producer.send_task("srh.tool.ping").get(timeout=30)["pong"]  # still fetching
+        # the failed call was kept: it comes back after the visibility timeout and runs again
+        wait_until(lambda: client.get(executions) == b"2", 30, "the call to run again")
+        wait_until(lambda: client.hlen("unacked") == 0, 10, "the last ack")
+        log = worker.log_text()
+        if how == "transient":  # no failure to store: the message is put back at once
+            assert "put back instead" in log and "Pool callback raised" not in log
+        else:  # the store's error is still logged, and the message let go
+            assert "its message is re-queued" in log
+    finally:
+        client.config_set("maxmemory", "0")
+        worker.stop()
