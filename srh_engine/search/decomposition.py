@@ -12,7 +12,10 @@ undivided.
 
 * additive separability ``y = f(A) + g(B)``: monomials of A alone or of B alone;
 * multiplicative separability ``y = f(A) * g(B)``: the same test on ``log|y|``
-  over the logarithms of the positive inputs (single-signed targets only);
+  over the logarithms of the positive inputs (single-signed targets); on a target of
+  both signs, whose logarithm is undefined at its zeros, the restricted surrogate is a
+  product of a polynomial of A and one of B fitted to ``y`` itself (rank one,
+  :func:`product_group`);
 * a power factor ``y = x_i**a * g(rest)`` (:func:`power_factors`):
   multiplicative separability in ``x_i`` whose part is linear in ``log x_i``
   with a slope close to a simple fraction;
@@ -38,7 +41,8 @@ from scipy.linalg import cho_factor, cho_solve
 
 __all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine", "logged_fits_better",
            "multiplicative_separable", "pair_combinations", "part_with_surrogate",
-           "separable_group", "separable_parts", "surrogate_error"]
+           "product_group", "product_parts", "separable_group", "separable_parts",
+           "surrogate_error"]
 
 ROWS_PER_TERM = 5
 MAX_TERMS = 160
@@ -75,6 +79,9 @@ class Separation:
     second: tuple[int, ...]
     logged: bool = False
     """Whether the test (and so the parts) used the logarithms of the positive inputs."""
+    signed: bool = False
+    """A multiplicative split of a target of both signs: tested and parted on the target
+    itself (:func:`product_group`), not on the logarithm of its magnitude."""
 
 
 def _scaled(X: np.ndarray) -> np.ndarray:
@@ -349,6 +356,116 @@ def separable_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: 
     part1 = design[:, 1:1 + n_first] @ coefficients[1:1 + n_first]
     part2 = design[:, 1 + n_first:] @ coefficients[1 + n_first:]
     return part1, part2
+
+
+PRODUCT_STEPS = 40
+"""Alternating least-squares sweeps of the rank-one product fit, at most."""
+PRODUCT_CONVERGED = 1e-4
+"""The sweeps stop once one improves the relative error by less than this share of it."""
+
+
+def _group_columns(exponents: Sequence[tuple[int, ...]], group: set[int]
+                   ) -> tuple[list[int], list[int]]:
+    """Indices of the monomials of the group's inputs alone and of the rest's alone (both
+    with the constant)."""
+    own = [k for k, p in enumerate(exponents)
+           if all(v == 0 for i, v in enumerate(p) if i not in group)]
+    rest = [k for k, p in enumerate(exponents) if all(v == 0 for i, v in enumerate(p) if i in group)]
+    return own, rest
+
+
+def _product_fit(design: np.ndarray, free: np.ndarray, exponents: Sequence[tuple[int, ...]],
+                 group: set[int], t: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``t ~ (P a) * (Q b)``: P, Q the monomials of the group's inputs and of the rest's.
+
+    Started from the best rank-one approximation of the free surrogate's coefficients
+    (each monomial is one of P times one of Q), then alternating least squares: with one
+    factor's values fixed, the other's coefficients are linear. Returns a, b and the
+    relative RMS error.
+    """
+    own, rest = _group_columns(exponents, group)
+    position = {exponents[k]: n for n, k in enumerate(own)}, \
+        {exponents[k]: n for n, k in enumerate(rest)}
+    matrix = np.zeros((len(own), len(rest)))
+    for k, powers in enumerate(exponents):
+        first = tuple(v if i in group else 0 for i, v in enumerate(powers))
+        second = tuple(0 if i in group else v for i, v in enumerate(powers))
+        matrix[position[0][first], position[1][second]] = free[k]
+    P, Q = design[:, own], design[:, rest]
+    spread = float(np.std(t))
+    try:
+        u, singular, vt = np.linalg.svd(matrix)
+    except LinAlgError:
+        return np.zeros(len(own)), np.zeros(len(rest)), 1.0
+    a, b = u[:, 0] * singular[0], vt[0]
+    error = np.inf
+    with np.errstate(all="ignore"):
+        for _ in range(PRODUCT_STEPS):
+            g = Q @ b
+            a, *_ = np.linalg.lstsq(P * g[:, None], t, rcond=None)
+            f = P @ a
+            b, *_ = np.linalg.lstsq(Q * f[:, None], t, rcond=None)
+            now = float(np.sqrt(np.mean((t - f * (Q @ b)) ** 2))) / spread if spread > 0 \
+                else 0.0
+            if not np.isfinite(now):
+                return a, b, 1.0
+            done = error - now <= PRODUCT_CONVERGED * now
+            error = min(error, now)
+            if done:
+                break
+    return a, b, float(error)
+
+
+def product_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]],
+                  logged: bool = False, over: Callable[[], bool] | None = None
+                  ) -> tuple[int, ...] | None:
+    """The first of ``groups`` that ``t`` is a product in (``t = f(group) * g(rest)``),
+    tested on ``t`` itself: for a target of both signs, where the test on ``log|t|``
+    cannot run. The restricted surrogate is the product of a polynomial of the group's
+    inputs and one of the rest's (:func:`_product_fit`); the property holds when it fits
+    about as well as the free surrogate, as for the other tests. ``over``: stop (None)
+    once it returns True."""
+    if X.shape[1] < 2:
+        return None
+    X, t = _rows(_logged(X) if logged else X, t)
+    degree = _degree(X.shape[1], t.size)
+    exponents = _exponents(X.shape[1], degree)
+    design = _design(_scaled(X), exponents)
+    with np.errstate(all="ignore"):
+        free, *_ = np.linalg.lstsq(design, t, rcond=None)
+    free_error = _residual(design, t)
+    if free_error >= MAX_SURROGATE_ERROR:
+        return None
+    for first in groups:
+        if over is not None and over():
+            return None
+        group = set(first)
+        if not 0 < len(group) < X.shape[1]:
+            continue
+        if _holds(free_error, _product_fit(design, free, exponents, group, t)[2]):
+            return tuple(first)
+    return None
+
+
+def product_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The rank-one surrogate's two factors on every row: ``t ~ part1(A) * part2(B)``
+    (each known up to a scale the other makes up)."""
+    if logged:
+        X = _logged(X)
+    Xs, ts = _rows(X, t)
+    degree = _degree(X.shape[1], ts.size)
+    exponents = _exponents(X.shape[1], degree)
+    low, high = Xs.min(axis=0), Xs.max(axis=0)
+    span = np.where(high > low, high - low, 1.0)
+    design = _design(2.0 * (Xs - low) / span - 1.0, exponents)
+    with np.errstate(all="ignore"):
+        free, *_ = np.linalg.lstsq(design, ts, rcond=None)
+    group = set(first)
+    a, b, _ = _product_fit(design, free, exponents, group, ts)
+    own, rest = _group_columns(exponents, group)
+    every = _design(2.0 * (X - low) / span - 1.0, exponents)
+    return every[:, own] @ a, every[:, rest] @ b
 
 
 FACTOR_ROWS = 2000

@@ -57,6 +57,9 @@ PART_NMSE = 1e-8
 whole is checked, its coefficient refitted, from this error."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
+LEFTOVER_AWAY = 0.1
+"""A remainder of a target of both signs is judged where the divided part is at least this
+share of its largest magnitude."""
 
 
 def explore(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int = 0,
@@ -142,18 +145,21 @@ def _split(run: Run, base: View, target: np.ndarray, budget: Budget
     if d >= MIN_PAIR_SPLIT:
         pairs = itertools.combinations(range(d), 2)
         groups += [p for p in pairs if d > 4 or 0 in p]  # on four, {0, 1} | {2, 3} is one
-    signed = bool(np.all(target > 0) or np.all(target < 0))
+    both_signs = not (np.all(target > 0) or np.all(target < 0))
     for kind in ("multiplicative", "additive"):
-        if kind == "multiplicative" and not signed:
-            continue
-        tested = np.log(np.abs(target)) if kind == "multiplicative" else target
+        # a product of a target of both signs is tested on the target itself: its
+        # logarithm is undefined at the zeros
+        signed = kind == "multiplicative" and both_signs
+        tested = np.log(np.abs(target)) if kind == "multiplicative" and not signed \
+            else target
         logged = dec.logged_fits_better(base.columns, tested)
-        first = dec.separable_group(base.columns, tested, groups, logged, budget.over)
+        test = dec.product_group if signed else dec.separable_group
+        first = test(base.columns, tested, groups, logged, budget.over)
         if first is not None:
             second = tuple(k for k in range(d) if k not in first)
             run.notes.append(f"{kind}ly separable: "
                              f"{[to_str(base.inputs[k]) for k in first]} | rest")
-            return dec.Separation(kind, first, second, logged)
+            return dec.Separation(kind, first, second, logged, signed=signed)
     return None
 
 
@@ -170,9 +176,13 @@ def _search_split(run: Run, base: View, target: np.ndarray, split: dec.Separatio
     remainder depends least on the first group's inputs go on (:func:`_first_parts`).
     """
     multiplicative = split.kind == "multiplicative"
-    t = np.log(np.abs(target)) if multiplicative else target
-    part, _ = dec.separable_parts(base.columns, t, split.first, logged=split.logged)
-    first_target = np.exp(part) if multiplicative else part
+    if split.signed:
+        first_target, _ = dec.product_parts(base.columns, target, split.first,
+                                            logged=split.logged)
+    else:
+        t = np.log(np.abs(target)) if multiplicative else target
+        part, _ = dec.separable_parts(base.columns, t, split.first, logged=split.logged)
+        first_target = np.exp(part) if multiplicative else part
     first_view = _sub_view(base, split.first)
     found = search_view(run, first_view, first_target, budget.share(0.3),
                         run.seed + 101 + depth, transforms=multiplicative, evolve=False,
@@ -211,28 +221,33 @@ def _first_parts(found: list[Found], first_target: np.ndarray, target: np.ndarra
     multiplicative = split.kind == "multiplicative"
     ranked, seen = [], set()
     for item in _simplest(found, PART_CANDIDATES):
-        fitted = _fitted_part(item, first_target, offset=multiplicative)
-        if fitted is None:
-            continue
-        expression, values = fitted
-        key = _value_key(values, centred=not multiplicative)
-        if key in seen:  # ``B``, ``B + 2``, ``B/pi``: one fitted part
-            continue
-        seen.add(key)
-        if multiplicative:
-            with np.errstate(all="ignore"):
-                rest = target / values
-            leftover = _leftover(second_view, rest, split)
-        else:  # the coefficient of the real target, fitted beside a surrogate of the rest
-            form = column_values(item.tree, item.view)
-            coefficient, leftover = dec.part_with_surrogate(second_view.columns, form, target,
-                                                            split.logged)
-            expression = Binary("*", Number(coefficient), to_expression(item.tree,
-                                                                       item.view.inputs))
-            rest = target - coefficient * form
-        if not np.all(np.isfinite(rest)):
-            continue
-        ranked.append((leftover, size(item.tree), expression, rest))
+        # a factor of both signs is also tried without an offset: the surrogate's part puts
+        # a small one there, which moves the factor's zeros and leaves poles in the remainder
+        offsets = (True, False) if split.signed and item.transform == "identity" else \
+            (multiplicative,)
+        for offset in offsets:
+            fitted = _fitted_part(item, first_target, offset=offset)
+            if fitted is None:
+                continue
+            expression, values = fitted
+            key = _value_key(values, centred=not multiplicative)
+            if key in seen:  # ``B``, ``B + 2``, ``B/pi``: one fitted part
+                continue
+            seen.add(key)
+            if multiplicative:
+                with np.errstate(all="ignore"):
+                    rest = target / values
+                leftover = _leftover(second_view, rest, split, values)
+            else:  # the coefficient of the real target, fitted beside a surrogate of the rest
+                form = column_values(item.tree, item.view)
+                coefficient, leftover = dec.part_with_surrogate(second_view.columns, form,
+                                                                target, split.logged)
+                expression = Binary("*", Number(coefficient), to_expression(item.tree,
+                                                                           item.view.inputs))
+                rest = target - coefficient * form
+            if not np.all(np.isfinite(rest)):
+                continue
+            ranked.append((leftover, size(item.tree), expression, rest))
     ranked.sort(key=lambda entry: entry[:2])
     return [(expression, rest) for _, _, expression, rest in ranked[:FIRST_PARTS]]
 
@@ -247,9 +262,19 @@ def _value_key(values: np.ndarray, centred: bool = False) -> bytes:
     return np.round(values[:PART_KEY_ROWS] / scale, 9).tobytes()
 
 
-def _leftover(view: View, rest: np.ndarray, split: dec.Separation) -> float:
+def _leftover(view: View, rest: np.ndarray, split: dec.Separation,
+              part: np.ndarray | None = None) -> float:
     """How badly a surrogate of ``view``'s inputs alone fits ``rest`` (its log for a
-    multiplicative split; 1.0: not of one sign)."""
+    multiplicative split; 1.0: not of one sign). A split of a target of both signs is
+    judged on ``rest`` itself, on the rows where the first group's ``part`` (the divisor)
+    is not near one of its zeros (where a lookalike's ratio has poles)."""
+    if split.signed and part is not None:
+        away = np.abs(part) >= LEFTOVER_AWAY * float(np.max(np.abs(part)))
+        if np.count_nonzero(away) < view.columns.shape[0] // 2 or np.std(rest[away]) <= 0:
+            return 1.0
+        with np.errstate(all="ignore"):
+            error = dec.surrogate_error(view.columns[away], rest[away], logged=split.logged)
+        return error if np.isfinite(error) else 1.0
     if split.kind == "multiplicative":
         if not (np.all(rest > 0) or np.all(rest < 0)):
             return 1.0

@@ -154,3 +154,41 @@ def test_an_additive_split_is_exact_with_its_coefficient_refitted():
     assert item.nmse > EXACT_NMSE
     assert not ex.exact_on_all_rows(run, [item], y)
     assert ex.exact_on_all_rows(run, [item], y, gate=ex.PART_NMSE)
+
+
+@pytest.mark.parametrize(("y", "group"), [
+    ((P - 2.0 * M) * A / (A + T), (0, 1)),
+    ((P - 2.0 * M) + A / (A + T), None),
+    ((P - 2.0 * A) * M / (M + T), (0, 2)),
+], ids=["difference-times-ratio", "their-sum", "other-pair"])
+def test_a_product_of_both_signs_is_tested_on_the_target_itself(y, group):
+    """``(p - 2*m) * a/(a + t)`` changes sign, so ``log|y|`` is undefined at its zeros: the
+    rank-one surrogate (a polynomial of the pair times one of the rest) finds the pair, and
+    says no to the sum of the same parts."""
+    X = np.column_stack([P, M, A, T])
+    assert np.any(y > 0) and np.any(y < 0)
+    groups = [(0,), (1,), (2,), (3,), (0, 1), (0, 2), (0, 3)]
+    assert dec.product_group(X, y, groups) == group
+    if group is not None:
+        first, second = dec.product_parts(X, y, group)  # surrogates: close, not exact
+        assert np.sqrt(np.mean((first * second - y) ** 2)) < 1e-3 * np.std(y)
+        difference = X[:, group[0]] - 2.0 * X[:, group[1]]
+        away = np.abs(difference) > 0.5
+        ratio = first[away] / difference[away]
+        assert np.ptp(ratio) < 1e-2 * np.mean(np.abs(ratio))  # the part, up to its scale
+
+
+def test_a_split_of_a_target_of_both_signs_finds_its_parts():
+    """End to end through the split: ``(p - 2*m) * a/(a + t)`` is split, both parts searched,
+    and the product is exact."""
+    y = (P - 2.0 * M) * A / (A + T)
+    binary, unary = resolve_operators(None)
+    run = Run(y, binary, unary, 30, 0, columns_by_name={"P": P, "M": M, "A": A, "T": T})
+    view = View("subset", [Symbol("P"), Symbol("M"), Symbol("A"), Symbol("T")],
+                np.column_stack([P, M, A, T]))
+    budget = Budget(time.monotonic() + 60.0, Counter())
+    split = ex._split(run, view, y, budget)
+    assert split is not None and split.signed and split.kind == "multiplicative"
+    with np.errstate(all="ignore"):
+        found = ex._search_split(run, view, y, split, budget, 0, factoring=True)
+    assert ex.exact_on_all_rows(run, found, y, gate=ex.PART_NMSE)  # as the caller checks it
