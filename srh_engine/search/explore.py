@@ -90,6 +90,13 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
                 factoring: bool, factors_tested: bool = False) -> list[Found]:
     views, split, factors = [base], None, {}
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:
+        unused = dec.unused_inputs(base.columns, target)
+        if unused:  # searched without them: every phase below gets further on fewer inputs
+            run.notes.append("the target does not depend on "
+                             f"{[to_str(base.inputs[k]) for k in unused]}: searched without")
+            kept = [k for k in range(base.columns.shape[1]) if k not in unused]
+            return _decomposed(run, _sub_view(base, kept), target, budget, depth, factoring,
+                               factors_tested)
         factors = dec.power_factors(base.columns, target, budget.over) \
             if factoring and not factors_tested else {}
         # the split and pair tests' share starts after the factor test (which takes up to

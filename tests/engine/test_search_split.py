@@ -192,3 +192,27 @@ def test_a_split_of_a_target_of_both_signs_finds_its_parts():
     with np.errstate(all="ignore"):
         found = ex._search_split(run, view, y, split, budget, 0, factoring=True)
     assert ex.exact_on_all_rows(run, found, y, gate=ex.PART_NMSE)  # as the caller checks it
+
+
+def test_inputs_the_target_does_not_depend_on_are_left_out():
+    """A column the target ignores (``a`` in ``(m - p)*m/(m + 3*p)``) is found by the surrogate
+    without its monomials and left out of the search; a small real term is not, nor, at 1 %
+    noise, a term above the noise."""
+    noise = np.random.default_rng(3).standard_normal(P.size)
+    X = np.column_stack([A, P, M, T])
+    assert dec.unused_inputs(X, (M - P) * M / (M + 3.0 * P)) == (0, 3)
+    assert dec.unused_inputs(X, A + 1e-3 * P + M * T) == ()
+    noisy = A * P + M + 0.3 * T
+    assert dec.unused_inputs(X, noisy + 0.01 * np.std(noisy) * noise) == ()
+    noisy = A * P + M
+    assert dec.unused_inputs(X, noisy + 0.01 * np.std(noisy) * noise) == (3,)
+    y = (M - P) * M / (M + 3.0 * P)
+    binary, unary = resolve_operators(None)
+    run = Run(y, binary, unary, 30, 0, columns_by_name={"A": A, "P": P, "M": M, "T": T})
+    view = View("subset", [Symbol("A"), Symbol("P"), Symbol("M"), Symbol("T")], X)
+    with np.errstate(all="ignore"):
+        found = ex._decomposed(run, view, y, Budget(time.monotonic() + 60.0, Counter()), 0,
+                               factoring=True)
+    assert any("does not depend on ['A', 'T']" in note for note in run.notes)
+    assert all({"A", "T"}.isdisjoint(n.name for n in f.view.inputs) for f in found)
+    assert ex.exact_on_all_rows(run, found, y)
