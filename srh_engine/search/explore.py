@@ -277,8 +277,10 @@ def _leftover(view: View, rest: np.ndarray, split: dec.Separation,
     is not near one of its zeros (where a lookalike's ratio has poles)."""
     if split.signed and part is not None:
         away = np.abs(part) >= LEFTOVER_AWAY * float(np.max(np.abs(part)))
-        if np.count_nonzero(away) < view.columns.shape[0] // 2 or np.std(rest[away]) <= 0:
+        if np.count_nonzero(away) < view.columns.shape[0] // 2:
             return 1.0
+        if np.std(rest[away]) <= 0:
+            return 0.0
         with np.errstate(all="ignore"):
             error = dec.surrogate_error(view.columns[away], rest[away], logged=split.logged)
         return error if np.isfinite(error) else 1.0
