@@ -205,7 +205,8 @@ class DirectoryTarget:
                                       "it with `srh resume --interactive` first.")
         cursor = self.channel.last_sequence()
         self.channel.send(command)
-        echo = self._echo(command, cursor)
+        deadline = time.monotonic() + self.echo_seconds
+        echo = self._echo(command, cursor, deadline)
         if echo is not None and not echo["payload"].get("accepted", True):
             raise InteractionStateError(str(echo["payload"].get("error") or "refused"),
                                         action=command.action,
@@ -214,14 +215,26 @@ class DirectoryTarget:
             print(f"srh: the run has not confirmed {command.action!r} within "
                   f"{self.echo_seconds:g}s; it is applied when the run reads it.",
                   file=sys.stderr)
-        return self.channel.read_status() or {}
+            return self.channel.read_status() or {}
+        return self._status_after(int(echo["seq"]), deadline)
 
     def live(self) -> bool:
         """True while the run's interactive process is running."""
         return run_is_live(self.channel.load_state())
 
-    def _echo(self, command: ControlCommand, cursor: int) -> dict[str, Any] | None:
-        deadline = time.monotonic() + self.echo_seconds
+    def _status_after(self, sequence: int, deadline: float) -> dict[str, Any]:
+        """The run's status once it was saved after event ``sequence`` (the run appends an
+        event, then saves its state: read at once, the status could predate the command,
+        ``srh settings`` then printed no queued change)."""
+        while True:
+            state = self.channel.load_state() or {}
+            saved = (state.get("manager") or {}).get("next_sequence") or 0
+            if saved > sequence or time.monotonic() >= deadline:
+                return state.get("status") or {}
+            time.sleep(_POLL_SECONDS)
+
+    def _echo(self, command: ControlCommand, cursor: int, deadline: float
+              ) -> dict[str, Any] | None:
         while True:
             for event in self.channel.read_events(cursor)["events"]:
                 if event["kind"] == "command_received" and \

@@ -19,7 +19,7 @@ import pytest
 from srh_core.agent.runtime_settings import changed_settings
 from srh_core.agent.settings import SearchSettings
 from srh_core.cli import main
-from srh_core.cli.control_commands import ACTIONS, HELP
+from srh_core.cli.control_commands import ACTIONS, HELP, DirectoryTarget
 from srh_core.errors import ConfigurationError
 from srh_core.interactive import (
     ControlCommand,
@@ -204,6 +204,35 @@ def test_queue_runtime_settings_in_process_applies_them_at_the_next_step(openai_
                if e["kind"] == "settings_applied"]
     assert applied == [{"settings": {"llm_max_tokens": 777}, "coord": {"R": 1, "C": 1, "L": 2},
                         "previous": {"llm_max_tokens": 4096}}]
+
+
+def test_a_command_reports_the_status_saved_after_its_echo(tmp_path):
+    """The run appends the ``command_received`` event, then saves its state: the status a
+    command prints is the one saved after the echo, not whatever was on disk when the echo
+    was read (``srh settings`` printed no queued change when it read in between)."""
+    channel = RunDirectoryChannel(tmp_path)
+    status = {"active": True, "interaction_state": "paused", "pending_settings": 0}
+    channel.save_state({"status": status, "manager": {"next_sequence": 1}})
+    echoed = threading.Event()
+
+    def run_side():
+        commands, _ = channel.receive(None, 10.0)
+        channel.publish([{"seq": 1, "kind": "command_received",
+                          "payload": {"id": commands[0].id, "accepted": True}}])
+        echoed.set()
+        time.sleep(0.5)  # the state is saved a moment after the event
+        channel.save_state({"status": {**status, "pending_settings": 1},
+                            "manager": {"next_sequence": 2}})
+
+    thread = threading.Thread(target=run_side)
+    thread.start()
+    try:
+        reported = DirectoryTarget(tmp_path).apply(
+            ControlCommand(action="settings", settings={"llm_max_tokens": 512}))
+    finally:
+        thread.join(timeout=10)
+    assert echoed.is_set()
+    assert reported["pending_settings"] == 1
 
 
 @pytest.mark.integration
