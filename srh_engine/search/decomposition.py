@@ -389,8 +389,10 @@ def unused_inputs(X: np.ndarray, t: np.ndarray, logged: bool = False) -> tuple[i
 
 PRODUCT_STEPS = 40
 """Alternating least-squares sweeps of the rank-one product fit, at most."""
-PRODUCT_CONVERGED = 1e-4
-"""The sweeps stop once one improves the relative error by less than this share of it."""
+PRODUCT_CONVERGED = 1e-2
+"""The sweeps stop once one improves the relative error by less than this share of it (a
+group the target is no product in stalls far above the free surrogate's error at once), or
+once the error is low enough to pass."""
 
 
 def _group_columns(exponents: Sequence[tuple[int, ...]], group: set[int]
@@ -404,13 +406,14 @@ def _group_columns(exponents: Sequence[tuple[int, ...]], group: set[int]
 
 
 def _product_fit(design: np.ndarray, free: np.ndarray, exponents: Sequence[tuple[int, ...]],
-                 group: set[int], t: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+                 group: set[int], t: np.ndarray, enough: float = 0.0
+                 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``t ~ (P a) * (Q b)``: P, Q the monomials of the group's inputs and of the rest's.
 
     Started from the best rank-one approximation of the free surrogate's coefficients
     (each monomial is one of P times one of Q), then alternating least squares: with one
     factor's values fixed, the other's coefficients are linear. Returns a, b and the
-    relative RMS error.
+    relative RMS error; stops early once the error is at most ``enough``.
     """
     own, rest = _group_columns(exponents, group)
     position = {exponents[k]: n for n, k in enumerate(own)}, \
@@ -438,7 +441,7 @@ def _product_fit(design: np.ndarray, free: np.ndarray, exponents: Sequence[tuple
                 else 0.0
             if not np.isfinite(now):
                 return a, b, 1.0
-            done = error - now <= PRODUCT_CONVERGED * now
+            done = now <= enough or error - now <= PRODUCT_CONVERGED * now
             error = min(error, now)
             if done:
                 break
@@ -471,7 +474,9 @@ def product_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]],
         group = set(first)
         if not 0 < len(group) < X.shape[1]:
             continue
-        if _holds(free_error, _product_fit(design, free, exponents, group, t)[2]):
+        error = _product_fit(design, free, exponents, group, t,
+                             enough=SLACK * free_error + FLOOR)[2]
+        if _holds(free_error, error):
             return tuple(first)
     return None
 

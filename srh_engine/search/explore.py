@@ -57,6 +57,8 @@ PART_NMSE = 1e-8
 whole is checked, its coefficient refitted, from this error."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
+PRODUCT_SHARE = 0.5
+"""Of the analysis share left, what the product test of a target of both signs may use."""
 LEFTOVER_AWAY = 0.1
 """A remainder of a target of both signs is judged where the divided part is at least this
 share of its largest magnitude."""
@@ -153,15 +155,18 @@ def _split(run: Run, base: View, target: np.ndarray, budget: Budget
         pairs = itertools.combinations(range(d), 2)
         groups += [p for p in pairs if d > 4 or 0 in p]  # on four, {0, 1} | {2, 3} is one
     both_signs = not (np.all(target > 0) or np.all(target < 0))
-    for kind in ("multiplicative", "additive"):
-        # a product of a target of both signs is tested on the target itself: its
-        # logarithm is undefined at the zeros
+    # a product of a target of both signs is tested on the target itself (its logarithm is
+    # undefined at the zeros), after the cheaper additive test and on half of what is left:
+    # the pair tests after the split's need their share
+    kinds = ("additive", "multiplicative") if both_signs else ("multiplicative", "additive")
+    for kind in kinds:
         signed = kind == "multiplicative" and both_signs
         tested = np.log(np.abs(target)) if kind == "multiplicative" and not signed \
             else target
         logged = dec.logged_fits_better(base.columns, tested)
         test = dec.product_group if signed else dec.separable_group
-        first = test(base.columns, tested, groups, logged, budget.over)
+        over = budget.share(PRODUCT_SHARE).over if signed else budget.over
+        first = test(base.columns, tested, groups, logged, over)
         if first is not None:
             second = tuple(k for k in range(d) if k not in first)
             run.notes.append(f"{kind}ly separable: "
