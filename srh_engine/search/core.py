@@ -81,10 +81,11 @@ from ..nodes import Number, Symbol
 from ..readability import readable
 from ..transform import complexity
 from ..units import Dimension, parse_units
+from . import decomposition as dec
 from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
-from .pi_groups import Reduction, merged_powers, reduce_by_units
+from .pi_groups import Reduction, merged_powers, reduce_beside_factors, reduce_by_units
 from .pool import available_workers, broken, forget, submit_islands, warm
 from .refit import exact_on_all_rows, refit, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
@@ -303,7 +304,7 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
             run.notes.append("the target is constant: its formula is that constant")
             found = _constant_found(y.size)
         else:
-            reduction = _reduction(run, X, y, names, units, target_units)
+            reduction = _reduction(run, X, y, names, units, target_units, budget)
             found = [] if reduction is None else _reduced(run, reduction, y,
                                                           budget.share(PI_SHARE))
             if not exact_on_all_rows(run, found):
@@ -346,23 +347,35 @@ def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
 
 
 def _reduction(run: Run, X: np.ndarray, y: np.ndarray, names: list[str],
-               units: Mapping[str, str] | None, target_units: str | None) -> Reduction | None:
-    """The problem in dimensionless groups when the units allow it (notes say why not)."""
+               units: Mapping[str, str] | None, target_units: str | None,
+               budget: Budget | None = None) -> Reduction | None:
+    """The problem in dimensionless groups when the units allow it (notes say why not).
+
+    Of the reduction of all the inputs and the one beside the inputs' power factors
+    (:func:`.pi_groups.reduce_beside_factors`), the one with fewer groups."""
     if not units or target_units is None:
         return None
     missing = [name for name in names if name not in units]
     if missing:
         run.notes.append(f"no dimensional analysis: no units for {', '.join(missing[:5])}")
         return None
-    reduction, reason = reduce_by_units(X, y, names, [parse_units(units[n]) for n in names],
-                                        parse_units(target_units))
+    dimensions = [parse_units(units[n]) for n in names]
+    wanted = parse_units(target_units)
+    reduction, reason = reduce_by_units(X, y, names, dimensions, wanted)
     if reduction is None:
         run.notes.append(f"no dimensional analysis: {reason}")
-    elif reduction.exponents and not any(reduction.exponents) and \
+        return None
+    if reduction.exponents and not any(reduction.exponents) and \
             len(reduction.groups) == len(names):
         return None  # every input is dimensionless already: nothing to reduce
-    else:
-        run.notes.append(reduction.note)
+    if len(reduction.groups) >= 2:
+        factors = dec.power_factors(X, y, None if budget is None else budget.over)
+        beside = reduce_beside_factors(X, y, names, dimensions, wanted, factors)
+        if beside is not None and len(beside.groups) < len(reduction.groups):
+            run.notes.append(f"power factors of the inputs kept out of the groups "
+                             f"({len(reduction.groups)} groups of all the inputs)")
+            reduction = beside
+    run.notes.append(reduction.note)
     return reduction
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -39,7 +39,7 @@ from ..rendering import to_str
 from ..transform import map_postorder
 from ..units import Dimension
 
-__all__ = ["Reduction", "reduce_by_units"]
+__all__ = ["Reduction", "reduce_by_units", "reduce_beside_factors"]
 
 MAX_ENTRY = 3
 """Largest |exponent| of an input in an enumerated group."""
@@ -57,6 +57,8 @@ POWER_DENOMINATOR = 12
 POWER_TOLERANCE = 1e-9
 """Spread of ``log|y/M|`` (relative to its spread before) left by an exact product of powers."""
 MAX_DENOMINATOR = 64
+FACTOR_DENOMINATOR = 12
+"""Largest denominator of a power factor's exponent (:func:`reduce_beside_factors`)."""
 
 Vector = tuple[Fraction, ...]
 
@@ -125,6 +127,53 @@ def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
     return Reduction(monomial_expression(exponents, symbols), values,
                      tuple(monomial_expression(g, symbols) for g in basis), columns,
                      exponents, tuple(tuple(int(e) for e in g) for g in basis)), ""
+
+
+def reduce_beside_factors(X: np.ndarray, y: np.ndarray, names: Sequence[str],
+                          dimensions: Sequence[Dimension], target: Dimension,
+                          factors: Mapping[int, float]) -> Reduction | None:
+    """The problem reduced with the power factors ``x_i**a_i`` in the monomial and the groups
+    formed of the other inputs only, or None when the factors leave no input or a remainder
+    whose units those inputs cannot make (then one of the factors is wrong).
+
+    ``y = prod x_i**a_i * r(rest)``: the remainder ``r`` is in the target's units divided by
+    the factors', and is reduced over the rest as a whole problem is (:func:`reduce_by_units`).
+    The groups of all the inputs mix the factors' inputs into products with the others
+    (``Q*F*r``, ``A*F/r``, ``p*T/F`` for ``w**(1/3)*T*p*F*(q - u)/(A*Q*r)``), and the search
+    of the reduced problem must find the factors again among correlated groups; here the
+    groups are those of the function's own inputs (``q/u``).
+    """
+    rest = [i for i in range(len(names)) if i not in factors]
+    if not rest or not factors:
+        return None
+    powers = {i: Fraction(float(a)).limit_denominator(FACTOR_DENOMINATOR)
+              for i, a in factors.items()}
+    remainder_units = target
+    for i, power in powers.items():
+        remainder_units = remainder_units / dimensions[i] ** power
+    product = _power_values(X, [powers.get(i, Fraction(0)) for i in range(len(names))])
+    with np.errstate(all="ignore"):
+        remainder = y / product
+    if not (np.all(np.isfinite(product)) and np.all(product != 0) and
+            np.all(np.isfinite(remainder))):
+        return None
+    sub, _ = reduce_by_units(X[:, rest], remainder, [names[i] for i in rest],
+                             [dimensions[i] for i in rest], remainder_units)
+    if sub is None:
+        return None
+    exponents = [powers.get(i, Fraction(0)) for i in range(len(names))]
+    for i, exponent in zip(rest, sub.exponents, strict=True):
+        exponents[i] = exponent
+    groups = []
+    for group in sub.group_exponents:
+        full = [0] * len(names)
+        for i, exponent in zip(rest, group, strict=True):
+            full[i] = exponent
+        groups.append(tuple(full))
+    symbols = [Symbol(name) for name in names]
+    return Reduction(monomial_expression(exponents, symbols), product * sub.monomial_values,
+                     tuple(monomial_expression(g, symbols) for g in groups), sub.columns,
+                     tuple(exponents), tuple(groups))
 
 
 def simplest_basis(matrix: list[list[Fraction]], n: int) -> list[Vector]:

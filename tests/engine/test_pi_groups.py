@@ -195,3 +195,74 @@ def test_many_dimensionless_inputs_are_reduced_quickly():
     assert len(basis) == 10 and basis[0] == tuple(Fraction(int(j == 3)) for j in range(n))
     for vector in basis:
         assert all(sum(r * v for r, v in zip(row, vector, strict=True)) == 0 for row in matrix)
+
+
+# inputs w, T, p, F, A, Q, r are power factors; q and u meet in a difference
+FACTORED = (["w", "T", "p", "F", "A", "Q", "r", "q", "u"],
+            ["kg", "s", "m", "kg*m", "m^-1*s", "kg", "m^2", "m*s^-1", "m*s^-1"])
+
+
+def factored_data(rows: int = 1000, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    X = np.random.default_rng(seed).uniform(1.0, 5.0, (rows, 9))
+    X[:, 7] += 5.0  # q > u
+    w, T, p, F, A, Q, r, q, u = X.T
+    return X, w ** (1 / 3) * T * p * F * (q - u) / (A * Q * r)
+
+
+def factored_target() -> str:
+    names, units = FACTORED
+    exponents = dict(zip(names, (Fraction(1, 3), 1, 1, 1, -1, -1, -1, 0, 0), strict=True))
+    dimension = parse_units("m/s")  # q - u
+    for name, unit in zip(names, units, strict=True):
+        dimension = dimension * parse_units(unit) ** exponents[name]
+    return str(dimension)
+
+
+def test_the_groups_beside_power_factors_are_of_the_other_inputs_only():
+    """With the factors in the monomial, the remainder ``q - u`` is reduced over ``q`` and
+    ``u``: one group, and ``y / M`` depends on it alone; the groups of all the inputs are
+    more (products of the factors' inputs)."""
+    from srh_engine.search.pi_groups import reduce_beside_factors
+
+    names, units = FACTORED
+    X, y = factored_data()
+    dimensions = [parse_units(u) for u in units]
+    target = parse_units(factored_target())
+    whole, _ = reduce_by_units(X, y, names, dimensions, target)
+    factors = {0: 1 / 3, 1: 1.0, 2: 1.0, 3: 1.0, 4: -1.0, 5: -1.0, 6: -1.0}
+    beside = reduce_beside_factors(X, y, names, dimensions, target, factors)
+    assert beside is not None and len(whole.groups) > 1
+    assert [to_str(group) for group in beside.groups] == ["u/q"]
+    ratio = y / beside.monomial_values
+    np.testing.assert_allclose(ratio, 1 - X[:, 8] / X[:, 7], rtol=1e-9)
+    names_units = dict(zip(names, units, strict=True))
+    assert check_dimensions(beside.monomial, names_units).dimension == target
+
+
+def test_factors_the_units_contradict_give_no_reduction():
+    """``w`` taken for a factor ``w**1`` (it is ``w**(1/3)``) leaves ``q`` and ``u`` to make
+    a remainder in kg**(-2/3)*m/s: no product of speeds is, so there is no reduction (a
+    factor is wrong); no factors, or every input a factor, are no reduction either."""
+    from srh_engine.search.pi_groups import reduce_beside_factors
+
+    names, units = FACTORED
+    X, y = factored_data()
+    dimensions = [parse_units(u) for u in units]
+    target = parse_units(factored_target())
+    wrong = {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: -1.0, 5: -1.0, 6: -1.0}
+    assert reduce_beside_factors(X, y, names, dimensions, target, wrong) is None
+    assert reduce_beside_factors(X, y, names, dimensions, target, {}) is None
+    every = {i: 1.0 for i in range(9)}
+    assert reduce_beside_factors(X, y, names, dimensions, target, every) is None
+
+
+def test_the_search_reduces_beside_the_power_factors_when_that_leaves_fewer_groups():
+    names, units = FACTORED
+    X, y = factored_data()
+    result = search(X, y, names, time_budget=60, seed=0, workers=1, max_evaluations=20_000,
+                    units=dict(zip(names, units, strict=True)), target_units=factored_target())
+    assert any("kept out of the groups" in note for note in result.notes), result.notes
+    assert any("function of 1 dimensionless group(s): u/q" in note for note in result.notes)
+    fresh, truth = factored_data(rows=300, seed=9)
+    predicted = parse(result.best.formula).evaluate(dict(zip(names, fresh.T, strict=True)))
+    assert float(np.max(np.abs(predicted - truth) / np.abs(truth))) < 1e-9, result.best.formula
