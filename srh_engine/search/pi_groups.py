@@ -118,6 +118,7 @@ def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
     basis = simplest_basis(matrix, len(names))
     exponents = _monomial(particular, basis, X, y, _small_solutions(matrix, wanted, len(names)))
     exponents = _power_law(exponents, basis, X, y) or exponents
+    basis = [_below_one(group, X) for group in basis]
     values = _power_values(X, exponents)
     columns = np.column_stack([_power_values(X, g) for g in basis]) if basis else \
         np.empty((X.shape[0], 0))
@@ -241,6 +242,20 @@ def _integer(vector: Vector) -> Vector:
     integers = [int(e * scale) for e in vector]
     divisor = math.gcd(*integers) or 1
     return _oriented(tuple(Fraction(v // divisor) for v in integers))
+
+
+def _below_one(group: Vector, X: np.ndarray) -> Vector:
+    """A ratio of two inputs turned over when it is above 1 on every row: one bounds the
+    other, and laws take the smaller over the larger (``v/c`` in ``1/sqrt(1 - v**2/c**2)``;
+    over ``c/v`` the same law is ``1/sqrt(1 - 1/g**2)``, which a search reached late)."""
+    used = [i for i, e in enumerate(group) if e]
+    if len(used) != 2 or group[used[0]] != -group[used[1]]:
+        return group
+    with np.errstate(all="ignore"):
+        values = _power_values(X, group)
+    if values.size and bool(np.all(values > 1)):
+        return tuple(-e for e in group)
+    return group
 
 
 def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray,
