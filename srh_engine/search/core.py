@@ -77,7 +77,7 @@ import numpy as np
 from ..constraints import constraint_violations
 from ..dimensional import check_dimensions
 from ..evaluation import evaluate
-from ..nodes import Number, Symbol
+from ..nodes import Binary, Number, Symbol
 from ..readability import readable
 from ..transform import complexity
 from ..units import Dimension, parse_units
@@ -393,12 +393,21 @@ def _constant_found(rows: int) -> list[Found]:
 
 
 def _reduced(run: Run, reduction: Reduction, y: np.ndarray, budget: Budget) -> list[Found]:
-    """Search ``y / M`` over the groups; each found item wrapped in the monomial ``M``."""
+    """Search ``y / M`` over the groups; each found item wrapped in the monomial ``M``.
+
+    One group is offered both ways up (``g`` and ``1/g``): the orientation of a ratio of
+    overlapping quantities is a convention (:func:`.pi_groups.simplest_basis`), and the law
+    over the other one (``g**3/(exp(g) - 1)`` over ``1/g``: ``exp(1/g)``) was found late
+    or not at all; a second input costs a one-input search little."""
     target = y / reduction.monomial_values
     if not reduction.groups or _constant(target):
         found = _constant_found(y.size)
     else:
-        view = View("dimensionless groups", list(reduction.groups), reduction.columns)
+        inputs, columns = list(reduction.groups), reduction.columns
+        if len(inputs) == 1:  # which way up the law takes it is not known: offer both
+            inputs.append(Binary("/", Number(1), inputs[0]))
+            columns = np.column_stack([columns, 1.0 / columns[:, 0]])
+        view = View("dimensionless groups", inputs, columns)
         found = explore(run, view, target, budget)
     if reduction.monomial != Number(1):
         for item in found:

@@ -266,3 +266,25 @@ def test_the_search_reduces_beside_the_power_factors_when_that_leaves_fewer_grou
     fresh, truth = factored_data(rows=300, seed=9)
     predicted = parse(result.best.formula).evaluate(dict(zip(names, fresh.T, strict=True)))
     assert float(np.max(np.abs(predicted - truth) / np.abs(truth))) < 1e-9, result.best.formula
+
+
+def test_one_group_is_searched_both_ways_up(monkeypatch):
+    """Bose's ``mu**3/(exp(mu/sigma) - 1)`` reduces to one group, ``sigma/mu`` by the
+    convention; the reduced search gets ``mu/sigma`` beside it (and two groups stay two)."""
+    import srh_engine.search.core as core
+
+    seen = []
+    monkeypatch.setattr(core, "explore", lambda run, view, *rest, **named: seen.append(
+        [to_str(e) for e in view.inputs]) or [])
+    X = np.random.default_rng(0).uniform(1.0, 5.0, (300, 2))
+    mu, sigma = X.T
+    core.search(X, mu**3 / (np.exp(mu / sigma) - 1), ["mu", "sigma"], time_budget=5,
+                workers=1, max_evaluations=100, units={"mu": "J", "sigma": "J"},
+                target_units="J^3")
+    assert seen[0] == ["sigma/mu", "1/(sigma/mu)"]
+    seen.clear()
+    X3 = np.random.default_rng(0).uniform(1.0, 5.0, (300, 3))
+    core.search(X3, X3[:, 0] + X3[:, 1] * X3[:, 2], ["a", "b", "c"], time_budget=5,
+                workers=1, max_evaluations=100, units={"a": "m", "b": "m", "c": "1"},
+                target_units="m")
+    assert len(seen[0]) == 2 and not any(text.startswith("1/") for text in seen[0])
