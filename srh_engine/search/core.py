@@ -85,7 +85,8 @@ from . import decomposition as dec
 from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
-from .pi_groups import Reduction, merged_powers, reduce_beside_factors, reduce_by_units
+from .pi_groups import (Reduction, common_monomial_out, merged_powers, reduce_beside_factors,
+                        reduce_by_units)
 from .pool import available_workers, broken, forget, submit_islands, warm
 from .refit import exact_on_all_rows, refit, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
@@ -332,18 +333,22 @@ def _written(entries: list[FrontEntry], X: np.ndarray, names: Sequence[str]
 
 
 def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
-    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`) when
-    that is smaller and gives the same values."""
+    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`), and
+    the powers common to a sum's terms taken out of it (:func:`.pi_groups.
+    common_monomial_out`), when that is smaller and gives the same values."""
     merged = merged_powers(entry.expression)
-    size = complexity(merged)
-    if size >= entry.complexity:
-        return entry
+    best, size = entry, entry.complexity
     with np.errstate(all="ignore"):
         before = np.asarray(evaluate(entry.expression, values), dtype=float)
-        after = np.asarray(evaluate(merged, values), dtype=float)
-    if not np.allclose(after, before, rtol=1e-9, atol=0.0, equal_nan=False):
-        return entry
-    return FrontEntry(merged, size, entry.mse, entry.r2)
+    for candidate in (merged, merged_powers(common_monomial_out(merged))):
+        if complexity(candidate) >= size:
+            continue
+        with np.errstate(all="ignore"):
+            after = np.asarray(evaluate(candidate, values), dtype=float)
+        if np.allclose(after, before, rtol=1e-9, atol=0.0, equal_nan=False):
+            best, size = FrontEntry(candidate, complexity(candidate), entry.mse, entry.r2), \
+                complexity(candidate)
+    return best
 
 
 def _reduction(run: Run, X: np.ndarray, y: np.ndarray, names: list[str],

@@ -459,6 +459,62 @@ def merged_powers(expression: Expression) -> Expression:
     return map_postorder(expression, _merged_product)
 
 
+def common_monomial_out(expression: Expression) -> Expression:
+    """``expression`` with the powers of inputs common to every term of a sum that a
+    product multiplies taken out of the sum into the product: mapped back,
+    ``rho**3*M**2*(T**2/M**2 - T/M)`` is ``rho**3*T*(T - M)`` (the same function; each
+    input's smallest exponent over the terms is taken out, 0 where a term lacks it)."""
+    return map_postorder(expression, _common_out)
+
+
+def _common_out(node: Expression) -> Expression:
+    if not (isinstance(node, Binary) and node.operator == "*"):
+        return node
+    if _is_sum(node.right):
+        outer, inner = node.left, node.right
+    elif _is_sum(node.left):
+        outer, inner = node.right, node.left
+    else:
+        return node
+    terms = _sum_terms(inner)
+    powers = [_input_powers(term) for term in terms]
+    names = dict.fromkeys(name for term in powers for name in term)
+    common = {name: min(term.get(name, Fraction(0)) for term in powers) for name in names}
+    common = {name: power for name, power in common.items() if power}
+    if not common:
+        return node
+    taken = monomial_expression(list(common.values()), [Symbol(n) for n in common])
+    return Binary("*", merged_powers(Binary("*", outer, taken)), _divided(inner, taken))
+
+
+def _is_sum(node: Expression) -> bool:
+    return isinstance(node, Binary) and node.operator in ("+", "-")
+
+
+def _sum_terms(node: Expression) -> list[Expression]:
+    if _is_sum(node):
+        return _sum_terms(node.left) + _sum_terms(node.right)
+    return [node]
+
+
+def _divided(node: Expression, taken: Expression) -> Expression:
+    """Each term of the sum ``node`` divided by ``taken``, its powers merged."""
+    if _is_sum(node):
+        return Binary(node.operator, _divided(node.left, taken), _divided(node.right, taken))
+    return merged_powers(Binary("/", node, taken))
+
+
+def _input_powers(term: Expression) -> dict[str, Fraction]:
+    powers: dict[str, Fraction] = {}
+    for factor, exponent in _factors(term, Fraction(1)):
+        if isinstance(factor, Symbol):
+            powers[factor.name] = powers.get(factor.name, Fraction(0)) + exponent
+        elif _symbol_power(factor) is not None:
+            name, power = _symbol_power(factor)
+            powers[name] = powers.get(name, Fraction(0)) + exponent * power
+    return powers
+
+
 def _merged_product(node: Expression) -> Expression:
     if not (isinstance(node, Binary) and node.operator in ("*", "/")):
         return node

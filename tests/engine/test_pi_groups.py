@@ -288,3 +288,25 @@ def test_one_group_is_searched_both_ways_up(monkeypatch):
                 workers=1, max_evaluations=100, units={"a": "m", "b": "m", "c": "1"},
                 target_units="m")
     assert len(seen[0]) == 2 and not any(text.startswith("1/") for text in seen[0])
+
+
+@pytest.mark.parametrize(("formula", "taken"), [
+    ("rho**3*M**2*(T**2/M**2 - T/M)", "(T - M)*(rho**3*T)"),
+    ("C*B**2*(A*tau**2*nu*P/C - x*tau**2*nu*P/C + tau**2*nu*P)/nu**2",
+     "(A - x + C)*(B**2*tau**2*P/nu)"),
+    ("D**3*d*v*rho*(1 + (kappa/rho + sqrt(T)/rho))", "(rho + (kappa + sqrt(T)))*(D**3*d*v)"),
+    ("x*(y + z)", "(y + z)*x"),  # nothing common: only merged_powers' order
+], ids=["difference", "three-terms", "a-term-without-it", "nothing-common"])
+def test_powers_common_to_a_sums_terms_join_the_monomial(formula, taken):
+    """Mapped back, the monomial multiplies a sum whose every term carries powers of the
+    inputs that belong in it (the groups' inputs): they are taken out."""
+    from srh_engine.search.pi_groups import common_monomial_out, merged_powers
+
+    result = merged_powers(common_monomial_out(merged_powers(parse(formula))))
+    assert to_str(result) == taken
+    rng = np.random.default_rng(0)
+    values = {name: rng.uniform(1, 2, 20) for name in ("rho", "M", "T", "C", "B", "A", "tau",
+                                                       "nu", "P", "x", "D", "d", "v",
+                                                       "kappa", "y", "z")}
+    np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
+                               np.broadcast_to(parse(formula).evaluate(values), (20,)))
