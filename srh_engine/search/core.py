@@ -85,8 +85,13 @@ from . import decomposition as dec
 from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
-from .pi_groups import (Reduction, common_monomial_out, merged_powers, reduce_beside_factors,
-                        reduce_by_units)
+from .pi_groups import (
+    Reduction,
+    common_monomial_out,
+    merged_powers,
+    reduce_beside_factors,
+    reduce_by_units,
+)
 from .pool import available_workers, broken, forget, submit_islands, warm
 from .refit import exact_on_all_rows, refit, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
