@@ -35,7 +35,9 @@ the other cores (:mod:`.pool`), and merges the fronts.
 Units (``units``, ``target_units``): with the dimension of every input and
 of the target, the problem is first searched reduced to dimensionless groups
 (:mod:`.pi_groups`: ``y = M(x) * g(pi)``) in ``PI_SHARE`` of the budget, and
-the answer is mapped back through the monomial; when that finds no exact
+the answer is mapped back through the monomial; the inputs' power factors
+(:func:`.decomposition.power_factors`) go into the monomial and the groups are
+formed of the other inputs when that leaves fewer groups; when that finds no exact
 formula (or the reduction is impossible), the undivided problem is searched
 in the rest. Every fitted formula is then checked for dimensional
 consistency (:func:`srh_engine.check_dimensions`: constants may carry units)

@@ -21,7 +21,9 @@ magnitudes); among equally simple ones the particular solution itself, unless
 another leaves decisively less spread in ``log|y/M|``, the variation the
 reduced problem must still explain (``q1*q2/(eps*r**2)`` rather than
 ``q1**2/(eps*r**2)`` for a Coulomb force, ``m*c**2`` rather than ``m*v**2``
-for a relativistic energy).
+for a relativistic energy). A ratio of two inputs above 1 on every row is turned
+over (``v/c``: one bounds the other). :func:`reduce_beside_factors` reduces what
+the inputs' power factors leave, over the other inputs only.
 """
 
 from __future__ import annotations
