@@ -87,7 +87,7 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
                 factoring: bool, factors_tested: bool = False) -> list[Found]:
     views, split, factors = [base], None, {}
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:
-        factors = dec.power_factors(base.columns, target, budget.over) \
+        factors = _power_factors(run, base.columns, target, budget) \
             if factoring and not factors_tested else {}
         # the split and pair tests' share starts after the factor test (which takes up to
         # seconds on many rows): were it counted against them, they would rarely run
@@ -296,6 +296,16 @@ def _fitted_part(item: Found, target: np.ndarray, offset: bool
 INVERSES = {"identity": lambda v: v, "log": np.exp, "inv": lambda v: 1.0 / v,
             "square": np.sqrt, "sqrt": np.square}
 """The inverse of each target transform (:data:`.views.TRANSFORMS`) on values."""
+
+
+def _power_factors(run: Run, columns: np.ndarray, target: np.ndarray, budget: Budget
+                   ) -> dict[int, float]:
+    """:func:`.decomposition.power_factors`, or what ``run.known_factors`` holds for these
+    very arrays."""
+    known = run.known_factors
+    if known is not None and known[0] is columns and known[1] is target:
+        return dict(known[2])
+    return dec.power_factors(columns, target, budget.over)
 
 
 def _factored(run: Run, base: View, target: np.ndarray, factors: dict[int, float],

@@ -310,3 +310,21 @@ def test_powers_common_to_a_sums_terms_join_the_monomial(formula, taken):
                                                        "kappa", "y", "z")}
     np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
                                np.broadcast_to(parse(formula).evaluate(values), (20,)))
+
+
+def test_the_undivided_search_reuses_the_factors_the_reduction_found(monkeypatch):
+    """The units' reduction tests the inputs for power factors; the undivided search
+    after it asks the same question of the same arrays and gets the answer kept."""
+    from srh_engine.search import decomposition, explore
+    from srh_engine.search.budget import Budget, Counter
+    from srh_engine.search.views import Run
+
+    X = np.random.default_rng(0).uniform(1.0, 2.0, (50, 2))
+    y = X[:, 0] * np.sin(X[:, 1])
+    run = Run(y, ("+",), (), 10, 0, known_factors=(X, y, {0: 1.0}))
+    calls = []
+    monkeypatch.setattr(decomposition, "power_factors",
+                        lambda *args: calls.append(args) or {1: 2.0})
+    budget = Budget(float("inf"), Counter())
+    assert explore._power_factors(run, X, y, budget) == {0: 1.0} and not calls
+    assert explore._power_factors(run, X.copy(), y, budget) == {1: 2.0} and len(calls) == 1
