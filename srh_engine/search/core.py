@@ -91,6 +91,7 @@ from .pi_groups import (
     Reduction,
     common_monomial_out,
     merged_powers,
+    monomial_into_root,
     reduce_beside_factors,
     reduce_by_units,
 )
@@ -340,14 +341,18 @@ def _written(entries: list[FrontEntry], X: np.ndarray, names: Sequence[str]
 
 
 def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
-    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`), and
-    the powers common to a sum's terms taken out of it (:func:`.pi_groups.
-    common_monomial_out`), when that is smaller and gives the same values."""
+    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`), the
+    powers common to a sum's terms taken out of it (:func:`.pi_groups.common_monomial_out`)
+    and a monomial taken into a root of a sum (:func:`.pi_groups.monomial_into_root`):
+    the smallest of these that gives the same values."""
     merged = merged_powers(entry.expression)
     best, size = entry, entry.complexity
     with np.errstate(all="ignore"):
         before = np.asarray(evaluate(entry.expression, values), dtype=float)
-    for candidate in (merged, merged_powers(common_monomial_out(merged))):
+    common = merged_powers(common_monomial_out(merged))
+    rooted = [monomial_into_root(candidate, name) for candidate in (merged, common)
+              for name in candidate.symbols()]
+    for candidate in (merged, common, *rooted):
         if complexity(candidate) >= size:
             continue
         with np.errstate(all="ignore"):

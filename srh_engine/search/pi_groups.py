@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..nodes import Binary, Expression, Number, Symbol
+from ..nodes import Binary, Expression, Function, Number, Symbol
 from ..rendering import to_str
 from ..transform import map_postorder
 from ..units import Dimension
@@ -487,6 +487,50 @@ def _common_out(node: Expression) -> Expression:
         return node
     taken = monomial_expression(list(common.values()), [Symbol(n) for n in common])
     return Binary("*", merged_powers(Binary("*", outer, taken)), _divided(inner, taken))
+
+
+def monomial_into_root(expression: Expression, name: str) -> Expression:
+    """``expression`` with the power of input ``name`` in a product of powers of inputs
+    that multiplies the square root of a sum taken into the root, onto every term: mapped
+    back, ``k*sqrt(0.36 + 0.36*V**2/k**2)/E`` is ``sqrt(0.36*k**2 + 0.36*V**2)/E`` for
+    ``k`` (the same function where ``k`` is positive; the caller checks the values)."""
+    return map_postorder(expression, lambda node: _into_root(node, name))
+
+
+def _into_root(node: Expression, name: str) -> Expression:
+    if not (isinstance(node, Binary) and node.operator == "*"):
+        return node
+    for outer, root in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(root, Function) and root.name == "sqrt" and \
+                _is_sum(root.arguments[0]) and _is_monomial(outer):
+            powers = _input_powers(outer)
+            if not powers.get(name):
+                return node
+            square = monomial_expression([2 * powers[name]], [Symbol(name)])
+            result: Expression = Function("sqrt", (_multiplied(root.arguments[0], square),))
+            upper = [n for n, e in powers.items() if n != name and e > 0]
+            lower = [n for n, e in powers.items() if n != name and e < 0]
+            if upper:
+                result = Binary("*", monomial_expression([powers[n] for n in upper],
+                                                         [Symbol(n) for n in upper]), result)
+            if lower:
+                result = Binary("/", result, monomial_expression([-powers[n] for n in lower],
+                                                                 [Symbol(n) for n in lower]))
+            return result
+    return node
+
+
+def _is_monomial(node: Expression) -> bool:
+    return all(isinstance(factor, Symbol) or _symbol_power(factor) is not None
+               for factor, _ in _factors(node, Fraction(1)))
+
+
+def _multiplied(node: Expression, factor: Expression) -> Expression:
+    """Each term of the sum ``node`` times ``factor``, its powers merged."""
+    if _is_sum(node):
+        return Binary(node.operator, _multiplied(node.left, factor),
+                      _multiplied(node.right, factor))
+    return merged_powers(Binary("*", node, factor))
 
 
 def _is_sum(node: Expression) -> bool:

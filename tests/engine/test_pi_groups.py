@@ -328,3 +328,21 @@ def test_the_undivided_search_reuses_the_factors_the_reduction_found(monkeypatch
     budget = Budget(float("inf"), Counter())
     assert explore._power_factors(run, X, y, budget) == {0: 1.0} and not calls
     assert explore._power_factors(run, X.copy(), y, budget) == {1: 2.0} and len(calls) == 1
+
+
+@pytest.mark.parametrize(("formula", "name", "rooted"), [
+    ("k*sqrt(0.36 + 0.36*V**2/k**2)/E", "k", "sqrt(0.36*k**2 + 0.36*V**2)/E"),
+    ("N*sigma*sqrt(0.25 + 0.25*p**2/N**2)", "N", "sigma*sqrt(0.25*N**2 + 0.25*p**2)"),
+    ("N*sigma*sqrt(0.25 + 0.25*p**2/N**2)", "p", "N*sigma*sqrt(0.25 + 0.25*p**2/N**2)"),
+], ids=["over-a-quantity", "beside-another", "not-in-the-monomial"])
+def test_a_monomials_input_goes_into_a_root_of_a_sum(formula, name, rooted):
+    """Mapped back, ``M*sqrt(a + b*g**2)`` with the group ``g = V/k``: ``k`` taken into the
+    root is the norm a person writes (the values are the same where ``k > 0``)."""
+    from srh_engine.search.pi_groups import monomial_into_root
+
+    result = monomial_into_root(parse(formula), name)
+    assert to_str(result) == rooted
+    rng = np.random.default_rng(0)
+    values = {n: rng.uniform(1, 2, 20) for n in ("k", "V", "E", "N", "sigma", "p")}
+    np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
+                               np.broadcast_to(parse(formula).evaluate(values), (20,)))
