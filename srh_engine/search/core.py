@@ -35,7 +35,9 @@ the other cores (:mod:`.pool`), and merges the fronts.
 Units (``units``, ``target_units``): with the dimension of every input and
 of the target, the problem is first searched reduced to dimensionless groups
 (:mod:`.pi_groups`: ``y = M(x) * g(pi)``) in ``PI_SHARE`` of the budget, and
-the answer is mapped back through the monomial; when that finds no exact
+the answer is mapped back through the monomial; the inputs' power factors
+(:func:`.decomposition.power_factors`) go into the monomial and the groups are
+formed of the other inputs when that leaves fewer groups; when that finds no exact
 formula (or the reduction is impossible), the undivided problem is searched
 in the rest. Every fitted formula is then checked for dimensional
 consistency (:func:`srh_engine.check_dimensions`: constants may carry units)
@@ -77,14 +79,22 @@ import numpy as np
 from ..constraints import constraint_violations
 from ..dimensional import check_dimensions
 from ..evaluation import evaluate
-from ..nodes import Number, Symbol
+from ..nodes import Binary, Number, Symbol
 from ..readability import readable
 from ..transform import complexity
 from ..units import Dimension, parse_units
+from . import decomposition as dec
 from .budget import Budget
 from .explore import explore
 from .operators import resolve_operators
-from .pi_groups import Reduction, merged_powers, reduce_by_units
+from .pi_groups import (
+    Reduction,
+    common_monomial_out,
+    merged_powers,
+    monomial_into_root,
+    reduce_beside_factors,
+    reduce_by_units,
+)
 from .pool import available_workers, broken, forget, submit_islands, warm
 from .refit import exact_on_all_rows, refit, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
@@ -303,7 +313,7 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
             run.notes.append("the target is constant: its formula is that constant")
             found = _constant_found(y.size)
         else:
-            reduction = _reduction(run, X, y, names, units, target_units)
+            reduction = _reduction(run, X, y, names, units, target_units, budget)
             found = [] if reduction is None else _reduced(run, reduction, y,
                                                           budget.share(PI_SHARE))
             if not exact_on_all_rows(run, found):
@@ -331,38 +341,60 @@ def _written(entries: list[FrontEntry], X: np.ndarray, names: Sequence[str]
 
 
 def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
-    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`) when
-    that is smaller and gives the same values."""
+    """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`), the
+    powers common to a sum's terms taken out of it (:func:`.pi_groups.common_monomial_out`)
+    and a monomial taken into a root of a sum (:func:`.pi_groups.monomial_into_root`):
+    the smallest of these that gives the same values."""
     merged = merged_powers(entry.expression)
-    size = complexity(merged)
-    if size >= entry.complexity:
-        return entry
+    best, size = entry, entry.complexity
     with np.errstate(all="ignore"):
         before = np.asarray(evaluate(entry.expression, values), dtype=float)
-        after = np.asarray(evaluate(merged, values), dtype=float)
-    if not np.allclose(after, before, rtol=1e-9, atol=0.0, equal_nan=False):
-        return entry
-    return FrontEntry(merged, size, entry.mse, entry.r2)
+    common = merged_powers(common_monomial_out(merged))
+    rooted = [monomial_into_root(candidate, name) for candidate in (merged, common)
+              for name in candidate.symbols()]
+    for candidate in (merged, common, *rooted):
+        if complexity(candidate) >= size:
+            continue
+        with np.errstate(all="ignore"):
+            after = np.asarray(evaluate(candidate, values), dtype=float)
+        if np.allclose(after, before, rtol=1e-9, atol=0.0, equal_nan=False):
+            best, size = FrontEntry(candidate, complexity(candidate), entry.mse, entry.r2), \
+                complexity(candidate)
+    return best
 
 
 def _reduction(run: Run, X: np.ndarray, y: np.ndarray, names: list[str],
-               units: Mapping[str, str] | None, target_units: str | None) -> Reduction | None:
-    """The problem in dimensionless groups when the units allow it (notes say why not)."""
+               units: Mapping[str, str] | None, target_units: str | None,
+               budget: Budget | None = None) -> Reduction | None:
+    """The problem in dimensionless groups when the units allow it (notes say why not).
+
+    Of the reduction of all the inputs and the one beside the inputs' power factors
+    (:func:`.pi_groups.reduce_beside_factors`), the one with fewer groups."""
     if not units or target_units is None:
         return None
     missing = [name for name in names if name not in units]
     if missing:
         run.notes.append(f"no dimensional analysis: no units for {', '.join(missing[:5])}")
         return None
-    reduction, reason = reduce_by_units(X, y, names, [parse_units(units[n]) for n in names],
-                                        parse_units(target_units))
+    dimensions = [parse_units(units[n]) for n in names]
+    wanted = parse_units(target_units)
+    reduction, reason = reduce_by_units(X, y, names, dimensions, wanted)
     if reduction is None:
         run.notes.append(f"no dimensional analysis: {reason}")
-    elif reduction.exponents and not any(reduction.exponents) and \
+        return None
+    if reduction.exponents and not any(reduction.exponents) and \
             len(reduction.groups) == len(names):
         return None  # every input is dimensionless already: nothing to reduce
-    else:
-        run.notes.append(reduction.note)
+    if len(reduction.groups) >= 2:
+        factors = dec.power_factors(X, y, None if budget is None else budget.over)
+        if budget is None or not budget.over():  # (a test cut short finds none)
+            run.known_factors = (X, y, factors)
+        beside = reduce_beside_factors(X, y, names, dimensions, wanted, factors)
+        if beside is not None and len(beside.groups) < len(reduction.groups):
+            run.notes.append(f"power factors of the inputs kept out of the groups "
+                             f"({len(reduction.groups)} groups of all the inputs)")
+            reduction = beside
+    run.notes.append(reduction.note)
     return reduction
 
 
@@ -380,12 +412,21 @@ def _constant_found(rows: int) -> list[Found]:
 
 
 def _reduced(run: Run, reduction: Reduction, y: np.ndarray, budget: Budget) -> list[Found]:
-    """Search ``y / M`` over the groups; each found item wrapped in the monomial ``M``."""
+    """Search ``y / M`` over the groups; each found item wrapped in the monomial ``M``.
+
+    One group is offered both ways up (``g`` and ``1/g``): the orientation of a ratio of
+    overlapping quantities is a convention (:func:`.pi_groups.simplest_basis`), and the law
+    over the other one (``g**3/(exp(g) - 1)`` over ``1/g``: ``exp(1/g)``) was found late
+    or not at all; a second input costs a one-input search little."""
     target = y / reduction.monomial_values
     if not reduction.groups or _constant(target):
         found = _constant_found(y.size)
     else:
-        view = View("dimensionless groups", list(reduction.groups), reduction.columns)
+        inputs, columns = list(reduction.groups), reduction.columns
+        if len(inputs) == 1:  # which way up the law takes it is not known: offer both
+            inputs.append(Binary("/", Number(1), inputs[0]))
+            columns = np.column_stack([columns, 1.0 / columns[:, 0]])
+        view = View("dimensionless groups", inputs, columns)
         found = explore(run, view, target, budget)
     if reduction.monomial != Number(1):
         for item in found:

@@ -99,7 +99,7 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
             kept = [k for k in range(base.columns.shape[1]) if k not in unused]
             return _decomposed(run, _sub_view(base, kept), target, budget, depth, factoring,
                                factors_tested)
-        factors = dec.power_factors(base.columns, target, budget.over) \
+        factors = _power_factors(run, base.columns, target, budget) \
             if factoring and not factors_tested else {}
         # the split and pair tests' share starts after the factor test (which takes up to
         # seconds on many rows): were it counted against them, they would rarely run
@@ -335,6 +335,16 @@ def _fitted_part(item: Found, target: np.ndarray, offset: bool
 INVERSES = {"identity": lambda v: v, "log": np.exp, "inv": lambda v: 1.0 / v,
             "square": np.sqrt, "sqrt": np.square}
 """The inverse of each target transform (:data:`.views.TRANSFORMS`) on values."""
+
+
+def _power_factors(run: Run, columns: np.ndarray, target: np.ndarray, budget: Budget
+                   ) -> dict[int, float]:
+    """:func:`.decomposition.power_factors`, or what ``run.known_factors`` holds for these
+    very arrays."""
+    known = run.known_factors
+    if known is not None and known[0] is columns and known[1] is target:
+        return dict(known[2])
+    return dec.power_factors(columns, target, budget.over)
 
 
 def _factored(run: Run, base: View, target: np.ndarray, factors: dict[int, float],

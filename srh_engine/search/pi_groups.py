@@ -21,25 +21,27 @@ magnitudes); among equally simple ones the particular solution itself, unless
 another leaves decisively less spread in ``log|y/M|``, the variation the
 reduced problem must still explain (``q1*q2/(eps*r**2)`` rather than
 ``q1**2/(eps*r**2)`` for a Coulomb force, ``m*c**2`` rather than ``m*v**2``
-for a relativistic energy).
+for a relativistic energy). A ratio of two inputs above 1 on every row is turned
+over (``v/c``: one bounds the other). :func:`reduce_beside_factors` reduces what
+the inputs' power factors leave, over the other inputs only.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from ..nodes import Binary, Expression, Number, Symbol
+from ..nodes import Binary, Expression, Function, Number, Symbol
 from ..rendering import to_str
 from ..transform import map_postorder
 from ..units import Dimension
 
-__all__ = ["Reduction", "reduce_by_units"]
+__all__ = ["Reduction", "reduce_by_units", "reduce_beside_factors"]
 
 MAX_ENTRY = 3
 """Largest |exponent| of an input in an enumerated group."""
@@ -57,6 +59,8 @@ POWER_DENOMINATOR = 12
 POWER_TOLERANCE = 1e-9
 """Spread of ``log|y/M|`` (relative to its spread before) left by an exact product of powers."""
 MAX_DENOMINATOR = 64
+FACTOR_DENOMINATOR = 12
+"""Largest denominator of a power factor's exponent (:func:`reduce_beside_factors`)."""
 
 Vector = tuple[Fraction, ...]
 
@@ -116,6 +120,7 @@ def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
     basis = simplest_basis(matrix, len(names))
     exponents = _monomial(particular, basis, X, y, _small_solutions(matrix, wanted, len(names)))
     exponents = _power_law(exponents, basis, X, y) or exponents
+    basis = [_below_one(group, X) for group in basis]
     values = _power_values(X, exponents)
     columns = np.column_stack([_power_values(X, g) for g in basis]) if basis else \
         np.empty((X.shape[0], 0))
@@ -125,6 +130,53 @@ def reduce_by_units(X: np.ndarray, y: np.ndarray, names: Sequence[str],
     return Reduction(monomial_expression(exponents, symbols), values,
                      tuple(monomial_expression(g, symbols) for g in basis), columns,
                      exponents, tuple(tuple(int(e) for e in g) for g in basis)), ""
+
+
+def reduce_beside_factors(X: np.ndarray, y: np.ndarray, names: Sequence[str],
+                          dimensions: Sequence[Dimension], target: Dimension,
+                          factors: Mapping[int, float]) -> Reduction | None:
+    """The problem reduced with the power factors ``x_i**a_i`` in the monomial and the groups
+    formed of the other inputs only, or None when the factors leave no input or a remainder
+    whose units those inputs cannot make (then one of the factors is wrong).
+
+    ``y = prod x_i**a_i * r(rest)``: the remainder ``r`` is in the target's units divided by
+    the factors', and is reduced over the rest as a whole problem is (:func:`reduce_by_units`).
+    The groups of all the inputs mix the factors' inputs into products with the others
+    (``Q*F*r``, ``A*F/r``, ``p*T/F`` for ``w**(1/3)*T*p*F*(q - u)/(A*Q*r)``), and the search
+    of the reduced problem must find the factors again among correlated groups; here the
+    groups are those of the function's own inputs (``q/u``).
+    """
+    rest = [i for i in range(len(names)) if i not in factors]
+    if not rest or not factors:
+        return None
+    powers = {i: Fraction(float(a)).limit_denominator(FACTOR_DENOMINATOR)
+              for i, a in factors.items()}
+    remainder_units = target
+    for i, power in powers.items():
+        remainder_units = remainder_units / dimensions[i] ** power
+    product = _power_values(X, [powers.get(i, Fraction(0)) for i in range(len(names))])
+    with np.errstate(all="ignore"):
+        remainder = y / product
+    if not (np.all(np.isfinite(product)) and np.all(product != 0) and
+            np.all(np.isfinite(remainder))):
+        return None
+    sub, _ = reduce_by_units(X[:, rest], remainder, [names[i] for i in rest],
+                             [dimensions[i] for i in rest], remainder_units)
+    if sub is None:
+        return None
+    exponents = [powers.get(i, Fraction(0)) for i in range(len(names))]
+    for i, exponent in zip(rest, sub.exponents, strict=True):
+        exponents[i] = exponent
+    groups = []
+    for group in sub.group_exponents:
+        full = [0] * len(names)
+        for i, exponent in zip(rest, group, strict=True):
+            full[i] = exponent
+        groups.append(tuple(full))
+    symbols = [Symbol(name) for name in names]
+    return Reduction(monomial_expression(exponents, symbols), product * sub.monomial_values,
+                     tuple(monomial_expression(g, symbols) for g in groups), sub.columns,
+                     tuple(exponents), tuple(groups))
 
 
 def simplest_basis(matrix: list[list[Fraction]], n: int) -> list[Vector]:
@@ -192,6 +244,20 @@ def _integer(vector: Vector) -> Vector:
     integers = [int(e * scale) for e in vector]
     divisor = math.gcd(*integers) or 1
     return _oriented(tuple(Fraction(v // divisor) for v in integers))
+
+
+def _below_one(group: Vector, X: np.ndarray) -> Vector:
+    """A ratio of two inputs turned over when it is above 1 on every row: one bounds the
+    other, and laws take the smaller over the larger (``v/c`` in ``1/sqrt(1 - v**2/c**2)``;
+    over ``c/v`` the same law is ``1/sqrt(1 - 1/g**2)``, which a search reached late)."""
+    used = [i for i, e in enumerate(group) if e]
+    if len(used) != 2 or group[used[0]] != -group[used[1]]:
+        return group
+    with np.errstate(all="ignore"):
+        values = _power_values(X, group)
+    if values.size and bool(np.all(values > 1)):
+        return tuple(-e for e in group)
+    return group
 
 
 def _monomial(particular: Vector, basis: list[Vector], X: np.ndarray, y: np.ndarray,
@@ -393,6 +459,106 @@ def merged_powers(expression: Expression) -> Expression:
     """``expression`` with each product of powers of inputs merged into one monomial:
     mapped back, ``r**3*dP/mu*(c/(L/r))`` is ``c*r**4*dP/(mu*L)`` (the same function)."""
     return map_postorder(expression, _merged_product)
+
+
+def common_monomial_out(expression: Expression) -> Expression:
+    """``expression`` with the powers of inputs common to every term of a sum that a
+    product multiplies taken out of the sum into the product: mapped back,
+    ``rho**3*M**2*(T**2/M**2 - T/M)`` is ``rho**3*T*(T - M)`` (the same function; each
+    input's smallest exponent over the terms is taken out, 0 where a term lacks it)."""
+    return map_postorder(expression, _common_out)
+
+
+def _common_out(node: Expression) -> Expression:
+    if not (isinstance(node, Binary) and node.operator == "*"):
+        return node
+    if _is_sum(node.right):
+        outer, inner = node.left, node.right
+    elif _is_sum(node.left):
+        outer, inner = node.right, node.left
+    else:
+        return node
+    terms = _sum_terms(inner)
+    powers = [_input_powers(term) for term in terms]
+    names = dict.fromkeys(name for term in powers for name in term)
+    common = {name: min(term.get(name, Fraction(0)) for term in powers) for name in names}
+    common = {name: power for name, power in common.items() if power}
+    if not common:
+        return node
+    taken = monomial_expression(list(common.values()), [Symbol(n) for n in common])
+    return Binary("*", merged_powers(Binary("*", outer, taken)), _divided(inner, taken))
+
+
+def monomial_into_root(expression: Expression, name: str) -> Expression:
+    """``expression`` with the power of input ``name`` in a product of powers of inputs
+    that multiplies the square root of a sum taken into the root, onto every term: mapped
+    back, ``k*sqrt(0.36 + 0.36*V**2/k**2)/E`` is ``sqrt(0.36*k**2 + 0.36*V**2)/E`` for
+    ``k`` (the same function where ``k`` is positive; the caller checks the values)."""
+    return map_postorder(expression, lambda node: _into_root(node, name))
+
+
+def _into_root(node: Expression, name: str) -> Expression:
+    if not (isinstance(node, Binary) and node.operator == "*"):
+        return node
+    for outer, root in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(root, Function) and root.name == "sqrt" and \
+                _is_sum(root.arguments[0]) and _is_monomial(outer):
+            powers = _input_powers(outer)
+            if not powers.get(name):
+                return node
+            square = monomial_expression([2 * powers[name]], [Symbol(name)])
+            result: Expression = Function("sqrt", (_multiplied(root.arguments[0], square),))
+            upper = [n for n, e in powers.items() if n != name and e > 0]
+            lower = [n for n, e in powers.items() if n != name and e < 0]
+            if upper:
+                result = Binary("*", monomial_expression([powers[n] for n in upper],
+                                                         [Symbol(n) for n in upper]), result)
+            if lower:
+                result = Binary("/", result, monomial_expression([-powers[n] for n in lower],
+                                                                 [Symbol(n) for n in lower]))
+            return result
+    return node
+
+
+def _is_monomial(node: Expression) -> bool:
+    return all(isinstance(factor, Symbol) or _symbol_power(factor) is not None
+               for factor, _ in _factors(node, Fraction(1)))
+
+
+def _multiplied(node: Expression, factor: Expression) -> Expression:
+    """Each term of the sum ``node`` times ``factor``, its powers merged."""
+    if _is_sum(node):
+        return Binary(node.operator, _multiplied(node.left, factor),
+                      _multiplied(node.right, factor))
+    return merged_powers(Binary("*", node, factor))
+
+
+def _is_sum(node: Expression) -> bool:
+    return isinstance(node, Binary) and node.operator in ("+", "-")
+
+
+def _sum_terms(node: Expression) -> list[Expression]:
+    if _is_sum(node):
+        return _sum_terms(node.left) + _sum_terms(node.right)
+    return [node]
+
+
+def _divided(node: Expression, taken: Expression) -> Expression:
+    """Each term of the sum ``node`` divided by ``taken``, its powers merged."""
+    if _is_sum(node):
+        return Binary(node.operator, _divided(node.left, taken), _divided(node.right, taken))
+    return merged_powers(Binary("/", node, taken))
+
+
+def _input_powers(term: Expression) -> dict[str, Fraction]:
+    powers: dict[str, Fraction] = {}
+    for factor, exponent in _factors(term, Fraction(1)):
+        if isinstance(factor, Symbol):
+            powers[factor.name] = powers.get(factor.name, Fraction(0)) + exponent
+        elif _symbol_power(factor) is not None:
+            name, power = _symbol_power(factor)
+            powers[name] = powers.get(name, Fraction(0)) + exponent * power
+    return powers
 
 
 def _merged_product(node: Expression) -> Expression:

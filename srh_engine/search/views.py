@@ -70,6 +70,9 @@ class Run:
     """PySR's ``(nested_constraints, constraints)`` (:mod:`srh_engine.constraints`)."""
     units: dict[str, Dimension] = field(default_factory=dict)
     """The inputs' dimensions by name, where known (:mod:`.consistency`, :mod:`.invariance`)."""
+    known_factors: tuple[np.ndarray, np.ndarray, dict[int, float]] | None = None
+    """``(X, y, factors)``: :func:`.decomposition.power_factors` of these very arrays, found
+    already (the units' reduction tests the inputs before the undivided search does)."""
 
 
 TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")

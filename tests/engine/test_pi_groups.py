@@ -42,7 +42,7 @@ def reduced(problem):
     (PENDULUM, "L**0.5/g**0.5", []),
     (COULOMB, "q1*q2/(eps*r**2)", ["q2/q1"]),
     (DISTANCE, "x1", ["x2/x1", "y1/x1", "y2/x1"]),
-    (RELATIVISTIC, "m*c**2", ["c/v"]),
+    (RELATIVISTIC, "m*c**2", ["v/c"]),  # v < c on every row: the smaller over the larger
     (GAS, "n*kb*T/V", ["n"]),  # exactly a product of powers: the group is in the monomial
 ], ids=["pendulum", "coulomb", "distance", "relativistic", "gas"])
 def test_the_reduction_has_n_minus_rank_groups(problem, monomial, groups):
@@ -195,3 +195,154 @@ def test_many_dimensionless_inputs_are_reduced_quickly():
     assert len(basis) == 10 and basis[0] == tuple(Fraction(int(j == 3)) for j in range(n))
     for vector in basis:
         assert all(sum(r * v for r, v in zip(row, vector, strict=True)) == 0 for row in matrix)
+
+
+# inputs w, T, p, F, A, Q, r are power factors; q and u meet in a difference
+FACTORED = (["w", "T", "p", "F", "A", "Q", "r", "q", "u"],
+            ["kg", "s", "m", "kg*m", "m^-1*s", "kg", "m^2", "m*s^-1", "m*s^-1"])
+
+
+def factored_data(rows: int = 1000, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    X = np.random.default_rng(seed).uniform(1.0, 5.0, (rows, 9))
+    X[:, 7] += 5.0  # q > u
+    w, T, p, F, A, Q, r, q, u = X.T
+    return X, w ** (1 / 3) * T * p * F * (q - u) / (A * Q * r)
+
+
+def factored_target() -> str:
+    names, units = FACTORED
+    exponents = dict(zip(names, (Fraction(1, 3), 1, 1, 1, -1, -1, -1, 0, 0), strict=True))
+    dimension = parse_units("m/s")  # q - u
+    for name, unit in zip(names, units, strict=True):
+        dimension = dimension * parse_units(unit) ** exponents[name]
+    return str(dimension)
+
+
+def test_the_groups_beside_power_factors_are_of_the_other_inputs_only():
+    """With the factors in the monomial, the remainder ``q - u`` is reduced over ``q`` and
+    ``u``: one group, and ``y / M`` depends on it alone; the groups of all the inputs are
+    more (products of the factors' inputs)."""
+    from srh_engine.search.pi_groups import reduce_beside_factors
+
+    names, units = FACTORED
+    X, y = factored_data()
+    dimensions = [parse_units(u) for u in units]
+    target = parse_units(factored_target())
+    whole, _ = reduce_by_units(X, y, names, dimensions, target)
+    factors = {0: 1 / 3, 1: 1.0, 2: 1.0, 3: 1.0, 4: -1.0, 5: -1.0, 6: -1.0}
+    beside = reduce_beside_factors(X, y, names, dimensions, target, factors)
+    assert beside is not None and len(whole.groups) > 1
+    assert [to_str(group) for group in beside.groups] == ["u/q"]
+    ratio = y / beside.monomial_values
+    np.testing.assert_allclose(ratio, 1 - X[:, 8] / X[:, 7], rtol=1e-9)
+    names_units = dict(zip(names, units, strict=True))
+    assert check_dimensions(beside.monomial, names_units).dimension == target
+
+
+def test_factors_the_units_contradict_give_no_reduction():
+    """``w`` taken for a factor ``w**1`` (it is ``w**(1/3)``) leaves ``q`` and ``u`` to make
+    a remainder in kg**(-2/3)*m/s: no product of speeds is, so there is no reduction (a
+    factor is wrong); no factors, or every input a factor, are no reduction either."""
+    from srh_engine.search.pi_groups import reduce_beside_factors
+
+    names, units = FACTORED
+    X, y = factored_data()
+    dimensions = [parse_units(u) for u in units]
+    target = parse_units(factored_target())
+    wrong = {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: -1.0, 5: -1.0, 6: -1.0}
+    assert reduce_beside_factors(X, y, names, dimensions, target, wrong) is None
+    assert reduce_beside_factors(X, y, names, dimensions, target, {}) is None
+    every = {i: 1.0 for i in range(9)}
+    assert reduce_beside_factors(X, y, names, dimensions, target, every) is None
+
+
+def test_the_search_reduces_beside_the_power_factors_when_that_leaves_fewer_groups():
+    names, units = FACTORED
+    X, y = factored_data()
+    result = search(X, y, names, time_budget=60, seed=0, workers=1, max_evaluations=20_000,
+                    units=dict(zip(names, units, strict=True)), target_units=factored_target())
+    assert any("kept out of the groups" in note for note in result.notes), result.notes
+    assert any("function of 1 dimensionless group(s): u/q" in note for note in result.notes)
+    fresh, truth = factored_data(rows=300, seed=9)
+    predicted = parse(result.best.formula).evaluate(dict(zip(names, fresh.T, strict=True)))
+    assert float(np.max(np.abs(predicted - truth) / np.abs(truth))) < 1e-9, result.best.formula
+
+
+def test_one_group_is_searched_both_ways_up(monkeypatch):
+    """Bose's ``mu**3/(exp(mu/sigma) - 1)`` reduces to one group, ``sigma/mu`` by the
+    convention; the reduced search gets ``mu/sigma`` beside it (and two groups stay two)."""
+    import srh_engine.search.core as core
+
+    seen = []
+    monkeypatch.setattr(core, "explore", lambda run, view, *rest, **named: seen.append(
+        [to_str(e) for e in view.inputs]) or [])
+    X = np.random.default_rng(0).uniform(1.0, 5.0, (300, 2))
+    mu, sigma = X.T
+    core.search(X, mu**3 / (np.exp(mu / sigma) - 1), ["mu", "sigma"], time_budget=5,
+                workers=1, max_evaluations=100, units={"mu": "J", "sigma": "J"},
+                target_units="J^3")
+    assert seen[0] == ["sigma/mu", "1/(sigma/mu)"]
+    seen.clear()
+    X3 = np.random.default_rng(0).uniform(1.0, 5.0, (300, 3))
+    core.search(X3, X3[:, 0] + X3[:, 1] * X3[:, 2], ["a", "b", "c"], time_budget=5,
+                workers=1, max_evaluations=100, units={"a": "m", "b": "m", "c": "1"},
+                target_units="m")
+    assert len(seen[0]) == 2 and not any(text.startswith("1/") for text in seen[0])
+
+
+@pytest.mark.parametrize(("formula", "taken"), [
+    ("rho**3*M**2*(T**2/M**2 - T/M)", "(T - M)*(rho**3*T)"),
+    ("C*B**2*(A*tau**2*nu*P/C - x*tau**2*nu*P/C + tau**2*nu*P)/nu**2",
+     "(A - x + C)*(B**2*tau**2*P/nu)"),
+    ("D**3*d*v*rho*(1 + (kappa/rho + sqrt(T)/rho))", "(rho + (kappa + sqrt(T)))*(D**3*d*v)"),
+    ("x*(y + z)", "(y + z)*x"),  # nothing common: only merged_powers' order
+], ids=["difference", "three-terms", "a-term-without-it", "nothing-common"])
+def test_powers_common_to_a_sums_terms_join_the_monomial(formula, taken):
+    """Mapped back, the monomial multiplies a sum whose every term carries powers of the
+    inputs that belong in it (the groups' inputs): they are taken out."""
+    from srh_engine.search.pi_groups import common_monomial_out, merged_powers
+
+    result = merged_powers(common_monomial_out(merged_powers(parse(formula))))
+    assert to_str(result) == taken
+    rng = np.random.default_rng(0)
+    values = {name: rng.uniform(1, 2, 20) for name in ("rho", "M", "T", "C", "B", "A", "tau",
+                                                       "nu", "P", "x", "D", "d", "v",
+                                                       "kappa", "y", "z")}
+    np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
+                               np.broadcast_to(parse(formula).evaluate(values), (20,)))
+
+
+def test_the_undivided_search_reuses_the_factors_the_reduction_found(monkeypatch):
+    """The units' reduction tests the inputs for power factors; the undivided search
+    after it asks the same question of the same arrays and gets the answer kept."""
+    from srh_engine.search import decomposition, explore
+    from srh_engine.search.budget import Budget, Counter
+    from srh_engine.search.views import Run
+
+    X = np.random.default_rng(0).uniform(1.0, 2.0, (50, 2))
+    y = X[:, 0] * np.sin(X[:, 1])
+    run = Run(y, ("+",), (), 10, 0, known_factors=(X, y, {0: 1.0}))
+    calls = []
+    monkeypatch.setattr(decomposition, "power_factors",
+                        lambda *args: calls.append(args) or {1: 2.0})
+    budget = Budget(float("inf"), Counter())
+    assert explore._power_factors(run, X, y, budget) == {0: 1.0} and not calls
+    assert explore._power_factors(run, X.copy(), y, budget) == {1: 2.0} and len(calls) == 1
+
+
+@pytest.mark.parametrize(("formula", "name", "rooted"), [
+    ("k*sqrt(0.36 + 0.36*V**2/k**2)/E", "k", "sqrt(0.36*k**2 + 0.36*V**2)/E"),
+    ("N*sigma*sqrt(0.25 + 0.25*p**2/N**2)", "N", "sigma*sqrt(0.25*N**2 + 0.25*p**2)"),
+    ("N*sigma*sqrt(0.25 + 0.25*p**2/N**2)", "p", "N*sigma*sqrt(0.25 + 0.25*p**2/N**2)"),
+], ids=["over-a-quantity", "beside-another", "not-in-the-monomial"])
+def test_a_monomials_input_goes_into_a_root_of_a_sum(formula, name, rooted):
+    """Mapped back, ``M*sqrt(a + b*g**2)`` with the group ``g = V/k``: ``k`` taken into the
+    root is the norm a person writes (the values are the same where ``k > 0``)."""
+    from srh_engine.search.pi_groups import monomial_into_root
+
+    result = monomial_into_root(parse(formula), name)
+    assert to_str(result) == rooted
+    rng = np.random.default_rng(0)
+    values = {n: rng.uniform(1, 2, 20) for n in ("k", "V", "E", "N", "sigma", "p")}
+    np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
+                               np.broadcast_to(parse(formula).evaluate(values), (20,)))
