@@ -197,25 +197,50 @@ def separable_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]
     """The first of ``groups`` that ``t`` is additively separable in (``t = f(group) +
     g(rest)``), or None; the free surrogate is fitted once for all of them. ``over``: stop
     (None) once it returns True."""
+    def restricted(design: np.ndarray, free: FreeFit, group: set[int]) -> float:
+        split = [k for k, powers in enumerate(free.exponents)
+                 if all(p == 0 for i, p in enumerate(powers) if i in group)
+                 or all(p == 0 for i, p in enumerate(powers) if i not in group)]
+        return _residual(design[:, split], free.t)
+
+    return _first_group(X, t, groups, logged, over, restricted)
+
+
+@dataclass(frozen=True, slots=True)
+class FreeFit:
+    """The free surrogate of a test: its target rows, monomials, coefficients and error."""
+
+    t: np.ndarray
+    exponents: list[tuple[int, ...]]
+    coefficients: np.ndarray
+    error: float
+
+
+def _first_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]], logged: bool,
+                 over: Callable[[], bool] | None,
+                 restricted: Callable[[np.ndarray, FreeFit, set[int]], float]
+                 ) -> tuple[int, ...] | None:
+    """The first of ``groups`` whose ``restricted`` surrogate (its relative error, given the
+    design and the free fit) fits about as well as the free one; None when the free one
+    does not fit, or ``over`` says the time is spent."""
     if X.shape[1] < 2:
         return None
     X, t = _rows(_logged(X) if logged else X, t)
-    degree = _degree(X.shape[1], t.size)
-    exponents = _exponents(X.shape[1], degree)
+    exponents = _exponents(X.shape[1], _degree(X.shape[1], t.size))
     design = _design(_scaled(X), exponents)
-    free = _residual(design, t)
-    if free >= MAX_SURROGATE_ERROR:
+    with np.errstate(all="ignore"):
+        coefficients, *_ = np.linalg.lstsq(design, t, rcond=None)
+        spread = float(np.std(t))
+        error = float(np.sqrt(np.mean((t - design @ coefficients) ** 2))) / spread \
+            if spread > 0 else 0.0
+    free = FreeFit(t, exponents, coefficients, error)
+    if free.error >= MAX_SURROGATE_ERROR:
         return None
     for first in groups:
         if over is not None and over():
             return None
         group = set(first)
-        if not 0 < len(group) < X.shape[1]:
-            continue
-        split = [k for k, powers in enumerate(exponents)
-                 if all(p == 0 for i, p in enumerate(powers) if i in group)
-                 or all(p == 0 for i, p in enumerate(powers) if i not in group)]
-        if _holds(free, _residual(design[:, split], t)):
+        if 0 < len(group) < X.shape[1] and _holds(free.error, restricted(design, free, group)):
             return tuple(first)
     return None
 
@@ -401,7 +426,8 @@ def _group_columns(exponents: Sequence[tuple[int, ...]], group: set[int]
     with the constant)."""
     own = [k for k, p in enumerate(exponents)
            if all(v == 0 for i, v in enumerate(p) if i not in group)]
-    rest = [k for k, p in enumerate(exponents) if all(v == 0 for i, v in enumerate(p) if i in group)]
+    rest = [k for k, p in enumerate(exponents)
+            if all(v == 0 for i, v in enumerate(p) if i in group)]
     return own, rest
 
 
@@ -457,28 +483,11 @@ def product_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]],
     inputs and one of the rest's (:func:`_product_fit`); the property holds when it fits
     about as well as the free surrogate, as for the other tests. ``over``: stop (None)
     once it returns True."""
-    if X.shape[1] < 2:
-        return None
-    X, t = _rows(_logged(X) if logged else X, t)
-    degree = _degree(X.shape[1], t.size)
-    exponents = _exponents(X.shape[1], degree)
-    design = _design(_scaled(X), exponents)
-    with np.errstate(all="ignore"):
-        free, *_ = np.linalg.lstsq(design, t, rcond=None)
-    free_error = _residual(design, t)
-    if free_error >= MAX_SURROGATE_ERROR:
-        return None
-    for first in groups:
-        if over is not None and over():
-            return None
-        group = set(first)
-        if not 0 < len(group) < X.shape[1]:
-            continue
-        error = _product_fit(design, free, exponents, group, t,
-                             enough=SLACK * free_error + FLOOR)[2]
-        if _holds(free_error, error):
-            return tuple(first)
-    return None
+    def restricted(design: np.ndarray, free: FreeFit, group: set[int]) -> float:
+        return _product_fit(design, free.coefficients, free.exponents, group, free.t,
+                            enough=SLACK * free.error + FLOOR)[2]
+
+    return _first_group(X, t, groups, logged, over, restricted)
 
 
 def product_parts(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool = False
