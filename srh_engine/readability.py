@@ -39,15 +39,18 @@ value, up to floating-point rounding, wherever the original is defined):
   every real argument.
 * powers are written as a person writes them, so that SymPy without assumptions (and
   so SRBench's judge) sees equalities that hold only for positive variables the way
-  the truth is usually written (see :func:`_powers`): square roots of a product are
-  one root (``gamma**0.5*pr**0.5/rho**0.5`` -> ``sqrt(gamma*pr/rho)``), powers of one
+  the truth is usually written (see :func:`_powers`): square roots of names in a product
+  are one root (``gamma**0.5*pr**0.5/rho**0.5`` -> ``sqrt(gamma*pr/rho)``), while a root of
+  a sum, a function or a number stays a factor of its own (``sqrt(m)/sqrt(1 - v**2/c**2)``,
+  ``sqrt(x)/sqrt(2*pi)``: SymPy does not split a merged root again), powers of one
   base one power (``x*x**0.5`` -> ``x**(3/2)``), an exponent that is exactly a fraction
   of small integers is written as it (``x**1.5`` -> ``x**(3/2)``, ``x**0.5`` ->
   ``sqrt(x)``: SymPy does not cancel the Float ``0.5`` against ``1/2``), and, for
   factors positive wherever the formula is used, a power of a product is the product
-  of the powers (``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)``) and a positive factor of
-  every term of a sum under a power comes out (``sqrt(a*v + a*x)`` ->
-  ``sqrt(a)*sqrt(v + x)``, then joined with the rest).
+  of the powers (``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)``, ``sqrt(k/(1 - v**2/c**2))`` ->
+  ``sqrt(k)/sqrt(1 - v**2/c**2)``; a product with a positive sum of names, as
+  ``sqrt(G*(m1 + m2))``, stays whole) and a positive factor of every term of a sum under a
+  power comes out (``sqrt(a*v + a*x)`` -> ``sqrt(a)*sqrt(v + x)``).
 * roots of sums of monomials in positive names are written the way their truths usually
   are, two exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
   reciprocals with one added term under a power has that term (its largest, where the power
@@ -286,10 +289,11 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
        negative numbers and ``a**p*b**p`` is not;
     2. powers of one base are one power (``x*x**0.5`` -> ``x**(3/2)``, ``a**0.5*a**0.5``
        -> ``a``): where ``x**p`` is real, ``x >= 0`` and the exponents add;
-    3. the square roots left are one root (``a**0.5*b**0.5/c**0.5`` ->
+    3. the square roots of names left are one root (``a**0.5*b**0.5/c**0.5`` ->
        ``sqrt(a*b/c)``): where they are real the bases are >= 0, and there
        ``sqrt(a)*sqrt(b) = sqrt(a*b)``; ``sqrt`` and ``**0.5`` need the same operators
-       (:func:`srh_core.operators.missing_operators`), so no operator is added.
+       (:func:`srh_core.operators.missing_operators`), so no operator is added. Roots of
+       sums, functions and numbers are not merged (:func:`_roots_merged`).
     """
     top, bottom = _moved_into_roots(top, bottom, positive)
     up, down = _distributed(top, positive)
@@ -332,17 +336,31 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
                                       else ([piece], []))
                 top += up_part if total > 0 else down_part
                 bottom += down_part if total > 0 else up_part
-        if rest is not None:
+        if rest is not None and _is_reciprocal(rest):  # (1/S)**p is 1/S**p: both need S > 0
+            bottom.append(_power(rest.right, exponent))  # type: ignore[attr-defined]
+        elif rest is not None:
             top.append(_power(rest, exponent))  # type: ignore[arg-type]
     return top, bottom
 
 
+def _is_reciprocal(node: Expression) -> bool:
+    return isinstance(node, Binary) and node.operator == "/" and _number(node.left) == 1
+
+
 def _positive_part(node: Expression, positive: frozenset[str]
                    ) -> tuple[Expression | None, Expression | None]:
-    """The positive factors of a product, quotient or power, and the rest (None: none)."""
+    """The positive factors of a product, quotient or power, and the rest (None: none).
+
+    None and the node itself when a factor is a positive sum without a number term
+    (``G*(m1 + m2)``): such a root is written whole, as found (a root of a sum stays apart
+    from the roots of names, :func:`_roots_merged`, so taking it apart would not join it
+    again)."""
     up, down = _factors(node)
     if not _is_product(node) and not (isinstance(node, Binary) and node.operator == "**"):
         return None, node
+    if any(_is_sum(f) and not _has_number_term(f) and is_positive(f, positive)
+           for f in up + down):
+        return None, node  # a root of a product with a positive sum of names stays whole
     sure = [f for f in up + down if is_positive(f, positive)]
     if not sure:
         return None, node
@@ -353,6 +371,11 @@ def _positive_part(node: Expression, positive: frozenset[str]
 
 def _is_sum(node: Expression) -> bool:
     return isinstance(node, Binary) and node.operator in ("+", "-")
+
+
+def _has_number_term(node: Expression) -> bool:
+    """Whether the sum ``node`` has a term that is a number (``1 - v**2/c**2``)."""
+    return any(_number(term) is not None for _, term in _terms(node, 1))
 
 
 def _common_factor(node: Expression, positive: frozenset[str]
@@ -584,13 +607,17 @@ def _same_bases(top: list[Expression], bottom: list[Expression]
 
 def _roots_merged(top: list[Expression], bottom: list[Expression]
                   ) -> tuple[list[Expression], list[Expression]]:
-    """The square roots of a product as one root of their quotient (see :func:`_powers`);
-    other non-integral powers are written one by one (``r**(1/3)*s**(1/3)``). Two roots
-    stay out of it: of ``exp`` (``exp(a/2)``, :func:`_exp_power`) and of a fitted number
+    """The square roots of names in a product as one root of their quotient (see
+    :func:`_powers`); other non-integral powers are written one by one
+    (``r**(1/3)*s**(1/3)``). Only roots of monomials merge (:func:`_monomial_root`): a root
+    of a sum, of a function or of a number stays a factor of its own
+    (``sqrt(1 - v**2/c**2)*sqrt(F**2 + T**2)/sqrt(2*pi)``), as a person writes it, and
+    SymPy without signs (SRBench's judge) does not split a merged root again. Two roots are
+    taken instead: of ``exp`` (``exp(a/2)``, :func:`_exp_power`) and of a fitted number
     (its value: ``sqrt(2.25*a)`` is ``1.5*sqrt(a)``; ``sqrt(2*a)`` stays)."""
     top, bottom = [_root_taken(f) for f in top], [_root_taken(f) for f in bottom]
-    up = [f for f in top if _base_and_exponent(f)[1] == 0.5]
-    down = [f for f in bottom if _base_and_exponent(f)[1] == 0.5]
+    up = [f for f in top if _monomial_root(f)]
+    down = [f for f in bottom if _monomial_root(f)]
     if len(up) + len(down) < 2:
         return _finished(top), _finished(bottom)
     numerator = [_base_and_exponent(f)[0] for f in up]
@@ -602,6 +629,15 @@ def _roots_merged(top: list[Expression], bottom: list[Expression]
     else:
         bottom = _replaced(bottom, down, root)
     return _finished(top), _finished(bottom)
+
+
+def _monomial_root(factor: Expression) -> bool:
+    """Whether ``factor`` is a square root of a product of powers of names."""
+    base, exponent = _base_and_exponent(factor)
+    if exponent != 0.5:
+        return False
+    up, down = _factors(base)
+    return all(isinstance(_base_and_exponent(part)[0], Symbol) for part in (*up, *down))
 
 
 def _roots_out(argument: Expression, positive: frozenset[str]) -> Expression | None:

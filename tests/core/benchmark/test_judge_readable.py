@@ -31,6 +31,9 @@ PAIRS = [
      ("m", "v", "c")),
     ("name-into-a-root-with-a-subtracted-number", "sqrt(omega**2*d**2/c**2 - pi**2)/d",
      "sqrt(omega**2/c**2 - pi**2/d**2)", ("omega", "d", "c")),
+    # a root of a sum with a number term stays apart from the roots of names, as truths have it
+    ("root-of-a-product-over-a-sum", "sqrt(k/(1 - y**2/n**2))*x",
+     "sqrt(k)*x/sqrt(1 - y**2/n**2)", ("k", "x", "y", "n")),
 ]
 
 
