@@ -55,7 +55,9 @@ value, up to floating-point rounding, wherever the original is defined):
   are, two exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
   reciprocals with one added term under a power has that term (its largest, where the power
   is real) out, when it comes out whole (``m/sqrt(1/v**2 - 1/c**2)`` ->
-  ``m*v/sqrt(1 - v**2/c**2)``); names beside a root of a sum with a subtracted number go
+  ``m*v/sqrt(1 - v**2/c**2)``), and, for any such sum of monomials, when its root cancels
+  the roots of names beside it (``sqrt(a/B)/sqrt(a/B - B/a)`` -> ``1/sqrt(1 - B**2/a**2)``,
+  :func:`_leading_cancelled`); names beside a root of a sum with a subtracted number go
   in where they cancel in a term (``sqrt(w**2*d**2/c**2 - pi**2)/d`` ->
   ``sqrt(w**2/c**2 - pi**2/d**2)``). A base both above and below a quotient is one power
   (``x*y/x`` -> ``y``).
@@ -298,8 +300,49 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
     top, bottom = _moved_into_roots(top, bottom, positive)
     up, down = _distributed(top, positive)
     down_up, down_down = _distributed(bottom, positive)
-    top, bottom = _same_bases(up + down_down, down + down_up)
+    top, bottom = _leading_cancelled(up + down_down, down + down_up, positive)
+    top, bottom = _same_bases(top, bottom)
     return _roots_merged(top, bottom)
+
+
+def _leading_cancelled(top: list[Expression], bottom: list[Expression],
+                       positive: frozenset[str]) -> tuple[list[Expression], list[Expression]]:
+    """A power of a sum of positive monomials with one added term ``A`` (the others
+    subtracted) beside powers of ``A``'s names that ``A``'s power cancels, written
+    ``A**p*(1 - rest/A)**p`` so that they do: ``sqrt(a/B)/sqrt(a/B - B/a)`` ->
+    ``1/sqrt(1 - B**2/a**2)``. Exact: where the power is real the sum is >= 0, and
+    ``A > 0``; as :func:`_leading_out`, the form a person writes."""
+    sides = {1: list(top), -1: list(bottom)}
+    totals: dict[str, Fraction | float] = {}
+    for side, factors in sides.items():
+        for factor in factors:
+            base, exponent = _base_and_exponent(factor)
+            if isinstance(base, Symbol):
+                totals[base.name] = totals.get(base.name, 0) + side * _exact(exponent)
+    for side, factors in sides.items():
+        for index, factor in enumerate(factors):
+            base, exponent = _base_and_exponent(factor)
+            power = _exact(exponent)
+            if not _is_sum(base) or not isinstance(power, Fraction) or power.denominator == 1 \
+                    or sum(sign > 0 for sign, _ in _terms(base, 1)) != 1:
+                continue
+            terms = _monomial_terms(base, positive)
+            if terms is None:
+                continue
+            leading, names = next((term, powers) for sign, term, powers in terms if sign > 0)
+            up, down = _factors(leading)
+            if not names or any(_number(f) is not None for f in (*up, *down)) or any(
+                    totals.get(n, 0) * e * side * power >= 0 for n, e in names.items()):
+                continue  # only where each of its names cancels against one beside it
+            rest = [(sign, _divided(term, leading)) for sign, term, _ in terms
+                    if term is not leading]
+            factors[index] = _power(_sum([(1, Number(1)), *rest]), exponent)
+            for name, e in names.items():
+                total = e * side * power
+                piece = _power(Symbol(name), float(abs(total)))
+                sides[1 if total > 0 else -1].append(piece)
+            return sides[1], sides[-1]
+    return top, bottom
 
 
 def _distributed(factors: list[Expression], positive: frozenset[str]

@@ -192,6 +192,14 @@ POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need po
      "sqrt(w**2/c**2 - pi**2/d**2)"),
     ("one-minus-ratio-kept", "m*v/sqrt(1 - v**2/c**2)", ("m", "v", "c"),
      "m*v/sqrt(1 - v**2/c**2)"),
+    # that term also comes out where its root cancels the roots beside it
+    ("leading-term-cancels-root-beside", "sqrt(a/B)*M/sqrt(a/B - B/a)", ("a", "B", "M"),
+     "M/sqrt(1 - B**2/a**2)"),
+    ("leading-term-cancels-root-within", "sqrt(r/((r/B - B/r)*B))*x", ("r", "B", "x"),
+     "x/sqrt(1 - B**2/r**2)"),
+    ("leading-term-not-cancelling-kept", "sqrt(a)*sqrt(a - B)", ("a", "B"),
+     "sqrt(a)*sqrt(a - B)"),
+    ("leading-term-alone-kept", "x*sqrt(a/B - B/a)", ("a", "B", "x"), "x*sqrt(a/B - B/a)"),
     # a name beside a root of a sum with a subtracted number goes in where it cancels
     ("name-into-root-with-subtracted-number", "sqrt(w**2*d**2/c**2 - pi**2)/d",
      ("w", "d", "c"), "sqrt(w**2/c**2 - pi**2/d**2)"),
