@@ -52,12 +52,15 @@ value, up to floating-point rounding, wherever the original is defined):
   ``sqrt(G*(m1 + m2))``, stays whole) and a positive factor of every term of a sum under a
   power comes out (``sqrt(a*v + a*x)`` -> ``sqrt(a)*sqrt(v + x)``).
 * roots of sums of monomials in positive names are written the way their truths usually
-  are, two exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
+  are, by exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
   reciprocals with one added term under a power has that term (its largest, where the power
   is real) out, when it comes out whole (``m/sqrt(1/v**2 - 1/c**2)`` ->
   ``m*v/sqrt(1 - v**2/c**2)``), and, for any such sum of monomials, when its root cancels
   the roots of names beside it (``sqrt(a/B)/sqrt(a/B - B/a)`` -> ``1/sqrt(1 - B**2/a**2)``,
-  :func:`_leading_cancelled`); names beside a root of a sum with a subtracted number go
+  :func:`_leading_cancelled`), equal powers of ``X + Y`` and ``X - Y`` being one power of
+  ``X**2 - Y**2`` first (:func:`_conjugates_joined`: ``sqrt(1 + v/c)*sqrt(1 - v/c)`` ->
+  ``sqrt(1 - v**2/c**2)``);
+  names beside a root of a sum with a subtracted number go
   in where they cancel in a term (``sqrt(w**2*d**2/c**2 - pi**2)/d`` ->
   ``sqrt(w**2/c**2 - pi**2/d**2)``). A base both above and below a quotient is one power
   (``x*y/x`` -> ``y``).
@@ -300,9 +303,41 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
     top, bottom = _moved_into_roots(top, bottom, positive)
     up, down = _distributed(top, positive)
     down_up, down_down = _distributed(bottom, positive)
-    top, bottom = _leading_cancelled(up + down_down, down + down_up, positive)
+    top, bottom = _conjugates_joined(up + down_down), _conjugates_joined(down + down_up)
+    top, bottom = _leading_cancelled(top, bottom, positive)
     top, bottom = _same_bases(top, bottom)
     return _roots_merged(top, bottom)
+
+
+def _conjugates_joined(factors: list[Expression]) -> list[Expression]:
+    """Equal non-integral powers of ``X + Y`` and ``X - Y`` as one power of ``X**2 - Y**2``
+    (``sqrt(v/c + 1)*sqrt(1 - v/c)`` -> ``sqrt(1 - v**2/c**2)``): where both are real both
+    sums are >= 0, and there the powers multiply; the form a person writes, which the
+    other root rules then take on."""
+    for i, first in enumerate(factors):
+        base, exponent = _base_and_exponent(first)
+        if not _is_sum(base) or float(exponent).is_integer():
+            continue
+        terms = _terms(base, 1)
+        if len(terms) != 2:
+            continue
+        for j in range(i + 1, len(factors)):
+            other, power = _base_and_exponent(factors[j])
+            if power != exponent or not _is_sum(other):
+                continue
+            pair = _terms(other, 1)
+            if len(pair) != 2 or {t for _, t in pair} != {t for _, t in terms}:
+                continue
+            signs = {t: s for s, t in terms}
+            flipped = [t for s, t in pair if signs[t] != s]
+            kept = [t for s, t in pair if signs[t] == s]
+            if len(flipped) != 1:
+                continue
+            x, y = kept[0], flipped[0]  # (X + Y)*(X - Y) and (-X + Y)*(-X - Y): X**2 - Y**2
+            squares = [(1, _times(x, *_factors(x))), (-1, _times(y, *_factors(y)))]
+            joined = _power(_sum(_led_positive(squares)), exponent)
+            return [joined if k == i else f for k, f in enumerate(factors) if k != j]
+    return factors
 
 
 def _leading_cancelled(top: list[Expression], bottom: list[Expression],

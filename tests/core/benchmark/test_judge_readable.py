@@ -36,6 +36,8 @@ PAIRS = [
      "sqrt(k)*x/sqrt(1 - y**2/n**2)", ("k", "x", "y", "n")),
     ("leading-term-cancelling-a-root", "sqrt(r/((r/B - B/r)*B))*x**3", "x**3/sqrt(1 - B**2/r**2)",
      ("r", "B", "x")),
+    ("conjugate-roots", "x*r/(N*sqrt(r/N + 1)*sqrt(r/N - 1))", "x/sqrt(1 - N**2/r**2)",
+     ("x", "r", "N")),
 ]
 
 
