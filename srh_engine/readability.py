@@ -304,16 +304,24 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
     up, down = _distributed(top, positive)
     down_up, down_down = _distributed(bottom, positive)
     top, bottom = _conjugates_joined(up + down_down), _conjugates_joined(down + down_up)
-    top, bottom = _leading_cancelled(top, bottom, positive)
+    while (cancelled := _leading_cancelled(top, bottom, positive)) != (top, bottom):
+        top, bottom = cancelled
     top, bottom = _same_bases(top, bottom)
     return _roots_merged(top, bottom)
 
 
 def _conjugates_joined(factors: list[Expression]) -> list[Expression]:
     """Equal non-integral powers of ``X + Y`` and ``X - Y`` as one power of ``X**2 - Y**2``
-    (``sqrt(v/c + 1)*sqrt(1 - v/c)`` -> ``sqrt(1 - v**2/c**2)``): where both are real both
-    sums are >= 0, and there the powers multiply; the form a person writes, which the
-    other root rules then take on."""
+    (``sqrt(v/c + 1)*sqrt(1 - v/c)`` -> ``sqrt(1 - v**2/c**2)``), every such pair: where
+    both are real both sums are >= 0, and there the powers multiply; the form a person
+    writes, which the other root rules then take on."""
+    while (joined := _conjugate_pair_joined(factors)) is not None:
+        factors = joined
+    return factors
+
+
+def _conjugate_pair_joined(factors: list[Expression]) -> list[Expression] | None:
+    """``factors`` with the first pair of conjugate powers joined; None when there is none."""
     for i, first in enumerate(factors):
         base, exponent = _base_and_exponent(first)
         if not _is_sum(base) or float(exponent).is_integer():
@@ -337,7 +345,7 @@ def _conjugates_joined(factors: list[Expression]) -> list[Expression]:
             squares = [(1, _times(x, *_factors(x))), (-1, _times(y, *_factors(y)))]
             joined = _power(_sum(_led_positive(squares)), exponent)
             return [joined if k == i else f for k, f in enumerate(factors) if k != j]
-    return factors
+    return None
 
 
 def _leading_cancelled(top: list[Expression], bottom: list[Expression],
