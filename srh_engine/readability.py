@@ -292,6 +292,8 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
        a sum under such a power comes out of it (``sqrt(a*V + a*x*m)`` ->
        ``sqrt(a)*sqrt(V + x*m)``); only positive, as ``(a*b)**p`` is real for two
        negative numbers and ``a**p*b**p`` is not;
+       Then equal powers of conjugate sums are one (:func:`_conjugates_joined`) and a
+       sum's leading term comes out where it cancels (:func:`_leading_cancelled`);
     2. powers of one base are one power (``x*x**0.5`` -> ``x**(3/2)``, ``a**0.5*a**0.5``
        -> ``a``): where ``x**p`` is real, ``x >= 0`` and the exponents add;
     3. the square roots of names left are one root (``a**0.5*b**0.5/c**0.5`` ->
