@@ -39,20 +39,28 @@ value, up to floating-point rounding, wherever the original is defined):
   every real argument.
 * powers are written as a person writes them, so that SymPy without assumptions (and
   so SRBench's judge) sees equalities that hold only for positive variables the way
-  the truth is usually written (see :func:`_powers`): square roots of a product are
-  one root (``gamma**0.5*pr**0.5/rho**0.5`` -> ``sqrt(gamma*pr/rho)``), powers of one
+  the truth is usually written (see :func:`_powers`): square roots of names in a product
+  are one root (``gamma**0.5*pr**0.5/rho**0.5`` -> ``sqrt(gamma*pr/rho)``), while a root of
+  a sum, a function or a number stays a factor of its own (``sqrt(m)/sqrt(1 - v**2/c**2)``,
+  ``sqrt(x)/sqrt(2*pi)``: SymPy does not split a merged root again), powers of one
   base one power (``x*x**0.5`` -> ``x**(3/2)``), an exponent that is exactly a fraction
   of small integers is written as it (``x**1.5`` -> ``x**(3/2)``, ``x**0.5`` ->
   ``sqrt(x)``: SymPy does not cancel the Float ``0.5`` against ``1/2``), and, for
   factors positive wherever the formula is used, a power of a product is the product
-  of the powers (``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)``) and a positive factor of
-  every term of a sum under a power comes out (``sqrt(a*v + a*x)`` ->
-  ``sqrt(a)*sqrt(v + x)``, then joined with the rest).
+  of the powers (``(r*s)**(1/3)`` -> ``r**(1/3)*s**(1/3)``, ``sqrt(k/(1 - v**2/c**2))`` ->
+  ``sqrt(k)/sqrt(1 - v**2/c**2)``; a product with a positive sum of names, as
+  ``sqrt(G*(m1 + m2))``, stays whole) and a positive factor of every term of a sum under a
+  power comes out (``sqrt(a*v + a*x)`` -> ``sqrt(a)*sqrt(v + x)``).
 * roots of sums of monomials in positive names are written the way their truths usually
-  are, two exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
+  are, by exact rules (:func:`_leading_out`, :func:`_moved_into_roots`): a sum of
   reciprocals with one added term under a power has that term (its largest, where the power
   is real) out, when it comes out whole (``m/sqrt(1/v**2 - 1/c**2)`` ->
-  ``m*v/sqrt(1 - v**2/c**2)``); names beside a root of a sum with a subtracted number go
+  ``m*v/sqrt(1 - v**2/c**2)``), and, for any such sum of monomials, when its root cancels
+  the roots of names beside it (``sqrt(a/B)/sqrt(a/B - B/a)`` -> ``1/sqrt(1 - B**2/a**2)``,
+  :func:`_leading_cancelled`), equal powers of ``X + Y`` and ``X - Y`` being one power of
+  ``X**2 - Y**2`` first (:func:`_conjugates_joined`: ``sqrt(1 + v/c)*sqrt(1 - v/c)`` ->
+  ``sqrt(1 - v**2/c**2)``);
+  names beside a root of a sum with a subtracted number go
   in where they cancel in a term (``sqrt(w**2*d**2/c**2 - pi**2)/d`` ->
   ``sqrt(w**2/c**2 - pi**2/d**2)``). A base both above and below a quotient is one power
   (``x*y/x`` -> ``y``).
@@ -284,18 +292,102 @@ def _powers(top: list[Expression], bottom: list[Expression], positive: frozenset
        a sum under such a power comes out of it (``sqrt(a*V + a*x*m)`` ->
        ``sqrt(a)*sqrt(V + x*m)``); only positive, as ``(a*b)**p`` is real for two
        negative numbers and ``a**p*b**p`` is not;
+       Then equal powers of conjugate sums are one (:func:`_conjugates_joined`) and a
+       sum's leading term comes out where it cancels (:func:`_leading_cancelled`);
     2. powers of one base are one power (``x*x**0.5`` -> ``x**(3/2)``, ``a**0.5*a**0.5``
        -> ``a``): where ``x**p`` is real, ``x >= 0`` and the exponents add;
-    3. the square roots left are one root (``a**0.5*b**0.5/c**0.5`` ->
+    3. the square roots of names left are one root (``a**0.5*b**0.5/c**0.5`` ->
        ``sqrt(a*b/c)``): where they are real the bases are >= 0, and there
        ``sqrt(a)*sqrt(b) = sqrt(a*b)``; ``sqrt`` and ``**0.5`` need the same operators
-       (:func:`srh_core.operators.missing_operators`), so no operator is added.
+       (:func:`srh_core.operators.missing_operators`), so no operator is added. Roots of
+       sums, functions and numbers are not merged (:func:`_roots_merged`).
     """
     top, bottom = _moved_into_roots(top, bottom, positive)
     up, down = _distributed(top, positive)
     down_up, down_down = _distributed(bottom, positive)
-    top, bottom = _same_bases(up + down_down, down + down_up)
+    top, bottom = _conjugates_joined(up + down_down), _conjugates_joined(down + down_up)
+    while (cancelled := _leading_cancelled(top, bottom, positive)) != (top, bottom):
+        top, bottom = cancelled
+    top, bottom = _same_bases(top, bottom)
     return _roots_merged(top, bottom)
+
+
+def _conjugates_joined(factors: list[Expression]) -> list[Expression]:
+    """Equal non-integral powers of ``X + Y`` and ``X - Y`` as one power of ``X**2 - Y**2``
+    (``sqrt(v/c + 1)*sqrt(1 - v/c)`` -> ``sqrt(1 - v**2/c**2)``), every such pair: where
+    both are real both sums are >= 0, and there the powers multiply; the form a person
+    writes, which the other root rules then take on."""
+    while (joined := _conjugate_pair_joined(factors)) is not None:
+        factors = joined
+    return factors
+
+
+def _conjugate_pair_joined(factors: list[Expression]) -> list[Expression] | None:
+    """``factors`` with the first pair of conjugate powers joined; None when there is none."""
+    for i, first in enumerate(factors):
+        base, exponent = _base_and_exponent(first)
+        if not _is_sum(base) or float(exponent).is_integer():
+            continue
+        terms = _terms(base, 1)
+        if len(terms) != 2:
+            continue
+        for j in range(i + 1, len(factors)):
+            other, power = _base_and_exponent(factors[j])
+            if power != exponent or not _is_sum(other):
+                continue
+            pair = _terms(other, 1)
+            if len(pair) != 2 or {t for _, t in pair} != {t for _, t in terms}:
+                continue
+            signs = {t: s for s, t in terms}
+            flipped = [t for s, t in pair if signs[t] != s]
+            kept = [t for s, t in pair if signs[t] == s]
+            if len(flipped) != 1:
+                continue
+            x, y = kept[0], flipped[0]  # (X + Y)*(X - Y) and (-X + Y)*(-X - Y): X**2 - Y**2
+            squares = [(1, _times(x, *_factors(x))), (-1, _times(y, *_factors(y)))]
+            joined = _power(_sum(_led_positive(squares)), exponent)
+            return [joined if k == i else f for k, f in enumerate(factors) if k != j]
+    return None
+
+
+def _leading_cancelled(top: list[Expression], bottom: list[Expression],
+                       positive: frozenset[str]) -> tuple[list[Expression], list[Expression]]:
+    """A power of a sum of positive monomials with one added term ``A`` (the others
+    subtracted) beside powers of ``A``'s names that ``A``'s power cancels, written
+    ``A**p*(1 - rest/A)**p`` so that they do: ``sqrt(a/B)/sqrt(a/B - B/a)`` ->
+    ``1/sqrt(1 - B**2/a**2)``. Exact: where the power is real the sum is >= 0, and
+    ``A > 0``; as :func:`_leading_out`, the form a person writes."""
+    sides = {1: list(top), -1: list(bottom)}
+    totals: dict[str, Fraction | float] = {}
+    for side, factors in sides.items():
+        for factor in factors:
+            base, exponent = _base_and_exponent(factor)
+            if isinstance(base, Symbol):
+                totals[base.name] = totals.get(base.name, 0) + side * _exact(exponent)
+    for side, factors in sides.items():
+        for index, factor in enumerate(factors):
+            base, exponent = _base_and_exponent(factor)
+            power = _exact(exponent)
+            if not _is_sum(base) or not isinstance(power, Fraction) or power.denominator == 1 \
+                    or sum(sign > 0 for sign, _ in _terms(base, 1)) != 1:
+                continue
+            terms = _monomial_terms(base, positive)
+            if terms is None:
+                continue
+            leading, names = next((term, powers) for sign, term, powers in terms if sign > 0)
+            up, down = _factors(leading)
+            if not names or any(_number(f) is not None for f in (*up, *down)) or any(
+                    totals.get(n, 0) * e * side * power >= 0 for n, e in names.items()):
+                continue  # only where each of its names cancels against one beside it
+            rest = [(sign, _divided(term, leading)) for sign, term, _ in terms
+                    if term is not leading]
+            factors[index] = _power(_sum([(1, Number(1)), *rest]), exponent)
+            for name, e in names.items():
+                total = e * side * power
+                piece = _power(Symbol(name), float(abs(total)))
+                sides[1 if total > 0 else -1].append(piece)
+            return sides[1], sides[-1]
+    return top, bottom
 
 
 def _distributed(factors: list[Expression], positive: frozenset[str]
@@ -332,17 +424,31 @@ def _distributed(factors: list[Expression], positive: frozenset[str]
                                       else ([piece], []))
                 top += up_part if total > 0 else down_part
                 bottom += down_part if total > 0 else up_part
-        if rest is not None:
+        if rest is not None and _is_reciprocal(rest):  # (1/S)**p is 1/S**p: both need S > 0
+            bottom.append(_power(rest.right, exponent))  # type: ignore[attr-defined]
+        elif rest is not None:
             top.append(_power(rest, exponent))  # type: ignore[arg-type]
     return top, bottom
 
 
+def _is_reciprocal(node: Expression) -> bool:
+    return isinstance(node, Binary) and node.operator == "/" and _number(node.left) == 1
+
+
 def _positive_part(node: Expression, positive: frozenset[str]
                    ) -> tuple[Expression | None, Expression | None]:
-    """The positive factors of a product, quotient or power, and the rest (None: none)."""
+    """The positive factors of a product, quotient or power, and the rest (None: none).
+
+    None and the node itself when a factor is a positive sum without a number term
+    (``G*(m1 + m2)``): such a root is written whole, as found (a root of a sum stays apart
+    from the roots of names, :func:`_roots_merged`, so taking it apart would not join it
+    again)."""
     up, down = _factors(node)
     if not _is_product(node) and not (isinstance(node, Binary) and node.operator == "**"):
         return None, node
+    if any(_is_sum(f) and not _has_number_term(f) and is_positive(f, positive)
+           for f in up + down):
+        return None, node  # a root of a product with a positive sum of names stays whole
     sure = [f for f in up + down if is_positive(f, positive)]
     if not sure:
         return None, node
@@ -353,6 +459,11 @@ def _positive_part(node: Expression, positive: frozenset[str]
 
 def _is_sum(node: Expression) -> bool:
     return isinstance(node, Binary) and node.operator in ("+", "-")
+
+
+def _has_number_term(node: Expression) -> bool:
+    """Whether the sum ``node`` has a term that is a number (``1 - v**2/c**2``)."""
+    return any(_number(term) is not None for _, term in _terms(node, 1))
 
 
 def _common_factor(node: Expression, positive: frozenset[str]
@@ -584,13 +695,17 @@ def _same_bases(top: list[Expression], bottom: list[Expression]
 
 def _roots_merged(top: list[Expression], bottom: list[Expression]
                   ) -> tuple[list[Expression], list[Expression]]:
-    """The square roots of a product as one root of their quotient (see :func:`_powers`);
-    other non-integral powers are written one by one (``r**(1/3)*s**(1/3)``). Two roots
-    stay out of it: of ``exp`` (``exp(a/2)``, :func:`_exp_power`) and of a fitted number
+    """The square roots of names in a product as one root of their quotient (see
+    :func:`_powers`); other non-integral powers are written one by one
+    (``r**(1/3)*s**(1/3)``). Only roots of monomials merge (:func:`_monomial_root`): a root
+    of a sum, of a function or of a number stays a factor of its own
+    (``sqrt(1 - v**2/c**2)*sqrt(F**2 + T**2)/sqrt(2*pi)``), as a person writes it, and
+    SymPy without signs (SRBench's judge) does not split a merged root again. Two roots are
+    taken instead: of ``exp`` (``exp(a/2)``, :func:`_exp_power`) and of a fitted number
     (its value: ``sqrt(2.25*a)`` is ``1.5*sqrt(a)``; ``sqrt(2*a)`` stays)."""
     top, bottom = [_root_taken(f) for f in top], [_root_taken(f) for f in bottom]
-    up = [f for f in top if _base_and_exponent(f)[1] == 0.5]
-    down = [f for f in bottom if _base_and_exponent(f)[1] == 0.5]
+    up = [f for f in top if _monomial_root(f)]
+    down = [f for f in bottom if _monomial_root(f)]
     if len(up) + len(down) < 2:
         return _finished(top), _finished(bottom)
     numerator = [_base_and_exponent(f)[0] for f in up]
@@ -602,6 +717,15 @@ def _roots_merged(top: list[Expression], bottom: list[Expression]
     else:
         bottom = _replaced(bottom, down, root)
     return _finished(top), _finished(bottom)
+
+
+def _monomial_root(factor: Expression) -> bool:
+    """Whether ``factor`` is a square root of a product of powers of names."""
+    base, exponent = _base_and_exponent(factor)
+    if exponent != 0.5:
+        return False
+    up, down = _factors(base)
+    return all(isinstance(_base_and_exponent(part)[0], Symbol) for part in (*up, *down))
 
 
 def _roots_out(argument: Expression, positive: frozenset[str]) -> Expression | None:

@@ -31,6 +31,13 @@ PAIRS = [
      ("m", "v", "c")),
     ("name-into-a-root-with-a-subtracted-number", "sqrt(omega**2*d**2/c**2 - pi**2)/d",
      "sqrt(omega**2/c**2 - pi**2/d**2)", ("omega", "d", "c")),
+    # a root of a sum with a number term stays apart from the roots of names, as truths have it
+    ("root-of-a-product-over-a-sum", "sqrt(k/(1 - y**2/n**2))*x",
+     "sqrt(k)*x/sqrt(1 - y**2/n**2)", ("k", "x", "y", "n")),
+    ("leading-term-cancelling-a-root", "sqrt(r/((r/B - B/r)*B))*x**3", "x**3/sqrt(1 - B**2/r**2)",
+     ("r", "B", "x")),
+    ("conjugate-roots", "x*r/(N*sqrt(r/N + 1)*sqrt(r/N - 1))", "x/sqrt(1 - N**2/r**2)",
+     ("x", "r", "N")),
 ]
 
 
