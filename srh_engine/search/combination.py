@@ -35,7 +35,8 @@ from .budget import Budget
 from .enumeration import Enumeration
 from .operators import Tree
 
-__all__ = ["Combination", "combinations"]
+__all__ = ["Combination", "combinations", "eliminate", "normalised_rows", "sum_tree",
+           "unit_centred"]
 
 MAX_TERMS = 6
 BEAM = 12
@@ -236,25 +237,50 @@ def _backward(enumeration: Enumeration, columns: np.ndarray, target: np.ndarray,
     centred = _unit_centred(target)
     if count < 2 or centred is None:
         return []
+    found = []
+    for support, nmse in eliminate(normalised, centred, MAX_TERMS):
+        tree = _tree(enumeration, ids, values, support, target)
+        if tree is not None:
+            found.append(Combination(nmse, len(support), tree))
+    return found
+
+
+def eliminate(normalised: np.ndarray, centred: np.ndarray, max_terms: int, batch: int = 4
+              ) -> list[tuple[tuple[int, ...], float]]:
+    """Backward elimination: the least-squares fit of all ``normalised`` forms (unit,
+    centred rows) to ``centred``, then the terms whose removal costs least are dropped
+    (``1/batch`` of those beyond ``max_terms`` at a time, then one by one); the supports of
+    ``max_terms`` forms or fewer with their normalised errors, largest first, down to one
+    that fits exactly (``EXACT``).
+
+    The fits are done in the span of the forms (``D = QR``: a fit of some of the forms to
+    the target is the same fit of those columns of ``R`` to ``Q' y``, plus what of the
+    target lies outside the span), so that each costs forms**2 per form, not rows.
+    """
     energy = float(centred @ centred)
-    support = list(range(count))
+    design_all, target = normalised.T, centred
+    outside = 0.0
+    if design_all.shape[0] > design_all.shape[1]:
+        basis, design_all = np.linalg.qr(design_all)
+        target = basis.T @ centred
+        left = centred - basis @ target
+        outside = float(left @ left)
+    support = list(range(normalised.shape[0]))
     found = []
     while len(support) > 1:
-        design = normalised[support].T
-        coefficients, *_ = np.linalg.lstsq(design, centred, rcond=None)
-        residual = centred - design @ coefficients
-        nmse = float(residual @ residual) / energy
-        if len(support) <= MAX_TERMS:
-            tree = _tree(enumeration, ids, values, tuple(support), target)
-            if tree is not None:
-                found.append(Combination(nmse, len(support), tree))
+        design = design_all[:, support]
+        coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+        residual = target - design @ coefficients
+        nmse = (float(residual @ residual) + outside) / energy
+        if len(support) <= max_terms:
+            found.append((tuple(support), nmse))
             if nmse <= EXACT:
                 break
         # the cost of dropping term j is coefficient_j**2 / (G^-1)_jj, G the Gram matrix
         with np.errstate(all="ignore"):
             inverse = np.linalg.pinv(design.T @ design)
             cost = coefficients**2 / np.maximum(np.diag(inverse), 1e-300)
-        drop = max(1, (len(support) - MAX_TERMS) // 4)  # fast while far from the end
+        drop = max(1, (len(support) - max_terms) // batch)  # fast while far from the end
         for position in sorted(np.argsort(cost, kind="stable")[:drop], reverse=True):
             del support[int(position)]
     return found
@@ -524,3 +550,8 @@ def _tree(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
         else:
             tree = ("+", tree, ("*", ("k", ratio), form))
     return tree
+
+
+normalised_rows = _normalised
+unit_centred = _unit_centred
+sum_tree = _tree

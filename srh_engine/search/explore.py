@@ -19,11 +19,13 @@ from ..nodes import Binary, Expression, Number
 from ..rendering import to_str
 from . import decomposition as dec
 from .budget import Budget
+from .cross_terms import cross_sums
 from .invariance import invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
-from .views import EXACT_NMSE, Found, Run, View, column_values, inverse_transform, target_transforms
+from .views import (EXACT_NMSE, Found, Run, View, all_rows_nmse, column_values,
+                    inverse_transform, sample_rows, target_transforms)
 
 __all__ = ["explore"]
 
@@ -55,6 +57,14 @@ PART_NMSE = 1e-8
 """An additive split's remainder is known to the surrogate's coefficient of the first part
 (``1 - 8e-6`` of it), so the true form of the rest scores about 1e-10 there, not exact; the
 whole is checked, its coefficient refitted, from this error."""
+CROSS_SHARE = 0.25
+"""Of what the probe leaves: sums with cross terms (:mod:`.cross_terms`)."""
+CROSS_ROWS = 900
+"""Rows the cross-term sums are fitted on (one monomial per three rows, at most 300)."""
+CROSS_KEPT = 6
+"""The best sums kept as candidates (the best of each size, per transform)."""
+MAX_CROSS_INPUTS = 10
+"""Inputs beyond which no cross-term sums are tried (the dictionary grows as inputs**3)."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
 
@@ -80,7 +90,24 @@ def explore(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int
                         evolve=False, largest=PROBE_SIZE)
     if exact_on_all_rows(run, probe, target):
         return probe
+    probe += _cross_sums(run, base, target, budget.share(CROSS_SHARE))
+    if exact_on_all_rows(run, probe, target):
+        return probe
     return probe + _decomposed(run, base, target, budget, depth, factoring, factors_tested)
+
+
+def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget) -> list[Found]:
+    """Sums of monomials with cross terms fitted to the target and its powers
+    (:mod:`.cross_terms`), on a sample of the rows, each scored on every row."""
+    if budget.over() or base.columns.shape[1] > MAX_CROSS_INPUTS:
+        return []
+    rng = np.random.default_rng([run.seed, 31])
+    rows = sample_rows(target.size, CROSS_ROWS, rng, run.weights)
+    sums = cross_sums(base.columns[rows], target[rows], run.binary, run.unary, budget.over)
+    candidates = target_transforms(target)
+    run.counter.value += len(sums)
+    return [Found(all_rows_nmse(tree, base, candidates[name]), tree, base, name)
+            for name, _, tree in sums[:CROSS_KEPT] if name in candidates]
 
 
 def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int,

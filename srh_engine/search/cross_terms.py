@@ -1,0 +1,278 @@
+"""Sums with cross terms: sparse fits over products of simple features of the inputs.
+
+The sums of :mod:`.combination` take their terms from the enumeration, smallest
+first; a cross term such as ``a*b*cos(t)`` (in ``a**2 + b**2 - 2*a*b*cos(t)``, the
+square of a law of cosines) or ``c*d`` next to ``a*b`` and ``e*f`` (a dot product)
+is a mid-sized form there, ranked hundreds deep among lookalikes, beyond the pairs
+and triples the pursuit scores exactly. Here the dictionary is built for such sums
+instead: *monomials* of simple features of the inputs (each input ``x``, ``1/x``, and
+its unary functions ``sin(x)``, ``cos(x)``, ``log(x)``, ``exp(x)``, ``sqrt(x)`` where
+the operators allow them), products of up to two powers and at most one function
+(``a*b*cos(t)``, ``E``, ``B*v*sin(t)``, ``a/b``, ``cos(p)*cos(q)``), deduplicated by
+value. A sparse sum of them is fitted to the target and to its square, inverse and
+inverse square (``sqrt(a**2 + b**2)``, ``1/(1/a + 1/b)``, ``1/sqrt(Q)``): when the
+dictionary is small enough for one least-squares fit of all of it on the rows, by
+backward elimination from that fit (on exact data the true terms' fit is exact and
+dropping any other term costs nothing); else by the beam pursuit of
+:mod:`.combination`. The caller checks an exact-looking sum on all rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .combination import (MAX_TERMS, Combination, eliminate, normalised_rows, sum_tree,
+                          unit_centred)
+from .operators import UNARY, Tree, evaluate_tree, size
+
+__all__ = ["Monomials", "cross_sums", "monomials"]
+
+FUNCTIONS = ("sin", "cos", "log", "exp", "sqrt")
+"""Unary functions of an input that may be a factor of a monomial (when searched)."""
+MAX_FEATURES = 40
+"""Most simple features (inputs, their inverses and functions): the dictionary grows with
+their cube."""
+MAX_MONOMIALS = 3000
+"""Most monomials, smallest first (those of three factors are the first left out)."""
+FIT_ROWS_PER_TERM = 3
+"""The full fit takes at most one monomial per this many rows."""
+MAX_FULL_FIT = 300
+"""Most monomials in one full least-squares fit (its cost is rows x monomials**2)."""
+ELIMINATION_BATCH = 2
+"""The elimination drops half of the terms beyond ``MAX_TERMS`` at a time: on exact data
+every term but the true ones costs nothing to drop."""
+MAX_ABS = 1e12
+EXACT = 1e-20
+"""A fitted sum is exact at this normalised error (as in :mod:`.combination`)."""
+TRANSFORMS = ("identity", "square", "inv_square", "inv")
+"""Powers of the target fitted (``inv_square``: ``1/y**2``, answered as ``1/sqrt(sum)``
+under the ``inv`` transform of :mod:`.views`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Monomials:
+    """The dictionary: trees, their values on the rows (one row per monomial), sizes."""
+
+    trees: list[Tree]
+    values: np.ndarray
+    sizes: np.ndarray
+
+    def tree(self, index: int) -> Tree:
+        """The tree of monomial ``index`` (the interface the pursuit builds sums from)."""
+        return self.trees[index]
+
+
+def _features(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ...]
+              ) -> tuple[list[tuple[Tree, np.ndarray, int]], list[tuple[Tree, np.ndarray, int]]]:
+    """Powers (``x``, ``1/x``) and functions (``sin(x)``...) of each input, finite on
+    every row, each with the input it depends on."""
+    powers, functions = [], []
+    with np.errstate(all="ignore"):
+        for i in range(columns.shape[1]):
+            x = columns[:, i]
+            if np.ptp(x) <= 0:
+                continue
+            powers.append((("v", i), x, i))
+            if "/" in binary and np.all(x != 0):
+                powers.append((("/", ("k", 1.0), ("v", i)), 1.0 / x, i))
+            for name in FUNCTIONS:
+                if name in unary:
+                    values = UNARY[name](x)
+                    if np.all(np.isfinite(values)) and np.ptp(values) > 0 and \
+                            np.abs(values).max() < MAX_ABS:
+                        functions.append(((name, ("v", i)), values, i))
+    return powers, functions
+
+
+def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ...]
+              ) -> Monomials | None:
+    """Products of up to two powers and at most one function of the inputs (two functions
+    with no power), smallest first, distinct by value up to scale; None without ``*``."""
+    if "*" not in binary:
+        return None
+    powers, functions = _features(columns, binary, unary)
+    if len(powers) + len(functions) > MAX_FEATURES:
+        functions = functions[:max(MAX_FEATURES - len(powers), 0)]
+    groups: list[list[tuple[Tree, np.ndarray, int]]] = [
+        [*powers, *functions],
+        [_product(p, q, binary, unary) for p, q in
+         itertools.combinations_with_replacement(powers, 2)],
+        [_product(p, f, binary, unary) for p in powers for f in functions],
+        [_product(f, g, binary, unary) for f, g in itertools.combinations(functions, 2)],
+        [_product(_product(p, q, binary, unary), r, binary, unary)
+         for p, q, r in itertools.combinations_with_replacement(powers, 3)],
+        [_product(_product(p, q, binary, unary), f, binary, unary)
+         for p, q in itertools.combinations_with_replacement(powers, 2) for f in functions],
+    ]
+    items = [item for group in groups for item in group][:MAX_MONOMIALS]
+    return _distinct(items)
+
+
+def _product(first: tuple[Tree, np.ndarray, int], second: tuple[Tree, np.ndarray, int],
+             binary: tuple[str, ...], unary: tuple[str, ...]) -> tuple[Tree, np.ndarray, int]:
+    """``first*second`` written as a person does (``x**2``, ``a/b``, ``1/(a*b)``)."""
+    (left, a, i), (right, b, _) = first, second
+    values = a * b
+    if left == right and "square" in unary:
+        return ("square", left), values, i
+    left_over = _reciprocal_of(left)
+    right_over = _reciprocal_of(right)
+    if left_over is not None and right_over is not None:
+        return ("/", ("k", 1.0), ("*", left_over, right_over)), values, i
+    if right_over is not None:
+        return ("/", left, right_over), values, i
+    if left_over is not None:
+        return ("/", right, left_over), values, i
+    return ("*", left, right), values, i
+
+
+def _reciprocal_of(tree: Tree) -> Tree | None:
+    """``d`` when ``tree`` is ``1/d``."""
+    if tree[0] == "/" and tree[1] == ("k", 1.0):
+        return tree[2]
+    return None
+
+
+def _distinct(items: list[tuple[Tree, np.ndarray, int]]) -> Monomials | None:
+    """The finite, non-constant items, the first of each direction (smallest first)."""
+    items = sorted(items, key=lambda item: size(item[0]))  # stable: groups stay in order
+    values = np.array([item[1] for item in items]) if items else np.empty((0, 0))
+    if values.size == 0:
+        return None
+    with np.errstate(all="ignore"):
+        good = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < MAX_ABS) & \
+            (np.ptp(values, axis=1) > 1e-12 * (np.abs(values).max(axis=1) + 1e-300))
+    indices = np.flatnonzero(good)
+    if indices.size == 0:
+        return None
+    centred = values[indices] - values[indices].mean(axis=1, keepdims=True)
+    unit = centred / np.linalg.norm(centred, axis=1, keepdims=True)
+    signs = np.sign(unit[:, :1] + (unit[:, :1] == 0))
+    keys = np.round((unit * signs)[:, :16], 9)
+    _, first = np.unique(keys, axis=0, return_index=True)
+    kept = indices[np.sort(first)]
+    trees = [items[k][0] for k in kept]
+    return Monomials(trees, values[kept], np.array([size(t) for t in trees]))
+
+
+def _powered(target: np.ndarray) -> dict[str, np.ndarray]:
+    """The target's powers that are finite and vary (square and inverse square only for a
+    target of one sign, whose root has that sign)."""
+    signed = bool(np.all(target > 0) or np.all(target < 0))
+    found = {"identity": target}
+    with np.errstate(all="ignore"):
+        if signed:
+            found["square"] = target * target
+        if np.all(np.abs(target) > 1e-150):
+            found["inv"] = 1.0 / target
+            if signed:
+                found["inv_square"] = 1.0 / (target * target)
+    return {name: values for name, values in found.items()
+            if np.all(np.isfinite(values)) and np.std(values) > 0}
+
+
+def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
+               unary: tuple[str, ...], over: Callable[[], bool], transforms: bool = True
+               ) -> list[tuple[str, float, Tree]]:
+    """Sparse sums of monomials fitted to ``target`` (and its powers with ``transforms``).
+
+    Args:
+        columns: ``(rows, inputs)`` rows of the view's inputs.
+        target: The target on those rows.
+        binary, unary: The searched operators (the monomials use only them).
+        over: True when the budget is spent (checked between fits).
+        transforms: Fit the target's square, inverse and inverse square too.
+
+    Returns:
+        ``(transform of :mod:`.views`, nmse on the rows, tree)``, best first: the best sum
+        of every size per power, ``inv_square`` answered as ``("sqrt", sum)`` of ``inv``.
+    """
+    dictionary = monomials(columns, binary, unary)
+    if dictionary is None or over():
+        return []
+    powered = _powered(target) if transforms else {"identity": target}
+    found = []
+    for name in TRANSFORMS:
+        if name not in powered or over():
+            continue
+        for item in _sums(dictionary, powered[name]):
+            tree = item.tree
+            if name == "inv_square":
+                tree = _rooted(dictionary, item, powered[name])
+                if tree is None:
+                    continue
+            found.append(("inv" if name == "inv_square" else name, item.nmse, tree))
+            if item.nmse <= EXACT:
+                return sorted(found, key=lambda entry: entry[1])
+    return sorted(found, key=lambda entry: entry[1])
+
+
+def _sums(dictionary: Monomials, target: np.ndarray) -> list[Combination]:
+    """The best sum of each size, eliminated backward from the full fit of the screened
+    monomials (:func:`_screened`)."""
+    centred = unit_centred(target)
+    if centred is None:
+        return []
+    chosen = _screened(dictionary, centred, target.size // FIT_ROWS_PER_TERM)
+    if chosen.size < 2:
+        return []
+    normalised, good = normalised_rows(dictionary.values[chosen])
+    ids = chosen[good]
+    found = []
+    for support, nmse in eliminate(normalised, centred, MAX_TERMS, ELIMINATION_BATCH):
+        tree = sum_tree(dictionary, ids, dictionary.values[ids], support, target)
+        if tree is not None:
+            found.append(Combination(nmse, len(support), tree))
+    return found
+
+
+def _screened(dictionary: Monomials, centred: np.ndarray, most: int) -> np.ndarray:
+    """Indices of at most ``min(most, MAX_FULL_FIT)`` monomials for the full fit: the
+    smallest half, and of the others those most correlated with what the smallest half
+    leaves of the target (the cross terms of a sum of squares, once its squares are fitted)."""
+    count = dictionary.values.shape[0]
+    limit = min(most, MAX_FULL_FIT)
+    if count <= limit:
+        return np.arange(count)
+    small = np.arange(limit // 2)
+    normalised, good = normalised_rows(dictionary.values)
+    unit = np.zeros_like(dictionary.values)
+    unit[good] = normalised
+    coefficients, *_ = np.linalg.lstsq(unit[small].T, centred, rcond=None)
+    residual = centred - unit[small].T @ coefficients
+    if float(residual @ residual) <= EXACT * float(centred @ centred):
+        return small
+    score = np.abs(unit[limit // 2:] @ residual)
+    others = limit // 2 + np.argsort(-score, kind="stable")[:limit - small.size]
+    return np.concatenate([small, np.sort(others)])
+
+
+def _rooted(dictionary: Monomials, item: Combination, target: np.ndarray) -> Tree | None:
+    """``sqrt(sum + c)`` for a sum fitted to ``1/y**2``: the constant goes inside the root,
+    and the sign of the sum is chosen so that what is under the root is positive."""
+    values = _tree_values(dictionary, item.tree)
+    if values is None:
+        return None
+    design = np.column_stack([np.ones(target.size), values])
+    (offset, scale), *_ = np.linalg.lstsq(design, target, rcond=None)
+    if not (np.isfinite(offset) and np.isfinite(scale)) or scale == 0:
+        return None
+    shift = float(offset / scale)
+    inside = values + shift
+    if np.all(inside > 0):
+        return ("sqrt", ("+", item.tree, ("k", shift)))
+    if np.all(inside < 0):
+        return ("sqrt", ("-", ("k", -shift), item.tree))
+    return None
+
+
+def _tree_values(dictionary: Monomials, tree: Tree) -> np.ndarray | None:
+    """Values of a sum of the dictionary's monomials on its rows (None if not finite)."""
+    memo = {t: dictionary.values[k] for k, t in enumerate(dictionary.trees)}
+    with np.errstate(all="ignore"):
+        values = np.asarray(evaluate_tree(tree, [], memo), dtype=float)
+    return values if values.ndim == 1 and np.all(np.isfinite(values)) else None
