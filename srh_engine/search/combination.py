@@ -35,8 +35,7 @@ from .budget import Budget
 from .enumeration import Enumeration
 from .operators import Tree
 
-__all__ = ["Combination", "combinations", "eliminate", "normalised_rows", "sum_tree",
-           "unit_centred"]
+__all__ = ["Combination", "combinations", "eliminate", "normalised_rows", "unit_centred"]
 
 MAX_TERMS = 6
 BEAM = 12
@@ -250,8 +249,9 @@ def eliminate(normalised: np.ndarray, centred: np.ndarray, max_terms: int, batch
     """Backward elimination: the least-squares fit of all ``normalised`` forms (unit,
     centred rows) to ``centred``, then the terms whose removal costs least are dropped
     (``1/batch`` of those beyond ``max_terms`` at a time, then one by one); the supports of
-    ``max_terms`` forms or fewer with their normalised errors, largest first, down to one
-    that fits exactly (``EXACT``).
+    ``max_terms`` forms or fewer with their normalised errors, largest first, down to the
+    smallest that fits exactly (``EXACT``; on exact data a support with the true terms and
+    others fits exactly too, the others with coefficients of round-off size).
 
     The fits are done in the span of the forms (``D = QR``: a fit of some of the forms to
     the target is the same fit of those columns of ``R`` to ``Q' y``, plus what of the
@@ -269,21 +269,31 @@ def eliminate(normalised: np.ndarray, centred: np.ndarray, max_terms: int, batch
     found = []
     while len(support) > 1:
         design = design_all[:, support]
-        coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+        coefficients, inverse_diagonal = _least_squares(design, target)
         residual = target - design @ coefficients
         nmse = (float(residual @ residual) + outside) / energy
+        if found and found[-1][1] <= EXACT < nmse:
+            break  # the last exact support: every term of it is needed
         if len(support) <= max_terms:
             found.append((tuple(support), nmse))
-            if nmse <= EXACT:
-                break
         # the cost of dropping term j is coefficient_j**2 / (G^-1)_jj, G the Gram matrix
         with np.errstate(all="ignore"):
-            inverse = np.linalg.pinv(design.T @ design)
-            cost = coefficients**2 / np.maximum(np.diag(inverse), 1e-300)
+            cost = coefficients**2 / np.maximum(inverse_diagonal, 1e-300)
         drop = max(1, (len(support) - max_terms) // batch)  # fast while far from the end
         for position in sorted(np.argsort(cost, kind="stable")[:drop], reverse=True):
             del support[int(position)]
     return found
+
+
+def _least_squares(design: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The minimum-norm least-squares coefficients and the diagonal of the (pseudo-)inverse
+    of the Gram matrix, from one SVD (singular values below ``lstsq``'s default cutoff are
+    left out, as there)."""
+    u, singular, vt = np.linalg.svd(design, full_matrices=False)
+    keep = singular > np.finfo(float).eps * max(design.shape) * singular[0]
+    u, singular, vt = u[:, keep], singular[keep], vt[keep]
+    coefficients = vt.T @ ((u.T @ target) / singular)
+    return coefficients, np.sum((vt.T / singular) ** 2, axis=1)
 
 
 def _product_dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
@@ -554,4 +564,3 @@ def _tree(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
 
 normalised_rows = _normalised
 unit_centred = _unit_centred
-sum_tree = _tree

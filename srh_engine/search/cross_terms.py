@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .combination import (MAX_TERMS, Combination, eliminate, normalised_rows, sum_tree,
-                          unit_centred)
+from .combination import MAX_TERMS, Combination, eliminate, normalised_rows, unit_centred
 from .operators import UNARY, Tree, evaluate_tree, size
 
 __all__ = ["Monomials", "cross_sums", "monomials"]
@@ -36,19 +35,21 @@ FUNCTIONS = ("sin", "cos", "log", "exp", "sqrt")
 MAX_FEATURES = 40
 """Most simple features (inputs, their inverses and functions): the dictionary grows with
 their cube."""
-MAX_MONOMIALS = 3000
+MAX_MONOMIALS = 2500
 """Most monomials, smallest first (those of three factors are the first left out)."""
 FIT_ROWS_PER_TERM = 3
 """The full fit takes at most one monomial per this many rows."""
-MAX_FULL_FIT = 300
+MAX_FULL_FIT = 200
 """Most monomials in one full least-squares fit (its cost is rows x monomials**2)."""
 ELIMINATION_BATCH = 2
 """The elimination drops half of the terms beyond ``MAX_TERMS`` at a time: on exact data
 every term but the true ones costs nothing to drop."""
 MAX_ABS = 1e12
+NEGLIGIBLE = 1e-9
+"""Terms whose coefficients are this small beside the largest one are left out."""
 EXACT = 1e-20
 """A fitted sum is exact at this normalised error (as in :mod:`.combination`)."""
-TRANSFORMS = ("identity", "square", "inv_square", "inv")
+TRANSFORMS = ("identity", "square", "inv", "inv_square")
 """Powers of the target fitted (``inv_square``: ``1/y**2``, answered as ``1/sqrt(sum)``
 under the ``inv`` transform of :mod:`.views`)."""
 
@@ -60,6 +61,8 @@ class Monomials:
     trees: list[Tree]
     values: np.ndarray
     sizes: np.ndarray
+    unit: np.ndarray
+    """The values centred, of unit length."""
 
     def tree(self, index: int) -> Tree:
         """The tree of monomial ``index`` (the interface the pursuit builds sums from)."""
@@ -90,37 +93,42 @@ def _features(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ..
 
 def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ...]
               ) -> Monomials | None:
-    """Products of up to two powers and at most one function of the inputs (two functions
-    with no power), smallest first, distinct by value up to scale; None without ``*``."""
+    """Products of up to three powers, or of up to two powers and one function, or of two
+    functions, of the inputs; at most ``MAX_MONOMIALS`` (by kind, smallest kinds first),
+    ordered by size, distinct by value up to scale and offset; None without ``*``."""
     if "*" not in binary:
         return None
     powers, functions = _features(columns, binary, unary)
     if len(powers) + len(functions) > MAX_FEATURES:
         functions = functions[:max(MAX_FEATURES - len(powers), 0)]
-    groups: list[list[tuple[Tree, np.ndarray, int]]] = [
-        [*powers, *functions],
-        [_product(p, q, binary, unary) for p, q in
-         itertools.combinations_with_replacement(powers, 2)],
-        [_product(p, f, binary, unary) for p in powers for f in functions],
-        [_product(f, g, binary, unary) for f, g in itertools.combinations(functions, 2)],
-        [_product(_product(p, q, binary, unary), r, binary, unary)
-         for p, q, r in itertools.combinations_with_replacement(powers, 3)],
-        [_product(_product(p, q, binary, unary), f, binary, unary)
-         for p, q in itertools.combinations_with_replacement(powers, 2) for f in functions],
-    ]
-    items = [item for group in groups for item in group][:MAX_MONOMIALS]
+
+    def times(*factors: tuple[Tree, np.ndarray, int]) -> tuple[Tree, np.ndarray, int]:
+        item = factors[0]
+        for factor in factors[1:]:
+            item = _product(item, factor, unary)
+        return item
+
+    pairs = list(itertools.combinations_with_replacement(powers, 2))
+    kinds = itertools.chain(
+        ((item,) for item in (*powers, *functions)), pairs,
+        itertools.product(powers, functions),
+        itertools.combinations_with_replacement(powers, 3),
+        ((*pair, f) for pair in pairs for f in functions),
+        itertools.combinations(functions, 2))
+    items = [times(*factors) for factors in itertools.islice(kinds, MAX_MONOMIALS)]
     return _distinct(items)
 
 
 def _product(first: tuple[Tree, np.ndarray, int], second: tuple[Tree, np.ndarray, int],
-             binary: tuple[str, ...], unary: tuple[str, ...]) -> tuple[Tree, np.ndarray, int]:
+             unary: tuple[str, ...]) -> tuple[Tree, np.ndarray, int]:
     """``first*second`` written as a person does (``x**2``, ``a/b``, ``1/(a*b)``)."""
     (left, a, i), (right, b, _) = first, second
     values = a * b
-    if left == right and "square" in unary:
-        return ("square", left), values, i
     left_over = _reciprocal_of(left)
     right_over = _reciprocal_of(right)
+    if left == right and "square" in unary:
+        return (("square", left) if left_over is None else
+                ("/", ("k", 1.0), ("square", left_over))), values, i
     if left_over is not None and right_over is not None:
         return ("/", ("k", 1.0), ("*", left_over, right_over)), values, i
     if right_over is not None:
@@ -138,25 +146,27 @@ def _reciprocal_of(tree: Tree) -> Tree | None:
 
 
 def _distinct(items: list[tuple[Tree, np.ndarray, int]]) -> Monomials | None:
-    """The finite, non-constant items, the first of each direction (smallest first)."""
-    items = sorted(items, key=lambda item: size(item[0]))  # stable: groups stay in order
-    values = np.array([item[1] for item in items]) if items else np.empty((0, 0))
-    if values.size == 0:
+    """The finite, non-constant items, the smallest of each direction, smallest first."""
+    if not items:
         return None
+    sizes = np.array([size(item[0]) for item in items])
+    order = np.argsort(sizes, kind="stable")
+    values = np.array([items[k][1] for k in order])
     with np.errstate(all="ignore"):
-        good = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < MAX_ABS) & \
-            (np.ptp(values, axis=1) > 1e-12 * (np.abs(values).max(axis=1) + 1e-300))
-    indices = np.flatnonzero(good)
-    if indices.size == 0:
+        finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < MAX_ABS)
+        unit, good = normalised_rows(values[finite])
+    good = np.flatnonzero(finite)[good]  # rows of ``values``
+    if good.size == 0:
         return None
-    centred = values[indices] - values[indices].mean(axis=1, keepdims=True)
-    unit = centred / np.linalg.norm(centred, axis=1, keepdims=True)
+    # one key per direction (up to sign): float32 rounding, then a random projection
+    weights = np.random.default_rng(5).normal(size=unit.shape[1])
     signs = np.sign(unit[:, :1] + (unit[:, :1] == 0))
-    keys = np.round((unit * signs)[:, :16], 9)
-    _, first = np.unique(keys, axis=0, return_index=True)
-    kept = indices[np.sort(first)]
+    keys = ((unit * signs).astype(np.float32).astype(np.float64)) @ weights
+    _, first = np.unique(keys, return_index=True)
+    first = np.sort(first)
+    kept = order[good[first]]
     trees = [items[k][0] for k in kept]
-    return Monomials(trees, values[kept], np.array([size(t) for t in trees]))
+    return Monomials(trees, values[good[first]], sizes[kept], unit[first])
 
 
 def _powered(target: np.ndarray) -> dict[str, np.ndarray]:
@@ -220,14 +230,43 @@ def _sums(dictionary: Monomials, target: np.ndarray) -> list[Combination]:
     chosen = _screened(dictionary, centred, target.size // FIT_ROWS_PER_TERM)
     if chosen.size < 2:
         return []
-    normalised, good = normalised_rows(dictionary.values[chosen])
-    ids = chosen[good]
     found = []
-    for support, nmse in eliminate(normalised, centred, MAX_TERMS, ELIMINATION_BATCH):
-        tree = sum_tree(dictionary, ids, dictionary.values[ids], support, target)
+    for support, nmse in eliminate(dictionary.unit[chosen], centred, MAX_TERMS,
+                                   ELIMINATION_BATCH):
+        tree = _sum_tree(dictionary, chosen, support, target)
         if tree is not None:
             found.append(Combination(nmse, len(support), tree))
     return found
+
+
+def _sum_tree(dictionary: Monomials, ids: np.ndarray, support: tuple[int, ...],
+              target: np.ndarray) -> Tree | None:
+    """``f1 + (c2/c1)*f2 + ...`` fitted by least squares, led by the term whose coefficient
+    the most others match in size (``a**2 + b**2 - 2*a*b*cos(t)``, not ``a*b*cos(t) -
+    a**2/2 - b**2/2``: fewer constants), the others smallest first; terms of round-off
+    size are left out."""
+    chosen = ids[list(support)]
+    design = np.column_stack([np.ones(target.size), dictionary.values[chosen].T])
+    coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    weights = coefficients[1:]
+    if not np.all(np.isfinite(weights)) or not np.any(weights):
+        return None
+    kept = np.flatnonzero(np.abs(weights) > NEGLIGIBLE * np.abs(weights).max())
+    magnitude = np.abs(weights[kept])
+    matches = np.sum(np.isclose(magnitude[:, None], magnitude[None, :], rtol=1e-9), axis=1)
+    order = sorted(range(kept.size), key=lambda k: (-matches[k], dictionary.sizes[chosen[
+        kept[k]]], -magnitude[k]))
+    lead = weights[kept[order[0]]]
+    tree: Tree = dictionary.trees[chosen[kept[order[0]]]]
+    for k in sorted(order[1:], key=lambda k: dictionary.sizes[chosen[kept[k]]]):
+        form, ratio = dictionary.trees[chosen[kept[k]]], float(weights[kept[k]] / lead)
+        if abs(abs(ratio) - 1.0) <= 1e-9:
+            tree = ("+" if ratio > 0 else "-", tree, form)
+        elif ratio < 0:
+            tree = ("-", tree, ("*", ("k", -ratio), form))
+        else:
+            tree = ("+", tree, ("*", ("k", ratio), form))
+    return tree
 
 
 def _screened(dictionary: Monomials, centred: np.ndarray, most: int) -> np.ndarray:
@@ -239,9 +278,7 @@ def _screened(dictionary: Monomials, centred: np.ndarray, most: int) -> np.ndarr
     if count <= limit:
         return np.arange(count)
     small = np.arange(limit // 2)
-    normalised, good = normalised_rows(dictionary.values)
-    unit = np.zeros_like(dictionary.values)
-    unit[good] = normalised
+    unit = dictionary.unit
     coefficients, *_ = np.linalg.lstsq(unit[small].T, centred, rcond=None)
     residual = centred - unit[small].T @ coefficients
     if float(residual @ residual) <= EXACT * float(centred @ centred):

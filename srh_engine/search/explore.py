@@ -59,11 +59,11 @@ PART_NMSE = 1e-8
 whole is checked, its coefficient refitted, from this error."""
 CROSS_SHARE = 0.25
 """Of what the probe leaves: sums with cross terms (:mod:`.cross_terms`)."""
-CROSS_ROWS = 900
-"""Rows the cross-term sums are fitted on (one monomial per three rows, at most 300)."""
+CROSS_ROWS = 600
+"""Rows the cross-term sums are fitted on (one monomial per three rows)."""
 CROSS_KEPT = 6
 """The best sums kept as candidates (the best of each size, per transform)."""
-MAX_CROSS_INPUTS = 10
+MAX_CROSS_INPUTS = 8
 """Inputs beyond which no cross-term sums are tried (the dictionary grows as inputs**3)."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
