@@ -2,19 +2,20 @@
 
 The sums of :mod:`.combination` take their terms from the enumeration, smallest
 first; a cross term such as ``a*b*cos(t)`` (in ``a**2 + b**2 - 2*a*b*cos(t)``, the
-square of a law of cosines) or ``c*d`` next to ``a*b`` and ``e*f`` (a dot product)
-is a mid-sized form there, ranked hundreds deep among lookalikes, beyond the pairs
-and triples the pursuit scores exactly. Here the dictionary is built for such sums
-instead: *monomials* of simple features of the inputs (each input ``x``, ``1/x``, and
-its unary functions ``sin(x)``, ``cos(x)``, ``log(x)``, ``exp(x)``, ``sqrt(x)`` where
-the operators allow them), products of up to two powers and at most one function
-(``a*b*cos(t)``, ``E``, ``B*v*sin(t)``, ``a/b``, ``cos(p)*cos(q)``), deduplicated by
-value. A sparse sum of them is fitted to the target and to its square, inverse and
-inverse square (``sqrt(a**2 + b**2)``, ``1/(1/a + 1/b)``, ``1/sqrt(Q)``): when the
-dictionary is small enough for one least-squares fit of all of it on the rows, by
-backward elimination from that fit (on exact data the true terms' fit is exact and
-dropping any other term costs nothing); else by the beam pursuit of
-:mod:`.combination`. The caller checks an exact-looking sum on all rows.
+square of a law of cosines) is a mid-sized form there, ranked hundreds deep among
+lookalikes, beyond the pairs and triples the pursuit scores exactly, and its forward
+selection starts from a lookalike of the whole target. Here the dictionary is built for
+such sums instead: *monomials* of simple features of the inputs (each input ``x``,
+``1/x``, and ``sin(x)``, ``cos(x)``, ``log(x)``, ``exp(x)``, ``sqrt(x)`` where the
+operators allow them): products of up to three powers (``a*b*k``, ``x**2``, ``a/b``),
+of up to two powers and one function (``a*b*cos(t)``, ``B*v*sin(t)``) and of two
+functions (``cos(p)*cos(q)``), deduplicated by value. A sparse sum of them is fitted to
+the target and to its square, inverse and inverse square (``sqrt((a - b)**2 + (c -
+d)**2)``, ``1/(1/a + 1/b)``, ``1/sqrt(Q)``) by backward elimination from one
+least-squares fit of many of them at once (:func:`.combination.eliminate`: on exact
+data that fit holds the true terms, and dropping any other term costs nothing): the
+smallest monomials, and of the others those most correlated with what the smallest
+leave of the target. The caller checks an exact-looking sum on all rows.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ MAX_FEATURES = 40
 """Most simple features (inputs, their inverses and functions): the dictionary grows with
 their cube."""
 MAX_MONOMIALS = 2500
-"""Most monomials, smallest first (those of three factors are the first left out)."""
+"""Most monomials, by kind: single features, then products of two powers, of a power and a
+function, of three powers, of two powers and a function, of two functions (on many inputs
+the last kinds are cut)."""
 FIT_ROWS_PER_TERM = 3
 """The full fit takes at most one monomial per this many rows."""
 MAX_FULL_FIT = 200
@@ -49,11 +52,6 @@ NEGLIGIBLE = 1e-9
 """Terms whose coefficients are this small beside the largest one are left out."""
 EXACT = 1e-20
 """A fitted sum is exact at this normalised error (as in :mod:`.combination`)."""
-TRANSFORMS = ("identity", "square", "inv", "inv_square")
-"""Powers of the target fitted (``inv_square``: ``1/y**2``, answered as ``1/sqrt(sum)``
-under the ``inv`` transform of :mod:`.views`)."""
-
-
 @dataclass(frozen=True, slots=True)
 class Monomials:
     """The dictionary: trees, their values on the rows (one row per monomial), sizes."""
@@ -65,7 +63,7 @@ class Monomials:
     """The values centred, of unit length."""
 
     def tree(self, index: int) -> Tree:
-        """The tree of monomial ``index`` (the interface the pursuit builds sums from)."""
+        """The tree of monomial ``index``."""
         return self.trees[index]
 
 
@@ -169,53 +167,49 @@ def _distinct(items: list[tuple[Tree, np.ndarray, int]]) -> Monomials | None:
     return Monomials(trees, values[good[first]], sizes[kept], unit[first])
 
 
-def _powered(target: np.ndarray) -> dict[str, np.ndarray]:
-    """The target's powers that are finite and vary (square and inverse square only for a
-    target of one sign, whose root has that sign)."""
+def _powered(target: np.ndarray) -> dict[float, np.ndarray]:
+    """The powers of the target (:data:`POWERS`) that are finite and vary; other than
+    ``y`` and ``1/y`` only for a target of one sign (whose roots have that sign)."""
     signed = bool(np.all(target > 0) or np.all(target < 0))
-    found = {"identity": target}
+    found = {}
     with np.errstate(all="ignore"):
-        if signed:
-            found["square"] = target * target
-        if np.all(np.abs(target) > 1e-150):
-            found["inv"] = 1.0 / target
-            if signed:
-                found["inv_square"] = 1.0 / (target * target)
-    return {name: values for name, values in found.items()
+        for power in POWERS:
+            if power in (1.0, -1.0) or signed:
+                found[power] = np.abs(target) ** power * (np.sign(target) if power in
+                                                           (1.0, -1.0) else 1.0)
+    return {power: values for power, values in found.items()
             if np.all(np.isfinite(values)) and np.std(values) > 0}
 
 
 def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
-               unary: tuple[str, ...], over: Callable[[], bool], transforms: bool = True
+               unary: tuple[str, ...], over: Callable[[], bool]
                ) -> list[tuple[str, float, Tree]]:
-    """Sparse sums of monomials fitted to ``target`` (and its powers with ``transforms``).
+    """Sparse sums of monomials fitted to ``target`` and its powers.
 
     Args:
         columns: ``(rows, inputs)`` rows of the view's inputs.
         target: The target on those rows.
         binary, unary: The searched operators (the monomials use only them).
         over: True when the budget is spent (checked between fits).
-        transforms: Fit the target's square, inverse and inverse square too.
 
     Returns:
         ``(transform of :mod:`.views`, nmse on the rows, tree)``, best first: the best sum
-        of every size per power, ``inv_square`` answered as ``("sqrt", sum)`` of ``inv``.
+        of every size per power of the target, as a form of a transform (``y**(2/3) = S``
+        as ``S*sqrt(S)`` of ``y`` itself, ``y**-2 = S`` as ``sqrt(S)`` of ``1/y``).
     """
     dictionary = monomials(columns, binary, unary)
     if dictionary is None or over():
         return []
-    powered = _powered(target) if transforms else {"identity": target}
     found = []
-    for name in TRANSFORMS:
-        if name not in powered or over():
-            continue
-        for item in _sums(dictionary, powered[name]):
-            tree = item.tree
-            if name == "inv_square":
-                tree = _rooted(dictionary, item, powered[name])
-                if tree is None:
-                    continue
-            found.append(("inv" if name == "inv_square" else name, item.nmse, tree))
+    for power, values in _powered(target).items():
+        if over():
+            break
+        transform, shape = POWERS[power]
+        for item in _sums(dictionary, values):
+            tree = item.tree if shape is None else _shaped(dictionary, item, values, shape)
+            if tree is None:
+                continue
+            found.append((transform, item.nmse, tree))
             if item.nmse <= EXACT:
                 return sorted(found, key=lambda entry: entry[1])
     return sorted(found, key=lambda entry: entry[1])
@@ -288,9 +282,11 @@ def _screened(dictionary: Monomials, centred: np.ndarray, most: int) -> np.ndarr
     return np.concatenate([small, np.sort(others)])
 
 
-def _rooted(dictionary: Monomials, item: Combination, target: np.ndarray) -> Tree | None:
-    """``sqrt(sum + c)`` for a sum fitted to ``1/y**2``: the constant goes inside the root,
-    and the sign of the sum is chosen so that what is under the root is positive."""
+def _shaped(dictionary: Monomials, item: Combination, target: np.ndarray,
+            shape: Callable[[Tree], Tree]) -> Tree | None:
+    """``shape(sum + c)`` for a sum fitted to a root's power of the target: the constant goes
+    inside the root, and the sign of the sum is chosen so that what is under it is
+    positive (None when no sign is)."""
     values = _tree_values(dictionary, item.tree)
     if values is None:
         return None
@@ -299,12 +295,33 @@ def _rooted(dictionary: Monomials, item: Combination, target: np.ndarray) -> Tre
     if not (np.isfinite(offset) and np.isfinite(scale)) or scale == 0:
         return None
     shift = float(offset / scale)
+    if abs(shift) <= NEGLIGIBLE * float(np.max(np.abs(values))):  # round-off: no constant
+        return shape(item.tree) if np.all(values > 0) else \
+            shape(("neg", item.tree)) if np.all(values < 0) else None
     inside = values + shift
     if np.all(inside > 0):
-        return ("sqrt", ("+", item.tree, ("k", shift)))
+        return shape(("+", item.tree, ("k", shift)))
     if np.all(inside < 0):
-        return ("sqrt", ("-", ("k", -shift), item.tree))
+        return shape(("-", ("k", -shift), item.tree))
     return None
+
+
+def _root(inside: Tree) -> Tree:
+    return ("sqrt", inside)
+
+
+def _root_cubed(inside: Tree) -> Tree:
+    return ("*", inside, ("sqrt", inside))
+
+
+POWERS: dict[float, tuple[str, Callable[[Tree], Tree] | None]] = {
+    1.0: ("identity", None), 2.0: ("square", None), -1.0: ("inv", None),
+    -2.0: ("inv", _root), 2.0 / 3.0: ("identity", _root_cubed), -2.0 / 3.0: ("inv", _root_cubed),
+}
+"""Powers ``p`` of the target a sum ``S`` is fitted to, each with the transform of
+:mod:`.views` whose form it gives and how (None: ``S`` itself; ``y**-2 = S`` is
+``1/y = sqrt(S)``, ``y**(2/3) = S`` is ``y = S*sqrt(S)``: a field ``1/r**3`` of a distance
+``r``), in the order they are tried."""
 
 
 def _tree_values(dictionary: Monomials, tree: Tree) -> np.ndarray | None:

@@ -1,7 +1,8 @@
 """Decomposing a problem and searching its pieces, recursively.
 
 At every level (the problem, then each sub-problem) a quick probe searches the
-undivided piece for small forms and their sums and products; then power factors
+undivided piece for small forms and their sums and products, and sums of monomials
+with cross terms are fitted to it (:mod:`.cross_terms`); then power factors
 are divided out, an additive or multiplicative split (one or two inputs against
 the rest) searches its two groups in turn, and pairs of inputs the target depends
 on only through their combination become views of their own (tests in
@@ -24,8 +25,17 @@ from .invariance import invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
-from .views import (EXACT_NMSE, Found, Run, View, all_rows_nmse, column_values,
-                    inverse_transform, sample_rows, target_transforms)
+from .views import (
+    EXACT_NMSE,
+    Found,
+    Run,
+    View,
+    all_rows_nmse,
+    column_values,
+    inverse_transform,
+    sample_rows,
+    target_transforms,
+)
 
 __all__ = ["explore"]
 

@@ -33,9 +33,12 @@ CASES = [
     (2, lambda a, b: 1 / (1 / a + 1 / b), "inv"),
     (3, lambda a, b, t: 1 / np.sqrt(a**2 + b**2 + a * b * np.cos(t)), "inv"),
     (4, lambda e, b, v, t: e + b * v * np.sin(t), "identity"),
+    (3, lambda a, b, c: 1 / (a**2 + b**2 + c**2) ** 1.5, "inv"),
+    (3, lambda a, b, t: (a**2 + b**2 - a * b * np.cos(t)) ** 1.5, "identity"),
 ]
 IDS = ["law-of-cosines", "dot-product", "square-with-cross-term", "distance",
-       "parallel", "inverse-root", "force-with-a-sine"]
+       "parallel", "inverse-root", "force-with-a-sine", "field-of-a-distance",
+       "root-cubed"]
 
 
 @pytest.mark.parametrize(("count", "formula", "transform"), CASES, ids=IDS)
