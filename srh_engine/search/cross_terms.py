@@ -31,12 +31,13 @@ from .operators import UNARY, Tree, evaluate_tree, size
 
 __all__ = ["Monomials", "cross_sums", "monomials"]
 
-FUNCTIONS = ("sin", "cos", "log", "exp", "sqrt")
-"""Unary functions of an input that may be a factor of a monomial (when searched)."""
+FUNCTIONS = ("sin", "cos", "sqrt", "log", "exp")
+"""Unary functions of an input that may be a factor of a monomial (when searched), the
+commonest first."""
 MAX_FEATURES = 40
 """Most simple features (inputs, their inverses and functions): the dictionary grows with
 their cube."""
-MAX_MONOMIALS = 2500
+MAX_MONOMIALS = 2000
 """Most monomials, by kind: single features, then products of two powers, of a power and a
 function, of three powers, of two powers and a function, of two functions (on many inputs
 the last kinds are cut)."""
@@ -44,6 +45,8 @@ FIT_ROWS_PER_TERM = 3
 """The full fit takes at most one monomial per this many rows."""
 MAX_FULL_FIT = 200
 """Most monomials in one full least-squares fit (its cost is rows x monomials**2)."""
+SCREENING_BLOCKS = 4
+"""The monomials beyond the first half are chosen in this many blocks."""
 ELIMINATION_BATCH = 2
 """The elimination drops half of the terms beyond ``MAX_TERMS`` at a time: on exact data
 every term but the true ones costs nothing to drop."""
@@ -54,7 +57,8 @@ EXACT = 1e-20
 """A fitted sum is exact at this normalised error (as in :mod:`.combination`)."""
 @dataclass(frozen=True, slots=True)
 class Monomials:
-    """The dictionary: trees, their values on the rows (one row per monomial), sizes."""
+    """The dictionary: trees, their values on the rows (one row per monomial), sizes; the
+    products of powers alone come first."""
 
     trees: list[Tree]
     values: np.ndarray
@@ -70,22 +74,21 @@ class Monomials:
 def _features(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ...]
               ) -> tuple[list[tuple[Tree, np.ndarray, int]], list[tuple[Tree, np.ndarray, int]]]:
     """Powers (``x``, ``1/x``) and functions (``sin(x)``...) of each input, finite on
-    every row, each with the input it depends on."""
+    every row, each with its count of functions (0 or 1)."""
     powers, functions = [], []
+    varying = [i for i in range(columns.shape[1]) if np.ptp(columns[:, i]) > 0]
     with np.errstate(all="ignore"):
-        for i in range(columns.shape[1]):
+        for i in varying:
             x = columns[:, i]
-            if np.ptp(x) <= 0:
-                continue
-            powers.append((("v", i), x, i))
+            powers.append((("v", i), x, 0))
             if "/" in binary and np.all(x != 0):
-                powers.append((("/", ("k", 1.0), ("v", i)), 1.0 / x, i))
-            for name in FUNCTIONS:
-                if name in unary:
-                    values = UNARY[name](x)
-                    if np.all(np.isfinite(values)) and np.ptp(values) > 0 and \
-                            np.abs(values).max() < MAX_ABS:
-                        functions.append(((name, ("v", i)), values, i))
+                powers.append((("/", ("k", 1.0), ("v", i)), 1.0 / x, 0))
+        for name in (name for name in FUNCTIONS if name in unary):  # by kind: caps cut the last
+            for i in varying:
+                values = UNARY[name](columns[:, i])
+                if np.all(np.isfinite(values)) and np.ptp(values) > 0 and \
+                        np.abs(values).max() < MAX_ABS:
+                    functions.append(((name, ("v", i)), values, 1))
     return powers, functions
 
 
@@ -101,6 +104,8 @@ def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ..
         functions = functions[:max(MAX_FEATURES - len(powers), 0)]
 
     def times(*factors: tuple[Tree, np.ndarray, int]) -> tuple[Tree, np.ndarray, int]:
+        if len(factors) == 3 and factors[1][0] == factors[2][0]:  # a*x**2, not a*x*x
+            return _product(factors[0], _product(factors[1], factors[2], unary), unary)
         item = factors[0]
         for factor in factors[1:]:
             item = _product(item, factor, unary)
@@ -111,7 +116,7 @@ def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ..
         ((item,) for item in (*powers, *functions)), pairs,
         itertools.product(powers, functions),
         itertools.combinations_with_replacement(powers, 3),
-        ((*pair, f) for pair in pairs for f in functions),
+        ((*pair, f) for f in functions for pair in pairs),
         itertools.combinations(functions, 2))
     items = [times(*factors) for factors in itertools.islice(kinds, MAX_MONOMIALS)]
     return _distinct(items)
@@ -119,9 +124,10 @@ def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ..
 
 def _product(first: tuple[Tree, np.ndarray, int], second: tuple[Tree, np.ndarray, int],
              unary: tuple[str, ...]) -> tuple[Tree, np.ndarray, int]:
-    """``first*second`` written as a person does (``x**2``, ``a/b``, ``1/(a*b)``)."""
-    (left, a, i), (right, b, _) = first, second
-    values = a * b
+    """``first*second`` written as a person does (``x**2``, ``a/b``, ``1/(a*b)``), with
+    its count of functions."""
+    (left, a, f), (right, b, g) = first, second
+    values, i = a * b, f + g
     left_over = _reciprocal_of(left)
     right_over = _reciprocal_of(right)
     if left == right and "square" in unary:
@@ -144,11 +150,15 @@ def _reciprocal_of(tree: Tree) -> Tree | None:
 
 
 def _distinct(items: list[tuple[Tree, np.ndarray, int]]) -> Monomials | None:
-    """The finite, non-constant items, the smallest of each direction, smallest first."""
+    """The finite, non-constant items, the first of each direction: products of powers
+    first, then those with functions, each smallest first (the full fit's fixed half is
+    the first: smooth functions of inputs on a short range are spanned to 1e-11 by a few
+    dozen others, and a cross term like ``a*x**2`` would be taken for a lookalike of the
+    span of such products)."""
     if not items:
         return None
     sizes = np.array([size(item[0]) for item in items])
-    order = np.argsort(sizes, kind="stable")
+    order = np.lexsort((sizes, [item[2] > 0 for item in items]))
     values = np.array([items[k][1] for k in order])
     with np.errstate(all="ignore"):
         finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < MAX_ABS)
@@ -265,21 +275,30 @@ def _sum_tree(dictionary: Monomials, ids: np.ndarray, support: tuple[int, ...],
 
 def _screened(dictionary: Monomials, centred: np.ndarray, most: int) -> np.ndarray:
     """Indices of at most ``min(most, MAX_FULL_FIT)`` monomials for the full fit: the
-    smallest half, and of the others those most correlated with what the smallest half
-    leaves of the target (the cross terms of a sum of squares, once its squares are fitted)."""
+    first half (products of powers, smallest first), then, block by block, those that
+    would explain most of what the chosen ones leave of the target (the cross term of a
+    sum of squares, once its squares are fitted; a block at a time, since a term that the
+    first ones explain is not needed)."""
     count = dictionary.values.shape[0]
     limit = min(most, MAX_FULL_FIT)
     if count <= limit:
         return np.arange(count)
-    small = np.arange(limit // 2)
     unit = dictionary.unit
-    coefficients, *_ = np.linalg.lstsq(unit[small].T, centred, rcond=None)
-    residual = centred - unit[small].T @ coefficients
-    if float(residual @ residual) <= EXACT * float(centred @ centred):
-        return small
-    score = np.abs(unit[limit // 2:] @ residual)
-    others = limit // 2 + np.argsort(-score, kind="stable")[:limit - small.size]
-    return np.concatenate([small, np.sort(others)])
+    chosen = np.arange(limit // 2)
+    block = max(1, (limit - chosen.size) // SCREENING_BLOCKS)
+    while chosen.size < limit:
+        basis, _ = np.linalg.qr(unit[chosen].T)
+        residual = centred - basis @ (basis.T @ centred)
+        if float(residual @ residual) <= EXACT * float(centred @ centred):
+            break
+        # as in orthogonal least squares: the share of the residual a monomial would
+        # explain, from what of it the chosen ones do not already span
+        left = 1.0 - np.sum((unit @ basis) ** 2, axis=1)
+        score = np.where(left > 1e-9, (unit @ residual) ** 2 / np.maximum(left, 1e-9), -1.0)
+        score[chosen] = -1.0
+        best = np.argsort(-score, kind="stable")[:min(block, limit - chosen.size)]
+        chosen = np.concatenate([chosen, best])
+    return np.sort(chosen)
 
 
 def _shaped(dictionary: Monomials, item: Combination, target: np.ndarray,

@@ -70,9 +70,11 @@ def test_monomials_hold_products_of_two_powers_and_a_function_once_each():
     columns = _columns(3)
     dictionary = monomials(columns, BINARY, UNARY)
     texts = [tree_text(tree, NAMES) for tree in dictionary.trees]
-    assert {"a*b*cos(c)", "a**2", "a/b", "a*b*c", "cos(a)*sin(b)"} <= set(texts)
+    assert {"a*b*cos(c)", "a**2", "a/b", "a*b*c", "a*b**2", "sin(b)*cos(a)"} <= set(texts)
     assert len(texts) == len(set(texts)) == dictionary.values.shape[0]
-    # distinct by value up to scale and offset: b*a is a*b, and a/a is no monomial
+    # distinct by value up to scale and offset: b*a is a*b, and a/a is no monomial; the
+    # products of powers first
+    assert texts.index("a*b*c") < texts.index("sin(a)")
     unit, good = normalised_rows(dictionary.values)
     assert good.size == len(texts)
     gram = np.abs(unit @ unit.T) - np.eye(len(texts))
