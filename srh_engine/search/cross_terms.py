@@ -37,7 +37,7 @@ commonest first."""
 MAX_FEATURES = 40
 """Most simple features (inputs, their inverses and functions): the dictionary grows with
 their cube."""
-MAX_MONOMIALS = 2000
+MAX_MONOMIALS = 1500
 """Most monomials, by kind: single features, then products of two powers, of a power and a
 function, of three powers, of two powers and a function, of two functions (on many inputs
 the last kinds are cut)."""
