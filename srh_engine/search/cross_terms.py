@@ -47,6 +47,8 @@ MAX_FULL_FIT = 200
 """Most monomials in one full least-squares fit (its cost is rows x monomials**2)."""
 SCREENING_BLOCKS = 4
 """The monomials beyond the first half are chosen in this many blocks."""
+SPAN_TOLERANCE = 1e-10
+"""A monomial adds a direction to a span when this much of it (unit length) lies outside."""
 ELIMINATION_BATCH = 2
 """The elimination drops half of the terms beyond ``MAX_TERMS`` at a time: on exact data
 every term but the true ones costs nothing to drop."""
@@ -210,12 +212,14 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
     dictionary = monomials(columns, binary, unary)
     if dictionary is None or over():
         return []
+    limit = min(target.size // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
+    span = _Span.of(dictionary.unit, min(limit, dictionary.unit.shape[0]) // 2)
     found = []
     for power, values in _powered(target).items():
         if over():
             break
         transform, shape = POWERS[power]
-        for item in _sums(dictionary, values):
+        for item in _sums(dictionary, values, span, limit):
             tree = item.tree if shape is None else _shaped(dictionary, item, values, shape)
             if tree is None:
                 continue
@@ -225,13 +229,14 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
     return sorted(found, key=lambda entry: entry[1])
 
 
-def _sums(dictionary: Monomials, target: np.ndarray) -> list[Combination]:
-    """The best sum of each size, eliminated backward from the full fit of the screened
-    monomials (:func:`_screened`)."""
+def _sums(dictionary: Monomials, target: np.ndarray, span: _Span, limit: int
+          ) -> list[Combination]:
+    """The best sum of each size, eliminated backward from the full fit of at most
+    ``limit`` screened monomials (:func:`_screened`)."""
     centred = unit_centred(target)
     if centred is None:
         return []
-    chosen = _screened(dictionary, centred, target.size // FIT_ROWS_PER_TERM)
+    chosen = _screened(dictionary.unit, centred, span, limit)
     if chosen.size < 2:
         return []
     found = []
@@ -273,31 +278,61 @@ def _sum_tree(dictionary: Monomials, ids: np.ndarray, support: tuple[int, ...],
     return tree
 
 
-def _screened(dictionary: Monomials, centred: np.ndarray, most: int) -> np.ndarray:
-    """Indices of at most ``min(most, MAX_FULL_FIT)`` monomials for the full fit: the
-    first half (products of powers, smallest first), then, block by block, those that
-    would explain most of what the chosen ones leave of the target (the cross term of a
-    sum of squares, once its squares are fitted; a block at a time, since a term that the
-    first ones explain is not needed)."""
-    count = dictionary.values.shape[0]
-    limit = min(most, MAX_FULL_FIT)
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """An orthonormal basis of the span of the first ``count`` monomials, and how much of
+    each monomial (unit rows) lies outside it."""
+
+    count: int
+    basis: np.ndarray  # (rows, rank)
+    left: np.ndarray  # (monomials,): 1 - the squared norm of each one's projection
+
+    @classmethod
+    def of(cls, unit: np.ndarray, count: int) -> _Span:
+        basis = _orthonormal(unit[:count].T, np.zeros((unit.shape[1], 0)))
+        return cls(count, basis, 1.0 - np.sum((unit @ basis) ** 2, axis=1))
+
+    def grown(self, unit: np.ndarray, chosen: np.ndarray) -> _Span:
+        """The span with the monomials ``chosen`` added (only what of them is new)."""
+        more = _orthonormal(unit[chosen].T, self.basis)
+        return _Span(self.count + chosen.size, np.hstack([self.basis, more]),
+                     self.left - np.sum((unit @ more) ** 2, axis=1))
+
+
+def _orthonormal(columns: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of what of ``columns`` lies outside the orthonormal ``basis``
+    (projected out twice, as classical Gram-Schmidt needs; directions of round-off size
+    dropped)."""
+    for _ in range(2):
+        columns = columns - basis @ (basis.T @ columns)
+    q, r = np.linalg.qr(columns)
+    keep = np.abs(np.diag(r)) > SPAN_TOLERANCE
+    return q[:, keep]
+
+
+def _screened(unit: np.ndarray, centred: np.ndarray, span: _Span, limit: int) -> np.ndarray:
+    """Indices of at most ``limit`` monomials for the full fit: the first half (products of
+    powers, smallest first: ``span``), then, block by block, those that would explain most
+    of what the chosen ones leave of the target (the cross term of a sum of squares, once
+    its squares are fitted; a block at a time, since a term that the first ones explain is
+    not needed)."""
+    count = unit.shape[0]
     if count <= limit:
         return np.arange(count)
-    unit = dictionary.unit
-    chosen = np.arange(limit // 2)
+    chosen = np.arange(span.count)
     block = max(1, (limit - chosen.size) // SCREENING_BLOCKS)
-    while chosen.size < limit:
-        basis, _ = np.linalg.qr(unit[chosen].T)
-        residual = centred - basis @ (basis.T @ centred)
-        if float(residual @ residual) <= EXACT * float(centred @ centred):
-            break
+    residual = centred - span.basis @ (span.basis.T @ centred)
+    while chosen.size < limit and \
+            float(residual @ residual) > EXACT * float(centred @ centred):
         # as in orthogonal least squares: the share of the residual a monomial would
         # explain, from what of it the chosen ones do not already span
-        left = 1.0 - np.sum((unit @ basis) ** 2, axis=1)
+        left = span.left
         score = np.where(left > 1e-9, (unit @ residual) ** 2 / np.maximum(left, 1e-9), -1.0)
         score[chosen] = -1.0
         best = np.argsort(-score, kind="stable")[:min(block, limit - chosen.size)]
+        span = span.grown(unit, best)
         chosen = np.concatenate([chosen, best])
+        residual = centred - span.basis @ (span.basis.T @ centred)
     return np.sort(chosen)
 
 
