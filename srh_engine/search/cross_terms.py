@@ -43,7 +43,7 @@ function, of three powers, of two powers and a function, of two functions (on ma
 the last kinds are cut)."""
 FIT_ROWS_PER_TERM = 3
 """The full fit takes at most one monomial per this many rows."""
-MAX_FULL_FIT = 200
+MAX_FULL_FIT = 150
 """Most monomials in one full least-squares fit (its cost is rows x monomials**2)."""
 SCREENING_BLOCKS = 4
 """The monomials beyond the first half are chosen in this many blocks."""

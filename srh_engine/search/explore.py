@@ -69,7 +69,7 @@ PART_NMSE = 1e-8
 whole is checked, its coefficient refitted, from this error."""
 CROSS_SHARE = 0.25
 """Of what the probe leaves: sums with cross terms (:mod:`.cross_terms`)."""
-CROSS_ROWS = 450
+CROSS_ROWS = 360
 """Rows the cross-term sums are fitted on (one monomial per three rows)."""
 CROSS_KEPT = 6
 """The best sums kept as candidates (the best of each size, per transform)."""
