@@ -57,6 +57,8 @@ NEGLIGIBLE = 1e-9
 """Terms whose coefficients are this small beside the largest one are left out."""
 EXACT = 1e-20
 """A fitted sum is exact at this normalised error (as in :mod:`.combination`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Monomials:
     """The dictionary: trees, their values on the rows (one row per monomial), sizes; the
@@ -67,10 +69,6 @@ class Monomials:
     sizes: np.ndarray
     unit: np.ndarray
     """The values centred, of unit length."""
-
-    def tree(self, index: int) -> Tree:
-        """The tree of monomial ``index``."""
-        return self.trees[index]
 
 
 def _features(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ...]

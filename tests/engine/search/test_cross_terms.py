@@ -35,10 +35,12 @@ CASES = [
     (4, lambda e, b, v, t: e + b * v * np.sin(t), "identity"),
     (3, lambda a, b, c: 1 / (a**2 + b**2 + c**2) ** 1.5, "inv"),
     (3, lambda a, b, t: (a**2 + b**2 - a * b * np.cos(t)) ** 1.5, "identity"),
+    # five inputs: more monomials than the full fit takes, the true ones found by screening
+    (5, lambda a, b, c, x, y: a * x**2 + b * x * y + c * y**2, "identity"),
 ]
 IDS = ["law-of-cosines", "dot-product", "square-with-cross-term", "distance",
        "parallel", "inverse-root", "force-with-a-sine", "field-of-a-distance",
-       "root-cubed"]
+       "root-cubed", "quadratic-form"]
 
 
 @pytest.mark.parametrize(("count", "formula", "transform"), CASES, ids=IDS)
