@@ -49,6 +49,9 @@ SCREENING_BLOCKS = 4
 """The monomials beyond the first half are chosen in this many blocks."""
 SPAN_TOLERANCE = 1e-10
 """A monomial adds a direction to a span when this much of it (unit length) lies outside."""
+ELIMINATED_POWERS = 2
+"""Powers of the target whose sums are eliminated: those whose full fit leaves least (the
+elimination, one SVD per step, costs most)."""
 ELIMINATION_BATCH = 2
 """The elimination drops half of the terms beyond ``MAX_TERMS`` at a time: on exact data
 every term but the true ones costs nothing to drop."""
@@ -212,12 +215,21 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
         return []
     limit = min(target.size // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
     span = _Span.of(dictionary.unit, min(limit, dictionary.unit.shape[0]) // 2)
-    found = []
+    screened = []  # (what the full fit leaves, power, values, centred, chosen)
     for power, values in _powered(target).items():
+        centred = unit_centred(values)
+        if centred is None or over():
+            continue
+        chosen, left = _screened(dictionary.unit, centred, span, limit)
+        if chosen.size >= 2:
+            screened.append((left, power, values, centred, chosen))
+    found = []
+    for _, power, values, centred, chosen in sorted(screened, key=lambda entry: entry[0])[
+            :ELIMINATED_POWERS]:
         if over():
             break
         transform, shape = POWERS[power]
-        for item in _sums(dictionary, values, span, limit):
+        for item in _sums(dictionary, values, centred, chosen):
             tree = item.tree if shape is None else _shaped(dictionary, item, values, shape)
             if tree is None:
                 continue
@@ -227,16 +239,10 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
     return sorted(found, key=lambda entry: entry[1])
 
 
-def _sums(dictionary: Monomials, target: np.ndarray, span: _Span, limit: int
+def _sums(dictionary: Monomials, target: np.ndarray, centred: np.ndarray, chosen: np.ndarray
           ) -> list[Combination]:
-    """The best sum of each size, eliminated backward from the full fit of at most
-    ``limit`` screened monomials (:func:`_screened`)."""
-    centred = unit_centred(target)
-    if centred is None:
-        return []
-    chosen = _screened(dictionary.unit, centred, span, limit)
-    if chosen.size < 2:
-        return []
+    """The best sum of each size of the ``chosen`` monomials, eliminated backward from
+    their full fit to ``target`` (``centred``: it centred, unit)."""
     found = []
     for support, nmse in eliminate(dictionary.unit[chosen], centred, MAX_TERMS,
                                    ELIMINATION_BATCH):
@@ -308,20 +314,21 @@ def _orthonormal(columns: np.ndarray, basis: np.ndarray) -> np.ndarray:
     return q[:, keep]
 
 
-def _screened(unit: np.ndarray, centred: np.ndarray, span: _Span, limit: int) -> np.ndarray:
-    """Indices of at most ``limit`` monomials for the full fit: the first half (products of
-    powers, smallest first: ``span``), then, block by block, those that would explain most
-    of what the chosen ones leave of the target (the cross term of a sum of squares, once
-    its squares are fitted; a block at a time, since a term that the first ones explain is
-    not needed)."""
+def _screened(unit: np.ndarray, centred: np.ndarray, span: _Span, limit: int
+              ) -> tuple[np.ndarray, float]:
+    """Indices of at most ``limit`` monomials for the full fit, and the share of
+    ``centred`` their fit leaves: the first half (products of powers, smallest first:
+    ``span``), then, block by block, those that would explain most of what the chosen ones
+    leave of the target (the cross term of a sum of squares, once its squares are fitted;
+    a block at a time, since a term that the first ones explain is not needed)."""
     count = unit.shape[0]
+    energy = float(centred @ centred)
     if count <= limit:
-        return np.arange(count)
-    chosen = np.arange(span.count)
+        span = span.grown(unit, np.arange(span.count, count))
+    chosen = np.arange(min(span.count, count))
     block = max(1, (limit - chosen.size) // SCREENING_BLOCKS)
     residual = centred - span.basis @ (span.basis.T @ centred)
-    while chosen.size < limit and \
-            float(residual @ residual) > EXACT * float(centred @ centred):
+    while chosen.size < min(limit, count) and float(residual @ residual) > EXACT * energy:
         # as in orthogonal least squares: the share of the residual a monomial would
         # explain, from what of it the chosen ones do not already span
         left = span.left
@@ -331,7 +338,7 @@ def _screened(unit: np.ndarray, centred: np.ndarray, span: _Span, limit: int) ->
         span = span.grown(unit, best)
         chosen = np.concatenate([chosen, best])
         residual = centred - span.basis @ (span.basis.T @ centred)
-    return np.sort(chosen)
+    return np.sort(chosen), float(residual @ residual) / energy
 
 
 def _shaped(dictionary: Monomials, item: Combination, target: np.ndarray,
