@@ -562,5 +562,6 @@ def _tree(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
     return tree
 
 
+# the dictionary helpers other sparse fits share (:mod:`.cross_terms`), by public names
 normalised_rows = _normalised
 unit_centred = _unit_centred
