@@ -73,6 +73,8 @@ CROSS_ROWS = 360
 """Rows the cross-term sums are fitted on (one monomial per three rows)."""
 CROSS_KEPT = 6
 """The best sums kept as candidates (the best of each size, per transform)."""
+CROSS_GAIN = 10.0
+"""A sum is kept when its error is this many times below the probe's best."""
 MAX_CROSS_INPUTS = 8
 """Inputs beyond which no cross-term sums are tried (the dictionary grows as inputs**3)."""
 FACTORED_SHARE = 0.7
@@ -100,15 +102,20 @@ def explore(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int
                         evolve=False, largest=PROBE_SIZE)
     if exact_on_all_rows(run, probe, target):
         return probe
-    probe += _cross_sums(run, base, target, budget.share(CROSS_SHARE))
+    probe += _cross_sums(run, base, target, budget.share(CROSS_SHARE),
+                         min((item.nmse for item in probe), default=1.0))
     if exact_on_all_rows(run, probe, target):
         return probe
     return probe + _decomposed(run, base, target, budget, depth, factoring, factors_tested)
 
 
-def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget) -> list[Found]:
+def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget, probed: float
+                ) -> list[Found]:
     """Sums of monomials with cross terms fitted to the target and its powers
-    (:mod:`.cross_terms`), on a sample of the rows, each scored on every row."""
+    (:mod:`.cross_terms`), on a sample of the rows, each scored on every row; kept when
+    ``CROSS_GAIN`` times closer than the probe's best form (``probed``): on noisy data a
+    sum of six monomials fits the noise a little better than the probe's forms, and such
+    sums crowded the refit and took the front's pick."""
     if budget.over() or base.columns.shape[1] > MAX_CROSS_INPUTS:
         return []
     rng = np.random.default_rng([run.seed, 31])
@@ -116,8 +123,9 @@ def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget) -> lis
     sums = cross_sums(base.columns[rows], target[rows], run.binary, run.unary, budget.over)
     candidates = target_transforms(target)
     run.counter.value += len(sums)
-    return [Found(all_rows_nmse(tree, base, candidates[name]), tree, base, name)
-            for name, _, tree in sums[:CROSS_KEPT] if name in candidates]
+    found = [Found(all_rows_nmse(tree, base, candidates[name]), tree, base, name)
+             for name, _, tree in sums[:CROSS_KEPT] if name in candidates]
+    return [item for item in found if item.nmse * CROSS_GAIN <= probed]
 
 
 def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int,

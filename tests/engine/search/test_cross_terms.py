@@ -110,9 +110,24 @@ def test_a_probe_takes_a_cross_term_sum_the_enumeration_misses():
     view = View("inputs", [Symbol(n) for n in NAMES[:3]], columns)
     from srh_engine.search.budget import Budget
 
-    found = _cross_sums(run, view, y, Budget(float("inf"), run.counter))
+    found = _cross_sums(run, view, y, Budget(float("inf"), run.counter), 1e-3)
     best = min(found, key=lambda item: item.nmse)
     assert (best.transform, best.nmse <= 1e-13) == ("square", True)
+
+
+def test_sums_no_better_than_the_probe_are_not_kept():
+    # on noisy data a sum of six monomials fits the noise a little better than the probe's
+    # forms; such sums are left out
+    columns = _columns(3, rows=2000, seed=7)
+    a, b, t = columns.T
+    y = np.exp(a / b) + np.random.default_rng(1).normal(0.0, 0.1, a.size)
+    run = Run(y, BINARY, UNARY, 30, 0)
+    view = View("inputs", [Symbol(n) for n in NAMES[:3]], columns)
+    from srh_engine.search.budget import Budget
+
+    budget = Budget(float("inf"), run.counter)
+    assert _cross_sums(run, view, y, budget, 1.0) != []
+    assert _cross_sums(run, view, y, budget, 1e-6) == []
 
 
 def test_search_finds_the_law_of_cosines_exactly():
