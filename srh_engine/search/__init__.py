@@ -11,7 +11,8 @@ The method (details in the modules): decomposition tests on the data
 (:mod:`.decomposition`: power factors, separability, pairs), bottom-up
 enumeration of small forms deduplicated by value and scored against several
 target transforms at once (:mod:`.enumeration`), sparse sums of the
-enumerated forms (:mod:`.combination`), regularised evolution seeded by the
+enumerated forms (:mod:`.combination`) and of monomials with cross terms
+(:mod:`.cross_terms`), regularised evolution seeded by the
 enumeration with Levenberg-Marquardt constants (:mod:`.evolution`), and a
 final refit of the best trees on every row by :func:`srh_engine.fit`
 (:mod:`.core`). Islands with other seeds run on the other cores

@@ -35,7 +35,7 @@ from .budget import Budget
 from .enumeration import Enumeration
 from .operators import Tree
 
-__all__ = ["Combination", "combinations"]
+__all__ = ["Combination", "combinations", "eliminate", "normalised_rows", "unit_centred"]
 
 MAX_TERMS = 6
 BEAM = 12
@@ -236,28 +236,64 @@ def _backward(enumeration: Enumeration, columns: np.ndarray, target: np.ndarray,
     centred = _unit_centred(target)
     if count < 2 or centred is None:
         return []
+    found = []
+    for support, nmse in eliminate(normalised, centred, MAX_TERMS):
+        tree = _tree(enumeration, ids, values, support, target)
+        if tree is not None:
+            found.append(Combination(nmse, len(support), tree))
+    return found
+
+
+def eliminate(normalised: np.ndarray, centred: np.ndarray, max_terms: int, batch: int = 4
+              ) -> list[tuple[tuple[int, ...], float]]:
+    """Backward elimination: the least-squares fit of all ``normalised`` forms (unit,
+    centred rows) to ``centred``, then the terms whose removal costs least are dropped
+    (``1/batch`` of those beyond ``max_terms`` at a time, then one by one); the supports of
+    ``max_terms`` forms or fewer with their normalised errors, largest first, down to the
+    smallest that fits exactly (``EXACT``; on exact data a support with the true terms and
+    others fits exactly too, the others with coefficients of round-off size).
+
+    The fits are done in the span of the forms (``D = QR``: a fit of some of the forms to
+    the target is the same fit of those columns of ``R`` to ``Q' y``, plus what of the
+    target lies outside the span), so that each costs forms**2 per form, not rows.
+    """
     energy = float(centred @ centred)
-    support = list(range(count))
+    design_all, target = normalised.T, centred
+    outside = 0.0
+    if design_all.shape[0] > design_all.shape[1]:
+        basis, design_all = np.linalg.qr(design_all)
+        target = basis.T @ centred
+        left = centred - basis @ target
+        outside = float(left @ left)
+    support = list(range(normalised.shape[0]))
     found = []
     while len(support) > 1:
-        design = normalised[support].T
-        coefficients, *_ = np.linalg.lstsq(design, centred, rcond=None)
-        residual = centred - design @ coefficients
-        nmse = float(residual @ residual) / energy
-        if len(support) <= MAX_TERMS:
-            tree = _tree(enumeration, ids, values, tuple(support), target)
-            if tree is not None:
-                found.append(Combination(nmse, len(support), tree))
-            if nmse <= EXACT:
-                break
+        design = design_all[:, support]
+        coefficients, inverse_diagonal = _least_squares(design, target)
+        residual = target - design @ coefficients
+        nmse = (float(residual @ residual) + outside) / energy
+        if found and found[-1][1] <= EXACT < nmse:
+            break  # the last exact support: every term of it is needed
+        if len(support) <= max_terms:
+            found.append((tuple(support), nmse))
         # the cost of dropping term j is coefficient_j**2 / (G^-1)_jj, G the Gram matrix
         with np.errstate(all="ignore"):
-            inverse = np.linalg.pinv(design.T @ design)
-            cost = coefficients**2 / np.maximum(np.diag(inverse), 1e-300)
-        drop = max(1, (len(support) - MAX_TERMS) // 4)  # fast while far from the end
+            cost = coefficients**2 / np.maximum(inverse_diagonal, 1e-300)
+        drop = max(1, (len(support) - max_terms) // batch)  # fast while far from the end
         for position in sorted(np.argsort(cost, kind="stable")[:drop], reverse=True):
             del support[int(position)]
     return found
+
+
+def _least_squares(design: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The minimum-norm least-squares coefficients and the diagonal of the (pseudo-)inverse
+    of the Gram matrix, from one SVD (singular values below ``lstsq``'s default cutoff are
+    left out, as there)."""
+    u, singular, vt = np.linalg.svd(design, full_matrices=False)
+    keep = singular > np.finfo(float).eps * max(design.shape) * singular[0]
+    u, singular, vt = u[:, keep], singular[keep], vt[keep]
+    coefficients = vt.T @ ((u.T @ target) / singular)
+    return coefficients, np.sum((vt.T / singular) ** 2, axis=1)
 
 
 def _product_dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
@@ -524,3 +560,8 @@ def _tree(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
         else:
             tree = ("+", tree, ("*", ("k", ratio), form))
     return tree
+
+
+# the dictionary helpers other sparse fits share (:mod:`.cross_terms`), by public names
+normalised_rows = _normalised
+unit_centred = _unit_centred

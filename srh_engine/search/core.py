@@ -3,7 +3,8 @@
 One call of :func:`search`:
 
 0. a quick probe of the undivided problem: small forms and their sums and
-   products (:mod:`.explore`, :mod:`.combination`);
+   products (:mod:`.explore`, :mod:`.combination`), and sums of monomials with
+   cross terms (``a**2 + b**2 - 2*a*b*cos(t)`` under the square, :mod:`.cross_terms`);
 1. decomposition tests on the data (:mod:`.decomposition`): power factors
    ``x_i**a`` are divided out; pairs of
    inputs the target depends on only through their difference, ratio,

@@ -1,7 +1,8 @@
 """Decomposing a problem and searching its pieces, recursively.
 
 At every level (the problem, then each sub-problem) a quick probe searches the
-undivided piece for small forms and their sums and products; then power factors
+undivided piece for small forms and their sums and products, and sums of monomials
+with cross terms are fitted to it (:mod:`.cross_terms`); then power factors
 are divided out, an additive or multiplicative split (one or two inputs against
 the rest) searches its two groups in turn, and pairs of inputs the target depends
 on only through their combination become views of their own (tests in
@@ -19,11 +20,22 @@ from ..nodes import Binary, Expression, Number
 from ..rendering import to_str
 from . import decomposition as dec
 from .budget import Budget
+from .cross_terms import cross_sums
 from .invariance import invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
-from .views import EXACT_NMSE, Found, Run, View, column_values, inverse_transform, target_transforms
+from .views import (
+    EXACT_NMSE,
+    Found,
+    Run,
+    View,
+    all_rows_nmse,
+    column_values,
+    inverse_transform,
+    sample_rows,
+    target_transforms,
+)
 
 __all__ = ["explore"]
 
@@ -55,6 +67,16 @@ PART_NMSE = 1e-8
 """An additive split's remainder is known to the surrogate's coefficient of the first part
 (``1 - 8e-6`` of it), so the true form of the rest scores about 1e-10 there, not exact; the
 whole is checked, its coefficient refitted, from this error."""
+CROSS_SHARE = 0.25
+"""Of what the probe leaves: sums with cross terms (:mod:`.cross_terms`)."""
+CROSS_ROWS = 360
+"""Rows the cross-term sums are fitted on (one monomial per three rows)."""
+CROSS_KEPT = 6
+"""The best sums kept as candidates (the best of each size, per transform)."""
+CROSS_GAIN = 10.0
+"""A sum is kept when its error is this many times below the probe's best."""
+MAX_CROSS_INPUTS = 8
+"""Inputs beyond which no cross-term sums are tried (the dictionary grows as inputs**3)."""
 FACTORED_SHARE = 0.7
 """Time for the remainder once power factors are divided out (the rest: the whole problem)."""
 PRODUCT_SHARE = 0.5
@@ -85,7 +107,30 @@ def explore(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int
                         evolve=False, largest=PROBE_SIZE)
     if exact_on_all_rows(run, probe, target):
         return probe
+    probe += _cross_sums(run, base, target, budget.share(CROSS_SHARE),
+                         min((item.nmse for item in probe), default=1.0))
+    if exact_on_all_rows(run, probe, target):
+        return probe
     return probe + _decomposed(run, base, target, budget, depth, factoring, factors_tested)
+
+
+def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget, probed: float
+                ) -> list[Found]:
+    """Sums of monomials with cross terms fitted to the target and its powers
+    (:mod:`.cross_terms`), on a sample of the rows, each scored on every row; kept when
+    ``CROSS_GAIN`` times closer than the probe's best form (``probed``): on noisy data a
+    sum of six monomials fits the noise a little better than the probe's forms, and such
+    sums crowded the refit and took the front's pick."""
+    if budget.over() or base.columns.shape[1] > MAX_CROSS_INPUTS:
+        return []
+    rng = np.random.default_rng([run.seed, 31])
+    rows = sample_rows(target.size, CROSS_ROWS, rng, run.weights)
+    sums = cross_sums(base.columns[rows], target[rows], run.binary, run.unary, budget.over)
+    candidates = target_transforms(target)
+    run.counter.value += len(sums)
+    found = [Found(all_rows_nmse(tree, base, candidates[name]), tree, base, name)
+             for name, _, tree in sums[:CROSS_KEPT] if name in candidates]
+    return [item for item in found if item.nmse * CROSS_GAIN <= probed]
 
 
 def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int,

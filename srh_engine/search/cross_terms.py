@@ -1,0 +1,391 @@
+"""Sums with cross terms: sparse fits over products of simple features of the inputs.
+
+The sums of :mod:`.combination` take their terms from the enumeration, smallest
+first; a cross term such as ``a*b*cos(t)`` (in ``a**2 + b**2 - 2*a*b*cos(t)``, the
+square of a law of cosines) is a mid-sized form there, ranked hundreds deep among
+lookalikes, beyond the pairs and triples the pursuit scores exactly, and its forward
+selection starts from a lookalike of the whole target. Here the dictionary is built for
+such sums instead: *monomials* of simple features of the inputs (each input ``x``,
+``1/x``, and ``sin(x)``, ``cos(x)``, ``log(x)``, ``exp(x)``, ``sqrt(x)`` where the
+operators allow them): products of up to three powers (``a*b*k``, ``x**2``, ``a/b``),
+of up to two powers and one function (``a*b*cos(t)``, ``B*v*sin(t)``) and of two
+functions (``cos(p)*cos(q)``), deduplicated by value. A sparse sum of them is fitted to
+the target and to its square, inverse and inverse square (``sqrt((a - b)**2 + (c -
+d)**2)``, ``1/(1/a + 1/b)``, ``1/sqrt(Q)``) by backward elimination from one
+least-squares fit of many of them at once (:func:`.combination.eliminate`: on exact
+data that fit holds the true terms, and dropping any other term costs nothing): the
+smallest monomials, and of the others those most correlated with what the smallest
+leave of the target. The caller checks an exact-looking sum on all rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .combination import MAX_TERMS, Combination, eliminate, normalised_rows, unit_centred
+from .operators import UNARY, Tree, evaluate_tree, size
+
+__all__ = ["Monomials", "cross_sums", "monomials"]
+
+FUNCTIONS = ("sin", "cos", "sqrt", "log", "exp")
+"""Unary functions of an input that may be a factor of a monomial (when searched), the
+commonest first."""
+MAX_FEATURES = 40
+"""Most simple features (inputs, their inverses and functions): the dictionary grows with
+their cube."""
+MAX_MONOMIALS = 1500
+"""Most monomials, by kind: single features, then products of two powers, of a power and a
+function, of three powers, of two powers and a function, of two functions (on many inputs
+the last kinds are cut)."""
+FIT_ROWS_PER_TERM = 3
+"""The full fit takes at most one monomial per this many rows."""
+MAX_FULL_FIT = 150
+"""Most monomials in one full least-squares fit (its cost is rows x monomials**2)."""
+SCREENING_BLOCKS = 4
+"""The monomials beyond the first half are chosen in this many blocks."""
+SPAN_TOLERANCE = 1e-10
+"""A monomial adds a direction to a span when this much of it (unit length) lies outside."""
+ELIMINATED_POWERS = 2
+"""Powers of the target whose sums are eliminated: those whose full fit leaves least (the
+elimination, one SVD per step, costs most)."""
+ELIMINATION_BATCH = 2
+"""The elimination drops half of the terms beyond ``MAX_TERMS`` at a time: on exact data
+every term but the true ones costs nothing to drop."""
+MAX_ABS = 1e12
+NEGLIGIBLE = 1e-9
+"""Terms whose coefficients are this small beside the largest one are left out."""
+EXACT = 1e-20
+"""A fitted sum is exact at this normalised error (as in :mod:`.combination`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Monomials:
+    """The dictionary: trees, their values on the rows (one row per monomial), sizes; the
+    products of powers alone come first."""
+
+    trees: list[Tree]
+    values: np.ndarray
+    sizes: np.ndarray
+    unit: np.ndarray
+    """The values centred, of unit length."""
+
+
+def _features(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ...]
+              ) -> tuple[list[tuple[Tree, np.ndarray, int]], list[tuple[Tree, np.ndarray, int]]]:
+    """Powers (``x``, ``1/x``) and functions (``sin(x)``...) of each input, finite on
+    every row, each with its count of functions (0 or 1)."""
+    powers, functions = [], []
+    varying = [i for i in range(columns.shape[1]) if np.ptp(columns[:, i]) > 0]
+    with np.errstate(all="ignore"):
+        for i in varying:
+            x = columns[:, i]
+            powers.append((("v", i), x, 0))
+            if "/" in binary and np.all(x != 0):
+                powers.append((("/", ("k", 1.0), ("v", i)), 1.0 / x, 0))
+        for name in (name for name in FUNCTIONS if name in unary):  # by kind: caps cut the last
+            for i in varying:
+                values = UNARY[name](columns[:, i])
+                if np.all(np.isfinite(values)) and np.ptp(values) > 0 and \
+                        np.abs(values).max() < MAX_ABS:
+                    functions.append(((name, ("v", i)), values, 1))
+    return powers, functions
+
+
+def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ...]
+              ) -> Monomials | None:
+    """Products of up to three powers, or of up to two powers and one function, or of two
+    functions, of the inputs; at most ``MAX_MONOMIALS`` (by kind, smallest kinds first),
+    ordered by size, distinct by value up to scale and offset; None without ``*``."""
+    if "*" not in binary:
+        return None
+    powers, functions = _features(columns, binary, unary)
+    if len(powers) + len(functions) > MAX_FEATURES:
+        functions = functions[:max(MAX_FEATURES - len(powers), 0)]
+
+    def times(*factors: tuple[Tree, np.ndarray, int]) -> tuple[Tree, np.ndarray, int]:
+        if len(factors) == 3 and factors[1][0] == factors[2][0]:  # a*x**2, not a*x*x
+            return _product(factors[0], _product(factors[1], factors[2], unary), unary)
+        item = factors[0]
+        for factor in factors[1:]:
+            item = _product(item, factor, unary)
+        return item
+
+    pairs = list(itertools.combinations_with_replacement(powers, 2))
+    kinds = itertools.chain(
+        ((item,) for item in (*powers, *functions)), pairs,
+        itertools.product(powers, functions),
+        itertools.combinations_with_replacement(powers, 3),
+        ((*pair, f) for f in functions for pair in pairs),
+        itertools.combinations(functions, 2))
+    items = [times(*factors) for factors in itertools.islice(kinds, MAX_MONOMIALS)]
+    return _distinct(items)
+
+
+def _product(first: tuple[Tree, np.ndarray, int], second: tuple[Tree, np.ndarray, int],
+             unary: tuple[str, ...]) -> tuple[Tree, np.ndarray, int]:
+    """``first*second`` written as a person does (``x**2``, ``a/b``, ``1/(a*b)``), with
+    its count of functions."""
+    (left, a, f), (right, b, g) = first, second
+    values, i = a * b, f + g
+    left_over = _reciprocal_of(left)
+    right_over = _reciprocal_of(right)
+    if left == right and "square" in unary:
+        return (("square", left) if left_over is None else
+                ("/", ("k", 1.0), ("square", left_over))), values, i
+    if left_over is not None and right_over is not None:
+        return ("/", ("k", 1.0), ("*", left_over, right_over)), values, i
+    if right_over is not None:
+        return ("/", left, right_over), values, i
+    if left_over is not None:
+        return ("/", right, left_over), values, i
+    return ("*", left, right), values, i
+
+
+def _reciprocal_of(tree: Tree) -> Tree | None:
+    """``d`` when ``tree`` is ``1/d``."""
+    if tree[0] == "/" and tree[1] == ("k", 1.0):
+        return tree[2]
+    return None
+
+
+def _distinct(items: list[tuple[Tree, np.ndarray, int]]) -> Monomials | None:
+    """The finite, non-constant items, the first of each direction: products of powers
+    first, then those with functions, each smallest first (the full fit's fixed half is
+    the first: smooth functions of inputs on a short range are spanned to 1e-11 by a few
+    dozen others, and a cross term like ``a*x**2`` would be taken for a lookalike of the
+    span of such products)."""
+    if not items:
+        return None
+    sizes = np.array([size(item[0]) for item in items])
+    order = np.lexsort((sizes, [item[2] > 0 for item in items]))
+    values = np.array([items[k][1] for k in order])
+    with np.errstate(all="ignore"):
+        finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < MAX_ABS)
+        unit, good = normalised_rows(values[finite])
+    good = np.flatnonzero(finite)[good]  # rows of ``values``
+    if good.size == 0:
+        return None
+    # one key per direction (up to sign): float32 rounding, then a random projection
+    weights = np.random.default_rng(5).normal(size=unit.shape[1])
+    signs = np.sign(unit[:, :1] + (unit[:, :1] == 0))
+    keys = ((unit * signs).astype(np.float32).astype(np.float64)) @ weights
+    _, first = np.unique(keys, return_index=True)
+    first = np.sort(first)
+    kept = order[good[first]]
+    trees = [items[k][0] for k in kept]
+    return Monomials(trees, values[good[first]], sizes[kept], unit[first])
+
+
+def _powered(target: np.ndarray) -> dict[float, np.ndarray]:
+    """The powers of the target (:data:`POWERS`) that are finite and vary; other than
+    ``y`` and ``1/y`` only for a target of one sign (whose roots have that sign)."""
+    signed = bool(np.all(target > 0) or np.all(target < 0))
+    found = {}
+    with np.errstate(all="ignore"):
+        for power in POWERS:
+            if power in (1.0, -1.0) or signed:
+                found[power] = np.abs(target) ** power * (np.sign(target) if power in
+                                                           (1.0, -1.0) else 1.0)
+    return {power: values for power, values in found.items()
+            if np.all(np.isfinite(values)) and np.std(values) > 0}
+
+
+def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
+               unary: tuple[str, ...], over: Callable[[], bool]
+               ) -> list[tuple[str, float, Tree]]:
+    """Sparse sums of monomials fitted to ``target`` and its powers.
+
+    Args:
+        columns: ``(rows, inputs)`` rows of the view's inputs.
+        target: The target on those rows.
+        binary, unary: The searched operators (the monomials use only them).
+        over: True when the budget is spent (checked between fits).
+
+    Returns:
+        ``(transform of :mod:`.views`, nmse on the rows, tree)``, best first: the best sum
+        of every size per power of the target, as a form of a transform (``y**(2/3) = S``
+        as ``S*sqrt(S)`` of ``y`` itself, ``y**-2 = S`` as ``sqrt(S)`` of ``1/y``).
+    """
+    dictionary = monomials(columns, binary, unary)
+    if dictionary is None or over():
+        return []
+    limit = min(target.size // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
+    span = _Span.of(dictionary.unit, min(limit, dictionary.unit.shape[0]) // 2)
+    screened = []  # (what the full fit leaves, power, values, centred, chosen)
+    for power, values in _powered(target).items():
+        centred = unit_centred(values)
+        if centred is None or over():
+            continue
+        chosen, left = _screened(dictionary.unit, centred, span, limit)
+        if chosen.size >= 2:
+            screened.append((left, power, values, centred, chosen))
+    found = []
+    for _, power, values, centred, chosen in sorted(screened, key=lambda entry: entry[0])[
+            :ELIMINATED_POWERS]:
+        if over():
+            break
+        transform, shape = POWERS[power]
+        for item in _sums(dictionary, values, centred, chosen):
+            tree = item.tree if shape is None else _shaped(dictionary, item, values, shape)
+            if tree is None:
+                continue
+            found.append((transform, item.nmse, tree))
+            if item.nmse <= EXACT:
+                return sorted(found, key=lambda entry: entry[1])
+    return sorted(found, key=lambda entry: entry[1])
+
+
+def _sums(dictionary: Monomials, target: np.ndarray, centred: np.ndarray, chosen: np.ndarray
+          ) -> list[Combination]:
+    """The best sum of each size of the ``chosen`` monomials, eliminated backward from
+    their full fit to ``target`` (``centred``: it centred, unit)."""
+    found = []
+    for support, nmse in eliminate(dictionary.unit[chosen], centred, MAX_TERMS,
+                                   ELIMINATION_BATCH):
+        tree = _sum_tree(dictionary, chosen, support, target)
+        if tree is not None:
+            found.append(Combination(nmse, len(support), tree))
+    return found
+
+
+def _sum_tree(dictionary: Monomials, ids: np.ndarray, support: tuple[int, ...],
+              target: np.ndarray) -> Tree | None:
+    """``f1 + (c2/c1)*f2 + ...`` fitted by least squares, led by the term whose coefficient
+    the most others match in size (``a**2 + b**2 - 2*a*b*cos(t)``, not ``a*b*cos(t) -
+    a**2/2 - b**2/2``: fewer constants), the others smallest first; terms of round-off
+    size are left out."""
+    chosen = ids[list(support)]
+    design = np.column_stack([np.ones(target.size), dictionary.values[chosen].T])
+    coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    weights = coefficients[1:]
+    if not np.all(np.isfinite(weights)) or not np.any(weights):
+        return None
+    kept = np.flatnonzero(np.abs(weights) > NEGLIGIBLE * np.abs(weights).max())
+    magnitude = np.abs(weights[kept])
+    matches = np.sum(np.isclose(magnitude[:, None], magnitude[None, :], rtol=1e-9), axis=1)
+    order = sorted(range(kept.size), key=lambda k: (-matches[k], dictionary.sizes[chosen[
+        kept[k]]], -magnitude[k]))
+    lead = weights[kept[order[0]]]
+    tree: Tree = dictionary.trees[chosen[kept[order[0]]]]
+    for k in sorted(order[1:], key=lambda k: dictionary.sizes[chosen[kept[k]]]):
+        form, ratio = dictionary.trees[chosen[kept[k]]], float(weights[kept[k]] / lead)
+        if abs(abs(ratio) - 1.0) <= 1e-9:
+            tree = ("+" if ratio > 0 else "-", tree, form)
+        elif ratio < 0:
+            tree = ("-", tree, ("*", ("k", -ratio), form))
+        else:
+            tree = ("+", tree, ("*", ("k", ratio), form))
+    return tree
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """An orthonormal basis of the span of the first ``count`` monomials, and how much of
+    each monomial (unit rows) lies outside it."""
+
+    count: int
+    basis: np.ndarray  # (rows, rank)
+    left: np.ndarray  # (monomials,): 1 - the squared norm of each one's projection
+
+    @classmethod
+    def of(cls, unit: np.ndarray, count: int) -> _Span:
+        basis = _orthonormal(unit[:count].T, np.zeros((unit.shape[1], 0)))
+        return cls(count, basis, 1.0 - np.sum((unit @ basis) ** 2, axis=1))
+
+    def grown(self, unit: np.ndarray, chosen: np.ndarray) -> _Span:
+        """The span with the monomials ``chosen`` added (only what of them is new)."""
+        more = _orthonormal(unit[chosen].T, self.basis)
+        return _Span(self.count + chosen.size, np.hstack([self.basis, more]),
+                     self.left - np.sum((unit @ more) ** 2, axis=1))
+
+
+def _orthonormal(columns: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of what of ``columns`` lies outside the orthonormal ``basis``
+    (projected out twice, as classical Gram-Schmidt needs; directions of round-off size
+    dropped)."""
+    for _ in range(2):
+        columns = columns - basis @ (basis.T @ columns)
+    q, r = np.linalg.qr(columns)
+    keep = np.abs(np.diag(r)) > SPAN_TOLERANCE
+    return q[:, keep]
+
+
+def _screened(unit: np.ndarray, centred: np.ndarray, span: _Span, limit: int
+              ) -> tuple[np.ndarray, float]:
+    """Indices of at most ``limit`` monomials for the full fit, and the share of
+    ``centred`` their fit leaves: the first half (products of powers, smallest first:
+    ``span``), then, block by block, those that would explain most of what the chosen ones
+    leave of the target (the cross term of a sum of squares, once its squares are fitted;
+    a block at a time, since a term that the first ones explain is not needed)."""
+    count = unit.shape[0]
+    energy = float(centred @ centred)
+    if count <= limit:
+        span = span.grown(unit, np.arange(span.count, count))
+    chosen = np.arange(min(span.count, count))
+    block = max(1, (limit - chosen.size) // SCREENING_BLOCKS)
+    residual = centred - span.basis @ (span.basis.T @ centred)
+    while chosen.size < min(limit, count) and float(residual @ residual) > EXACT * energy:
+        # as in orthogonal least squares: the share of the residual a monomial would
+        # explain, from what of it the chosen ones do not already span
+        left = span.left
+        score = np.where(left > 1e-9, (unit @ residual) ** 2 / np.maximum(left, 1e-9), -1.0)
+        score[chosen] = -1.0
+        best = np.argsort(-score, kind="stable")[:min(block, limit - chosen.size)]
+        span = span.grown(unit, best)
+        chosen = np.concatenate([chosen, best])
+        residual = centred - span.basis @ (span.basis.T @ centred)
+    return np.sort(chosen), float(residual @ residual) / energy
+
+
+def _shaped(dictionary: Monomials, item: Combination, target: np.ndarray,
+            shape: Callable[[Tree], Tree]) -> Tree | None:
+    """``shape(sum + c)`` for a sum fitted to a root's power of the target: the constant goes
+    inside the root, and the sign of the sum is chosen so that what is under it is
+    positive (None when no sign is)."""
+    values = _tree_values(dictionary, item.tree)
+    if values is None:
+        return None
+    design = np.column_stack([np.ones(target.size), values])
+    (offset, scale), *_ = np.linalg.lstsq(design, target, rcond=None)
+    if not (np.isfinite(offset) and np.isfinite(scale)) or scale == 0:
+        return None
+    shift = float(offset / scale)
+    if abs(shift) <= NEGLIGIBLE * float(np.max(np.abs(values))):  # round-off: no constant
+        return shape(item.tree) if np.all(values > 0) else \
+            shape(("neg", item.tree)) if np.all(values < 0) else None
+    inside = values + shift
+    if np.all(inside > 0):
+        return shape(("+", item.tree, ("k", shift)))
+    if np.all(inside < 0):
+        return shape(("-", ("k", -shift), item.tree))
+    return None
+
+
+def _root(inside: Tree) -> Tree:
+    return ("sqrt", inside)
+
+
+def _root_cubed(inside: Tree) -> Tree:
+    return ("*", inside, ("sqrt", inside))
+
+
+POWERS: dict[float, tuple[str, Callable[[Tree], Tree] | None]] = {
+    1.0: ("identity", None), 2.0: ("square", None), -1.0: ("inv", None),
+    -2.0: ("inv", _root), 2.0 / 3.0: ("identity", _root_cubed), -2.0 / 3.0: ("inv", _root_cubed),
+}
+"""Powers ``p`` of the target a sum ``S`` is fitted to, each with the transform of
+:mod:`.views` whose form it gives and how (None: ``S`` itself; ``y**-2 = S`` is
+``1/y = sqrt(S)``, ``y**(2/3) = S`` is ``y = S*sqrt(S)``: a field ``1/r**3`` of a distance
+``r``), in the order they are tried."""
+
+
+def _tree_values(dictionary: Monomials, tree: Tree) -> np.ndarray | None:
+    """Values of a sum of the dictionary's monomials on its rows (None if not finite)."""
+    memo = {t: dictionary.values[k] for k, t in enumerate(dictionary.trees)}
+    with np.errstate(all="ignore"):
+        values = np.asarray(evaluate_tree(tree, [], memo), dtype=float)
+    return values if values.ndim == 1 and np.all(np.isfinite(values)) else None
