@@ -35,7 +35,8 @@ from .budget import Budget
 from .enumeration import Enumeration
 from .operators import Tree
 
-__all__ = ["Combination", "combinations", "eliminate", "normalised_rows", "unit_centred"]
+__all__ = ["Combination", "combinations", "distinct_rows", "eliminate", "explained_shares",
+           "normalised_rows", "unit_centred"]
 
 MAX_TERMS = 6
 BEAM = 12
@@ -85,16 +86,17 @@ class Combination:
     tree: Tree
 
 
-def _normalised(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def normalised_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     centred = values - values.mean(axis=1, keepdims=True)
     norms = np.linalg.norm(centred, axis=1)
     good = np.isfinite(norms) & (norms > 1e-12 * (np.abs(values).max(axis=1) + 1e-300))
     return centred[good] / norms[good, None], np.flatnonzero(good)
 
 
-def _distinct(normalised: np.ndarray, seed: int) -> np.ndarray:
-    """Rows that differ after centring and sign (``x`` and ``1 - x`` are one direction)."""
-    weights = np.random.default_rng([seed, 21]).normal(size=normalised.shape[1])
+def distinct_rows(normalised: np.ndarray, seed: int | list[int]) -> np.ndarray:
+    """Rows that differ after centring and sign (``x`` and ``1 - x`` are one direction):
+    the first of each, keyed by float32 rounding and a random projection (``seed``)."""
+    weights = np.random.default_rng(seed).normal(size=normalised.shape[1])
     signs = np.sign(normalised[:, 0:1] + (normalised[:, 0:1] == 0))
     keys = ((normalised * signs).astype(np.float32).astype(np.float64)) @ weights
     _, first = np.unique(keys, return_index=True)
@@ -207,9 +209,9 @@ def _dictionary(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray, s
     with np.errstate(all="ignore"):
         finite = np.all(np.isfinite(values), axis=1) & (np.abs(values).max(axis=1) < 1e12)
         ids, values = ids[finite], values[finite]
-        normalised, good = _normalised(values)
+        normalised, good = normalised_rows(values)
     ids, values = ids[good], values[good]
-    distinct = _distinct(normalised, seed)
+    distinct = distinct_rows(normalised, [seed, 21])
     sizes, roots = enumeration.describe(ids[distinct])
     return ids[distinct], values[distinct], normalised[distinct], sizes, roots
 
@@ -233,7 +235,7 @@ def _backward(enumeration: Enumeration, columns: np.ndarray, target: np.ndarray,
                                                 seed)
     count = min(ids.size, columns.shape[0] // 3, BACKWARD_FORMS)
     ids, values, normalised = ids[:count], values[:count], normalised[:count]
-    centred = _unit_centred(target)
+    centred = unit_centred(target)
     if count < 2 or centred is None:
         return []
     found = []
@@ -381,7 +383,7 @@ def _power(form: Tree, exponent: float, roots: bool) -> Tree | None:
     return tree
 
 
-def _unit_centred(target: np.ndarray) -> np.ndarray | None:
+def unit_centred(target: np.ndarray) -> np.ndarray | None:
     """``target`` less its mean, divided by its largest magnitude (the shares explained do
     not depend on the scale, and the energy of a target near 1e260 overflows); None for a
     constant or non-finite one."""
@@ -461,7 +463,7 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
     ids, values = dictionary.ids[:count], dictionary.values[:count]
     normalised, build = dictionary.normalised[:count], dictionary.build
     gram = dictionary.gram[:count, :count]
-    centred = _unit_centred(target)
+    centred = unit_centred(target)
     if centred is None:
         return []
     energy = float(centred @ centred)
@@ -530,10 +532,16 @@ def _reductions(normalised: np.ndarray, support: tuple[int, ...], residual: np.n
     if not support:
         return correlation**2
     basis, _ = np.linalg.qr(normalised[list(support)].T)
-    left = 1.0 - np.sum((normalised @ basis) ** 2, axis=1)
-    scores = np.where(left > 1e-9, correlation**2 / np.maximum(left, 1e-9), -1.0)
+    scores = explained_shares(correlation, 1.0 - np.sum((normalised @ basis) ** 2, axis=1))
     scores[list(support)] = -1.0
     return scores
+
+
+def explained_shares(correlation: np.ndarray, left: np.ndarray) -> np.ndarray:
+    """What each form would explain of a residual, as in orthogonal least squares: its
+    correlation squared over the share of it (unit length) a chosen span leaves (``left``);
+    -1 for a form the span holds."""
+    return np.where(left > 1e-9, correlation**2 / np.maximum(left, 1e-9), -1.0)
 
 
 def _tree(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
@@ -560,8 +568,3 @@ def _tree(enumeration: Enumeration, ids: np.ndarray, values: np.ndarray,
         else:
             tree = ("+", tree, ("*", ("k", ratio), form))
     return tree
-
-
-# the dictionary helpers other sparse fits share (:mod:`.cross_terms`), by public names
-normalised_rows = _normalised
-unit_centred = _unit_centred

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .combination import MAX_TERMS, Combination, eliminate, normalised_rows, unit_centred
+from .combination import (
+    MAX_TERMS,
+    Combination,
+    distinct_rows,
+    eliminate,
+    explained_shares,
+    normalised_rows,
+    unit_centred,
+)
 from .operators import UNARY, Tree, evaluate_tree, size
 
 __all__ = ["Monomials", "cross_sums", "monomials"]
@@ -169,12 +177,7 @@ def _distinct(items: list[tuple[Tree, np.ndarray, int]]) -> Monomials | None:
     good = np.flatnonzero(finite)[good]  # rows of ``values``
     if good.size == 0:
         return None
-    # one key per direction (up to sign): float32 rounding, then a random projection
-    weights = np.random.default_rng(5).normal(size=unit.shape[1])
-    signs = np.sign(unit[:, :1] + (unit[:, :1] == 0))
-    keys = ((unit * signs).astype(np.float32).astype(np.float64)) @ weights
-    _, first = np.unique(keys, return_index=True)
-    first = np.sort(first)
+    first = distinct_rows(unit, 5)  # one per direction, up to sign
     kept = order[good[first]]
     trees = [items[k][0] for k in kept]
     return Monomials(trees, values[good[first]], sizes[kept], unit[first])
@@ -331,8 +334,7 @@ def _screened(unit: np.ndarray, centred: np.ndarray, span: _Span, limit: int
     while chosen.size < min(limit, count) and float(residual @ residual) > EXACT * energy:
         # as in orthogonal least squares: the share of the residual a monomial would
         # explain, from what of it the chosen ones do not already span
-        left = span.left
-        score = np.where(left > 1e-9, (unit @ residual) ** 2 / np.maximum(left, 1e-9), -1.0)
+        score = explained_shares(unit @ residual, span.left)
         score[chosen] = -1.0
         best = np.argsort(-score, kind="stable")[:min(block, limit - chosen.size)]
         span = span.grown(unit, best)
