@@ -354,13 +354,14 @@ def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
     rooted = [monomial_into_root(candidate, name) for candidate in (merged, common)
               for name in candidate.symbols()]
     for candidate in (merged, common, *rooted):
-        if complexity(candidate) >= size:
+        candidate_size = complexity(candidate)
+        if candidate_size >= size:
             continue
         with np.errstate(all="ignore"):
             after = np.asarray(evaluate(candidate, values), dtype=float)
         if np.allclose(after, before, rtol=1e-9, atol=0.0, equal_nan=False):
-            best, size = FrontEntry(candidate, complexity(candidate), entry.mse, entry.r2), \
-                complexity(candidate)
+            best = FrontEntry(candidate, candidate_size, entry.mse, entry.r2)
+            size = candidate_size
     return best
 
 

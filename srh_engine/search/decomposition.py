@@ -143,7 +143,11 @@ def _design(Z: np.ndarray, exponents: Sequence[tuple[int, ...]]) -> np.ndarray:
 def _residual(design: np.ndarray, t: np.ndarray) -> float:
     with np.errstate(all="ignore"):
         coefficients, *_ = np.linalg.lstsq(design, t, rcond=None)
-        residual = t - design @ coefficients
+        return _relative_rms(t - design @ coefficients, t)
+
+
+def _relative_rms(residual: np.ndarray, t: np.ndarray) -> float:
+    """The RMS of ``residual`` in units of the spread of ``t`` (0 for a constant ``t``)."""
     spread = float(np.std(t))
     return float(np.sqrt(np.mean(residual**2))) / spread if spread > 0 else 0.0
 
@@ -184,10 +188,7 @@ def _separable(X: np.ndarray, t: np.ndarray, first: Sequence[int], logged: bool 
     degree = _degree(X.shape[1], t.size)
     exponents = _exponents(X.shape[1], degree)
     design = _design(_scaled(X), exponents)
-    group = set(first)
-    split = [k for k, powers in enumerate(exponents)
-             if all(p == 0 for i, p in enumerate(powers) if i in group)
-             or all(p == 0 for i, p in enumerate(powers) if i not in group)]
+    split = _split_columns(exponents, set(first))
     return _holds(_residual(design, t), _residual(design[:, split], t), max_error)
 
 
@@ -198,10 +199,7 @@ def separable_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]
     g(rest)``), or None; the free surrogate is fitted once for all of them. ``over``: stop
     (None) once it returns True."""
     def restricted(design: np.ndarray, free: FreeFit, group: set[int]) -> float:
-        split = [k for k, powers in enumerate(free.exponents)
-                 if all(p == 0 for i, p in enumerate(powers) if i in group)
-                 or all(p == 0 for i, p in enumerate(powers) if i not in group)]
-        return _residual(design[:, split], free.t)
+        return _residual(design[:, _split_columns(free.exponents, group)], free.t)
 
     return _first_group(X, t, groups, logged, over, restricted)
 
@@ -216,6 +214,34 @@ class FreeFit:
     error: float
 
 
+def _free_fit(X: np.ndarray, t: np.ndarray, logged: bool) -> tuple[np.ndarray, FreeFit]:
+    """The design of every monomial (on the tests' rows) and the free surrogate's fit."""
+    X, t = _rows(_logged(X) if logged else X, t)
+    exponents = _exponents(X.shape[1], _degree(X.shape[1], t.size))
+    design = _design(_scaled(X), exponents)
+    with np.errstate(all="ignore"):
+        coefficients, *_ = np.linalg.lstsq(design, t, rcond=None)
+        error = _relative_rms(t - design @ coefficients, t)
+    return design, FreeFit(t, exponents, coefficients, error)
+
+
+def _group_columns(exponents: Sequence[tuple[int, ...]], group: set[int]
+                   ) -> tuple[list[int], list[int]]:
+    """Indices of the monomials of the group's inputs alone and of the rest's alone (both
+    with the constant)."""
+    own = [k for k, p in enumerate(exponents)
+           if all(v == 0 for i, v in enumerate(p) if i not in group)]
+    rest = [k for k, p in enumerate(exponents)
+            if all(v == 0 for i, v in enumerate(p) if i in group)]
+    return own, rest
+
+
+def _split_columns(exponents: Sequence[tuple[int, ...]], group: set[int]) -> list[int]:
+    """Indices of the monomials of the group's inputs alone or of the rest's alone."""
+    own, rest = _group_columns(exponents, group)
+    return sorted(set(own) | set(rest))
+
+
 def _first_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]], logged: bool,
                  over: Callable[[], bool] | None,
                  restricted: Callable[[np.ndarray, FreeFit, set[int]], float]
@@ -225,15 +251,7 @@ def _first_group(X: np.ndarray, t: np.ndarray, groups: Sequence[Sequence[int]], 
     does not fit, or ``over`` says the time is spent."""
     if X.shape[1] < 2:
         return None
-    X, t = _rows(_logged(X) if logged else X, t)
-    exponents = _exponents(X.shape[1], _degree(X.shape[1], t.size))
-    design = _design(_scaled(X), exponents)
-    with np.errstate(all="ignore"):
-        coefficients, *_ = np.linalg.lstsq(design, t, rcond=None)
-        spread = float(np.std(t))
-        error = float(np.sqrt(np.mean((t - design @ coefficients) ** 2))) / spread \
-            if spread > 0 else 0.0
-    free = FreeFit(t, exponents, coefficients, error)
+    design, free = _free_fit(X, t, logged)
     if free.error >= MAX_SURROGATE_ERROR:
         return None
     for first in groups:
@@ -351,8 +369,7 @@ def part_with_surrogate(X: np.ndarray, part: np.ndarray, t: np.ndarray, logged: 
     with np.errstate(all="ignore"):
         coefficients, *_ = np.linalg.lstsq(design, ts, rcond=None)
         residual = ts - design @ coefficients
-    spread = float(np.std(ts))
-    error = float(np.sqrt(np.mean(residual**2))) / spread if spread > 0 else 0.0
+    error = _relative_rms(residual, ts)
     if not (np.isfinite(error) and np.isfinite(coefficients[0])):
         return 0.0, 1.0
     return float(coefficients[0]), error
@@ -397,17 +414,13 @@ def unused_inputs(X: np.ndarray, t: np.ndarray, logged: bool = False) -> tuple[i
     """The inputs ``t`` does not depend on (at most all but one), by the surrogate test."""
     if X.shape[1] < 2:
         return ()
-    X, t = _rows(_logged(X) if logged else X, t)
-    degree = _degree(X.shape[1], t.size)
-    exponents = _exponents(X.shape[1], degree)
-    design = _design(_scaled(X), exponents)
-    free = _residual(design, t)
-    if free >= MAX_SURROGATE_ERROR:
+    design, free = _free_fit(X, t, logged)
+    if free.error >= MAX_SURROGATE_ERROR:
         return ()
     unused = []
     for i in range(X.shape[1]):
-        without = [k for k, powers in enumerate(exponents) if powers[i] == 0]
-        if _residual(design[:, without], t) <= UNUSED_RATIO * free + FLOOR:
+        without = [k for k, powers in enumerate(free.exponents) if powers[i] == 0]
+        if _residual(design[:, without], free.t) <= UNUSED_RATIO * free.error + FLOOR:
             unused.append(i)
     return tuple(unused[:X.shape[1] - 1])
 
@@ -418,17 +431,6 @@ PRODUCT_CONVERGED = 1e-2
 """The sweeps stop once one improves the relative error by less than this share of it (a
 group the target is no product in stalls far above the free surrogate's error at once), or
 once the error is low enough to pass."""
-
-
-def _group_columns(exponents: Sequence[tuple[int, ...]], group: set[int]
-                   ) -> tuple[list[int], list[int]]:
-    """Indices of the monomials of the group's inputs alone and of the rest's alone (both
-    with the constant)."""
-    own = [k for k, p in enumerate(exponents)
-           if all(v == 0 for i, v in enumerate(p) if i not in group)]
-    rest = [k for k, p in enumerate(exponents)
-            if all(v == 0 for i, v in enumerate(p) if i in group)]
-    return own, rest
 
 
 def _product_fit(design: np.ndarray, free: np.ndarray, exponents: Sequence[tuple[int, ...]],
@@ -450,7 +452,6 @@ def _product_fit(design: np.ndarray, free: np.ndarray, exponents: Sequence[tuple
         second = tuple(0 if i in group else v for i, v in enumerate(powers))
         matrix[position[0][first], position[1][second]] = free[k]
     P, Q = design[:, own], design[:, rest]
-    spread = float(np.std(t))
     try:
         u, singular, vt = np.linalg.svd(matrix)
     except LinAlgError:
@@ -463,8 +464,7 @@ def _product_fit(design: np.ndarray, free: np.ndarray, exponents: Sequence[tuple
             a, *_ = np.linalg.lstsq(P * g[:, None], t, rcond=None)
             f = P @ a
             b, *_ = np.linalg.lstsq(Q * f[:, None], t, rcond=None)
-            now = float(np.sqrt(np.mean((t - f * (Q @ b)) ** 2))) / spread if spread > 0 \
-                else 0.0
+            now = _relative_rms(t - f * (Q @ b), t)
             if not np.isfinite(now):
                 return a, b, 1.0
             done = now <= enough or error - now <= PRODUCT_CONVERGED * now

@@ -204,11 +204,14 @@ def _split(run: Run, base: View, target: np.ndarray, budget: Budget
     # undefined at the zeros), after the cheaper additive test and on half of what is left:
     # the pair tests after the split's need their share
     kinds = ("additive", "multiplicative") if both_signs else ("multiplicative", "additive")
+    logged_by_tested: dict[bool, bool] = {}  # both signs: both tests are of the target itself
     for kind in kinds:
         signed = kind == "multiplicative" and both_signs
-        tested = np.log(np.abs(target)) if kind == "multiplicative" and not signed \
-            else target
-        logged = dec.logged_fits_better(base.columns, tested)
+        of_log = kind == "multiplicative" and not signed
+        tested = np.log(np.abs(target)) if of_log else target
+        if of_log not in logged_by_tested:
+            logged_by_tested[of_log] = dec.logged_fits_better(base.columns, tested)
+        logged = logged_by_tested[of_log]
         test = dec.product_group if signed else dec.separable_group
         over = budget.share(PRODUCT_SHARE).over if signed else budget.over
         first = test(base.columns, tested, groups, logged, over)
@@ -319,13 +322,13 @@ def _value_key(values: np.ndarray, centred: bool = False) -> bytes:
     return np.round(values[:PART_KEY_ROWS] / scale, 9).tobytes()
 
 
-def _leftover(view: View, rest: np.ndarray, split: dec.Separation,
-              part: np.ndarray | None = None) -> float:
+def _leftover(view: View, rest: np.ndarray, split: dec.Separation, part: np.ndarray
+              ) -> float:
     """How badly a surrogate of ``view``'s inputs alone fits ``rest`` (its log for a
     multiplicative split; 1.0: not of one sign). A split of a target of both signs is
     judged on ``rest`` itself, on the rows where the first group's ``part`` (the divisor)
     is not near one of its zeros (where a lookalike's ratio has poles)."""
-    if split.signed and part is not None:
+    if split.signed:
         away = np.abs(part) >= LEFTOVER_AWAY * float(np.max(np.abs(part)))
         if np.count_nonzero(away) < view.columns.shape[0] // 2:
             return 1.0
