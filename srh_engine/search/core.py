@@ -97,7 +97,7 @@ from .pi_groups import (
     reduce_by_units,
 )
 from .pool import available_workers, broken, forget, submit_islands, warm
-from .refit import exact_on_all_rows, refit, snap_front
+from .refit import exact_floor, exact_on_all_rows, refit, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
 from .threads import one_blas_thread
 from .views import Found, Run, View
@@ -235,8 +235,8 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
         entries = _consistent(entries, dimensions, wanted, notes)
     if limits is not None:
         entries = _within(entries, limits, notes)
-    return ExpressionSearchResult(pareto_front(entries), evaluated, time.monotonic() - started,
-                        tuple(dict.fromkeys(notes)))
+    return ExpressionSearchResult(pareto_front(entries, exact_floor(y)), evaluated,
+                                  time.monotonic() - started, tuple(dict.fromkeys(notes)))
 
 
 def warm_islands(workers: int | None = None, *, wait: bool = False,

@@ -7,10 +7,12 @@ import math
 import time
 
 import numpy as np
+from scipy.linalg import qr
 
 from ..evaluation import evaluate
 from ..fitting import fit, free_constants
 from ..nodes import Binary, Expression, Number, Parameter, Symbol
+from ..problem import LeastSquaresProblem
 from ..rendering import to_str
 from ..snapping import snap_constants
 from ..transform import complexity, fold_constants, map_postorder
@@ -19,7 +21,8 @@ from .results import FrontEntry, pareto_front
 from .selection import steepest
 from .views import EXACT_NMSE, Found, Run, column_values, inverse_transform, target_transforms
 
-__all__ = ["candidate_expression", "exact_on_all_rows", "fit_entry", "refit", "snap_front"]
+__all__ = ["candidate_expression", "exact_floor", "exact_on_all_rows", "fit_entry", "refit",
+           "snap_front"]
 
 
 MAX_REFITS = 60
@@ -188,6 +191,7 @@ def fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndarr
     or None when it cannot be fitted on every row."""
     expression = fold_constants(expression)  # ``cos(cos(2.9))/(M*r)`` is a number over M*r
     try:
+        expression = identifiable(expression, values, y, weights)
         result = fit(expression, values, y, options={"restarts": 1}, weights=weights)
     except Exception:  # noqa: BLE001 - a candidate that cannot be fitted is dropped
         return None
@@ -202,6 +206,48 @@ def fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndarr
             fitted, loss = pruned, pruned_loss
     r2 = 1.0 - loss / variance if variance > 0 else 0.0
     return FrontEntry(fitted, complexity(fitted), loss, float(r2))
+
+
+REDUNDANT_RTOL = 1e-10
+"""A fitted number is redundant when its column of the Jacobian (all columns scaled to norm
+1) is this close to the span of the others' (a pivoted QR's diagonal)."""
+
+
+def identifiable(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray,
+                 weights: np.ndarray | None = None) -> Expression:
+    """``expression`` with the parameters that others make redundant bound to their start
+    values: ``(a + b*cos(x))/(c + d*exp(t))`` is one function of ``a/d, b/d, c/d``.
+
+    On such a fit the optimiser's path is decided by rounding (the loss is flat along the
+    redundant direction), and the rounding of BLAS kernels depends on where the arrays
+    lie in memory: the same search then gave different fronts in two processes (the
+    fitted numbers, so the snapped and written formulas, differed). With the redundant
+    numbers fixed the fit is well posed and its result the same to rounding.
+    """
+    names = [n.name for n in expression.iter_preorder() if isinstance(n, Parameter)]
+    if len(set(names)) < 2:
+        return expression
+    try:
+        with np.errstate(all="ignore"):
+            problem = LeastSquaresProblem(expression, values, y, {}, weights)
+            jacobian = np.asarray(problem.jacobian_t(problem.theta0), dtype=float)
+    except Exception:  # noqa: BLE001 - the fit itself reports what is wrong
+        return expression
+    if problem.groups or jacobian.ndim != 2 or jacobian.shape[0] != len(problem.names):
+        return expression
+    jacobian = jacobian[:, np.all(np.isfinite(jacobian), axis=0)]
+    norms = np.linalg.norm(jacobian, axis=1)
+    if jacobian.shape[1] < jacobian.shape[0] or not np.all(norms > 0):
+        return expression  # too few rows, or a number without effect: left to the fit
+    _, r, pivots = qr((jacobian / norms[:, None]).T, mode="economic", pivoting=True)
+    diagonal = np.abs(np.diag(r))
+    redundant = {problem.names[k] for k, d in zip(pivots, diagonal, strict=True)
+                 if d <= REDUNDANT_RTOL * diagonal[0]}
+    if not redundant:
+        return expression
+    start = dict(zip(problem.names, problem.theta0, strict=True))
+    return map_postorder(expression, lambda node: Number(float(start[node.name]))
+                         if isinstance(node, Parameter) and node.name in redundant else node)
 
 
 PRUNE_RTOL = 1e-10
@@ -262,7 +308,14 @@ def exact_on_all_rows(run: Run, found: list[Found], target: np.ndarray | None = 
         run.weights.size == target.size else None
     entry = fit_entry(expression, run.columns_by_name, target,
                       weighted_moments(target, weights)[1], weights)
-    return entry is not None and entry.mse <= EXACT_MSE * float(np.mean(target**2))
+    return entry is not None and entry.mse <= exact_floor(target)
+
+
+def exact_floor(target: np.ndarray) -> float:
+    """The MSE at or below which a formula is exact for ``target`` (``EXACT_MSE``): inf
+    when the target's squares overflow (no error is measured below it then)."""
+    with np.errstate(over="ignore"):
+        return EXACT_MSE * float(np.mean(np.square(target, dtype=float)))
 
 
 def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.ndarray,
@@ -288,10 +341,12 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
     variance = weighted_moments(y, weights)[1]
     if not 0 < variance < math.inf:  # a target near 1e260: its variance overflows
         return entries
-    current, tried = list(entries), set()
+    # the entries tried, kept alive: an id of a replaced entry is reused by a later
+    # object, and that object would be taken for tried (a front that depended on the heap)
+    current, tried = list(entries), {}
     floor = min((max(1.0 - e.r2, 0.0) for e in entries), default=None)
     for _ in range(SNAP_ROUNDS):
-        front = list(pareto_front(current))
+        front = list(pareto_front(current, exact_floor(y)))
         if not front:  # no entry with a finite error
             break
         chosen = front.pop(steepest([e.complexity for e in front],
@@ -303,11 +358,11 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
             guaranteed = entry is chosen
             if not guaranteed and time.monotonic() > deadline:
                 break  # the next round's chosen formula, when new, is still snapped
-            tried.add(id(entry))
+            tried[id(entry)] = entry
             new = _snapped(entry, values, y, variance, None if guaranteed else deadline,
                            weights, floor)
             if new is not None:
-                tried.add(id(new))
+                tried[id(new)] = new
                 current = [new if e is entry else e for e in current]
     return current
 

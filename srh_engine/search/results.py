@@ -59,15 +59,24 @@ class ExpressionSearchResult:
         return self.front[steepest([e.complexity for e in self.front], losses)]
 
 
-def pareto_front(entries: Sequence[FrontEntry]) -> tuple[FrontEntry, ...]:
+def pareto_front(entries: Sequence[FrontEntry], floor: float = 0.0
+                 ) -> tuple[FrontEntry, ...]:
     """Simplest first; each entry strictly better than every simpler one.
 
     The rule of :func:`srh_core.ranking.front_indices` read from the simple end; the
-    engine keeps its own copy because it imports nothing above it.
+    engine keeps its own copy because it imports nothing above it. Errors at or below
+    ``floor`` count as equal: below the float rounding of the target, two exact formulas
+    differ in error by the order of their operations, and a longer one kept for that
+    made the front depend on rounding (the same seed gave two fronts). A floor that is
+    not finite (a target whose squares overflow) is no floor.
     """
+    floor = floor if math.isfinite(floor) else 0.0
     front, best = [], math.inf
-    for entry in sorted(entries, key=lambda e: (e.complexity, e.mse)):
-        if entry.mse < best:
+    # (of exact ones of one size, the first by text: not the one rounding favoured)
+    for entry in sorted(entries, key=lambda e: (e.complexity, max(e.mse, floor),
+                                                e.formula if e.mse <= floor else "")):
+        error = max(entry.mse, floor)
+        if error < best:
             front.append(entry)
-            best = entry.mse
+            best = error
     return tuple(front)
