@@ -63,6 +63,7 @@ from .constants import (
     recognised,
     structural_constants,
 )
+from .evaluation import evaluate as evaluate_expression
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
 
 __all__ = ["SNAP_MAX_NMSE", "recognise_and_snap", "snap_candidates", "snap_constants"]
@@ -80,6 +81,11 @@ MAX_CANDIDATES = 3
 MAX_REFIT_EVALUATIONS = 30
 """Residual evaluations per free number in one refit (a bound, not a deadline: the same
 formula and data always snap the same way)."""
+ROUNDING_RTOL = 1e-9
+"""A fitted number this close (relatively) to a simple value is that value but for the
+fit's rounding: all such numbers are snapped at once with no refit, before the count
+limit below (an exact sum of six terms, ``-2.0000000000000004*R*mu +
+0.9999999999999998*mu**2 ...``, was left with its drifted numbers)."""
 MAX_SNAPPED_NUMBERS = 5
 """Formulas with more fitted numbers are not snapped: each trial refits all the others
 (a 6-number formula took 0.5 s under load), and long fits are rarely structural."""
@@ -182,18 +188,20 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
     tree = _merged_chains(inlined)
     target = np.asarray(y, dtype=float)
     rows = int(np.isfinite(target).sum())
-    numbers = _numbers_with_roles(tree)
-    if len(numbers) > MAX_SNAPPED_NUMBERS or rows < 3:
+    if rows < 3:
         return expression
     current = _error(evaluate, tree, target)
     if current is None or current > max(SNAP_MAX_NMSE, FLOOR_FACTOR * (floor or 0.0)):
         return expression
-    if not numbers:  # the merged numbers may be simple already: -2.8648*(pi/u) is -9.0/u
-        return _simplified(tree) if tree != inlined else expression
     names = frozenset(n.name for n in tree.iter_preorder() if isinstance(n, Symbol))
     allowance = math.log(rows) / rows  # BIC: one free number fewer
+    tree, current, replaced = _rounded(tree, current, target, evaluate, names, allowance)
+    numbers = _numbers_with_roles(tree)
+    if len(numbers) > MAX_SNAPPED_NUMBERS:
+        return _simplified(_tidy(tree, replaced)) if replaced else expression
+    if not numbers and not replaced:  # the merged numbers may be simple already:
+        return _simplified(tree) if tree != inlined else expression  # -2.8648*(pi/u) is -9/u
     free = [path for path, _, _ in numbers]
-    replaced: list[Path] = []
     for path, _, role in sorted(numbers, key=lambda number: _ROLE_ORDER[number[2]]):
         if deadline is not None and time.monotonic() > deadline:
             break
@@ -209,6 +217,29 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
     if not replaced:  # tree is still the merged one
         return _simplified(tree) if tree != inlined else expression
     return _simplified(_tidy(tree, replaced))
+
+
+def _rounded(tree: Expression, current: float, target: np.ndarray, evaluate: Evaluate,
+             names: frozenset[str], allowance: float
+             ) -> tuple[Expression, float, list[Path]]:
+    """``tree`` with every fitted number that is a simple value to ``ROUNDING_RTOL`` made
+    that value, all at once and without a refit (one evaluation), when the BIC allows;
+    its error and the paths replaced."""
+    rounded, replaced = tree, []
+    for path, value, role in _numbers_with_roles(tree):
+        for candidate in snap_candidates(value, role, names):
+            exact = float(np.asarray(evaluate_expression(candidate, {}), dtype=float))
+            if abs(exact - value) <= ROUNDING_RTOL * abs(value):
+                rounded = _replace_at(rounded, path, candidate)
+                replaced.append(path)
+                break
+    if not replaced:
+        return tree, current, []
+    error = _error(evaluate, rounded, target)
+    if error is None or math.log(max(error, EXACT_NMSE) / max(current, EXACT_NMSE)) > \
+            allowance * len(replaced):
+        return tree, current, []
+    return rounded, error, replaced
 
 
 def _merged_chains(tree: Expression, in_chain: bool = False) -> Expression:

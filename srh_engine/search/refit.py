@@ -323,7 +323,9 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
     """``entries`` with the front's fitted numbers snapped to simple values where the BIC
     allows (:func:`srh_engine.snapping.snap_constants`): first the formula the "best" rule
     picks (:func:`.selection.steepest`; even past the deadline: one snap is a few dozen
-    small fits), then the others, most accurate first, until ``deadline``; then again on
+    small fits), then the others, most accurate first, until ``deadline`` (past it only
+    their numbers that are simple values but for rounding are, which takes one evaluation:
+    under load an exact sum kept ``0.49999999999999994*mu**2``); then again on
     the entries the snaps brought onto the front (a snap raises an entry's error a
     little, and an unsnapped one of the same size may take its place), at most
     ``SNAP_ROUNDS`` times, each round's pick again even past the deadline (under load the
@@ -355,9 +357,10 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
         if not order:
             break
         for entry in order:
+            # past the deadline an entry's numbers are only rounded (those a simple value
+            # but for rounding: one evaluation); the next round's chosen formula, when new,
+            # is still snapped
             guaranteed = entry is chosen
-            if not guaranteed and time.monotonic() > deadline:
-                break  # the next round's chosen formula, when new, is still snapped
             tried[id(entry)] = entry
             new = _snapped(entry, values, y, variance, None if guaranteed else deadline,
                            weights, floor)

@@ -193,3 +193,37 @@ def test_candidates_of_extreme_numbers_are_found_without_an_arithmetic_error(val
     assert all(isinstance(c, Expression) for c in candidates)
     if role in ("additive", "exp_offset"):
         assert candidates[0] == Number(0)
+
+
+ROUNDED_SUM = ("sqrt(-2.0000000000000004*theta*x - 2.0000000000000004*r*q1"
+               " + 0.9999999999999998*theta**2 + 1.0000000000000002*x**2"
+               " + 0.9999999999999999*r**2 + 1.0000000000000002*q1**2)")
+ROUNDED_TRUTH = "sqrt((theta - x)**2 + (r - q1)**2)"
+
+
+def test_numbers_simple_but_for_rounding_are_snapped_however_many():
+    # six fitted numbers: more than the snaps refit, each a simple value to rounding
+    y = on_data(parse(ROUNDED_TRUTH))
+    result = snapped(ROUNDED_SUM, y)
+    assert "0000" not in result and "9999" not in result, result
+    assert same_function(result, ROUNDED_TRUTH)
+    # one drift beyond rounding: that number is snapped the usual way, the others refitted
+    assert same_function(snapped(ROUNDED_SUM.replace("0.9999999999999998", "0.9999998"), y),
+                         ROUNDED_TRUTH)
+    # all six beyond rounding: too many numbers to refit, left as they are
+    drifted = ROUNDED_SUM.replace("0000000000000", "000002").replace("9999999999999", "99998")
+    assert snapped(drifted, y) == to_str(parse(drifted))
+
+
+def test_snap_front_rounds_every_entry_past_the_deadline():
+    y = on_data(parse(ROUNDED_TRUTH))
+    variance = float(np.var(y))
+    rounded = parse(ROUNDED_SUM)
+    mse = float(np.mean((on_data(rounded) - y) ** 2))
+    simpler = parse("1.3*theta + 0.2")
+    simpler_mse = float(np.mean((on_data(simpler) - y) ** 2))
+    entries = [FrontEntry(parse("0.1"), 1, variance, 0.0),
+               FrontEntry(simpler, 5, simpler_mse, 1 - simpler_mse / variance),
+               FrontEntry(rounded, 30, mse, 1 - mse / variance)]
+    result = snap_front(entries, DATA, y, deadline=0.0)
+    assert all("0000" not in e.formula for e in result), [e.formula for e in result]
