@@ -7,7 +7,6 @@ import math
 import time
 
 import numpy as np
-from scipy.linalg import qr
 
 from ..evaluation import evaluate
 from ..fitting import fit, free_constants
@@ -208,21 +207,28 @@ def fit_entry(expression: Expression, values: dict[str, np.ndarray], y: np.ndarr
     return FrontEntry(fitted, complexity(fitted), loss, float(r2))
 
 
-REDUNDANT_RTOL = 1e-10
-"""A fitted number is redundant when its column of the Jacobian (all columns scaled to norm
-1) is this close to the span of the others' (a pivoted QR's diagonal)."""
+REDUNDANT_RTOL = 1e-9
+"""A fitted number is redundant when its column of the Jacobian (scaled to norm 1) is
+this close to the span of the columns of the numbers before it (rounding is ~1e-15)."""
+REDUNDANT_SHIFT = 0.1
+"""The second point the Jacobian is taken at: each number moved by this share of its size
+(a redundancy of the formula holds everywhere, a coincidence of the start point, such as
+``a*x + b*x**c`` at ``c = 1``, does not)."""
 
 
 def identifiable(expression: Expression, values: dict[str, np.ndarray], y: np.ndarray,
                  weights: np.ndarray | None = None) -> Expression:
     """``expression`` with the parameters that others make redundant bound to their start
-    values: ``(a + b*cos(x))/(c + d*exp(t))`` is one function of ``a/d, b/d, c/d``.
+    values: ``(a + b*cos(x))/(c + d*exp(t))`` is one function of ``a/d, b/d, c/d``, and
+    ``d``, the last in the tree of the four, is bound.
 
     On such a fit the optimiser's path is decided by rounding (the loss is flat along the
     redundant direction), and the rounding of BLAS kernels depends on where the arrays
     lie in memory: the same search then gave different fronts in two processes (the
     fitted numbers, so the snapped and written formulas, differed). With the redundant
-    numbers fixed the fit is well posed and its result the same to rounding.
+    numbers fixed the fit is well posed and its result the same to rounding. Which
+    numbers are bound is decided in the tree's order with a tolerance far above rounding,
+    at the start point and at a shifted one (:data:`REDUNDANT_SHIFT`).
     """
     names = [n.name for n in expression.iter_preorder() if isinstance(n, Parameter)]
     if len(set(names)) < 2:
@@ -230,24 +236,48 @@ def identifiable(expression: Expression, values: dict[str, np.ndarray], y: np.nd
     try:
         with np.errstate(all="ignore"):
             problem = LeastSquaresProblem(expression, values, y, {}, weights)
-            jacobian = np.asarray(problem.jacobian_t(problem.theta0), dtype=float)
+            if problem.groups:
+                return expression
+            theta = problem.theta0
+            pattern = np.resize([0.7, -0.4, 0.9, -0.6, 0.5, -0.8], theta.size)
+            shifted = theta + REDUNDANT_SHIFT * pattern * (np.abs(theta) + REDUNDANT_SHIFT)
+            redundant = _dependent(problem.jacobian_t(theta)) & \
+                _dependent(problem.jacobian_t(shifted))
     except Exception:  # noqa: BLE001 - the fit itself reports what is wrong
         return expression
-    if problem.groups or jacobian.ndim != 2 or jacobian.shape[0] != len(problem.names):
-        return expression
-    jacobian = jacobian[:, np.all(np.isfinite(jacobian), axis=0)]
-    norms = np.linalg.norm(jacobian, axis=1)
-    if jacobian.shape[1] < jacobian.shape[0] or not np.all(norms > 0):
-        return expression  # too few rows, or a number without effect: left to the fit
-    _, r, pivots = qr((jacobian / norms[:, None]).T, mode="economic", pivoting=True)
-    diagonal = np.abs(np.diag(r))
-    redundant = {problem.names[k] for k, d in zip(pivots, diagonal, strict=True)
-                 if d <= REDUNDANT_RTOL * diagonal[0]}
     if not redundant:
         return expression
-    start = dict(zip(problem.names, problem.theta0, strict=True))
-    return map_postorder(expression, lambda node: Number(float(start[node.name]))
-                         if isinstance(node, Parameter) and node.name in redundant else node)
+    bound = {problem.names[k]: float(theta[k]) for k in redundant}
+    return map_postorder(expression, lambda node: Number(bound[node.name])
+                         if isinstance(node, Parameter) and node.name in bound else node)
+
+
+def _dependent(jacobian: np.ndarray) -> set[int]:
+    """Rows of the transposed Jacobian within ``REDUNDANT_RTOL`` of the span of the rows
+    before them (each scaled to norm 1; Gram-Schmidt, twice), on the data rows where every
+    derivative is finite; none when a row is zero (a number without effect there: left to
+    the fit) or there are fewer data rows than numbers."""
+    jacobian = np.asarray(jacobian, dtype=float)
+    if jacobian.ndim != 2:
+        return set()
+    jacobian = jacobian[:, np.all(np.isfinite(jacobian), axis=0)]
+    if jacobian.shape[1] < jacobian.shape[0]:
+        return set()
+    norms = np.linalg.norm(jacobian, axis=1)
+    if not np.all(norms > 0):
+        return set()
+    basis: list[np.ndarray] = []
+    dependent = set()
+    for index, row in enumerate(jacobian / norms[:, None]):
+        for _ in range(2):
+            for vector in basis:
+                row = row - (vector @ row) * vector
+        size = float(np.linalg.norm(row))
+        if size <= REDUNDANT_RTOL:
+            dependent.add(index)
+        else:
+            basis.append(row / size)
+    return dependent
 
 
 PRUNE_RTOL = 1e-10

@@ -97,6 +97,9 @@ def test_a_redundant_number_is_bound_and_the_rest_fitted():
     assert entry is not None and entry.mse <= 1e-24 * float(np.mean(y**2))
     plain = parse('param("a", 0.5) + param("b", 2.0)*cos(x)*exp(-t)')
     assert identifiable(plain, values, y) is plain  # nothing redundant: untouched
+    # two columns equal at the start point only (x and x**1): no redundancy of the formula
+    coincidence = parse('param("a", 0.5)*x + param("b", 2.0)*x**param("c", 1.0)')
+    assert identifiable(coincidence, values, y) is coincidence
 
 
 def test_a_redundant_fit_does_not_depend_on_where_arrays_lie_in_memory():
