@@ -349,6 +349,67 @@ def pair_combinations(X: np.ndarray, y: np.ndarray, limit: int = 4,
     return [(i, j, op) for _, i, j, op in found[:limit]]
 
 
+HOMOGENEOUS_SLACK = 0.05
+"""The degree of a weighted scaling symmetry is snapped to a fraction within this (the
+surrogate's slope; the search of the remainder decides)."""
+MIN_DEGREE = 0.25
+"""Degrees closer to 0 than this are the plain scaling symmetry (``/`` pair tests)."""
+
+
+def homogeneous_pairs(X: np.ndarray, y: np.ndarray, limit: int = 2,
+                      over: Callable[[], bool] | None = None
+                      ) -> list[tuple[int, int, float]]:
+    """Pairs ``(i, j, k)`` of positive inputs in which ``y`` is homogeneous of degree ``k``:
+    ``y(s*x_i, s*x_j) = s**k * y(x_i, x_j)``, so ``y = x_i**k * h(x_i/x_j, rest)``
+    (``C**3/(exp(C/R) - 1)``: the plain scaling test, degree 0, fails on it, and no input
+    is a power factor).
+
+    Tested on ``log|y|`` (``y`` of one sign): the surrogate over ``x_i/x_j`` and the rest,
+    plus the term ``k*log(x_i)`` with ``k`` fitted, fits about as well as the free one
+    (the pair tests' tolerance); ``k`` snapped to a simple fraction and confirmed by the
+    same test without the term on ``log|y| - k*log(x_i)``. At most ``limit``, best first;
+    ``over`` is asked before each pair's test.
+    """
+    if X.shape[1] < 2 or not (np.all(y > 0) or np.all(y < 0)):
+        return []
+    positive = [k for k in range(X.shape[1]) if np.all(X[:, k] > 0)]
+    if len(positive) < 2:
+        return []
+    Xs, t = _rows(X, np.log(np.abs(y)))
+    degree = _degree(X.shape[1], t.size)
+    free = _residual(_design(_scaled(Xs), _exponents(X.shape[1], degree)), t)
+    if free >= MAX_SURROGATE_ERROR:
+        return []
+    allowed = max(SLACK * free + FLOOR, PAIR_TOLERANCE)
+    reduced = _exponents(X.shape[1] - 1, degree)
+    spread = float(np.std(t))
+    found = []
+    for i, j in itertools.permutations(positive, 2):
+        if i > j and (j, i) in {(a, b) for _, a, b, _ in found}:
+            continue  # the same symmetry, read from the other input
+        if over is not None and over():
+            return []
+        combined = combine(Xs, i, j, "/")
+        if combined is None:
+            continue
+        design = _design(_scaled(combined), reduced)
+        logged = np.log(Xs[:, i])
+        with np.errstate(all="ignore"):
+            coefficients, *_ = np.linalg.lstsq(np.column_stack([design, logged]), t,
+                                               rcond=None)
+        slope = float(coefficients[-1])
+        if not math.isfinite(slope) or abs(slope) < MIN_DEGREE or spread == 0:
+            continue
+        k = _snapped(slope, HOMOGENEOUS_SLACK)
+        if k is None or k == 0:
+            continue
+        error = _residual(design, t - k * logged)
+        if error <= allowed:
+            found.append((error, i, j, k))
+    found.sort()
+    return [(i, j, k) for _, i, j, k in found[:limit]]
+
+
 def part_with_surrogate(X: np.ndarray, part: np.ndarray, t: np.ndarray, logged: bool = False
                         ) -> tuple[float, float]:
     """Fit ``t ~ c*part + poly(X)``: the coefficient ``c`` and the relative RMS error.

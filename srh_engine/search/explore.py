@@ -135,7 +135,7 @@ def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget, probed
 
 def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int,
                 factoring: bool, factors_tested: bool = False) -> list[Found]:
-    views, split, factors = [base], None, {}
+    views, split, factors, homogeneous = [base], None, {}, None
     if base.columns.shape[1] >= 2 and depth < MAX_DEPTH:
         unused = dec.unused_inputs(base.columns, target)
         if unused:  # searched without them: every phase below gets further on fewer inputs
@@ -153,6 +153,8 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
             split = _split(run, base, target, analysis)
         if not factors and split is None and not analysis.over():
             views += _pair_views(run, base, target, budget)
+        if not factors and split is None and len(views) == 1 and not analysis.over():
+            homogeneous = _homogeneous(run, base, target, analysis)
     if factors:
         now = _factored(run, base, target, factors, budget.share(FACTORED_SHARE), depth)
         if exact_on_all_rows(run, now, target):
@@ -165,7 +167,7 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
         return now + _decomposed(run, base, target, budget, depth, factoring=False)
     # views with an invariance taken out first: fewer inputs, and the test is strict
     plans: list = ([("split", split)] if split else []) + [("view", v) for v in views[1:]] + \
-        [("view", base)]
+        ([("homogeneous", homogeneous)] if homogeneous else []) + [("view", base)]
     found: list[Found] = []
     for index, (kind, item) in enumerate(plans):
         share_end = budget.share(1.0 / (len(plans) - index))
@@ -173,6 +175,8 @@ def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth:
             found += explore(run, item, target, share_end, depth + 1, factoring)
         elif kind == "view":
             found += search_view(run, item, target, share_end, run.seed + index + 10 * depth)
+        elif kind == "homogeneous":
+            found += _homogeneous_search(run, base, target, item, share_end, depth, factoring)
         else:
             found += _search_split(run, base, target, item, share_end, depth, factoring)
         if exact_on_all_rows(run, found, target, gate=PART_NMSE if kind == "split" else
@@ -185,6 +189,43 @@ def _pair_views(run: Run, base: View, target: np.ndarray, budget: Budget) -> lis
     """Views with the pairs the target is invariant under taken out (:mod:`.invariance`),
     while ``budget`` lasts."""
     return invariant_views(run, base, target, MAX_PAIR_INPUTS, budget.over)
+
+
+def _homogeneous(run: Run, base: View, target: np.ndarray, budget: Budget
+                 ) -> tuple[int, int, float] | None:
+    """A pair the target is homogeneous in (:func:`.decomposition.homogeneous_pairs`):
+    ``x_i**k`` times a function of ``x_i/x_j`` and the rest; None when there is none."""
+    found = dec.homogeneous_pairs(base.columns, target, limit=1, over=budget.over)
+    if not found:
+        return None
+    i, j, k = found[0]
+    run.notes.append(f"weighted scaling symmetry: the target is "
+                     f"{to_str(_power_of(base.inputs[i], k))} times a function of "
+                     f"{to_str(base.inputs[i])}/{to_str(base.inputs[j])}")
+    return found[0]
+
+
+def _homogeneous_search(run: Run, base: View, target: np.ndarray,
+                        pair: tuple[int, int, float], budget: Budget, depth: int,
+                        factoring: bool) -> list[Found]:
+    """Search ``y / x_i**k`` over ``x_i/x_j`` and the other inputs; each found item wrapped
+    in the power ``x_i**k``."""
+    i, j, k = pair
+    columns = dec.combine(base.columns, i, j, "/")
+    if columns is None:
+        return []
+    ratio = Binary("/", base.inputs[i], base.inputs[j])
+    rest = [base.inputs[m] for m in range(len(base.inputs)) if m not in (i, j)]
+    view = View(f"{to_str(ratio)} as one input", [ratio, *rest], columns)
+    power = _power_of(base.inputs[i], k)
+    found = explore(run, view, target / base.columns[:, i] ** k, budget, depth + 1, factoring)
+    for item in found:
+        item.wraps = (("power", power), *item.wraps)
+    return found
+
+
+def _power_of(base: Expression, exponent: float) -> Expression:
+    return base if exponent == 1 else Binary("**", base, Number(_exponent_number(exponent)))
 
 
 def _split(run: Run, base: View, target: np.ndarray, budget: Budget
@@ -401,8 +442,7 @@ def _factored(run: Run, base: View, target: np.ndarray, factors: dict[int, float
     product: Expression | None = None
     values = np.ones_like(target)
     for index, exponent in sorted(factors.items()):
-        power = base.inputs[index] if exponent == 1 else \
-            Binary("**", base.inputs[index], Number(_exponent_number(exponent)))
+        power = _power_of(base.inputs[index], exponent)
         product = power if product is None else Binary("*", product, power)
         values = values * base.columns[:, index] ** exponent
     run.notes.append("power factors divided out: " + to_str(product))

@@ -8,8 +8,10 @@ import pytest
 
 from srh_engine import check_dimensions, evaluate
 from srh_engine.nodes import Binary, Function, Number, Symbol
+from srh_engine.search import decomposition as dec
 from srh_engine.search import search
 from srh_engine.search.consistency import FormDimensions, input_dimensions, tree_consistent
+from srh_engine.search.decomposition import homogeneous_pairs
 from srh_engine.search.enumeration import Enumeration
 from srh_engine.search.evolution import Evolution
 from srh_engine.search.invariance import candidate_pairs, invariant_views
@@ -188,3 +190,33 @@ def test_no_filter_without_units_or_with_only_dimensionless_inputs():
     assert input_dimensions(SYMBOLS, None) is None
     assert input_dimensions(SYMBOLS, {"a": parse_units("1")}) is None
     assert input_dimensions([Binary("/", Symbol("x"), Symbol("x"))], UNITS) is None
+
+
+@pytest.mark.parametrize(("y", "expected"), [
+    (A**3 / (np.exp(A / B) - 1), (0, 1, 3.0)),  # a Bose law: A**3 times a function of A/B
+    (np.exp(-(A / B) ** 2 / 2) / B * C, (1, 0, -1.0)),  # a Gaussian density (times C)
+    (A / (1 + A / B) * np.exp(C), (0, 1, 1.0)),
+], ids=["bose", "gaussian", "saturation"])
+def test_a_weighted_scaling_symmetry_is_found_with_its_degree(y, expected):
+    found = homogeneous_pairs(X, y)
+    assert found, "no pair found"
+    i, j, k = found[0]
+    assert {i, j} == set(expected[:2]) and k == expected[2]  # read from either input
+    # what is left is a function of the ratio and the other inputs
+    ratio = X[:, i] / X[:, j]
+    rest = [m for m in range(X.shape[1]) if m not in (i, j)]
+    assert dec.surrogate_error(np.column_stack([ratio, X[:, rest]]),
+                               np.log(np.abs(y / X[:, i] ** k))) < 1e-3
+
+
+@pytest.mark.parametrize("y", [A**2 + B + C, A / (1 + B) + C**2, np.cos(A) * B],
+                         ids=["sum", "no-ratio", "both-signs"])
+def test_no_weighted_scaling_symmetry_where_there_is_none(y):
+    assert homogeneous_pairs(X[:, :3], y) == []
+
+
+def test_the_search_finds_a_bose_law_through_its_weighted_scaling_symmetry():
+    y = C * A**3 / (np.exp(A / B) - 1)
+    result = search(X, y, NAMES, time_budget=10, seed=0, workers=1)
+    best = min(result.front, key=lambda entry: entry.mse)
+    assert best.mse <= 1e-20 * float(np.mean(y**2)), best.formula
