@@ -133,3 +133,12 @@ def test_exact_entries_differ_on_the_front_only_by_size():
     assert [e.formula for e in front] == ["x", "x + cos(z)/exp(y)"]
     same_size = [entry("a*b", 2e-33), entry("b*a", 1e-33)]
     assert [e.formula for e in pareto_front(same_size, floor=1e-24)] == ["a*b"]
+    # a drifted number, or a float half, against the snapped value
+    # (of one size: a snapped constant part counts as one number)
+    snapped = [FrontEntry(parse(text), 7, mse, 1.0) for text, mse in
+               [("0.7071067811865476*a/(b - 1)", 1e-33), ("a/(sqrt(2)*(b - 1))", 3e-33)]]
+    assert [e.formula for e in pareto_front(snapped, floor=1e-24)] == ["a/(sqrt(2)*(b - 1))"]
+    halves = [FrontEntry(parse(text), 7, 1e-33, 1.0) for text in
+              ["c*sqrt(b + 0.5*a)", "sqrt(2)*c*sqrt(a + 2*b)/2"]]
+    assert [e.formula for e in pareto_front(halves, floor=1e-24)] == \
+        ["sqrt(2)*c*sqrt(a + 2*b)/2"]
