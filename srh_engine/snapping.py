@@ -63,6 +63,7 @@ from .constants import (
     recognised,
     structural_constants,
 )
+from .errors import EngineError
 from .evaluation import evaluate as evaluate_expression
 from .nodes import Binary, Expression, Function, Number, Symbol, Unary
 
@@ -243,9 +244,11 @@ def _rounded(tree: Expression, current: float, target: np.ndarray, evaluate: Eva
 
 
 def _merged_chains(tree: Expression, in_chain: bool = False) -> Expression:
-    """Each product/quotient chain's numbers as one number when one of them is fitted:
-    ``-0.014*(71.26/(a - x))`` is ``-1.0004/(a - x)`` (two numbers, one degree of freedom,
-    and neither near a simple value)."""
+    """Each product/quotient chain's numbers and constant parts as one number when one of
+    them is a fitted number: ``-0.014*(71.26/(a - x))`` is ``-1.0004/(a - x)`` (two
+    numbers, one degree of freedom, and neither near a simple value), and
+    ``0.22507907903927651*sqrt(pi)/exp(B**2/2)`` is ``0.3989422804014327/exp(B**2/2)``,
+    ``1/sqrt(2*pi)``."""
     chain = isinstance(tree, Binary) and tree.operator in ("*", "/")
     operands = tree.operands
     if operands:
@@ -257,14 +260,31 @@ def _merged_chains(tree: Expression, in_chain: bool = False) -> Expression:
     numerator: list[Expression] = []
     denominator: list[Expression] = []
     _collect(tree, False, numerator, denominator)
-    numbers = [f for f in numerator + denominator if isinstance(f, Number)]
-    if len(numbers) < 2 or not any(_fitted(f.value) for f in numbers):
+    top = [_constant_value(f) for f in numerator]
+    bottom = [_constant_value(f) for f in denominator]
+    constants = [v for v in top + bottom if v is not None]
+    if len(constants) < 2 or not any(isinstance(f, Number) and _fitted(f.value)
+                                     for f in numerator + denominator):
         return tree
-    value = math.prod(float(f.value) for f in numerator if isinstance(f, Number)) / \
-        math.prod(float(f.value) for f in denominator if isinstance(f, Number))
-    rest = _quotient([f for f in numerator if not isinstance(f, Number)] or [Number(1)],
-                     [f for f in denominator if not isinstance(f, Number)])
-    return Binary("*", Number(value), rest) if math.isfinite(value) else tree
+    value = math.prod(v for v in top if v is not None) / \
+        math.prod(v for v in bottom if v is not None)
+    rest = _quotient([f for f, v in zip(numerator, top, strict=True) if v is None]
+                     or [Number(1)],
+                     [f for f, v in zip(denominator, bottom, strict=True) if v is None])
+    return Binary("*", Number(value), rest) if math.isfinite(value) and value != 0 else tree
+
+
+def _constant_value(factor: Expression) -> float | None:
+    """The value of a factor without symbols (a number, ``sqrt(pi)``); None otherwise."""
+    if isinstance(factor, Number):
+        return float(factor.value)
+    if any(isinstance(node, Symbol) for node in factor.iter_preorder()):
+        return None
+    try:
+        value = float(np.asarray(evaluate_expression(factor, {}), dtype=float))
+    except (EngineError, ValueError, TypeError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _numbers_with_roles(tree: Expression) -> list[tuple[Path, float, str]]:

@@ -97,7 +97,7 @@ from .pi_groups import (
     reduce_by_units,
 )
 from .pool import available_workers, broken, forget, submit_islands, warm
-from .refit import exact_floor, exact_on_all_rows, refit, snap_front
+from .refit import exact_floor, exact_on_all_rows, refit, rounded_front, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
 from .threads import one_blas_thread
 from .views import Found, Run, View
@@ -231,6 +231,8 @@ def search(X: np.ndarray, y: np.ndarray, names: Sequence[str] | None = None, *,
     if merged:
         notes.append(f"{1 + merged} islands merged (seeds {seed}..{seed + len(futures)})")
     entries = _written(entries, X, names)
+    columns = {name: X[:, i] for i, name in enumerate(names)}
+    entries = _written(rounded_front(entries, columns, y, weights), X, names)
     if dimensions:
         entries = _consistent(entries, dimensions, wanted, notes)
     if limits is not None:

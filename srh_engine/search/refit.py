@@ -21,7 +21,7 @@ from .selection import steepest
 from .views import EXACT_NMSE, Found, Run, column_values, inverse_transform, target_transforms
 
 __all__ = ["candidate_expression", "exact_floor", "exact_on_all_rows", "fit_entry", "refit",
-           "snap_front"]
+           "rounded_front", "snap_front"]
 
 
 MAX_REFITS = 60
@@ -399,6 +399,21 @@ def snap_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.n
                 current = [new if e is entry else e for e in current]
     return current
 
+
+
+def rounded_front(entries: list[FrontEntry], values: dict[str, np.ndarray], y: np.ndarray,
+                  weights: np.ndarray | None = None) -> list[FrontEntry]:
+    """``entries`` with their numbers that are simple values but for rounding made those
+    values (:func:`srh_engine.snapping.snap_constants` past its deadline: one evaluation
+    each, no refit). For the written entries: the writer merges numbers the snaps saw
+    apart, ``b*(c/sqrt(C) + d*a)`` being ``0.07957747154594767/sqrt(C) +
+    0.15915494309189535*a``, which are ``1/(4*pi)`` and ``1/(2*pi)``."""
+    with np.errstate(all="ignore"):  # a target near the float limit: its variance overflows
+        variance = weighted_moments(y, weights)[1]
+        if not 0 < variance < math.inf:
+            return entries
+        return [_snapped(entry, values, y, variance, 0.0, weights) or entry
+                for entry in entries]
 
 
 def _snapped(entry: FrontEntry, values: dict[str, np.ndarray], y: np.ndarray,

@@ -227,3 +227,24 @@ def test_snap_front_rounds_every_entry_past_the_deadline():
                FrontEntry(rounded, 30, mse, 1 - mse / variance)]
     result = snap_front(entries, DATA, y, deadline=0.0)
     assert all("0000" not in e.formula for e in result), [e.formula for e in result]
+
+
+def test_a_constant_part_of_a_product_merges_with_its_fitted_number():
+    # one degree of freedom: 0.2250790790392765 * sqrt(pi) is 1/sqrt(2*pi)
+    y = on_data(parse("exp(-theta**2/2)/sqrt(2*pi) + x"))
+    result = snapped("0.22507907903927651*sqrt(pi)/exp(theta**2/2) + x", y)
+    assert "0.2250" not in result and same_function(result, "exp(-theta**2/2)/sqrt(2*pi) + x")
+
+
+def test_written_entries_get_their_numbers_rounded():
+    # what the writer makes of b*(c/sqrt(x) + d*r*theta**1.5): numbers the snaps saw apart
+    from srh_engine.search.refit import rounded_front
+
+    truth = "1/(4*pi*sqrt(x)) + r*theta**1.5/(2*pi)"
+    y = on_data(parse(truth))
+    written = parse("0.07957747154594767/sqrt(x) + 0.15915494309189535*r*theta**1.5")
+    mse = float(np.mean((on_data(written) - y) ** 2))
+    entries = [FrontEntry(written, 12, mse, 1.0)]
+    [result] = rounded_front(entries, DATA, y)
+    assert "0.0795" not in result.formula and "0.159" not in result.formula, result.formula
+    assert same_function(result.formula, truth)
