@@ -376,16 +376,17 @@ def homogeneous_pairs(X: np.ndarray, y: np.ndarray, limit: int = 2,
     if len(positive) < 2:
         return []
     Xs, t = _rows(X, np.log(np.abs(y)))
+    if not np.std(t) > 0:
+        return []
     degree = _degree(X.shape[1], t.size)
     free = _residual(_design(_scaled(Xs), _exponents(X.shape[1], degree)), t)
     if free >= MAX_SURROGATE_ERROR:
         return []
     allowed = max(SLACK * free + FLOOR, PAIR_TOLERANCE)
     reduced = _exponents(X.shape[1] - 1, degree)
-    spread = float(np.std(t))
-    found = []
+    found: list[tuple[float, int, int, float]] = []
     for i, j in itertools.permutations(positive, 2):
-        if i > j and (j, i) in {(a, b) for _, a, b, _ in found}:
+        if any((a, b) == (j, i) for _, a, b, _ in found):
             continue  # the same symmetry, read from the other input
         if over is not None and over():
             return []
@@ -398,7 +399,7 @@ def homogeneous_pairs(X: np.ndarray, y: np.ndarray, limit: int = 2,
             coefficients, *_ = np.linalg.lstsq(np.column_stack([design, logged]), t,
                                                rcond=None)
         slope = float(coefficients[-1])
-        if not math.isfinite(slope) or abs(slope) < MIN_DEGREE or spread == 0:
+        if not math.isfinite(slope) or abs(slope) < MIN_DEGREE:
             continue
         k = _snapped(slope, HOMOGENEOUS_SLACK)
         if k is None or k == 0:
