@@ -381,10 +381,13 @@ def _power_values(X: np.ndarray, exponents: Sequence[Fraction]) -> np.ndarray:
 
 def monomial_expression(exponents: Sequence[Fraction], inputs: Sequence[Expression]
                         ) -> Expression:
-    """``prod inputs[i]**e_i``: positive powers over negative ones (``a*b/c**2``)."""
+    """``prod inputs[i]**e_i``: positive powers over negative ones (``a*b/c**2``), a half
+    power as a root (``sqrt(M/g)`` is ``sqrt(M)/sqrt(g)``, not ``M**0.5/g**0.5``)."""
     def power(base: Expression, exponent: Fraction) -> Expression:
         if exponent == 1:
             return base
+        if exponent == Fraction(1, 2):
+            return Function("sqrt", (base,))
         number = int(exponent) if exponent.denominator == 1 else float(exponent)
         return Binary("**", base, Number(number))
 
@@ -470,7 +473,10 @@ def common_monomial_out(expression: Expression) -> Expression:
 
 
 def _common_out(node: Expression) -> Expression:
-    if not (isinstance(node, Binary) and node.operator == "*"):
+    """A product or quotient with a sum for an operand, the sum's common powers taken out
+    (a sum divided by, or dividing, the rest too: ``(v/c)/(c/v - v/c)`` is
+    ``v**2/(c**2 - v**2)``, a group's law over ``g`` and ``1/g`` mapped back)."""
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
         return node
     if _is_sum(node.right):
         outer, inner = node.left, node.right
@@ -486,7 +492,14 @@ def _common_out(node: Expression) -> Expression:
     if not common:
         return node
     taken = monomial_expression(list(common.values()), [Symbol(n) for n in common])
-    return Binary("*", merged_powers(Binary("*", outer, taken)), _divided(inner, taken))
+    if node.operator == "*":
+        outer = merged_powers(Binary("*", outer, taken))
+        if isinstance(outer, Binary) and outer.operator == "/" and outer.left == Number(1):
+            return Binary("/", _divided(inner, taken), outer.right)  # not ``1/M*(...)``
+        return Binary("*", outer, _divided(inner, taken))
+    if inner is node.right:  # outer / (taken * rest)
+        return Binary("/", merged_powers(Binary("/", outer, taken)), _divided(inner, taken))
+    return Binary("*", merged_powers(Binary("/", taken, outer)), _divided(inner, taken))
 
 
 def monomial_into_root(expression: Expression, name: str) -> Expression:
@@ -526,11 +539,23 @@ def _is_monomial(node: Expression) -> bool:
 
 
 def _multiplied(node: Expression, factor: Expression) -> Expression:
-    """Each term of the sum ``node`` times ``factor``, its powers merged."""
+    """Each term of the sum ``node`` times ``factor``, its powers merged; into a sum that a
+    number multiplies or divides too (``(E**2/V**2 + P**2/V**2)/(16*pi**2)`` times ``V**2``:
+    ``(E**2 + P**2)/(16*pi**2)``)."""
     if _is_sum(node):
         return Binary(node.operator, _multiplied(node.left, factor),
                       _multiplied(node.right, factor))
+    if isinstance(node, Binary) and node.operator in ("*", "/") and \
+            _is_sum(node.left) and _is_constant(node.right):
+        return Binary(node.operator, _multiplied(node.left, factor), node.right)
+    if isinstance(node, Binary) and node.operator == "*" and \
+            _is_sum(node.right) and _is_constant(node.left):
+        return Binary("*", node.left, _multiplied(node.right, factor))
     return merged_powers(Binary("*", node, factor))
+
+
+def _is_constant(node: Expression) -> bool:
+    return not any(isinstance(part, Symbol) for part in node.iter_preorder())
 
 
 def _is_sum(node: Expression) -> bool:
@@ -562,7 +587,9 @@ def _input_powers(term: Expression) -> dict[str, Fraction]:
 
 
 def _merged_product(node: Expression) -> Expression:
-    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")) and \
+            isinstance(_root_of_monomial(node), Symbol | None) and \
+            len(_factors(node, Fraction(1))) == 1:
         return node
     coefficient, powers, others = 1.0, {}, []
     for factor, exponent in _factors(node, Fraction(1)):
@@ -579,7 +606,9 @@ def _merged_product(node: Expression) -> Expression:
     monomial = monomial_expression([powers[n] for n in names], [Symbol(n) for n in names])
     parts = [] if coefficient == 1.0 else [Number(coefficient)]
     parts += [factor for factor, exponent in others if exponent == 1]
-    if monomial != Number(1):
+    if parts and isinstance(monomial, Binary) and monomial.left == Number(1):
+        others.append((monomial.right, Fraction(-1)))  # ``s/x**2``, not ``s*(1/x**2)``
+    elif monomial != Number(1):
         parts.append(monomial)
     result = parts[0] if parts else Number(1)
     for part in parts[1:]:
@@ -593,10 +622,36 @@ def _merged_product(node: Expression) -> Expression:
 
 
 def _factors(node: Expression, exponent: Fraction) -> list[tuple[Expression, Fraction]]:
+    """The factors of a product with their exponents; a root of a monomial is its factors
+    at half the exponent (``sqrt(x**2*n**3/M**2)``, a group under a root, mapped back, is
+    ``x*n**1.5/M``: the same on the rows where the inputs are positive, which the caller
+    checks on the values)."""
     if isinstance(node, Binary) and node.operator in ("*", "/"):
         right = exponent if node.operator == "*" else -exponent
         return _factors(node.left, exponent) + _factors(node.right, right)
+    root = _root_of_monomial(node)
+    if root is not None:
+        return _factors(root, exponent / 2)
+    if isinstance(node, Binary) and node.operator == "**" and isinstance(node.right, Number) \
+            and isinstance(node.left, Binary) and node.left.operator in ("*", "/"):
+        # a power of a product (a squared group, ``(E/V)**2``) is the product of powers
+        power = Fraction(node.right.value).limit_denominator(MAX_DENOMINATOR)
+        if abs(float(power) - node.right.value) <= 1e-12:
+            return _factors(node.left, exponent * power)
     return [(node, exponent)]
+
+
+def _root_of_monomial(node: Expression) -> Expression | None:
+    """The argument of ``sqrt`` when it is a product of powers of inputs and positive
+    numbers, else None."""
+    if not (isinstance(node, Function) and node.name == "sqrt"):
+        return None
+    argument = node.arguments[0]
+    for factor, _ in _factors(argument, Fraction(1)):
+        if not (isinstance(factor, Symbol) or _symbol_power(factor) is not None or
+                (isinstance(factor, Number) and factor.value > 0)):
+            return None
+    return argument
 
 
 def _symbol_power(node: Expression) -> tuple[str, Fraction] | None:

@@ -39,7 +39,7 @@ def reduced(problem):
 
 
 @pytest.mark.parametrize(("problem", "monomial", "groups"), [
-    (PENDULUM, "L**0.5/g**0.5", []),
+    (PENDULUM, "sqrt(L)/sqrt(g)", []),
     (COULOMB, "q1*q2/(eps*r**2)", ["q2/q1"]),
     (DISTANCE, "x1", ["x2/x1", "y1/x1", "y2/x1"]),
     (RELATIVISTIC, "m*c**2", ["v/c"]),  # v < c on every row: the smaller over the larger
@@ -129,7 +129,7 @@ def test_bad_units_are_unit_errors():
 @pytest.mark.parametrize(("formula", "merged"), [
     ("r**3*dP/mu*(0.5*(1.0/(L/r)))", "0.5*(r**4*dP/(mu*L))"),
     ("0.5*(m*(v*v))", "0.5*(m*v**2)"),
-    ("L**0.5/g**0.5*(2/sqrt(m2/m1 + 1))", "2.0*(L**0.5/g**0.5)/sqrt(m2/m1 + 1)"),
+    ("L**0.5/g**0.5*(2/sqrt(m2/m1 + 1))", "2.0*(sqrt(L)/sqrt(g))/sqrt(m2/m1 + 1)"),
     ("x*(1/x)", "1"),
 ], ids=["poiseuille", "kinetic", "inside-a-root-stays", "cancels"])
 def test_mapped_back_products_merge_into_one_monomial(formula, merged):
