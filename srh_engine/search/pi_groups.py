@@ -41,7 +41,8 @@ from ..rendering import to_str
 from ..transform import map_postorder
 from ..units import Dimension
 
-__all__ = ["Reduction", "reduce_by_units", "reduce_beside_factors"]
+__all__ = ["Reduction", "common_monomial_out", "merged_powers", "monomial_into_root",
+           "monomial_into_sum", "reduce_beside_factors", "reduce_by_units"]
 
 MAX_ENTRY = 3
 """Largest |exponent| of an input in an enumerated group."""
@@ -508,6 +509,36 @@ def monomial_into_root(expression: Expression, name: str) -> Expression:
     back, ``k*sqrt(0.36 + 0.36*V**2/k**2)/E`` is ``sqrt(0.36*k**2 + 0.36*V**2)/E`` for
     ``k`` (the same function where ``k`` is positive; the caller checks the values)."""
     return map_postorder(expression, lambda node: _into_root(node, name))
+
+
+def monomial_into_sum(expression: Expression) -> Expression:
+    """``expression`` with each product of powers of inputs that multiplies or divides a sum
+    taken into the sum, onto every term: mapped back, ``(1 - (k/V**2 - t*k/V - v/V))*V`` is
+    ``V - (k/V - t*k - v)`` (the same function; the target's units made ``V`` the monomial
+    of a law that is a sum of terms in other units)."""
+    return map_postorder(expression, _into_sum)
+
+
+def _into_sum(node: Expression) -> Expression:
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
+        return node
+    pairs = [(node.left, node.right)]
+    if node.operator == "*":
+        pairs.append((node.right, node.left))
+    for scaled, outer in pairs:
+        if _scaled_sum(scaled) and _is_monomial(outer) and not _is_constant(outer):
+            factor = outer if node.operator == "*" else Binary("/", Number(1), outer)
+            return _multiplied(scaled, factor)
+    return node
+
+
+def _scaled_sum(node: Expression) -> bool:
+    """A sum, or a sum times or over a number (what :func:`_multiplied` distributes into)."""
+    if _is_sum(node):
+        return True
+    return isinstance(node, Binary) and node.operator in ("*", "/") and (
+        (_is_sum(node.left) and _is_constant(node.right)) or
+        (node.operator == "*" and _is_sum(node.right) and _is_constant(node.left)))
 
 
 def _into_root(node: Expression, name: str) -> Expression:
