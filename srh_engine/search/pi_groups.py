@@ -36,6 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..dimensional import MAX_EXPONENT_DENOMINATOR
 from ..nodes import Binary, Expression, Function, Number, Symbol
 from ..rendering import to_str
 from ..transform import map_postorder
@@ -634,6 +635,8 @@ def _merged_product(node: Expression) -> Expression:
         else:
             others.append((factor, exponent))
     names = [name for name, power in powers.items() if power]
+    if any(powers[n].denominator > MAX_EXPONENT_DENOMINATOR for n in names):
+        return node  # ``R**0.0625`` from four roots: not an exponent the units check reads
     monomial = monomial_expression([powers[n] for n in names], [Symbol(n) for n in names])
     parts = [] if coefficient == 1.0 else [Number(coefficient)]
     parts += [factor for factor, exponent in others if exponent == 1]

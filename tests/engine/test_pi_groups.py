@@ -424,3 +424,14 @@ def test_the_mapped_back_answer_is_the_smallest_of_the_rewritings():
     values = {n: rng.uniform(1, 2, 20) for n in ("k", "V", "t", "w")}
     entry = _merged(FrontEntry(expression, complexity(expression), 0.0, 1.0), values)
     assert to_str(entry.expression) == "V - (k/V - t*k - w)" and entry.complexity == 11
+
+
+def test_roots_stay_roots_when_the_merged_exponent_is_no_readable_fraction():
+    """``sqrt(sqrt(sqrt(sqrt(R))))*p`` merged would be ``R**0.0625*p``: an exponent the units
+    check does not read as a fraction (denominator above 12), and the formula, consistent
+    as written, would be dropped as inconsistent."""
+    from srh_engine.search.pi_groups import merged_powers
+
+    result = merged_powers(parse("sqrt(sqrt(sqrt(sqrt(R))))*p"))
+    assert to_str(result) == "sqrt(R**0.125)*p"
+    assert check_dimensions(result, {"R": "kg^16", "p": "kg"}, "kg^2").consistent
