@@ -384,7 +384,12 @@ def _power_values(X: np.ndarray, exponents: Sequence[Fraction]) -> np.ndarray:
 def monomial_expression(exponents: Sequence[Fraction], inputs: Sequence[Expression]
                         ) -> Expression:
     """``prod inputs[i]**e_i``: positive powers over negative ones (``a*b/c**2``), a half
-    power as a root (``sqrt(M/g)`` is ``sqrt(M)/sqrt(g)``, not ``M**0.5/g**0.5``)."""
+    power as a root (``sqrt(M)*L``, not ``M**0.5*L``), and only half powers as one root
+    (``sqrt(M/g)``)."""
+    used = [e for e in exponents if e]
+    if len(used) > 1 and all(abs(e) == Fraction(1, 2) for e in used):
+        return Function("sqrt", (monomial_expression([2 * e for e in exponents], inputs),))
+
     def power(base: Expression, exponent: Fraction) -> Expression:
         if exponent == 1:
             return base
