@@ -39,9 +39,8 @@ of the target, the problem is first searched reduced to dimensionless groups
 the answer is mapped back through the monomial; the inputs' power factors
 (:func:`.decomposition.power_factors`) go into the monomial and the groups are
 formed of the other inputs when that leaves fewer groups; when that finds no exact
-formula, the undivided problem is searched in ``PLAIN_SHARE`` of the rest, and the
-closer of the two again in what is left (:func:`_searched`); when the reduction is
-impossible, the undivided problem in all of it. Every fitted formula is then checked for dimensional
+formula (or the reduction is impossible), the undivided problem is searched
+in the rest. Every fitted formula is then checked for dimensional
 consistency (:func:`srh_engine.check_dimensions`: constants may carry units)
 and an inconsistent one is dropped from the front, with a note saying which
 and why.
@@ -74,7 +73,6 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import BrokenExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -109,13 +107,8 @@ __all__ = ["ExpressionSearchResult", "FrontEntry", "pareto_front", "search", "wa
 
 
 REFIT_SHARE = 0.2
-PI_SHARE = 0.3
-"""Of the search (before the refit): the problem reduced to dimensionless groups, first."""
-PLAIN_SHARE = 0.5
-"""Of what the reduced search leaves without an exact formula: the undivided problem; the
-rest goes to the one of the two whose best form is closer (:func:`_searched`)."""
-CONTINUATION_SEED = 1009
-"""Added to the seed of the closer problem's second search: other rows and draws."""
+PI_SHARE = 0.6
+"""Of the search (before the refit): the problem reduced to dimensionless groups."""
 MAX_DROPPED_NOTES = 3
 SNAP_SHARE = 0.05
 """The last share of the budget: the front's numbers snapped to simple values."""
@@ -323,8 +316,10 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
             found = _constant_found(y.size)
         else:
             reduction = _reduction(run, X, y, names, units, target_units, budget)
-            found = explore(run, base, y, budget) if reduction is None else \
-                _searched(run, reduction, base, y, budget)
+            found = [] if reduction is None else _reduced(run, reduction, y,
+                                                          budget.share(PI_SHARE))
+            if not exact_on_all_rows(run, found):
+                found += explore(run, base, y, budget)
         run.found = found
         entries = refit(run, values, deadline - SNAP_SHARE * time_budget)
         if reduction is not None:  # answers mapped back: one monomial per product
@@ -419,33 +414,6 @@ def _constant_found(rows: int) -> list[Found]:
     """The one form of a constant target: ``1``, scaled to the target by the refit."""
     leaf = View("constant", [Number(1)], np.ones((rows, 1)))
     return [Found(0.0, ("v", 0), leaf, "identity")]
-
-
-def _searched(run: Run, reduction: Reduction, base: View, y: np.ndarray, budget: Budget
-              ) -> list[Found]:
-    """The reduced problem, then the undivided one, then the closer of the two again.
-
-    Neither share can be fixed well: a law that is easy in the groups is found in a second
-    or two, while one whose differences hide inside ratio groups (``(x1 - x2)/r`` over
-    ``x1/r, x2/r``) may be hard there and easy undivided; with six tenths of the search
-    given to the groups first, the undivided search had too little. So the groups get
-    ``PI_SHARE``, the undivided problem ``PLAIN_SHARE`` of the rest, and what is left goes to
-    the one whose best form came closer (normalised errors of both, each relative to its
-    own target's spread), searched again with another seed (``CONTINUATION_SEED``)."""
-    reduced = _reduced(run, reduction, y, budget.share(PI_SHARE))
-    if exact_on_all_rows(run, reduced):
-        return reduced
-    plain = explore(run, base, y, budget.share(PLAIN_SHARE))
-    if exact_on_all_rows(run, plain):
-        return reduced + plain
-    again = replace(run, seed=run.seed + CONTINUATION_SEED)
-    if _closest(reduced) < _closest(plain):
-        return reduced + plain + _reduced(again, reduction, y, budget)
-    return reduced + plain + explore(again, base, y, budget)
-
-
-def _closest(found: list[Found]) -> float:
-    return min((item.nmse for item in found), default=math.inf)
 
 
 def _reduced(run: Run, reduction: Reduction, y: np.ndarray, budget: Budget) -> list[Found]:
