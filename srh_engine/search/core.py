@@ -93,6 +93,7 @@ from .pi_groups import (
     common_monomial_out,
     merged_powers,
     monomial_into_root,
+    monomial_into_sum,
     reduce_beside_factors,
     reduce_by_units,
 )
@@ -345,17 +346,19 @@ def _written(entries: list[FrontEntry], X: np.ndarray, names: Sequence[str]
 
 def _merged(entry: FrontEntry, values: Mapping[str, np.ndarray]) -> FrontEntry:
     """``entry`` with its products of powers merged (:func:`.pi_groups.merged_powers`), the
-    powers common to a sum's terms taken out of it (:func:`.pi_groups.common_monomial_out`)
-    and a monomial taken into a root of a sum (:func:`.pi_groups.monomial_into_root`):
+    powers common to a sum's terms taken out of it (:func:`.pi_groups.common_monomial_out`),
+    a monomial taken into a sum (:func:`.pi_groups.monomial_into_sum`) or into a root of a
+    sum (:func:`.pi_groups.monomial_into_root`):
     the smallest of these that gives the same values."""
     merged = merged_powers(entry.expression)
     best, size = entry, entry.complexity
     with np.errstate(all="ignore"):
         before = np.asarray(evaluate(entry.expression, values), dtype=float)
     common = merged_powers(common_monomial_out(merged))
+    distributed = merged_powers(monomial_into_sum(merged))
     rooted = [monomial_into_root(candidate, name) for candidate in (merged, common)
               for name in candidate.symbols()]
-    for candidate in (merged, common, *rooted):
+    for candidate in (merged, common, distributed, *rooted):
         candidate_size = complexity(candidate)
         if candidate_size >= size:
             continue

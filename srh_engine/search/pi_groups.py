@@ -36,12 +36,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..dimensional import MAX_EXPONENT_DENOMINATOR
 from ..nodes import Binary, Expression, Function, Number, Symbol
 from ..rendering import to_str
 from ..transform import map_postorder
 from ..units import Dimension
 
-__all__ = ["Reduction", "reduce_by_units", "reduce_beside_factors"]
+__all__ = ["Reduction", "common_monomial_out", "merged_powers", "monomial_into_root",
+           "monomial_into_sum", "reduce_beside_factors", "reduce_by_units"]
 
 MAX_ENTRY = 3
 """Largest |exponent| of an input in an enumerated group."""
@@ -381,10 +383,18 @@ def _power_values(X: np.ndarray, exponents: Sequence[Fraction]) -> np.ndarray:
 
 def monomial_expression(exponents: Sequence[Fraction], inputs: Sequence[Expression]
                         ) -> Expression:
-    """``prod inputs[i]**e_i``: positive powers over negative ones (``a*b/c**2``)."""
+    """``prod inputs[i]**e_i``: positive powers over negative ones (``a*b/c**2``), a half
+    power as a root (``sqrt(M)*L``, not ``M**0.5*L``), and only half powers as one root
+    (``sqrt(M/g)``)."""
+    used = [e for e in exponents if e]
+    if len(used) > 1 and all(abs(e) == Fraction(1, 2) for e in used):
+        return Function("sqrt", (monomial_expression([2 * e for e in exponents], inputs),))
+
     def power(base: Expression, exponent: Fraction) -> Expression:
         if exponent == 1:
             return base
+        if exponent == Fraction(1, 2):
+            return Function("sqrt", (base,))
         number = int(exponent) if exponent.denominator == 1 else float(exponent)
         return Binary("**", base, Number(number))
 
@@ -470,7 +480,10 @@ def common_monomial_out(expression: Expression) -> Expression:
 
 
 def _common_out(node: Expression) -> Expression:
-    if not (isinstance(node, Binary) and node.operator == "*"):
+    """A product or quotient with a sum for an operand, the sum's common powers taken out
+    (a sum divided by, or dividing, the rest too: ``(v/c)/(c/v - v/c)`` is
+    ``v**2/(c**2 - v**2)``, a group's law over ``g`` and ``1/g`` mapped back)."""
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
         return node
     if _is_sum(node.right):
         outer, inner = node.left, node.right
@@ -486,7 +499,14 @@ def _common_out(node: Expression) -> Expression:
     if not common:
         return node
     taken = monomial_expression(list(common.values()), [Symbol(n) for n in common])
-    return Binary("*", merged_powers(Binary("*", outer, taken)), _divided(inner, taken))
+    if node.operator == "*":
+        outer = merged_powers(Binary("*", outer, taken))
+        if isinstance(outer, Binary) and outer.operator == "/" and outer.left == Number(1):
+            return Binary("/", _divided(inner, taken), outer.right)  # not ``1/M*(...)``
+        return Binary("*", outer, _divided(inner, taken))
+    if inner is node.right:  # outer / (taken * rest)
+        return Binary("/", merged_powers(Binary("/", outer, taken)), _divided(inner, taken))
+    return Binary("*", merged_powers(Binary("/", taken, outer)), _divided(inner, taken))
 
 
 def monomial_into_root(expression: Expression, name: str) -> Expression:
@@ -495,6 +515,36 @@ def monomial_into_root(expression: Expression, name: str) -> Expression:
     back, ``k*sqrt(0.36 + 0.36*V**2/k**2)/E`` is ``sqrt(0.36*k**2 + 0.36*V**2)/E`` for
     ``k`` (the same function where ``k`` is positive; the caller checks the values)."""
     return map_postorder(expression, lambda node: _into_root(node, name))
+
+
+def monomial_into_sum(expression: Expression) -> Expression:
+    """``expression`` with each product of powers of inputs that multiplies or divides a sum
+    taken into the sum, onto every term: mapped back, ``(1 - (k/V**2 - t*k/V - v/V))*V`` is
+    ``V - (k/V - t*k - v)`` (the same function; the target's units made ``V`` the monomial
+    of a law that is a sum of terms in other units)."""
+    return map_postorder(expression, _into_sum)
+
+
+def _into_sum(node: Expression) -> Expression:
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
+        return node
+    pairs = [(node.left, node.right)]
+    if node.operator == "*":
+        pairs.append((node.right, node.left))
+    for scaled, outer in pairs:
+        if _scaled_sum(scaled) and _is_monomial(outer) and not _is_constant(outer):
+            factor = outer if node.operator == "*" else Binary("/", Number(1), outer)
+            return _multiplied(scaled, factor)
+    return node
+
+
+def _scaled_sum(node: Expression) -> bool:
+    """A sum, or a sum times or over a number (what :func:`_multiplied` distributes into)."""
+    if _is_sum(node):
+        return True
+    return isinstance(node, Binary) and node.operator in ("*", "/") and (
+        (_is_sum(node.left) and _is_constant(node.right)) or
+        (node.operator == "*" and _is_sum(node.right) and _is_constant(node.left)))
 
 
 def _into_root(node: Expression, name: str) -> Expression:
@@ -526,11 +576,23 @@ def _is_monomial(node: Expression) -> bool:
 
 
 def _multiplied(node: Expression, factor: Expression) -> Expression:
-    """Each term of the sum ``node`` times ``factor``, its powers merged."""
+    """Each term of the sum ``node`` times ``factor``, its powers merged; into a sum that a
+    number multiplies or divides too (``(E**2/V**2 + P**2/V**2)/(16*pi**2)`` times ``V**2``:
+    ``(E**2 + P**2)/(16*pi**2)``)."""
     if _is_sum(node):
         return Binary(node.operator, _multiplied(node.left, factor),
                       _multiplied(node.right, factor))
+    if isinstance(node, Binary) and node.operator in ("*", "/") and \
+            _is_sum(node.left) and _is_constant(node.right):
+        return Binary(node.operator, _multiplied(node.left, factor), node.right)
+    if isinstance(node, Binary) and node.operator == "*" and \
+            _is_sum(node.right) and _is_constant(node.left):
+        return Binary("*", node.left, _multiplied(node.right, factor))
     return merged_powers(Binary("*", node, factor))
+
+
+def _is_constant(node: Expression) -> bool:
+    return not any(isinstance(part, Symbol) for part in node.iter_preorder())
 
 
 def _is_sum(node: Expression) -> bool:
@@ -562,7 +624,9 @@ def _input_powers(term: Expression) -> dict[str, Fraction]:
 
 
 def _merged_product(node: Expression) -> Expression:
-    if not (isinstance(node, Binary) and node.operator in ("*", "/")):
+    if not (isinstance(node, Binary) and node.operator in ("*", "/")) and \
+            isinstance(_root_of_monomial(node), Symbol | None) and \
+            len(_factors(node, Fraction(1))) == 1:
         return node
     coefficient, powers, others = 1.0, {}, []
     for factor, exponent in _factors(node, Fraction(1)):
@@ -576,10 +640,14 @@ def _merged_product(node: Expression) -> Expression:
         else:
             others.append((factor, exponent))
     names = [name for name, power in powers.items() if power]
+    if any(powers[n].denominator > MAX_EXPONENT_DENOMINATOR for n in names):
+        return node  # ``R**0.0625`` from four roots: not an exponent the units check reads
     monomial = monomial_expression([powers[n] for n in names], [Symbol(n) for n in names])
     parts = [] if coefficient == 1.0 else [Number(coefficient)]
     parts += [factor for factor, exponent in others if exponent == 1]
-    if monomial != Number(1):
+    if parts and isinstance(monomial, Binary) and monomial.left == Number(1):
+        others.append((monomial.right, Fraction(-1)))  # ``s/x**2``, not ``s*(1/x**2)``
+    elif monomial != Number(1):
         parts.append(monomial)
     result = parts[0] if parts else Number(1)
     for part in parts[1:]:
@@ -593,10 +661,36 @@ def _merged_product(node: Expression) -> Expression:
 
 
 def _factors(node: Expression, exponent: Fraction) -> list[tuple[Expression, Fraction]]:
+    """The factors of a product with their exponents; a root of a monomial is its factors
+    at half the exponent (``sqrt(x**2*n**3/M**2)``, a group under a root, mapped back, is
+    ``x*n**1.5/M``: the same on the rows where the inputs are positive, which the caller
+    checks on the values)."""
     if isinstance(node, Binary) and node.operator in ("*", "/"):
         right = exponent if node.operator == "*" else -exponent
         return _factors(node.left, exponent) + _factors(node.right, right)
+    root = _root_of_monomial(node)
+    if root is not None:
+        return _factors(root, exponent / 2)
+    if isinstance(node, Binary) and node.operator == "**" and isinstance(node.right, Number) \
+            and isinstance(node.left, Binary) and node.left.operator in ("*", "/"):
+        # a power of a product (a squared group, ``(E/V)**2``) is the product of powers
+        power = Fraction(node.right.value).limit_denominator(MAX_DENOMINATOR)
+        if abs(float(power) - node.right.value) <= 1e-12:
+            return _factors(node.left, exponent * power)
     return [(node, exponent)]
+
+
+def _root_of_monomial(node: Expression) -> Expression | None:
+    """The argument of ``sqrt`` when it is a product of powers of inputs and positive
+    numbers, else None."""
+    if not (isinstance(node, Function) and node.name == "sqrt"):
+        return None
+    argument = node.arguments[0]
+    for factor, _ in _factors(argument, Fraction(1)):
+        if not (isinstance(factor, Symbol) or _symbol_power(factor) is not None or
+                (isinstance(factor, Number) and factor.value > 0)):
+            return None
+    return argument
 
 
 def _symbol_power(node: Expression) -> tuple[str, Fraction] | None:

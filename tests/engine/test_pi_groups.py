@@ -39,7 +39,7 @@ def reduced(problem):
 
 
 @pytest.mark.parametrize(("problem", "monomial", "groups"), [
-    (PENDULUM, "L**0.5/g**0.5", []),
+    (PENDULUM, "sqrt(L/g)", []),
     (COULOMB, "q1*q2/(eps*r**2)", ["q2/q1"]),
     (DISTANCE, "x1", ["x2/x1", "y1/x1", "y2/x1"]),
     (RELATIVISTIC, "m*c**2", ["v/c"]),  # v < c on every row: the smaller over the larger
@@ -129,7 +129,7 @@ def test_bad_units_are_unit_errors():
 @pytest.mark.parametrize(("formula", "merged"), [
     ("r**3*dP/mu*(0.5*(1.0/(L/r)))", "0.5*(r**4*dP/(mu*L))"),
     ("0.5*(m*(v*v))", "0.5*(m*v**2)"),
-    ("L**0.5/g**0.5*(2/sqrt(m2/m1 + 1))", "2.0*(L**0.5/g**0.5)/sqrt(m2/m1 + 1)"),
+    ("L**0.5/g**0.5*(2/sqrt(m2/m1 + 1))", "2.0*sqrt(L/g)/sqrt(m2/m1 + 1)"),
     ("x*(1/x)", "1"),
 ], ids=["poiseuille", "kinetic", "inside-a-root-stays", "cancels"])
 def test_mapped_back_products_merge_into_one_monomial(formula, merged):
@@ -346,3 +346,94 @@ def test_a_monomials_input_goes_into_a_root_of_a_sum(formula, name, rooted):
     values = {n: rng.uniform(1, 2, 20) for n in ("k", "V", "E", "N", "sigma", "p")}
     np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
                                np.broadcast_to(parse(formula).evaluate(values), (20,)))
+
+
+def _same_values(result, formula, names):
+    rng = np.random.default_rng(0)
+    values = {n: rng.uniform(1, 2, 20) for n in names}
+    np.testing.assert_allclose(np.broadcast_to(result.evaluate(values), (20,)),
+                               np.broadcast_to(parse(formula).evaluate(values), (20,)))
+
+
+@pytest.mark.parametrize(("formula", "merged"), [
+    ("z*exp(sqrt(x**2*n**3/M**2) - 0.5)", "exp(x*n**1.5/M - 0.5)*z"),
+    ("V/x**2*sqrt(0.5 + 0.25*((E/V)**2 + (P/V)**2))",
+     "sqrt(0.5 + 0.25*(E**2/V**2 + P**2/V**2))*(V/x**2)"),
+    ("sqrt(M/g)*t", "sqrt(M)*t/sqrt(g)"),
+    ("sqrt(T)", "sqrt(T)"),
+    ("sqrt(t**2*k/(t*V))", "sqrt(t*k/V)"),
+], ids=["a-group-under-a-root", "a-squared-group", "half-powers-as-roots", "a-root-alone",
+        "only-half-powers-one-root"])
+def test_roots_and_powers_of_groups_merge_into_the_monomial(formula, merged):
+    """Mapped back, a group under a root or raised to a power is a product of powers of the
+    inputs like the others: ``sqrt(x**2*n**3/M**2)`` is ``x*n**1.5/M``."""
+    from srh_engine.search.pi_groups import merged_powers
+
+    result = merged_powers(parse(formula))
+    assert to_str(result) == merged
+    _same_values(result, formula, ("z", "x", "n", "M", "V", "E", "P", "g", "t", "T", "k"))
+
+
+@pytest.mark.parametrize(("formula", "written"), [
+    ("(v/c)/(c/v - v/c)", "v**2/(c**2 - v**2)"),
+    ("s**2*n/g/(2 + 2*R/g)", "s**2*n/(2.0*g + 2.0*R)"),
+    ("V/x**2*(0.06 + 0.05*(E/V))", "(0.06*V + 0.05*E)/x**2"),
+], ids=["a-group-both-ways-up", "a-sum-dividing", "a-sum-over-a-monomial"])
+def test_powers_common_to_a_dividing_sum_are_taken_out(formula, written):
+    """A sum that divides (or is divided) is cleared of its terms' common powers as one
+    that multiplies is: the law of ``g`` and ``1/g`` comes back as a person writes it."""
+    from srh_engine.search.pi_groups import common_monomial_out, merged_powers
+
+    result = merged_powers(common_monomial_out(merged_powers(parse(formula))))
+    assert to_str(result) == written
+    _same_values(result, formula, ("v", "c", "s", "n", "g", "R", "V", "x", "E"))
+
+
+@pytest.mark.parametrize(("formula", "distributed"), [
+    ("(1 - (k/V**2 - t*k/V - w/V))*V", "V - (k/V - t*k - w)"),
+    ("3.0*(t/(N*I) + 0.5*a/q - 0.5*x/q)*q", "3.0*(t*q/(N*I) + 0.5*a - 0.5*x)"),
+    ("V*sqrt(0.5 + (E**2/V**2 + P**2/V**2)*0.25)/x**2",
+     "sqrt(0.5 + 0.25*(E**2/V**2 + P**2/V**2))*(V/x**2)"),  # a root: monomial_into_root
+], ids=["a-sum-in-other-units", "over-the-terms", "not-into-a-root"])
+def test_a_monomial_goes_into_the_sum_it_multiplies(formula, distributed):
+    """The target's units make a monomial of a law that is a sum of terms in other units;
+    taken back into the sum, the terms are the law's."""
+    from srh_engine.search.pi_groups import merged_powers, monomial_into_sum
+
+    result = merged_powers(monomial_into_sum(parse(formula)))
+    assert to_str(result) == distributed
+    _same_values(result, formula, ("k", "V", "t", "w", "N", "I", "a", "q", "x", "E", "P"))
+
+
+def test_a_monomial_goes_into_a_root_of_a_sum_scaled_by_a_number():
+    from srh_engine.search.pi_groups import monomial_into_root
+
+    formula = "V*sqrt(0.5 + (E**2/V**2 + P**2/V**2)*0.25)/x**2"
+    result = monomial_into_root(parse(formula), "V")
+    assert to_str(result) == "sqrt(0.5*V**2 + (E**2 + P**2)*0.25)/x**2"
+    _same_values(result, formula, ("V", "E", "P", "x"))
+
+
+def test_the_mapped_back_answer_is_the_smallest_of_the_rewritings():
+    """``core._merged`` offers the monomial taken into the sum beside the other rewritings
+    and keeps the smallest that gives the same values."""
+    from srh_engine import complexity
+    from srh_engine.search.core import _merged
+    from srh_engine.search.results import FrontEntry
+
+    expression = parse("(1 - (k/V**2 - t*k/V - w/V))*V")
+    rng = np.random.default_rng(0)
+    values = {n: rng.uniform(1, 2, 20) for n in ("k", "V", "t", "w")}
+    entry = _merged(FrontEntry(expression, complexity(expression), 0.0, 1.0), values)
+    assert to_str(entry.expression) == "V - (k/V - t*k - w)" and entry.complexity == 11
+
+
+def test_roots_stay_roots_when_the_merged_exponent_is_no_readable_fraction():
+    """``sqrt(sqrt(sqrt(sqrt(R))))*p`` merged would be ``R**0.0625*p``: an exponent the units
+    check does not read as a fraction (denominator above 12), and the formula, consistent
+    as written, would be dropped as inconsistent."""
+    from srh_engine.search.pi_groups import merged_powers
+
+    result = merged_powers(parse("sqrt(sqrt(sqrt(sqrt(R))))*p"))
+    assert to_str(result) == "sqrt(R**0.125)*p"
+    assert check_dimensions(result, {"R": "kg^16", "p": "kg"}, "kg^2").consistent
