@@ -257,7 +257,7 @@ def test_expression_search_uses_the_units():
     result = BaseTool.create("expression_search", context)(time_budget=2, workers=1)
     assert result.ok, result.result_str
     notes = result.result["search"]["notes"]
-    assert any("dimensional analysis: the target is L**0.5/g**0.5 times a function of 0" in note
+    assert any("dimensional analysis: the target is sqrt(L/g) times a function of 0" in note
                for note in notes), notes
     assert result.result["metrics"]["train"]["r2"] > 1 - 1e-12
     assert result.result["units"]["consistent"] and result.result["units"]["dimension"] == "s"
