@@ -229,8 +229,8 @@ def _rounded(tree: Expression, current: float, target: np.ndarray, evaluate: Eva
     rounded, replaced = tree, []
     for path, value, role in _numbers_with_roles(tree):
         for candidate in snap_candidates(value, role, names):
-            exact = float(np.asarray(evaluate_expression(candidate, {}), dtype=float))
-            if abs(exact - value) <= ROUNDING_RTOL * abs(value):
+            exact = _constant_value(candidate)
+            if exact is not None and abs(exact - value) <= ROUNDING_RTOL * abs(value):
                 rounded = _replace_at(rounded, path, candidate)
                 replaced.append(path)
                 break
