@@ -21,7 +21,7 @@ from ..rendering import to_str
 from . import decomposition as dec
 from .budget import Budget
 from .cross_terms import cross_sums
-from .invariance import invariant_views
+from .invariance import combined_view, invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
 from .view_search import search_view
@@ -211,12 +211,9 @@ def _homogeneous_search(run: Run, base: View, target: np.ndarray,
     """Search ``y / x_i**k`` over ``x_i/x_j`` and the other inputs; each found item wrapped
     in the power ``x_i**k``."""
     i, j, k = pair
-    columns = dec.combine(base.columns, i, j, "/")
-    if columns is None:
+    view = combined_view(base, i, j, "/")
+    if view is None:
         return []
-    ratio = Binary("/", base.inputs[i], base.inputs[j])
-    rest = [base.inputs[m] for m in range(len(base.inputs)) if m not in (i, j)]
-    view = View(f"{to_str(ratio)} as one input", [ratio, *rest], columns)
     power = _power_of(base.inputs[i], k)
     found = explore(run, view, target / base.columns[:, i] ** k, budget, depth + 1, factoring)
     for item in found:

@@ -44,7 +44,8 @@ from .consistency import TOLERANCE, Vector, input_dimensions
 from .monomials import Monomial, monomial_combinations
 from .views import Run, View
 
-__all__ = ["OPERATORS", "candidate_pairs", "invariant_views", "monomial_input", "pair_input"]
+__all__ = ["OPERATORS", "candidate_pairs", "combined_view", "invariant_views", "monomial_input",
+           "pair_input"]
 
 OPERATORS = ("-", "/", "*", "+", "hypot")
 """Combinations tested: translation, scaling, their conjugates, rotation."""
@@ -114,7 +115,7 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
     if not found:
         spent = over is not None and over()
         return _monomial_views(run, base, target, dimensions) if MONOMIALS and not spent else []
-    first = _combined(base, *found[0])
+    first = combined_view(base, *found[0])
     if first is None:
         return []
     views = [first]
@@ -134,7 +135,7 @@ def invariant_views(run: Run, base: View, target: np.ndarray, max_untyped_inputs
                                       over=over)
         if not still:
             break
-        after = _combined(view, *still[0])
+        after = combined_view(view, *still[0])
         if after is None:
             break
         view, taken = after, taken + 1
@@ -188,7 +189,9 @@ def _tested_targets(target: np.ndarray):
         yield np.log(np.abs(target))
 
 
-def _combined(view: View, i: int, j: int, operator: str) -> View | None:
+def combined_view(view: View, i: int, j: int, operator: str) -> View | None:
+    """``view`` with ``x_i op x_j`` as one input in place of the pair (first); None when
+    the combination is not finite on every row."""
     columns = dec.combine(view.columns, i, j, operator)
     if columns is None:
         return None
