@@ -210,8 +210,7 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
         value = float(_node_at(tree, path).value)  # as refitted by the snaps before
         for candidate in snap_candidates(value, role, names):
             trial, error = _refit(_replace_at(tree, path, candidate), others, target, evaluate)
-            if error is not None and math.log(max(error, EXACT_NMSE) /
-                                              max(current, EXACT_NMSE)) <= allowance:
+            if _bic_allows(error, current, allowance):
                 tree, current, free = trial, error, others
                 replaced.append(path)
                 break
@@ -237,10 +236,16 @@ def _rounded(tree: Expression, current: float, target: np.ndarray, evaluate: Eva
     if not replaced:
         return tree, current, []
     error = _error(evaluate, rounded, target)
-    if error is None or math.log(max(error, EXACT_NMSE) / max(current, EXACT_NMSE)) > \
-            allowance * len(replaced):
+    if not _bic_allows(error, current, allowance * len(replaced)):
         return tree, current, []
     return rounded, error, replaced
+
+
+def _bic_allows(error: float | None, current: float, allowance: float) -> bool:
+    """Whether an error (nmse, None: not finite) raises the log of the current one by at
+    most ``allowance`` (both floored at ``EXACT_NMSE``): the BIC of fewer free numbers."""
+    return error is not None and \
+        math.log(max(error, EXACT_NMSE) / max(current, EXACT_NMSE)) <= allowance
 
 
 def _merged_chains(tree: Expression, in_chain: bool = False) -> Expression:
