@@ -35,8 +35,8 @@ from .budget import Budget
 from .enumeration import Enumeration
 from .operators import Tree
 
-__all__ = ["Combination", "combinations", "distinct_rows", "eliminate", "explained_shares",
-           "normalised_rows", "unit_centred"]
+__all__ = ["Combination", "best_pairs", "best_triples", "combinations", "distinct_rows",
+           "eliminate", "explained_shares", "normalised_rows", "unit_centred"]
 
 MAX_TERMS = 6
 BEAM = 12
@@ -392,7 +392,7 @@ def unit_centred(target: np.ndarray) -> np.ndarray | None:
     return centred / scale if 0 < scale < np.inf else None
 
 
-def _best_pairs(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
+def best_pairs(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
                 ) -> list[tuple[int, ...]]:
     """The ``count`` pairs of the first ``len(gram)`` forms that explain ``centred`` best."""
     n = gram.shape[0]
@@ -408,7 +408,7 @@ def _best_pairs(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, c
     return [tuple(sorted(divmod(int(k), n))) for k in flat if explained.ravel()[k] > 0]
 
 
-def _best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
+def best_triples(gram: np.ndarray, normalised: np.ndarray, centred: np.ndarray, count: int
                   ) -> list[tuple[int, ...]]:
     """The ``count`` triples of ``TRIPLE_FORMS`` small forms that explain ``centred`` best.
 
@@ -473,7 +473,7 @@ def _pursuit(enumeration: Enumeration, dictionary: _Dictionary, count: int,
     for step in range(MAX_TERMS):
         if over():
             break
-        exhaustive = {1: _best_pairs, 2: _best_triples}.get(step)
+        exhaustive = {1: best_pairs, 2: best_triples}.get(step)
         supports: set[tuple[int, ...]] = set(
             exhaustive(gram, normalised, centred, 3 * BEAM) if exhaustive else ())
         supports.update(carried.get(step + 1, ()))

@@ -15,7 +15,10 @@ d)**2)``, ``1/(1/a + 1/b)``, ``1/sqrt(Q)``) by backward elimination from one
 least-squares fit of many of them at once (:func:`.combination.eliminate`: on exact
 data that fit holds the true terms, and dropping any other term costs nothing): the
 smallest monomials, and of the others those most correlated with what the smallest
-leave of the target. The caller checks an exact-looking sum on all rows.
+leave of the target. When no sum is exact, ratios of two such sums are fitted to the
+target and to its square the same way, as one linear fit (:func:`ratio_sums`:
+``(u + v)/(1 + u*v)``, ``(a*r + b*s)/(a + b)``, ``sqrt((a + b)/(a - b))``). The caller
+checks an exact-looking sum on all rows.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import numpy as np
 from .combination import (
     MAX_TERMS,
     Combination,
+    best_pairs,
+    best_triples,
     distinct_rows,
     eliminate,
     explained_shares,
@@ -37,7 +42,7 @@ from .combination import (
 )
 from .operators import UNARY, Tree, evaluate_tree, size
 
-__all__ = ["Monomials", "cross_sums", "monomials"]
+__all__ = ["Monomials", "cross_sums", "monomials", "ratio_sums"]
 
 FUNCTIONS = ("sin", "cos", "sqrt", "log", "exp")
 """Unary functions of an input that may be a factor of a monomial (when searched), the
@@ -219,7 +224,8 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
     limit = min(target.size // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
     span = _Span.of(dictionary.unit, min(limit, dictionary.unit.shape[0]) // 2)
     screened = []  # (what the full fit leaves, power, values, centred, chosen)
-    for power, values in _powered(target).items():
+    powered = _powered(target)
+    for power, values in powered.items():
         centred = unit_centred(values)
         if centred is None or over():
             continue
@@ -239,6 +245,10 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
             found.append((transform, item.nmse, tree))
             if item.nmse <= EXACT:
                 return sorted(found, key=lambda entry: entry[1])
+    for power in RATIO_POWERS:
+        if power in powered and not over():
+            found += [(POWERS[power][0], nmse, tree)
+                      for nmse, tree in ratio_sums(dictionary, powered[power], limit, over)]
     return sorted(found, key=lambda entry: entry[1])
 
 
@@ -337,6 +347,9 @@ def _screened(unit: np.ndarray, centred: np.ndarray, span: _Span, limit: int
         score = explained_shares(unit @ residual, span.left)
         score[chosen] = -1.0
         best = np.argsort(-score, kind="stable")[:min(block, limit - chosen.size)]
+        best = best[score[best] > 0]  # never one chosen or spanned already (scored -1)
+        if best.size == 0:
+            break
         span = span.grown(unit, best)
         chosen = np.concatenate([chosen, best])
         residual = centred - span.basis @ (span.basis.T @ centred)
@@ -391,3 +404,132 @@ def _tree_values(dictionary: Monomials, tree: Tree) -> np.ndarray | None:
     with np.errstate(all="ignore"):
         values = np.asarray(evaluate_tree(tree, [], memo), dtype=float)
     return values if values.ndim == 1 and np.all(np.isfinite(values)) else None
+
+
+RATIO_POWERS = (1.0, 2.0)
+"""Powers of the target fitted as ratios (``y = P/Q``, ``y = sqrt(P/Q)`` for a target of one
+sign); a ratio of ``1/y`` is one of ``y``."""
+RATIO_DENOMINATORS = 300
+"""Monomials (the smallest) that may be terms of a ratio's denominator."""
+RATIO_SMALL = 60
+"""The smallest columns of each side whose pairs and triples are all scored exactly."""
+RATIO_CANDIDATES = 8
+"""Supports of each kind (pairs, triples, eliminated) whose ratios are written."""
+POLE_MARGIN = 1e-6
+"""A denominator is kept when its smallest magnitude on the rows is at least this share of its
+largest and it keeps one sign: a fit with a pole among the rows is a lookalike."""
+
+
+def ratio_sums(dictionary: Monomials, target: np.ndarray, limit: int, over: Callable[[], bool]
+               ) -> list[tuple[float, Tree]]:
+    """Ratios of sums of monomials fitted to ``target``: ``y = P/Q``.
+
+    ``y*Q = P`` is linear in the numbers of ``P`` and ``Q``: with ``Q``'s mean on the rows
+    fixed to 1, ``y = P - y*(Q - 1)`` is a sum of the monomials ``m`` and of ``y*(m - mean
+    m)``, fitted as the sums are (``(u + v)/(1 + u*v)``, ``(a*r + b*s)/(a + b)``,
+    ``(1 - a**2)/(1 + a*cos(t))``). Fixing the mean rather than ``Q``'s constant term
+    leaves no fit with ``Q`` near 0 everywhere (smooth functions of one input sum to a
+    constant within 1e-13 on a short range, and ``y*Q = 0`` then fits any ``y``), and
+    denominators without a constant (``a + b``) are ratios too. One exact ratio has many
+    supports (``P*R/(Q*R)``): all pairs and triples of the smallest columns are scored
+    exactly (:func:`.combination.best_triples`), then the backward elimination looks
+    further.
+
+    Returns:
+        ``(nmse on the rows, tree)`` of the ratios with one-signed denominators, best
+        first (the tree is the ratio up to scale).
+    """
+    count = dictionary.values.shape[0]
+    shares = dictionary.values[:RATIO_DENOMINATORS]
+    scaled = (shares - shares.mean(axis=1, keepdims=True)) * target
+    values = np.vstack([dictionary.values, scaled])
+    denominator = np.r_[np.zeros(count, bool), np.ones(scaled.shape[0], bool)]
+    monomial = np.r_[np.arange(count), np.arange(scaled.shape[0])]
+    with np.errstate(all="ignore"):
+        unit, good = normalised_rows(values)
+    centred = unit_centred(target)
+    if centred is None or good.size < 2 or over():
+        return []
+    denominator, monomial, values = denominator[good], monomial[good], values[good]
+    small = np.r_[np.flatnonzero(~denominator)[:RATIO_SMALL],
+                  np.flatnonzero(denominator)[:RATIO_SMALL]]
+    gram = unit[small] @ unit[small].T
+    supports = {tuple(int(small[k]) for k in support)
+                for support in best_pairs(gram, unit[small], centred, RATIO_CANDIDATES)
+                + best_triples(gram, unit[small], centred, RATIO_CANDIDATES)}
+    if not over():
+        order = np.r_[small, np.setdiff1d(np.arange(denominator.size), small)]
+        span = _Span.of(unit[order], small.size)
+        chosen, _ = _screened(unit[order], centred, span, limit)
+        chosen = order[chosen]
+        supports |= {tuple(int(k) for k in chosen[list(support)]) for support, _ in
+                     eliminate(unit[chosen], centred, MAX_TERMS, ELIMINATION_BATCH)[
+                         -RATIO_CANDIDATES:]}
+    found = []
+    for support in supports:
+        if not any(denominator[k] for k in support):
+            continue  # a plain sum: :func:`_sums` fits those
+        item = _ratio_tree(dictionary, [(bool(denominator[k]), int(monomial[k]))
+                                        for k in support], target, shares)
+        if item is not None:
+            found.append(item)
+    return sorted(found, key=lambda entry: entry[0])
+
+
+def _ratio_tree(dictionary: Monomials, terms: list[tuple[bool, int]], target: np.ndarray,
+                shares: np.ndarray) -> tuple[float, Tree] | None:
+    """``(nmse, P/Q)`` for the ratio whose terms are ``(in the denominator, monomial)``,
+    fitted by least squares; None when ``Q`` has a pole among the rows or a side is 0."""
+    top = [k for below, k in terms if not below]
+    bottom = [k for below, k in terms if below]
+    centre = shares[bottom].mean(axis=1)
+    design = np.column_stack([np.ones(target.size), dictionary.values[top].T,
+                              ((shares[bottom].T - centre) * target[:, None])])
+    coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    if not np.all(np.isfinite(coefficients)):
+        return None
+    constant, upper, lower = coefficients[0], coefficients[1:len(top) + 1], \
+        -coefficients[len(top) + 1:]
+    below = 1.0 + lower @ (shares[bottom] - centre[:, None])
+    if not (np.all(below > 0) or np.all(below < 0)):
+        return None
+    if np.min(np.abs(below)) < POLE_MARGIN * np.max(np.abs(below)):
+        return None
+    numerator = _linear_tree(dictionary, top, upper, constant)
+    divisor = _linear_tree(dictionary, bottom, lower, 1.0 - float(lower @ centre))
+    if numerator is None or divisor is None or divisor == ("k", 1.0):
+        return None  # a constant denominator: a plain sum
+    with np.errstate(all="ignore"):
+        residual = target - (constant + dictionary.values[top].T @ upper) / below
+    variance = float(np.var(target))
+    return float(residual @ residual) / (target.size * variance), ("/", numerator, divisor)
+
+
+def _linear_tree(dictionary: Monomials, ids: list[int], weights: np.ndarray, constant: float
+                 ) -> Tree | None:
+    """``c + sum(w*m)`` up to scale: ``m1 + (w2/w1)*m2 + ... + c/w1``, led as
+    :func:`_sum_tree` leads (the term whose weight most others match), with terms and a
+    constant of round-off size beside the largest term left out; None when it is 0."""
+    spread = [float(np.sqrt(np.mean(dictionary.values[k] ** 2))) * abs(w)
+              for k, w in zip(ids, weights, strict=True)]
+    largest = max([*spread, abs(constant)], default=0.0)
+    if not largest > 0:
+        return None
+    kept = [position for position, s in enumerate(spread) if s > NEGLIGIBLE * largest]
+    if not kept:
+        return ("k", 1.0)  # a constant: the scale carries it
+    magnitude = np.abs(weights[kept])
+    matches = np.sum(np.isclose(magnitude[:, None], magnitude[None, :], rtol=1e-9), axis=1)
+    order = sorted(range(len(kept)), key=lambda k: (-matches[k], dictionary.sizes[ids[kept[k]]],
+                                                   -magnitude[k]))
+    lead = float(weights[kept[order[0]]])
+    tree: Tree = dictionary.trees[ids[kept[order[0]]]]
+    rest = [(dictionary.trees[ids[kept[k]]], float(weights[kept[k]]) / lead)
+            for k in sorted(order[1:], key=lambda k: dictionary.sizes[ids[kept[k]]])]
+    if abs(constant) > NEGLIGIBLE * largest:
+        rest.append((None, constant / lead))
+    for form, ratio in rest:
+        term: Tree = ("k", abs(ratio)) if form is None else \
+            form if abs(abs(ratio) - 1.0) <= 1e-9 else ("*", ("k", abs(ratio)), form)
+        tree = ("+" if ratio > 0 else "-", tree, term)
+    return tree

@@ -10,7 +10,7 @@ from srh_engine.evaluation import evaluate
 from srh_engine.nodes import Symbol
 from srh_engine.search import search
 from srh_engine.search.combination import eliminate, normalised_rows, unit_centred
-from srh_engine.search.cross_terms import cross_sums, monomials
+from srh_engine.search.cross_terms import cross_sums, monomials, ratio_sums
 from srh_engine.search.explore import _cross_sums
 from srh_engine.search.operators import resolve_operators, tree_text
 from srh_engine.search.views import Run, View
@@ -135,6 +135,72 @@ def test_search_finds_the_law_of_cosines_exactly():
 
     def law(x: np.ndarray) -> np.ndarray:
         return np.sqrt(x[:, 0]**2 + x[:, 1]**2 - 2 * x[:, 0] * x[:, 1] * np.cos(x[:, 2]))
+
+    result = search(columns, law(columns), NAMES[:3], time_budget=8, seed=0, workers=1)
+    fresh = _columns(3, rows=500, seed=10)
+    values = np.asarray(evaluate(result.best.expression,
+                                 {n: fresh[:, i] for i, n in enumerate(NAMES[:3])}),
+                        dtype=float)
+    assert np.max(np.abs(values - law(fresh)) / law(fresh)) < 1e-6, result.best.formula
+
+
+RATIOS = [
+    (3, lambda u, v, c: (u + v) / (1 + u * v / c**2)),
+    (2, lambda a, b: (a + b) / (1 + a * b)),
+    (4, lambda m, n, r, s: (m * r + n * s) / (m + n)),
+    (2, lambda a, t: (1 - a**2) / (1 + a * np.cos(t))),
+    (3, lambda a, b, c: (a - b) / (a * b + c)),
+]
+RATIO_IDS = ["velocity-addition", "in-groups", "weighted-mean", "orbit", "difference-over-sum"]
+
+
+@pytest.mark.parametrize(("count", "formula"), RATIOS, ids=RATIO_IDS)
+def test_ratios_of_sums_are_fitted_exactly_on_fresh_rows(count, formula):
+    columns = _columns(count, rows=360)
+    if formula is RATIOS[3][1]:
+        columns[:, 0] /= 6.0  # a below 1: the denominator has no pole
+    y = formula(*columns.T)
+    found = ratio_sums(monomials(columns, BINARY, UNARY), y, 120, lambda: False)
+    nmse, tree = found[0]
+    assert nmse <= 1e-20, tree_text(tree, NAMES)
+    fresh = _columns(count, seed=11)
+    if formula is RATIOS[3][1]:
+        fresh[:, 0] /= 6.0
+    values, wanted = evaluate_on(tree, fresh), formula(*fresh.T)
+    scale = float(values @ wanted / (values @ values))
+    assert np.max(np.abs(scale * values - wanted) / np.abs(wanted)) < 1e-9
+
+
+def test_a_root_of_a_ratio_is_a_ratio_of_the_square():
+    columns = _columns(2, rows=360)
+    columns[:, 1] /= 6.0
+    a, b = columns.T
+    found = cross_sums(columns, np.sqrt((a + b) / (a - b)), BINARY, UNARY, lambda: False)
+    name, nmse, tree = found[0]
+    assert (name, nmse <= 1e-20) == ("square", True), tree_text(tree, NAMES)
+
+
+def test_a_ratio_is_never_a_denominator_near_zero_or_with_a_pole():
+    # smooth functions of one input sum to a constant within 1e-13 on a short range; with
+    # the denominator's constant term fixed, y*Q = 0 (Q near 0 everywhere) would fit any y.
+    # An exponential is no ratio of these monomials: what is found fits it only roughly,
+    # and no denominator found changes sign among the rows.
+    columns = _columns(2, rows=360)
+    a, b = columns.T
+    y = np.exp(a / b)
+    dictionary = monomials(columns, BINARY, UNARY)
+    found = ratio_sums(dictionary, y, 120, lambda: False)
+    assert found and min(nmse for nmse, _ in found) > 1e-12
+    for _, tree in found:
+        divisor = evaluate_on(tree[2], columns)
+        assert np.all(divisor > 0) or np.all(divisor < 0)
+
+
+def test_search_finds_a_ratio_of_sums_exactly():
+    columns = _columns(3, rows=1000, seed=9)
+
+    def law(x: np.ndarray) -> np.ndarray:
+        return (x[:, 0] + x[:, 1]) / (1 + x[:, 0] * x[:, 1] / x[:, 2] ** 2)
 
     result = search(columns, law(columns), NAMES[:3], time_budget=8, seed=0, workers=1)
     fresh = _columns(3, rows=500, seed=10)
