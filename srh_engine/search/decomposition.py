@@ -41,7 +41,8 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from scipy.linalg import cho_factor, cho_solve
 
-__all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine", "logged_fits_better",
+__all__ = ["PAIR_OPERATORS", "Separation", "additive_separable", "combine",
+           "homogeneous_pairs", "homogeneous_quotient", "logged_fits_better",
            "multiplicative_separable", "pair_combinations", "part_with_surrogate",
            "product_group", "product_parts", "separable_group", "separable_parts",
            "surrogate_error", "unused_inputs"]
@@ -359,10 +360,12 @@ MIN_DEGREE = 0.25
 def homogeneous_pairs(X: np.ndarray, y: np.ndarray, limit: int = 2,
                       over: Callable[[], bool] | None = None
                       ) -> list[tuple[int, int, float]]:
-    """Pairs ``(i, j, k)`` of positive inputs in which ``y`` is homogeneous of degree ``k``:
+    """Pairs ``(i, j, k)`` of inputs in which ``y`` is homogeneous of degree ``k``:
     ``y(s*x_i, s*x_j) = s**k * y(x_i, x_j)``, so ``y = x_i**k * h(x_i/x_j, rest)``
     (``C**3/(exp(C/R) - 1)``: the plain scaling test, degree 0, fails on it, and no input
-    is a power factor).
+    is a power factor). ``x_i`` is positive; ``x_j`` may take both signs (a Gaussian
+    ``exp(-(d/s)**2/2)/s`` of a difference ``d``), and the quotient is then ``x_j/x_i``
+    (:func:`homogeneous_quotient`).
 
     Tested on ``log|y|`` (``y`` of one sign): the surrogate over ``x_i/x_j`` and the rest,
     plus the term ``k*log(x_i)`` with ``k`` fitted, fits about as well as the free one
@@ -373,7 +376,7 @@ def homogeneous_pairs(X: np.ndarray, y: np.ndarray, limit: int = 2,
     if X.shape[1] < 2 or not (np.all(y > 0) or np.all(y < 0)):
         return []
     positive = [k for k in range(X.shape[1]) if np.all(X[:, k] > 0)]
-    if len(positive) < 2:
+    if not positive:
         return []
     Xs, t = _rows(X, np.log(np.abs(y)))
     if not np.std(t) > 0:
@@ -385,12 +388,12 @@ def homogeneous_pairs(X: np.ndarray, y: np.ndarray, limit: int = 2,
     allowed = max(SLACK * free + FLOOR, PAIR_TOLERANCE)
     reduced = _exponents(X.shape[1] - 1, degree)
     found: list[tuple[float, int, int, float]] = []
-    for i, j in itertools.permutations(positive, 2):
+    for i, j in ((i, j) for i in positive for j in range(X.shape[1]) if j != i):
         if any((a, b) == (j, i) for _, a, b, _ in found):
             continue  # the same symmetry, read from the other input
         if over is not None and over():
             return []
-        combined = combine(Xs, i, j, "/")
+        combined = combine(Xs, *homogeneous_quotient(X, i, j), "/")
         if combined is None:
             continue
         design = _design(_scaled(combined), reduced)
@@ -409,6 +412,14 @@ def homogeneous_pairs(X: np.ndarray, y: np.ndarray, limit: int = 2,
             found.append((error, i, j, k))
     found.sort()
     return [(i, j, k) for _, i, j, k in found[:limit]]
+
+
+def homogeneous_quotient(X: np.ndarray, i: int, j: int) -> tuple[int, int]:
+    """``(numerator, denominator)`` of the quotient a homogeneous pair ``(i, j)`` (``x_i``
+    positive) is a function of: ``x_i/x_j``, or ``x_j/x_i`` when ``x_j`` is not of one
+    sign (``x_i/x_j`` would have a pole among the rows)."""
+    one_sign = bool(np.all(X[:, j] > 0) or np.all(X[:, j] < 0))
+    return (i, j) if one_sign else (j, i)
 
 
 def part_with_surrogate(X: np.ndarray, part: np.ndarray, t: np.ndarray, logged: bool = False

@@ -199,19 +199,21 @@ def _homogeneous(run: Run, base: View, target: np.ndarray, budget: Budget
     if not found:
         return None
     i, j, k = found[0]
+    top, bottom = dec.homogeneous_quotient(base.columns, i, j)
     run.notes.append(f"weighted scaling symmetry: the target is "
                      f"{to_str(_power_of(base.inputs[i], k))} times a function of "
-                     f"{to_str(base.inputs[i])}/{to_str(base.inputs[j])}")
+                     f"{to_str(Binary('/', base.inputs[top], base.inputs[bottom]))}")
     return found[0]
 
 
 def _homogeneous_search(run: Run, base: View, target: np.ndarray,
                         pair: tuple[int, int, float], budget: Budget, depth: int,
                         factoring: bool) -> list[Found]:
-    """Search ``y / x_i**k`` over ``x_i/x_j`` and the other inputs; each found item wrapped
-    in the power ``x_i**k``."""
+    """Search ``y / x_i**k`` over ``x_i/x_j`` (or ``x_j/x_i``:
+    :func:`.decomposition.homogeneous_quotient`) and the other inputs; each found item
+    wrapped in the power ``x_i**k``."""
     i, j, k = pair
-    view = combined_view(base, i, j, "/")
+    view = combined_view(base, *dec.homogeneous_quotient(base.columns, i, j), "/")
     if view is None:
         return []
     power = _power_of(base.inputs[i], k)

@@ -209,6 +209,18 @@ def test_a_weighted_scaling_symmetry_is_found_with_its_degree(y, expected):
                                np.log(np.abs(y / X[:, i] ** k))) < 1e-3
 
 
+def test_a_weighted_scaling_symmetry_with_a_partner_of_both_signs():
+    # a Gaussian of a difference: y*s is a function of d/s, d crosses 0, so the quotient
+    # is d/s (s/d has a pole among the rows)
+    d = X[:, 0] - X[:, 1]
+    columns = np.column_stack([d, X[:, 2]])
+    y = np.exp(-(d / X[:, 2]) ** 2 / 2) / X[:, 2]
+    assert np.any(d < 0) and np.any(d > 0)
+    assert homogeneous_pairs(columns, y) == [(1, 0, -1.0)]
+    assert dec.homogeneous_quotient(columns, 1, 0) == (0, 1)
+    assert dec.homogeneous_quotient(X, 1, 0) == (1, 0)
+
+
 @pytest.mark.parametrize("y", [A**2 + B + C, A / (1 + B) + C**2, np.cos(A) * B],
                          ids=["sum", "no-ratio", "both-signs"])
 def test_no_weighted_scaling_symmetry_where_there_is_none(y):
