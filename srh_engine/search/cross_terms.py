@@ -16,9 +16,9 @@ least-squares fit of many of them at once (:func:`.combination.eliminate`: on ex
 data that fit holds the true terms, and dropping any other term costs nothing): the
 smallest monomials, and of the others those most correlated with what the smallest
 leave of the target. When no sum is exact, ratios of two such sums are fitted to the
-target and to its square the same way, as one linear fit (:func:`ratio_sums`:
-``(u + v)/(1 + u*v)``, ``(a*r + b*s)/(a + b)``, ``sqrt((a + b)/(a - b))``). The caller
-checks an exact-looking sum on all rows.
+target the same way, as one linear fit (:func:`ratio_sums`: ``(u + v)/(1 + u*v)``,
+``(a*r + b*s)/(a + b)``), and to its square (:func:`root_ratios`: ``sqrt((a + b)/(a - b))``,
+kept apart). The caller checks an exact-looking sum on all rows.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from .combination import (
 )
 from .operators import UNARY, Tree, evaluate_tree, size
 
-__all__ = ["Monomials", "cross_sums", "monomials", "ratio_sums"]
+__all__ = ["Monomials", "cross_sums", "monomials", "ratio_sums", "root_ratios"]
 
 FUNCTIONS = ("sin", "cos", "sqrt", "log", "exp")
 """Unary functions of an input that may be a factor of a monomial (when searched), the
@@ -245,11 +245,29 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
             found.append((transform, item.nmse, tree))
             if item.nmse <= EXACT:
                 return sorted(found, key=lambda entry: entry[1])
-    for power in RATIO_POWERS:
-        if power in powered and not over():
-            found += [(POWERS[power][0], nmse, tree)
-                      for nmse, tree in ratio_sums(dictionary, powered[power], limit, over)]
+    if not over():
+        found += [("identity", nmse, tree)
+                  for nmse, tree in ratio_sums(dictionary, target, limit, over)]
     return sorted(found, key=lambda entry: entry[1])
+
+
+def root_ratios(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
+                unary: tuple[str, ...], over: Callable[[], bool]
+                ) -> list[tuple[str, float, Tree]]:
+    """Ratios of sums fitted to the square of a target of one sign, ``y = sqrt(P/Q)``
+    (``sqrt((a + b)/(a - b))``), as ``("square", nmse, P/Q)``, best first.
+
+    Apart from :func:`cross_sums`: such a ratio is exact for ``N/sqrt(Q)`` too (``P = N**2``),
+    where it is the truth written less simply, and judged apart from it without signs
+    (``sqrt(N**2) = |N|``); the caller keeps it for when nothing else is exact.
+    """
+    powered = _powered(target)
+    dictionary = monomials(columns, binary, unary) if 2.0 in powered else None
+    if dictionary is None or over():
+        return []
+    limit = min(target.size // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
+    return [("square", nmse, tree)
+            for nmse, tree in ratio_sums(dictionary, powered[2.0], limit, over)]
 
 
 def _sums(dictionary: Monomials, target: np.ndarray, centred: np.ndarray, chosen: np.ndarray
@@ -406,9 +424,6 @@ def _tree_values(dictionary: Monomials, tree: Tree) -> np.ndarray | None:
     return values if values.ndim == 1 and np.all(np.isfinite(values)) else None
 
 
-RATIO_POWERS = (1.0, 2.0)
-"""Powers of the target fitted as ratios (``y = P/Q``, ``y = sqrt(P/Q)`` for a target of one
-sign); a ratio of ``1/y`` is one of ``y``."""
 RATIO_DENOMINATORS = 300
 """Monomials (the smallest) that may be terms of a ratio's denominator."""
 RATIO_SMALL = 60

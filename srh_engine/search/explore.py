@@ -20,7 +20,7 @@ from ..nodes import Binary, Expression, Number
 from ..rendering import to_str
 from . import decomposition as dec
 from .budget import Budget
-from .cross_terms import cross_sums
+from .cross_terms import cross_sums, root_ratios
 from .invariance import combined_view, invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
@@ -107,30 +107,39 @@ def explore(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int
                         evolve=False, largest=PROBE_SIZE)
     if exact_on_all_rows(run, probe, target):
         return probe
-    probe += _cross_sums(run, base, target, budget.share(CROSS_SHARE),
-                         min((item.nmse for item in probe), default=1.0))
+    sums, held = _cross_sums(run, base, target, budget.share(CROSS_SHARE),
+                             min((item.nmse for item in probe), default=1.0))
+    probe += sums
     if exact_on_all_rows(run, probe, target):
         return probe
-    return probe + _decomposed(run, base, target, budget, depth, factoring, factors_tested)
+    found = probe + _decomposed(run, base, target, budget, depth, factoring, factors_tested)
+    # a root of a ratio, exact or not, only when nothing else is exact (see root_ratios)
+    return found if exact_on_all_rows(run, found, target) else found + held
 
 
 def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget, probed: float
-                ) -> list[Found]:
-    """Sums of monomials with cross terms fitted to the target and its powers
-    (:mod:`.cross_terms`), on a sample of the rows, each scored on every row; kept when
-    ``CROSS_GAIN`` times closer than the probe's best form (``probed``): on noisy data a
-    sum of six monomials fits the noise a little better than the probe's forms, and such
-    sums crowded the refit and took the front's pick."""
+                ) -> tuple[list[Found], list[Found]]:
+    """Sums of monomials with cross terms, and ratios of them, fitted to the target and its
+    powers (:mod:`.cross_terms`), on a sample of the rows, each scored on every row; kept
+    when ``CROSS_GAIN`` times closer than the probe's best form (``probed``): on noisy data
+    a sum of six monomials fits the noise a little better than the probe's forms, and such
+    sums crowded the refit and took the front's pick. Second, the roots of ratios
+    (:func:`.cross_terms.root_ratios`), held back by the caller."""
     if budget.over() or base.columns.shape[1] > MAX_CROSS_INPUTS:
-        return []
+        return [], []
     rng = np.random.default_rng([run.seed, 31])
     rows = sample_rows(target.size, CROSS_ROWS, rng, run.weights)
-    sums = cross_sums(base.columns[rows], target[rows], run.binary, run.unary, budget.over)
+    columns = base.columns[rows]
+    sums = cross_sums(columns, target[rows], run.binary, run.unary, budget.over)
+    roots = root_ratios(columns, target[rows], run.binary, run.unary, budget.over)
     candidates = target_transforms(target)
-    run.counter.value += len(sums)
-    found = [Found(all_rows_nmse(tree, base, candidates[name]), tree, base, name)
-             for name, _, tree in sums[:CROSS_KEPT] if name in candidates]
-    return [item for item in found if item.nmse * CROSS_GAIN <= probed]
+    run.counter.value += len(sums) + len(roots)
+    kept = []
+    for found in (sums[:CROSS_KEPT], roots[:CROSS_KEPT]):
+        scored = [Found(all_rows_nmse(tree, base, candidates[name]), tree, base, name)
+                  for name, _, tree in found if name in candidates]
+        kept.append([item for item in scored if item.nmse * CROSS_GAIN <= probed])
+    return kept[0], kept[1]
 
 
 def _decomposed(run: Run, base: View, target: np.ndarray, budget: Budget, depth: int,
