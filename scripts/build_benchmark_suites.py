@@ -73,6 +73,13 @@ EXCLUDED = {
     "I.26.2": SRBENCH_EXCLUDED,
     "I.30.5": SRBENCH_EXCLUDED,
 }
+UNIT_CORRECTIONS = {
+    ("I.43.16", "mu_drift"): ("s^1 * kg^(-1)", "s^(-1) * kg^1 in PMLB's metadata: a mobility "
+                              "(v = mu*F), as mob of I.43.31; the published units contradict "
+                              "the formula"),
+}
+"""Units of PMLB's metadata that make their own formula dimensionally inconsistent, with the
+units the formula needs and why (the only such one of the 120; a test checks them all)."""
 MIN_ACCEPTANCE = 0.05
 OOD_FRACTION = 0.1
 PUBLISHED_NAMES = Path(__file__).resolve().parent / "llmsrbench_lsr_transform.txt"
@@ -193,6 +200,10 @@ def build_feynman(pmlb: Path, csv_path: Path, bonus_path: Path) -> list[dict[str
     for ident in sorted(entries, key=_order):
         entry = entries[ident]
         entry["bonus"] = ident.startswith("test_")
+        for variable in entry["variables"]:
+            correction = UNIT_CORRECTIONS.get((ident, variable["name"]))
+            if correction is not None:
+                variable["units"], variable["units_corrected"] = correction
         if ident in EXCLUDED:
             entry["excluded"] = EXCLUDED[ident]
         check_samples(entry)

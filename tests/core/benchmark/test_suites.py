@@ -11,6 +11,7 @@ import pytest
 from srh_core.cli import main
 from srh_core.problems import load_suite
 from srh_engine import parse
+from srh_engine.dimensional import check_dimensions
 
 FEYNMAN = load_suite("feynman")
 LSR = load_suite("lsr-transform")
@@ -34,6 +35,19 @@ def test_every_feynman_formula_samples_finite_values_and_has_units(problem):
     assert set(X) == set(problem.feature_names)
     assert all(v.units and v.quantity for v in problem.variables)
     assert problem.output_units
+
+
+def test_every_feynman_formula_is_dimensionally_consistent_with_its_units():
+    # a suite's units are given to the search, which keeps only consistent formulas: a
+    # wrong unit makes the truth unreachable (PMLB's I.43.16 had a mobility upside down;
+    # LSR-Transform's units are Feynman's)
+    wrong = []
+    for problem in FEYNMAN.problems:
+        units = {v.name: v.units for v in problem.variables}
+        check = check_dimensions(parse(problem.formula), units, problem.output_units)
+        if not check.consistent:
+            wrong.append(f"{problem.id}: {check.reason}")
+    assert wrong == []
 
 
 def test_the_public_subset_is_the_full_suite_s_problems():
