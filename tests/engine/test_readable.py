@@ -163,6 +163,14 @@ ROOTS = [  # (id, formula, written): powers that share a non-integral exponent, 
     ("logs-with-other-factors-kept", "0.5*log(a) + 0.3*log(b)", "0.5*log(a) + 0.3*log(b)"),
     ("log-and-other-function-kept", "log(a) + exp(b)", "log(a) + exp(b)"),
     ("common-factor-kept-without-signs", "sqrt(a*v + a*x)", "sqrt(a*v + a*x)"),
+    # roots of exact numbers go into a root of a sum where a term's numbers cancel
+    ("roots-of-numbers-into-root-of-sum", "sqrt(8)*sqrt(pi)*sqrt(G*r - 3*a/(8*pi))/sqrt(3)",
+     "sqrt(8*pi*G*r/3 - a)"),
+    ("root-of-number-into-cube-root", "(x/2 - y)**(1/3)*2**(1/3)", "(x - 2*y)**(1/3)"),
+    ("root-of-number-cancelling-none-kept", "sqrt(3)*sqrt(2*x + 3)", "sqrt(3)*sqrt(2*x + 3)"),
+    ("root-of-number-adding-numbers-kept", "sqrt(x/2 - y)/sqrt(2)", "sqrt(x/2 - y)/sqrt(2)"),
+    ("root-of-fitted-number-stays-out", "sqrt(1.5)*sqrt(x/1.5 - y)",
+     "1.224744871391589*sqrt(x/1.5 - y)"),
 ]
 
 POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need positive names
