@@ -163,6 +163,14 @@ ROOTS = [  # (id, formula, written): powers that share a non-integral exponent, 
     ("logs-with-other-factors-kept", "0.5*log(a) + 0.3*log(b)", "0.5*log(a) + 0.3*log(b)"),
     ("log-and-other-function-kept", "log(a) + exp(b)", "log(a) + exp(b)"),
     ("common-factor-kept-without-signs", "sqrt(a*v + a*x)", "sqrt(a*v + a*x)"),
+    # roots of exact numbers go into a root of a sum where a term's numbers cancel
+    ("roots-of-numbers-into-root-of-sum", "sqrt(8)*sqrt(pi)*sqrt(G*r - 3*a/(8*pi))/sqrt(3)",
+     "sqrt(8*pi*G*r/3 - a)"),
+    ("root-of-number-into-cube-root", "(x/2 - y)**(1/3)*2**(1/3)", "(x - 2*y)**(1/3)"),
+    ("root-of-number-cancelling-none-kept", "sqrt(3)*sqrt(2*x + 3)", "sqrt(3)*sqrt(2*x + 3)"),
+    ("root-of-number-adding-numbers-kept", "sqrt(x/2 - y)/sqrt(2)", "sqrt(x/2 - y)/sqrt(2)"),
+    ("root-of-fitted-number-stays-out", "sqrt(1.5)*sqrt(x/1.5 - y)",
+     "1.224744871391589*sqrt(x/1.5 - y)"),
 ]
 
 POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need positive names
@@ -227,6 +235,33 @@ POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need po
      "sqrt(a**2*x**2 - b**2 - 1)/x"),
     ("name-beside-root-unknown-sign-kept", "sqrt(w**2*d**2/c**2 - pi**2)/d", ("w", "c"),
      "sqrt(w**2*d**2/c**2 - pi**2)/d"),
+    # names that cancel a denominator go in, and names then written fewer times with them;
+    # a term may hold other factors (a function, a sum) that do not hold the name
+    ("names-cancelling-a-denominator-into-root", "c*sqrt(G*rho*d**2/c**2 - 3*a/(8*pi))/d",
+     ("c", "d", "G", "rho", "a"), "sqrt(G*rho - 3*a*c**2/(8*pi*d**2))"),
+    ("name-into-root-beside-function-term", "q/(d*e*sqrt(2*r**2/d**2 - 4*r*cos(a)/d + 2))",
+     ("q", "d", "e", "r", "a"), "q/(e*sqrt(2*r**2 + 2*d**2 - 4*r*cos(a)*d))"),
+    ("name-into-root-beside-sum-factor", "L*sqrt(2*(E - U)*m/L**2 - 1/r**2)",
+     ("L", "E", "U", "m", "r"), "sqrt(2*(E - U)*m - L**2/r**2)"),
+    ("name-into-cube-root", "c*(G*d/c**3 - a)**(1/3)", ("c", "G", "d", "a"),
+     "(G*d - a*c**3)**(1/3)"),
+    ("fitted-number-beside-root-stays-out", "2.5*sqrt(x**2/d**2 - 1)*d", ("x", "d"),
+     "2.5*sqrt(x**2 - d**2)"),
+    ("name-cancelling-a-numerator-only-kept", "sqrt(4*E/m - w**2*x**2)/x", ("E", "m", "w", "x"),
+     "sqrt(4*E/m - w**2*x**2)/x"),
+    ("name-beside-one-minus-ratio-kept", "c*w*sqrt(1 - v**2/c**2)", ("c", "w", "v"),
+     "c*w*sqrt(1 - v**2/c**2)"),
+    ("name-also-in-a-function-kept", "a*sqrt(x/a**2 - cos(a))", ("a", "x"),
+     "a*sqrt(x/a**2 - cos(a))"),
+    ("name-not-cancelling-power-kept", "x*sqrt(y/x**2 - z)*sqrt(x)", ("x", "y", "z"),
+     "x**(3/2)*sqrt(y/x**2 - z)"),
+    # a root of names joins a root of a sum whole when one of its names so cancels
+    ("root-of-names-joins-root-of-sum", "2*pi*d**(3/2)/(sqrt(G*m1)*sqrt(m2/m1 + 1))",
+     ("d", "G", "m1", "m2"), "2*pi*d**(3/2)/sqrt(G*(m2 + m1))"),
+    ("roots-of-names-join-root-of-sum-as-one", "sqrt(G)*sqrt(m1)*sqrt(m2/m1 + 1)",
+     ("G", "m1", "m2"), "sqrt(G*(m2 + m1))"),
+    ("root-of-name-joins-root-with-signed-name", "sqrt(b/a - c)*sqrt(a)", ("a", "b"),
+     "sqrt(b - c*a)"),
 ]
 
 
@@ -260,6 +295,16 @@ def test_root_rules_with_positive_names(text: str, positive: tuple[str, ...], ex
     points = {name: rng.uniform(0.1, 3, 400) if name in positive else rng.uniform(-3, 3, 400)
               for name in _names(original)}
     _assert_same_where_defined(original, parse(expected), points)
+
+
+@pytest.mark.parametrize("text", ["(L*sqrt(2*m*E/L**2 - 1/r**2))/m",
+                                  "L*(sqrt(2*m*E/L**2 - 1/r**2)/m)",
+                                  "L/m*sqrt(2*m*E/L**2 - 1/r**2)"])
+def test_a_product_is_written_whatever_its_grouping(text: str) -> None:
+    """A chain of ``*`` and ``/`` is written from all its factors at once, so the factors
+    beside a root are weighed together however the chain was grouped."""
+    written = to_str(readable(parse(text), ("L", "m", "E", "r")))
+    assert written == "sqrt(2*m*E - L**2/r**2)/m"
 
 
 def _assert_same_where_defined(original: Expression, written: Expression,

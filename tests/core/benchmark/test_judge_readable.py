@@ -38,6 +38,17 @@ PAIRS = [
      ("r", "B", "x")),
     ("conjugate-roots", "x*r/(N*sqrt(r/N + 1)*sqrt(r/N - 1))", "x/sqrt(1 - N**2/r**2)",
      ("x", "r", "N")),
+    # factors beside a root of a sum go in where their names are then written fewer times
+    # (exact answers of the units search on Feynman's bonus problems)
+    ("root-of-names-into-a-root-of-a-sum", "2*pi*d**(3/2)/(sqrt(G*m1)*sqrt(m2/m1 + 1))",
+     "2*pi*d**(3/2)/sqrt(G*(m1 + m2))", ("d", "G", "m1", "m2")),
+    ("names-into-a-root-of-a-sum",
+     "c*sqrt(8)*sqrt(pi)*sqrt(G*rho*d**2/c**2 - 3*alpha/(8*pi))/(sqrt(3)*d)",
+     "sqrt(8*pi*G*rho/3 - alpha*c**2/d**2)", ("c", "d", "G", "rho", "alpha")),
+    ("name-into-a-root-with-a-cosine",
+     "0.11253953951963826*q/(d*epsilon*sqrt(2*r**2/d**2 - 4*r*cos(alpha)/d + 2))",
+     "q/(4*pi*epsilon*sqrt(r**2 + d**2 - 2*r*d*cos(alpha)))",
+     ("q", "d", "epsilon", "r", "alpha")),
 ]
 
 
