@@ -33,11 +33,15 @@ L, K = 6, 2
 DEADLINE = 120.0
 
 RUN = textwrap.dedent("""
-    import json, sys
+    import json, signal, sys
     import numpy as np
     from srh_core.agent import SRAgent
     from srh_core.context import AgentContext
 
+    # Ctrl-C is a KeyboardInterrupt, as in a terminal: a SIGINT ignored by whatever started
+    # this process (a test runner's worker) is inherited across exec, and Python then
+    # installs no handler of its own
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     base_url, out = sys.argv[1:3]
     x1, x2 = np.random.default_rng(0).uniform(1, 5, (2, 200))
     context = AgentContext()
