@@ -203,8 +203,8 @@ def _powered(target: np.ndarray) -> dict[float, np.ndarray]:
 
 
 def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
-               unary: tuple[str, ...], over: Callable[[], bool]
-               ) -> list[tuple[str, float, Tree]]:
+               unary: tuple[str, ...], over: Callable[[], bool],
+               dictionary: Monomials | None = None) -> list[tuple[str, float, Tree]]:
     """Sparse sums of monomials fitted to ``target`` and its powers.
 
     Args:
@@ -212,16 +212,18 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
         target: The target on those rows.
         binary, unary: The searched operators (the monomials use only them).
         over: True when the budget is spent (checked between fits).
+        dictionary: :func:`monomials` of ``columns``, when the caller has it already.
 
     Returns:
         ``(transform of :mod:`.views`, nmse on the rows, tree)``, best first: the best sum
         of every size per power of the target, as a form of a transform (``y**(2/3) = S``
         as ``S*sqrt(S)`` of ``y`` itself, ``y**-2 = S`` as ``sqrt(S)`` of ``1/y``).
     """
-    dictionary = monomials(columns, binary, unary)
+    if dictionary is None:
+        dictionary = monomials(columns, binary, unary)
     if dictionary is None or over():
         return []
-    limit = min(target.size // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
+    limit = _full_fit_limit(target.size)
     span = _Span.of(dictionary.unit, min(limit, dictionary.unit.shape[0]) // 2)
     screened = []  # (what the full fit leaves, power, values, centred, chosen)
     powered = _powered(target)
@@ -252,8 +254,8 @@ def cross_sums(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
 
 
 def root_ratios(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...],
-                unary: tuple[str, ...], over: Callable[[], bool]
-                ) -> list[tuple[str, float, Tree]]:
+                unary: tuple[str, ...], over: Callable[[], bool],
+                dictionary: Monomials | None = None) -> list[tuple[str, float, Tree]]:
     """Ratios of sums fitted to the square of a target of one sign, ``y = sqrt(P/Q)``
     (``sqrt((a + b)/(a - b))``), as ``("square", nmse, P/Q)``, best first.
 
@@ -262,12 +264,19 @@ def root_ratios(columns: np.ndarray, target: np.ndarray, binary: tuple[str, ...]
     (``sqrt(N**2) = |N|``); the caller keeps it for when nothing else is exact.
     """
     powered = _powered(target)
-    dictionary = monomials(columns, binary, unary) if 2.0 in powered else None
-    if dictionary is None or over():
+    if 2.0 not in powered or over():
         return []
-    limit = min(target.size // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
-    return [("square", nmse, tree)
-            for nmse, tree in ratio_sums(dictionary, powered[2.0], limit, over)]
+    if dictionary is None:
+        dictionary = monomials(columns, binary, unary)
+    if dictionary is None:
+        return []
+    return [("square", nmse, tree) for nmse, tree in
+            ratio_sums(dictionary, powered[2.0], _full_fit_limit(target.size), over)]
+
+
+def _full_fit_limit(rows: int) -> int:
+    """Most monomials in one full fit on ``rows`` rows."""
+    return min(rows // FIT_ROWS_PER_TERM, MAX_FULL_FIT)
 
 
 def _sums(dictionary: Monomials, target: np.ndarray, centred: np.ndarray, chosen: np.ndarray
@@ -296,21 +305,30 @@ def _sum_tree(dictionary: Monomials, ids: np.ndarray, support: tuple[int, ...],
     if not np.all(np.isfinite(weights)) or not np.any(weights):
         return None
     kept = np.flatnonzero(np.abs(weights) > NEGLIGIBLE * np.abs(weights).max())
-    magnitude = np.abs(weights[kept])
-    matches = np.sum(np.isclose(magnitude[:, None], magnitude[None, :], rtol=1e-9), axis=1)
-    order = sorted(range(kept.size), key=lambda k: (-matches[k], dictionary.sizes[chosen[
-        kept[k]]], -magnitude[k]))
-    lead = weights[kept[order[0]]]
-    tree: Tree = dictionary.trees[chosen[kept[order[0]]]]
-    for k in sorted(order[1:], key=lambda k: dictionary.sizes[chosen[kept[k]]]):
-        form, ratio = dictionary.trees[chosen[kept[k]]], float(weights[kept[k]] / lead)
-        if abs(abs(ratio) - 1.0) <= 1e-9:
-            tree = ("+" if ratio > 0 else "-", tree, form)
-        elif ratio < 0:
-            tree = ("-", tree, ("*", ("k", -ratio), form))
-        else:
-            tree = ("+", tree, ("*", ("k", ratio), form))
+    tree, _ = _led_sum(dictionary, [int(k) for k in chosen[kept]], weights[kept])
     return tree
+
+
+def _led_sum(dictionary: Monomials, ids: list[int], weights: np.ndarray) -> tuple[Tree, float]:
+    """``m1 + (w2/w1)*m2 + ...`` of the monomials ``ids`` and their weights, and ``w1``: led
+    by the term whose weight the most others match in size (fewer constants), then the
+    smallest, the others smallest first."""
+    magnitude = np.abs(weights)
+    matches = np.sum(np.isclose(magnitude[:, None], magnitude[None, :], rtol=1e-9), axis=1)
+    order = sorted(range(len(ids)), key=lambda k: (-matches[k], dictionary.sizes[ids[k]],
+                                                   -magnitude[k]))
+    lead = float(weights[order[0]])
+    tree: Tree = dictionary.trees[ids[order[0]]]
+    for k in sorted(order[1:], key=lambda k: dictionary.sizes[ids[k]]):
+        tree = _plus(tree, dictionary.trees[ids[k]], float(weights[k]) / lead)
+    return tree, lead
+
+
+def _plus(tree: Tree, form: Tree | None, ratio: float) -> Tree:
+    """``tree + ratio*form`` (``form`` None: the number ``ratio``), its sign as a minus."""
+    term: Tree = ("k", abs(ratio)) if form is None else \
+        form if abs(abs(ratio) - 1.0) <= 1e-9 else ("*", ("k", abs(ratio)), form)
+    return "+" if ratio > 0 else "-", tree, term
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,18 +551,7 @@ def _linear_tree(dictionary: Monomials, ids: list[int], weights: np.ndarray, con
     kept = [position for position, s in enumerate(spread) if s > NEGLIGIBLE * largest]
     if not kept:
         return ("k", 1.0)  # a constant: the scale carries it
-    magnitude = np.abs(weights[kept])
-    matches = np.sum(np.isclose(magnitude[:, None], magnitude[None, :], rtol=1e-9), axis=1)
-    order = sorted(range(len(kept)), key=lambda k: (-matches[k], dictionary.sizes[ids[kept[k]]],
-                                                   -magnitude[k]))
-    lead = float(weights[kept[order[0]]])
-    tree: Tree = dictionary.trees[ids[kept[order[0]]]]
-    rest = [(dictionary.trees[ids[kept[k]]], float(weights[kept[k]]) / lead)
-            for k in sorted(order[1:], key=lambda k: dictionary.sizes[ids[kept[k]]])]
+    tree, lead = _led_sum(dictionary, [ids[k] for k in kept], weights[kept])
     if abs(constant) > NEGLIGIBLE * largest:
-        rest.append((None, constant / lead))
-    for form, ratio in rest:
-        term: Tree = ("k", abs(ratio)) if form is None else \
-            form if abs(abs(ratio) - 1.0) <= 1e-9 else ("*", ("k", abs(ratio)), form)
-        tree = ("+" if ratio > 0 else "-", tree, term)
+        tree = _plus(tree, None, constant / lead)
     return tree

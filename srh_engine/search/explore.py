@@ -20,7 +20,7 @@ from ..nodes import Binary, Expression, Number
 from ..rendering import to_str
 from . import decomposition as dec
 from .budget import Budget
-from .cross_terms import cross_sums, root_ratios
+from .cross_terms import cross_sums, monomials, root_ratios
 from .invariance import combined_view, invariant_views
 from .operators import size, to_expression
 from .refit import exact_on_all_rows
@@ -130,8 +130,9 @@ def _cross_sums(run: Run, base: View, target: np.ndarray, budget: Budget, probed
     rng = np.random.default_rng([run.seed, 31])
     rows = sample_rows(target.size, CROSS_ROWS, rng, run.weights)
     columns = base.columns[rows]
-    sums = cross_sums(columns, target[rows], run.binary, run.unary, budget.over)
-    roots = root_ratios(columns, target[rows], run.binary, run.unary, budget.over)
+    dictionary = monomials(columns, run.binary, run.unary)  # one for the sums and the roots
+    sums = cross_sums(columns, target[rows], run.binary, run.unary, budget.over, dictionary)
+    roots = root_ratios(columns, target[rows], run.binary, run.unary, budget.over, dictionary)
     candidates = target_transforms(target)
     run.counter.value += len(sums) + len(roots)
     kept = []
