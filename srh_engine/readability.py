@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from fractions import Fraction
 
 from .nodes import Binary, Expression, Function, Number, Parameter, Symbol, Unary, integral_number
@@ -639,29 +639,21 @@ def _moved_once(top: list[Expression], bottom: list[Expression], positive: froze
     """The product with factors moved into its first root of a sum that takes any; None
     when none does."""
     sides = {1: list(top), -1: list(bottom)}
-    for side, factors in sides.items():
-        for index, factor in enumerate(factors):
-            base, exponent = _base_and_exponent(factor)
-            power = _exact(exponent)
-            if not _is_sum(base) or not isinstance(power, Fraction) or power.denominator == 1:
-                continue
-            terms = _term_powers(base)
-            beside = [(s, f) for s, fs in sides.items() for f in fs if f is not factor]
-            added = [names for sign, _, names, _ in terms if sign > 0]
-            names_too = len(added) < len(terms) and added != [{}]  # not 1 - v**2/c**2
-            units = _units(beside, power * side, positive, names_too)
-            moving, inside, rest = _entering(units, terms)
-            if not moving:
-                continue
-            summed = _times_each(terms, inside)
-            if _leading_out(summed, positive, exponent)[0] is not None:
-                continue  # written back as it is: the leading term's form wins
-            up, down = _split_powers(rest)
-            root = _product([*up, summed], down) if rest else summed
-            factors[index] = _power(root, exponent)
-            gone = {id(unit) for unit in moving}
-            return ([f for f in sides[1] if id(f) not in gone],
-                    [f for f in sides[-1] if id(f) not in gone])
+    for side, index, factor, base, exponent, power in _roots_of_sums(sides):
+        terms = _term_powers(base)
+        beside = [(s, f) for s, fs in sides.items() for f in fs if f is not factor]
+        added = [names for sign, _, names, _ in terms if sign > 0]
+        names_too = len(added) < len(terms) and added != [{}]  # not 1 - v**2/c**2
+        units = _units(beside, power * side, positive, names_too)
+        moving, inside, rest = _entering(units, terms)
+        if not moving:
+            continue
+        summed = _times_each(terms, inside)
+        if _leading_out(summed, positive, exponent)[0] is not None:
+            continue  # written back as it is: the leading term's form wins
+        up, down = _split_powers(rest)
+        root = _product([*up, summed], down) if rest else summed
+        return _moved_in(sides, side, index, _power(root, exponent), moving)
     return None
 
 
@@ -679,31 +671,47 @@ def _numbers_moved_once(top: list[Expression], bottom: list[Expression]
     out (its root is taken, and SRBench's judge rounds it as written). None when no root
     takes any."""
     sides = {1: list(top), -1: list(bottom)}
+    for side, index, factor, base, exponent, power in _roots_of_sums(sides):
+        terms = _terms(base, 1)
+        numbers = [_coefficient(*_factors(term)) for _, term in terms]
+        roots = [(f, value) for s, fs in sides.items() for f in fs if f is not factor
+                 if (value := _number_root(f, s, power * side)) is not None]
+        known = [c for c in numbers if c is not None]
+        if not roots or len(known) < len(numbers):
+            continue
+        scale = (math.prod(q for _, (q, _) in roots), sum(k for _, (_, k) in roots))
+        scaled = [(q * scale[0], k + scale[1]) for q, k in known]
+        before = sum(map(_written_numbers, [*known, *(value for _, value in roots)]))
+        if sum(map(_written_numbers, scaled)) >= before or (1, 0) not in scaled:
+            continue  # numbers written as often, or none cancelling: as found
+        summed = [(sign, _with_coefficient(term, c))
+                  for (sign, term), c in zip(terms, scaled, strict=True)]
+        return _moved_in(sides, side, index, _power(_sum(summed), exponent),
+                         [f for f, _ in roots])
+    return None
+
+
+def _roots_of_sums(sides: dict[int, list[Expression]]
+                   ) -> Iterator[tuple[int, int, Expression, Expression, float, Fraction]]:
+    """``(side, index, factor, sum, exponent, exact exponent)`` for each factor of ``sides``
+    (1: numerator, -1: denominator) that is a non-integral power of a sum with an exponent
+    of small integers (``sqrt(S)``, ``S**(3/2)``)."""
     for side, factors in sides.items():
         for index, factor in enumerate(factors):
             base, exponent = _base_and_exponent(factor)
             power = _exact(exponent)
-            if not _is_sum(base) or not isinstance(power, Fraction) or power.denominator == 1:
-                continue
-            terms = _terms(base, 1)
-            numbers = [_coefficient(*_factors(term)) for _, term in terms]
-            roots = [(f, value) for s, fs in sides.items() for f in fs if f is not factor
-                     if (value := _number_root(f, s, power * side)) is not None]
-            known = [c for c in numbers if c is not None]
-            if not roots or len(known) < len(numbers):
-                continue
-            scale = (math.prod(q for _, (q, _) in roots), sum(k for _, (_, k) in roots))
-            scaled = [(q * scale[0], k + scale[1]) for q, k in known]
-            before = sum(map(_written_numbers, [*known, *(value for _, value in roots)]))
-            if sum(map(_written_numbers, scaled)) >= before or (1, 0) not in scaled:
-                continue  # numbers written as often, or none cancelling: as found
-            summed = [(sign, _with_coefficient(term, c))
-                      for (sign, term), c in zip(terms, scaled, strict=True)]
-            factors[index] = _power(_sum(summed), exponent)
-            gone = {id(f) for f, _ in roots}
-            return ([f for f in sides[1] if id(f) not in gone],
-                    [f for f in sides[-1] if id(f) not in gone])
-    return None
+            if _is_sum(base) and isinstance(power, Fraction) and power.denominator != 1:
+                yield side, index, factor, base, exponent, power
+
+
+def _moved_in(sides: dict[int, list[Expression]], side: int, index: int, new: Expression,
+              gone: list[Expression]) -> tuple[list[Expression], list[Expression]]:
+    """The numerator and denominator of ``sides`` with factor ``index`` of ``side`` made
+    ``new`` and the factors ``gone`` (moved into it) left out."""
+    sides[side][index] = new
+    left = {id(f) for f in gone}
+    return ([f for f in sides[1] if id(f) not in left],
+            [f for f in sides[-1] if id(f) not in left])
 
 
 def _coefficient(top: list[Expression], bottom: list[Expression]) -> _Coefficient | None:
