@@ -65,6 +65,10 @@ ZERO_BELOW = 1e-4
 ACC_TOLERANCE = 0.1
 #: Longest the whole symbolic check (build, compare, simplify) may run, on any thread.
 CHECK_SECONDS = 20.0
+#: After the deadline the alarm repeats this often until the check has stopped: one
+#: alarm can land where its exception is swallowed (a garbage-collector callback
+#: reports it as unraisable, a library catches everything), and must not be the last.
+REPEAT_SECONDS = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +84,8 @@ class Verdict:
         return asdict(self)
 
 
-class _OutOfTime(Exception):
-    pass
+class _OutOfTime(BaseException):
+    """The deadline: a BaseException, so sympy's ``except Exception`` cannot keep it."""
 
 
 def symbolic_solution(formula: str, truth: str, *, r2_test: float | None = None,
@@ -183,22 +187,39 @@ def _is_constant(expression: Any) -> bool:
 
 def _bounded(work: Callable[[], Any]) -> Any:
     """Run ``work`` within ``CHECK_SECONDS``: a SIGALRM deadline on the main thread, else
-    in a forked child killed at the deadline (a thread cannot be interrupted)."""
+    in a forked child killed at the deadline (a thread cannot be interrupted).
+
+    An alarm the caller had set (pytest-timeout's, a batch script's) is put back
+    afterwards with the time it has left, and fires at once if that ran out meanwhile.
+    """
     if not hasattr(signal, "setitimer"):
         return work()
     if threading.current_thread() is not threading.main_thread():
         return _in_child(work)
+    live = [True]
 
     def expire(signum: int, frame: Any) -> None:
-        raise _OutOfTime
+        if live[0]:
+            raise _OutOfTime
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
+    started = time.monotonic()
+    outer_left, outer_every = signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS,
+                                               REPEAT_SECONDS)
     try:
         return work()
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        while True:  # an alarm may interrupt the disarming itself: disarm until it holds
+            try:
+                live[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                break
+            except _OutOfTime:
+                continue
         signal.signal(signal.SIGALRM, previous)
+        if outer_left > 0:
+            left = outer_left - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), outer_every)
 
 
 def _in_child(work: Callable[[], Any]) -> Any:

@@ -174,6 +174,56 @@ def test_the_whole_symbolic_check_is_bounded(monkeypatch):
     assert judge.symbolic_solution("2*x*y", "x*y").symbolic_solution  # the alarm is gone
 
 
+def test_a_swallowed_deadline_is_not_the_last(monkeypatch):
+    # CI once ran this check for 42 minutes: the one alarm fired inside a garbage-collector
+    # callback, which reports an exception as unraisable and goes on; the alarm repeats
+    monkeypatch.setattr(judge, "CHECK_SECONDS", 0.05)
+    ticks = []
+
+    def swallows_the_first_then_spins():
+        try:
+            time.sleep(1.0)
+        except BaseException:  # noqa: BLE001 - as a gc callback or a bare except would
+            ticks.append("swallowed")
+        until = time.monotonic() + 5.0
+        while time.monotonic() < until:
+            pass
+        return "finished"
+
+    before = judge.signal.getsignal(judge.signal.SIGALRM)
+    started = time.monotonic()
+    with pytest.raises(judge._OutOfTime):
+        judge._bounded(swallows_the_first_then_spins)
+    assert ticks == ["swallowed"] and time.monotonic() - started < 3.0
+    assert judge.signal.getitimer(judge.signal.ITIMER_REAL)[1] == 0.0  # no repeating alarm
+    assert judge.signal.getsignal(judge.signal.SIGALRM) is before
+
+
+def test_the_callers_alarm_is_put_back(monkeypatch):
+    # pytest-timeout (and a batch script) keep their own SIGALRM deadline: the check must
+    # not cancel it, as it did when this file's test hung CI past the 300 s test timeout
+    fired = []
+    outer = judge.signal.getitimer(judge.signal.ITIMER_REAL)  # pytest-timeout's, if any
+    before = judge.signal.signal(judge.signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        judge.signal.setitimer(judge.signal.ITIMER_REAL, 30.0)
+        assert judge.symbolic_solution("2*x*y", "x*y").symbolic_solution
+        left, _ = judge.signal.getitimer(judge.signal.ITIMER_REAL)
+        assert 20.0 < left <= 30.0 and not fired
+        judge.signal.setitimer(judge.signal.ITIMER_REAL, 0.01)
+        monkeypatch.setattr(judge, "CHECK_SECONDS", 5.0)
+        judge._bounded(lambda: time.sleep(0.2))  # the caller's alarm fell due meanwhile
+        deadline = time.monotonic() + 1.0
+        while not fired and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fired
+    finally:
+        judge.signal.setitimer(judge.signal.ITIMER_REAL, 0)
+        judge.signal.signal(judge.signal.SIGALRM, before)
+        if outer[0] > 0:
+            judge.signal.setitimer(judge.signal.ITIMER_REAL, *outer)
+
+
 def test_off_the_main_thread_the_check_is_bounded_too(monkeypatch):
     # a cluster worker judges in its sweep coordinator thread, where SIGALRM cannot reach
     big = " + ".join(f"{k}.{k}1*x**{k}*sin(y*{k})*exp(x/{k + 1})" for k in range(1, 40))
