@@ -27,6 +27,7 @@ from .refit import exact_on_all_rows
 from .view_search import search_view
 from .views import (
     EXACT_NMSE,
+    INVERSES,
     Found,
     Run,
     View,
@@ -430,9 +431,6 @@ def _fitted_part(item: Found, target: np.ndarray, offset: bool
     return inverse_transform(item.transform, scaled, float(np.sign(target[0]))), part
 
 
-INVERSES = {"identity": lambda v: v, "log": np.exp, "inv": lambda v: 1.0 / v,
-            "square": np.sqrt, "sqrt": np.square}
-"""The inverse of each target transform (:data:`.views.TRANSFORMS`) on values."""
 
 
 def _power_factors(run: Run, columns: np.ndarray, target: np.ndarray, budget: Budget

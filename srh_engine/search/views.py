@@ -19,7 +19,7 @@ from .budget import Counter
 from .evolution import linear_nmse
 from .operators import Tree, evaluate_tree
 
-__all__ = ["EXACT_NMSE", "Found", "Run", "TRANSFORMS", "View", "all_rows_nmse",
+__all__ = ["EXACT_NMSE", "INVERSES", "Found", "Run", "TRANSFORMS", "View", "all_rows_nmse",
            "column_values", "inverse_transform", "sample_rows", "target_transforms"]
 
 
@@ -75,12 +75,27 @@ class Run:
     already (the units' reduction tests the inputs before the undivided search does)."""
 
 
-TRANSFORMS = ("identity", "log", "inv", "square", "sqrt")
+TRANSFORMS = ("identity", "log", "inv", "square", "sqrt", "sin", "cos", "tan", "arctanh")
+"""What the searched forms are fitted to: ``y`` or a function of it, named by that function.
+The last four are inverses of bounded functions (``y = arcsin(f)``, ``arccos(f)``,
+``arctan(f)``, ``tanh(f)``), tried only on a target inside their range."""
+
+FOLDED_BELOW = 0.1
+"""A bounded inverse is tried only when the target reaches this far from 0: nearer, the
+function is nearly ``y`` itself and adds a near copy of the identity."""
+
+INVERSES: dict[str, Any] = {"identity": lambda v: v, "log": np.exp, "inv": lambda v: 1.0 / v,
+                            "square": np.sqrt, "sqrt": np.square, "sin": np.arcsin,
+                            "cos": np.arccos, "tan": np.arctan, "arctanh": np.tanh}
+"""The inverse of each target transform, on values."""
 
 
 def target_transforms(y: np.ndarray) -> dict[str, np.ndarray]:
     """``y`` and the transforms of it that are finite and not constant, by name.
 
+    ``sin`` and ``tan`` only for a target within (-pi/2, pi/2) (the range of arcsin and
+    arctan), ``cos`` for one within [0, pi) (arccos), ``arctanh`` for one within (-1, 1)
+    (tanh), each only when the target reaches :data:`FOLDED_BELOW` from 0.
     ``log``, ``sqrt`` and ``square`` only for a target of one sign: their inverses
     (``exp``, ``**2``, ``sqrt``) have one sign, so on a sign-changing target a form that
     fits ``y**2`` well becomes a formula of ``y`` no better than its mean, and such forms,
@@ -95,7 +110,18 @@ def target_transforms(y: np.ndarray) -> dict[str, np.ndarray]:
         found["sqrt"] = np.sqrt(magnitude)
     if np.all(magnitude > 1e-300):
         found["inv"] = 1.0 / y
+    reach = float(np.max(magnitude)) if y.size else 0.0
+    if FOLDED_BELOW <= reach < np.pi / 2:
+        found["sin"] = np.sin(y)
+        found["tan"] = np.tan(y)
+    if FOLDED_BELOW <= reach < 1.0:
+        found["arctanh"] = np.arctanh(y)
+    if y.size and np.min(y) >= 0 and FOLDED_BELOW <= reach < np.pi:
+        found["cos"] = np.cos(y)
     return {k: v for k, v in found.items() if np.all(np.isfinite(v)) and np.std(v) > 0}
+
+
+BOUNDED_INVERSES = {"sin": "arcsin", "cos": "arccos", "tan": "arctan", "arctanh": "tanh"}
 
 
 def inverse_transform(transform: str, scaled: Expression, sign: float) -> Expression:
@@ -106,6 +132,8 @@ def inverse_transform(transform: str, scaled: Expression, sign: float) -> Expres
         body = Function("exp", (scaled,))
     elif transform == "inv":
         return Binary("/", Number(1), scaled)
+    elif transform in BOUNDED_INVERSES:
+        return Function(BOUNDED_INVERSES[transform], (scaled,))
     elif transform == "square":
         body = Function("sqrt", (scaled,))
     else:
