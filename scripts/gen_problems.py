@@ -29,12 +29,12 @@ Its grammar (``depth`` starts at ``MAX_RANDOM_DEPTH`` = 3)::
               | tree(d-1) "*" tree(d-1)           product
               | "(" tree(d-1) ("+"|"-") tree(d-1) ")"      sum or difference
               | tree(d-1) "/(" tree(d-1) ")"      ratio
-              | f "(" tree(d-1) ")"               f in sin cos log sqrt
+              | f "(" tree(d-1) ")"               f in sin cos log sqrt tanh arctan
               | "exp(-" tree(d-1) "/" var ")"
               | "(" tree(d-1) ")**(" p ")"        p in 2 3 -1 1/2
     leaf     := var | "(" var "-" var ")" | "(" c ")*" var    c in 2 3 1/2 pi 1
     motif    := lorentz | gaussian | distance | bose | sine-ratio | cross-root
-              | nested-fraction
+              | nested-fraction | inverse
     lorentz  := "1/sqrt(1 - v**2/c**2)" | "sqrt(1 - v**2/c**2)"     v < c
     gaussian := "exp(-x**2/2)/sqrt(2*pi)" | "exp(-(x/s)**2/2)/(sqrt(2*pi)*s)"
               | "exp(-(x - m)**2/(2*s**2))/(sqrt(2*pi)*s)"
@@ -44,6 +44,8 @@ Its grammar (``depth`` starts at ``MAX_RANDOM_DEPTH`` = 3)::
     cross-root := "sqrt(a**2 + b**2 +- 2*a*b*cos(t))" | "sqrt(a**2 + b**2 + a*b)"
     nested-fraction := "a/(1 + b/(c + d))" | "1/(1/a + 1/b + 1/c)"
               | "(a + b)/(1 + a*b/c**2)"
+    inverse  := "arcsin(a/b)" | "arccos(a/b)"  (a < b) | "arcsin(n*sin(t))"  (n < 1)
+              | "arctan(a/b)" | "tanh(a*b/c)"
 
 over 1 to 9 variables of the tree (half of the problems have 5 to 9; 1 or 2 under
 ``parts``) plus the motifs' own (each motif draws fresh variables with ranges that
@@ -237,7 +239,7 @@ FAMILIES: dict[str, Callable[[np.random.Generator, Namer], str]] = {
 
 
 # -------------------------------------------------------------- random grammar
-RANDOM_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt")
+RANDOM_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "arctan")
 RANDOM_POWERS = ("2", "3", "-1", "1/2")
 RANDOM_CONSTANTS = ("2", "3", "1/2", "pi", "1")
 MAX_RANDOM_DEPTH = 3
@@ -308,10 +310,24 @@ def motif_nested_fraction(namer: Namer, rng: np.random.Generator) -> str:
     return f"({u} + {v})/(1 + {u}*{v}/{c}**2)"
 
 
+def motif_inverse(namer: Namer, rng: np.random.Generator) -> str:
+    kind = int(rng.integers(4))
+    if kind == 0:
+        a, b = namer.positive(0.5, 2.0), namer.positive(3.0, 10.0)
+        return f"{rng.choice(['arcsin', 'arccos'])}({a}/{b})"
+    if kind == 1:
+        n, angle = namer.positive(0.1, 0.9), namer.positive(0.2, 3.0)
+        return f"arcsin({n}*sin({angle}))"
+    if kind == 2:
+        return f"arctan({namer.positive()}/{namer.positive()})"
+    a, b, c = namer.positive(), namer.positive(), namer.positive()
+    return f"tanh({a}*{b}/{c})"
+
+
 MOTIFS: dict[str, Callable[[Namer, np.random.Generator], str]] = {
     "lorentz": motif_lorentz, "gaussian": motif_gaussian, "distance": motif_distance,
     "bose": motif_bose, "sine-ratio": motif_sine_ratio, "cross-root": motif_cross_root,
-    "nested-fraction": motif_nested_fraction,
+    "nested-fraction": motif_nested_fraction, "inverse": motif_inverse,
 }
 
 

@@ -39,13 +39,14 @@ def test_every_motif_draws_finite_problems(gen, motif):
 
 
 def test_the_random_suite_is_seeded_and_holds_the_physics_shapes(gen):
-    first = gen.generate_random(20, 5)
-    assert first == gen.generate_random(20, 5)
+    first = gen.generate_random(30, 5)
+    assert first == gen.generate_random(30, 5)
     families = {p["family"] for p in first["problems"]}
     assert "several-parts" in families
     assert len(families & set(gen.MOTIFS)) >= 3
     formulas = " ".join(p["formula"] for p in first["problems"])
     assert "sqrt(2*pi)" in formulas and "/(exp(" in formulas
+    assert all(f"{name}(" in formulas for name in ("arcsin", "arccos", "arctan", "tanh"))
     assert all(len(p["variables"]) <= gen.MAX_RANDOM_VARIABLES for p in first["problems"])
 
 
