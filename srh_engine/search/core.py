@@ -101,7 +101,7 @@ from .pool import available_workers, broken, forget, submit_islands, warm
 from .refit import exact_floor, exact_on_all_rows, refit, rounded_front, snap_front
 from .results import ExpressionSearchResult, FrontEntry, pareto_front
 from .threads import one_blas_thread
-from .views import Found, Run, View
+from .views import Found, Run, View, unfolded
 
 __all__ = ["ExpressionSearchResult", "FrontEntry", "pareto_front", "search", "warm_islands"]
 
@@ -330,7 +330,27 @@ def _island(X: np.ndarray, y: np.ndarray, names: list[str], deadline: float, see
         if reduction is not None:  # answers mapped back: one monomial per product
             entries = [_merged(entry, values) for entry in entries]
         entries = snap_front(entries, values, y, deadline, weights)
+        entries = [_unfolded(entry, values, reduction is not None) for entry in entries]
     return entries, run.counter.value, run.notes
+
+
+def _unfolded(entry: FrontEntry, values: Mapping[str, np.ndarray], merge: bool) -> FrontEntry:
+    """``entry`` with ``arccos(cos(w))`` and the like written ``w`` or ``-w``
+    (:func:`.views.unfolded`), where that gives the same values on every row (then, after
+    a units reduction, merged again: :func:`_merged`)."""
+    with np.errstate(all="ignore"):
+        before = None
+        for sign in (1.0, -1.0):
+            candidate = unfolded(entry.expression, sign)
+            if candidate == entry.expression:
+                return entry
+            if before is None:
+                before = np.asarray(evaluate(entry.expression, values), dtype=float)
+            after = np.asarray(evaluate(candidate, values), dtype=float)
+            if np.allclose(after, before, rtol=1e-9, atol=0.0):
+                written = FrontEntry(candidate, complexity(candidate), entry.mse, entry.r2)
+                return _merged(written, values) if merge else written
+    return entry
 
 
 def _written(entries: list[FrontEntry], X: np.ndarray, names: Sequence[str]

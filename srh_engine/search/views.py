@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..nodes import Binary, Expression, Function, Number, Unary
+from ..transform import map_postorder
 from ..units import Dimension
 from .budget import Counter
 from .evolution import linear_nmse
@@ -122,6 +123,29 @@ def target_transforms(y: np.ndarray) -> dict[str, np.ndarray]:
 
 
 BOUNDED_INVERSES = {"sin": "arcsin", "cos": "arccos", "tan": "arctan", "arctanh": "tanh"}
+
+
+def unfolded(expression: Expression, sign: float) -> Expression:
+    """``expression`` with each ``arcsin(sin(w))``, ``arccos(cos(w))`` and ``arctan(tan(w))``
+    (a bounded inverse put back around a form of its own function, once the refit made
+    the form's scale 1) written ``w`` (``sign`` > 0) or ``-w``. Equal only where ``w`` lies
+    in the inverse's range: the caller keeps it where the values say so."""
+    def unfold(node: Expression) -> Expression:
+        if isinstance(node, Function) and node.name in BOUNDED_INVERSES.values() and \
+                node.name != "tanh":
+            inner = node.arguments[0]
+            if isinstance(inner, Function) and BOUNDED_INVERSES.get(inner.name) == node.name:
+                return inner.arguments[0] if sign > 0 else _negated(inner.arguments[0])
+        return node
+
+    return map_postorder(expression, unfold)
+
+
+def _negated(node: Expression) -> Expression:
+    """``-node``, a difference turned round (``b - a``, not ``-(a - b)``)."""
+    if isinstance(node, Binary) and node.operator == "-":
+        return Binary("-", node.right, node.left)
+    return Unary("-", node)
 
 
 def inverse_transform(transform: str, scaled: Expression, sign: float) -> Expression:

@@ -49,3 +49,23 @@ def test_a_bounded_function_of_a_simple_form_is_found(truth):
         got = np.asarray(evaluate(parse(entry.formula), fresh), dtype=float)
         errors.append(float(np.max(np.abs(got - want) / np.abs(want))))
     assert min(errors) < 1e-6, [entry.formula for entry in result.front][-3:]
+
+
+def test_an_inverse_around_its_own_function_is_written_as_the_argument():
+    from srh_engine.rendering import to_str
+    from srh_engine.search.core import _unfolded
+    from srh_engine.search.results import FrontEntry
+    from srh_engine.transform import complexity
+
+    a, b = RNG.uniform(1.0, 2.0, 100), RNG.uniform(3.0, 4.0, 100)  # a/b - 1 < 0
+    values = {"a": a, "b": b}
+
+    def written(text):
+        expression = parse(text)
+        entry = FrontEntry(expression, complexity(expression), 0.0, 1.0)
+        return to_str(_unfolded(entry, values, merge=False).expression)
+
+    assert written("arccos(cos(a/b - 1))*b") == "(1 - a/b)*b"  # arccos(cos(w)) = |w|
+    assert written("arcsin(sin(a/b))*b") == "a/b*b"
+    assert written("arcsin(sin(a*b))") == "arcsin(sin(a*b))"  # a*b beyond pi/2: kept
+    assert written("arcsin(0.5*sin(a))") == "arcsin(0.5*sin(a))"  # a real slope: kept
