@@ -20,8 +20,9 @@ from .budget import Counter
 from .evolution import linear_nmse
 from .operators import Tree, evaluate_tree
 
-__all__ = ["EXACT_NMSE", "INVERSES", "Found", "Run", "TRANSFORMS", "View", "all_rows_nmse",
-           "column_values", "inverse_transform", "sample_rows", "target_transforms"]
+__all__ = ["BOUNDED_INVERSES", "EXACT_NMSE", "INVERSES", "Found", "Run", "TRANSFORMS", "View",
+           "all_rows_nmse", "column_values", "inverse_transform", "sample_rows",
+           "target_transforms", "unfolded"]
 
 
 EXACT_NMSE = 1e-13
@@ -123,6 +124,9 @@ def target_transforms(y: np.ndarray) -> dict[str, np.ndarray]:
 
 
 BOUNDED_INVERSES = {"sin": "arcsin", "cos": "arccos", "tan": "arctan", "arctanh": "tanh"}
+"""The engine function that undoes each bounded transform."""
+_FOLDS = {"arcsin": "sin", "arccos": "cos", "arctan": "tan"}
+"""An inverse and the function it undoes (``arcsin(sin(w))`` is ``w`` near 0)."""
 
 
 def unfolded(expression: Expression, sign: float) -> Expression:
@@ -131,10 +135,9 @@ def unfolded(expression: Expression, sign: float) -> Expression:
     the form's scale 1) written ``w`` (``sign`` > 0) or ``-w``. Equal only where ``w`` lies
     in the inverse's range: the caller keeps it where the values say so."""
     def unfold(node: Expression) -> Expression:
-        if isinstance(node, Function) and node.name in BOUNDED_INVERSES.values() and \
-                node.name != "tanh":
+        if isinstance(node, Function) and node.name in _FOLDS:
             inner = node.arguments[0]
-            if isinstance(inner, Function) and BOUNDED_INVERSES.get(inner.name) == node.name:
+            if isinstance(inner, Function) and inner.name == _FOLDS[node.name]:
                 return inner.arguments[0] if sign > 0 else _negated(inner.arguments[0])
         return node
 
