@@ -340,8 +340,8 @@ def _factors_into_sum(top: list[Expression], bottom: list[Expression]
     sum cancels a denominator of one of its terms (``(1/c + a)*c**2`` -> ``c*(1 + a*c)``),
     a divisor of the sum a factor of each term (``(a*x + x**2)/x`` -> ``a + x``);
     ``(F - E*q)/q`` and ``z*(2*y - z)/y`` stay. Exact where the base is finite and not 0."""
-    while True:
-        size = _size(_product(top, bottom))
+    while any(_is_sum(f) for f in (*top, *bottom)):
+        size = functools.cache(lambda up=top, down=bottom: _size(_product(up, down)))
         for side, factors in ((1, top), (-1, bottom)):
             found = next(((i, f) for i, f in enumerate(factors) if _is_sum(f)), None)
             if found is None or len([f for f in factors if _is_sum(f)]) > 1:
@@ -353,13 +353,15 @@ def _factors_into_sum(top: list[Expression], bottom: list[Expression]
                 break
         else:
             return top, bottom
+    return top, bottom
 
 
 def _factor_moved_in(top: list[Expression], bottom: list[Expression], side: int, index: int,
-                     summed: Expression, size: int
+                     summed: Expression, size: Callable[[], int]
                      ) -> tuple[list[Expression], list[Expression]] | None:
     """The product with one power of a factor beside ``summed`` (at ``index`` of ``side``)
-    moved into it, when that is shorter than ``size``; None when no factor is."""
+    moved into it, when that is shorter than ``size()`` (the product's, computed when
+    needed); None when no factor is."""
     sides = {1: top, -1: bottom}
     for other_side, factors in sides.items():
         for position, factor in enumerate(factors):
@@ -383,7 +385,7 @@ def _factor_moved_in(top: list[Expression], bottom: list[Expression], side: int,
             new[other_side] = [rest if k == position else f
                                for k, f in enumerate(new[other_side])
                                if k != position or rest is not None]
-            if _size(_product(new[1], new[-1])) < size:
+            if _size(_product(new[1], new[-1])) < size():
                 return new[1], new[-1]
     return None
 
