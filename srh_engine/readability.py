@@ -103,6 +103,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from decimal import Decimal
 from fractions import Fraction
@@ -1385,8 +1386,7 @@ def _denominator_out(node: Expression) -> Expression:
     terms = _terms(node, 1)
     sides = [_factors(term) for _, term in terms]
     common = list(sides[0][1])
-    if not common or any(sorted(map(repr, bottom)) != sorted(map(repr, common))
-                         for _, bottom in sides[1:]):
+    if not common or any(Counter(bottom) != Counter(common) for _, bottom in sides[1:]):
         return node
     inner = [(sign, _product(top, [])) for (sign, _), (top, _) in zip(terms, sides, strict=True)]
     summed = _sum(_led_positive(inner))
