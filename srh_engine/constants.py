@@ -23,6 +23,10 @@ noise allows. Formulas with more than ``MAX_FITTED_NUMBERS`` fitted numbers
 ``KEPT_DIGITS`` significant digits (``0.5``, ``0.0796``: chosen, not fitted)
 are left as they are.
 
+A fitted number so small that 0 changes no value on the rows beyond rounding
+(``cos(-4.6e-09*alpha)`` is 1 there) is made 0 first (:func:`negligible_zeroed`,
+also before the snaps).
+
 The product that holds a recognised constant is written over one
 denominator: ``0.0795...*q1/epsilon/r**2`` becomes ``q1/(4*pi*epsilon*r**2)``.
 
@@ -53,6 +57,7 @@ __all__ = [
     "MAX_NUMERATOR",
     "NEAR_RELATIVE",
     "StructuralConstant",
+    "negligible_zeroed",
     "recognise_constants",
     "structural_constants",
 ]
@@ -172,7 +177,8 @@ def recognised(expression: Expression, y: Any, evaluate: Evaluate
                ) -> tuple[Expression, float | None]:
     """:func:`recognise_constants` and the normalised error of what it returns (None
     when the formula cannot be evaluated on the data)."""
-    tree = _inline_bound(expression)
+    inlined = _inline_bound(expression)
+    tree = negligible_zeroed(inlined, evaluate)
     target = np.asarray(y, dtype=float)
     current = _error(evaluate, tree, target)
     if current is None:
@@ -194,7 +200,48 @@ def recognised(expression: Expression, y: Any, evaluate: Evaluate
                 tree, current = trial, error
                 replaced.append(path)
                 break
-    return (_tidy(tree, replaced) if replaced else expression), current
+    if replaced:
+        return _tidy(tree, replaced), current
+    return (expression if tree is inlined else tree), current
+
+
+NEGLIGIBLE = 1e-6
+"""Fitted numbers of at most this magnitude are tried as 0 (:func:`negligible_zeroed`)."""
+NEGLIGIBLE_RTOL = 1e-12
+"""... and are 0 when no value on the rows then moves by more than this share of itself."""
+
+
+def negligible_zeroed(tree: Expression, evaluate: Evaluate) -> Expression:
+    """``tree`` with each fitted number of magnitude at most ``NEGLIGIBLE`` made 0 when that
+    changes no value on the rows beyond rounding (``NEGLIGIBLE_RTOL``, where the formula
+    is finite): ``sqrt(cos(-4.6e-09*alpha))`` is ``sqrt(cos(0*alpha))``, which the writer
+    (:func:`srh_engine.readable`) writes 1. The same tree when none is.
+
+    Args:
+        tree: A formula with its numbers inlined.
+        evaluate: Evaluates an expression on the rows.
+    """
+    small = [path for path, number in _fitted_numbers(tree)
+             if abs(float(number.value)) <= NEGLIGIBLE]
+    if not small:
+        return tree
+    try:
+        before = np.asarray(evaluate(tree), dtype=float)
+    except (EngineError, ValueError):
+        return tree
+    finite = np.isfinite(before)
+    for path in small:
+        trial = _replace_at(tree, path, Number(0))
+        try:
+            after = np.broadcast_to(np.asarray(evaluate(trial), dtype=float), before.shape)
+        except (EngineError, ValueError):
+            continue
+        with np.errstate(all="ignore"):
+            same = np.abs(after[finite] - before[finite]) <= \
+                NEGLIGIBLE_RTOL * np.abs(before[finite])
+        if finite.any() and bool(np.all(same)):
+            tree = trial
+    return tree
 
 
 # ------------------------------------------------------------------ the tree

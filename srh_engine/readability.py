@@ -78,6 +78,18 @@ value, up to floating-point rounding, wherever the original is defined):
   number factor are one term (``u + u`` -> ``2*u``, ``2*u + u`` -> ``3*u``, ``a + b - a``
   -> ``b``), and the leading numbers of a quotient reduce when one divides the other
   (``12*x/(4*y)`` -> ``3*x/y``).
+* the numbers of a sum, nested sums included, are one number written last (``1 + (b + 2)``
+  -> ``b + 3``), added as written (``0.1 + 0.2`` is ``0.3``), an integer when within the
+  rounding of its terms of one (``4*pi + (x - 7.5663706143591725)`` -> ``x + 5``); terms of
+  ``pi`` or ``e`` join only a fitted number (``x + 2*pi + 1`` stays,
+  :func:`_numbers_collected`). A sum of quotients over one denominator is one quotient
+  (``1/x + 0.2*y/x`` -> ``(1 + 0.2*y)/x``, :func:`_denominator_out`); a product's numbers
+  go into its sum, and integral powers beside a sum into it, where they cancel and the
+  product is then shorter (``5*(1 + 0.2*x)`` -> ``x + 5``, ``(1/c + a)*c**2`` ->
+  ``(1 + a*c)*c``, :func:`_numbers_into_sum`, :func:`_factors_into_sum`); a factor 0 is 0
+  and a function of numbers with an exactly integral value is that integer (``cos(0)`` ->
+  ``1``), so a fitted number that the data see as 0
+  (:func:`srh_engine.constants.negligible_zeroed`) leaves nothing behind.
 * terms ``c*log(u)`` of a sum with the same factor ``c`` are one log
   (``p*log(a) + p*log(b)`` -> ``p*log(a*b)``, ``log(a) - log(b)`` -> ``log(a/b)``):
   where the logs are real their arguments are positive, and there the logs add.
@@ -92,9 +104,14 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator
+from decimal import Decimal
 from fractions import Fraction
 
+import numpy as np
+
+from .errors import EngineError
 from .nodes import Binary, Expression, Function, Number, Parameter, Symbol, Unary, integral_number
 
 __all__ = ["is_positive", "readable"]
@@ -127,19 +144,22 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
     """
     names = frozenset(positive)
 
-    def rewrite(node: Expression) -> Expression:
+    def rewrite(node: Expression, in_sum: bool) -> Expression:
         if isinstance(node, Number):
             return Number(integral_number(node.value))
         if (exp := _exp_power(node)) is not None:
             return exp
         if isinstance(node, Binary) and node.operator in ("+", "-"):
-            return _sum_written(node)
+            return _sum_written(node, whole=not in_sum)
         if isinstance(node, Unary):
             if _is_product(node.operand):
-                return _product(*_factors(node), names)
+                return _written_product(node, names)
             return _negative(node.operand)
         if _is_product(node) or isinstance(node, Binary) and node.operator == "**":
-            return _product(*_factors(node), names)
+            return _written_product(node, names)
+        if isinstance(node, Function) and node.arguments and \
+                all(isinstance(a, Number) for a in node.arguments):
+            return _integral_value(node)
         if isinstance(node, Function) and node.name == "exp":
             return _exp_of_logs(node, names)
         if isinstance(node, Function) and node.name == "sqrt" and \
@@ -151,13 +171,17 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
 
 
 def _rewritten_whole_products(expression: Expression,
-                              rewrite: Callable[[Expression], Expression]) -> Expression:
+                              rewrite: Callable[[Expression, bool], Expression]) -> Expression:
     """:func:`~srh_engine.nodes.map_postorder` with ``rewrite``, except that a ``*``/``/``
     directly inside another is only rebuilt: the outermost is written from the factors of
     the whole chain at once, so a rule that weighs the factors beside a root sees them all
-    (``(L*sqrt(S))/m`` as ``L*sqrt(S)/m``, not ``L*sqrt(S)`` first)."""
+    (``(L*sqrt(S))/m`` as ``L*sqrt(S)/m``, not ``L*sqrt(S)`` first). ``rewrite`` is told
+    whether a node is a sum directly inside another (a rule on all the terms waits for
+    the whole sum)."""
     inner = {id(child) for node in expression.iter_preorder() if _is_chain(node)
              for child in node.operands if _is_chain(child)}
+    in_sum = {id(child) for node in expression.iter_preorder() if _is_sum(node)
+              for child in node.operands if _is_sum(child)}
     results: dict[int, Expression] = {}
     for node in expression.iter_postorder():
         if id(node) in results:
@@ -167,12 +191,32 @@ def _rewritten_whole_products(expression: Expression,
             children = tuple(results[id(child)] for child in node.operands)
             if any(new is not old for new, old in zip(children, node.operands, strict=True)):
                 rebuilt = node.with_operands(children)
-        results[id(node)] = rebuilt if id(node) in inner else rewrite(rebuilt)
+        results[id(node)] = rebuilt if id(node) in inner else \
+            rewrite(rebuilt, id(node) in in_sum)
     return results[id(expression)]
 
 
 def _is_chain(node: Expression) -> bool:
     return isinstance(node, Binary) and node.operator in ("*", "/")
+
+
+def _size(node: Expression) -> int:
+    """The node count (:func:`~srh_engine.transform.complexity`)."""
+    return sum(1 for _ in node.iter_preorder())
+
+
+def _integral_value(node: Function) -> Expression:
+    """A function of numbers whose value is exactly an integer is that integer (``cos(0)``
+    -> ``1``, ``sqrt(4)`` -> ``2``): the same float, written shorter. Other values stay
+    (``exp(-2)``: the number would hide what it is)."""
+    try:
+        with np.errstate(all="ignore"):
+            value = float(np.asarray(node.evaluate({}), dtype=float))
+    except (EngineError, ArithmeticError, ValueError, TypeError):
+        return node
+    if not (math.isfinite(value) and value.is_integer() and abs(value) <= 2**53):
+        return node
+    return Number(integral_number(value))
 
 
 # ------------------------------------------------------------------ products
@@ -279,6 +323,134 @@ def _exponent(node: Expression) -> float | None:
             and isinstance(node.right, Number) and node.right.value != 0:
         return node.left.value / node.right.value
     return None
+
+
+def _written_product(node: Expression, names: frozenset[str]) -> Expression:
+    """A ``*``/``/`` chain (or power) as :func:`_product` writes it, a factor 0 making it 0
+    (``0*x`` -> ``0``: the same value wherever ``x`` is finite) and its numbers taken into
+    its sum where that is shorter (:func:`_numbers_into_sum`)."""
+    top, bottom = _factors(node)
+    if any(_number(f) == 0 for f in top) and not any(_number(f) == 0 for f in bottom):
+        return Number(0)
+    return _product(*_numbers_into_sum(*_factors_into_sum(top, bottom)), names)
+
+
+def _factors_into_sum(top: list[Expression], bottom: list[Expression]
+                      ) -> tuple[list[Expression], list[Expression]]:
+    """Integral powers beside a sum factor of a product taken into it, one power at a time,
+    while the product is then shorter and no term gains a denominator: a factor beside the
+    sum cancels a denominator of one of its terms (``(1/c + a)*c**2`` -> ``c*(1 + a*c)``),
+    a divisor of the sum a factor of each term (``(a*x + x**2)/x`` -> ``a + x``);
+    ``(F - E*q)/q`` and ``z*(2*y - z)/y`` stay. Exact where the base is finite and not 0."""
+    while any(_is_sum(f) for f in (*top, *bottom)):
+        size = functools.cache(lambda up=top, down=bottom: _size(_product(up, down)))
+        for side, factors in ((1, top), (-1, bottom)):
+            found = next(((i, f) for i, f in enumerate(factors) if _is_sum(f)), None)
+            if found is None or len([f for f in factors if _is_sum(f)]) > 1:
+                continue
+            index, summed = found
+            moved = _factor_moved_in(top, bottom, side, index, summed, size)
+            if moved is not None:
+                top, bottom = moved
+                break
+        else:
+            return top, bottom
+    return top, bottom
+
+
+def _factor_moved_in(top: list[Expression], bottom: list[Expression], side: int, index: int,
+                     summed: Expression, size: Callable[[], int]
+                     ) -> tuple[list[Expression], list[Expression]] | None:
+    """The product with one power of a factor beside ``summed`` (at ``index`` of ``side``)
+    moved into it, when that is shorter than ``size()`` (the product's, computed when
+    needed); None when no factor is."""
+    sides = {1: top, -1: bottom}
+    for other_side, factors in sides.items():
+        for position, factor in enumerate(factors):
+            base, exponent = _base_and_exponent(factor)
+            if factor is summed or _number(base) is not None or exponent < 1 or \
+                    not float(exponent).is_integer():
+                continue
+            up, down = ([base], []) if other_side == side else ([], [base])
+            parts = _terms(summed, 1)
+            cancels = [any(_base_and_exponent(f)[0] == base for f in
+                           _factors(term)[1 if other_side == side else 0]) for _, term in parts]
+            if not (any(cancels) if other_side == side else all(cancels)):
+                continue  # no new denominator in a term: (F - E*q)/q stays
+            terms = [(sign, _times(term, up, down)) for sign, term in parts]
+            inner = _sum(_led_positive(terms))
+            inner = _sum_written(inner) if isinstance(inner, Binary) and _is_sum(inner) \
+                else inner
+            new = {key: list(value) for key, value in sides.items()}
+            new[side][index] = inner
+            rest = _power(base, exponent - 1) if exponent > 1 else None
+            new[other_side] = [rest if k == position else f
+                               for k, f in enumerate(new[other_side])
+                               if k != position or rest is not None]
+            if _size(_product(new[1], new[-1])) < size():
+                return new[1], new[-1]
+    return None
+
+
+def _numbers_into_sum(top: list[Expression], bottom: list[Expression]
+                      ) -> tuple[list[Expression], list[Expression]]:
+    """The plain numbers of a product multiplied into its one sum factor, numbers merging
+    with the terms' own (``5*(1 + 0.2*x)`` -> ``x + 5``, ``-d/(T1 - T2)`` -> ``d/(T2 -
+    T1)``), when the product is then shorter, with its numbers written no longer and no
+    more minus signs, and no term gains a number: ``2*(x + y)``, ``0.5*(2 + x)`` and
+    ``3*(0.1*x + 1)`` stay. Exact but for the rounding of one product per term."""
+    value = _numbers_value([f for f in top if _plain(f)], [f for f in bottom if _plain(f)])
+    if value is None or value == 1 or not any(_plain(f) for f in (*top, *bottom)):
+        return top, bottom
+    for side, factors in ((1, top), (-1, bottom)):
+        sums = [f for f in factors if _is_sum(f)]
+        if len(sums) != 1:
+            continue
+        scale = value if side > 0 else 1 / value
+        if not math.isfinite(scale):
+            continue
+        parts = _terms(sums[0], 1)
+        if abs(scale) != 1 and not all(_numbers_value(*_factors(term)) is not None or
+                                       _numbers_value(*_number_factors(term)) != 1
+                                       for _, term in parts):
+            continue  # a term without a number would gain one: 2*(x + y) stays
+        terms = []
+        for sign, term in parts:
+            up, down = _factors(term)
+            terms.append(_signed(_product([Number(scale), *up], down), sign))
+        terms.sort(key=lambda item: _number(item[1]) is not None)  # numbers last
+        inner = _sum(_led_positive(terms))
+        inner = _sum_written(inner) if isinstance(inner, Binary) and _is_sum(inner) else inner
+        kept = [(inner if f is sums[0] else f) for f in factors if not _plain(f)]
+        other = [f for f in (bottom if side > 0 else top) if not _plain(f)]
+        new = (kept, other) if side > 0 else (other, kept)
+        before, after = _product(top, bottom), _product(*new)
+        digits = sum(_digits(f) for f in (*top, *bottom) if _plain(f)) + _digits(sums[0])
+        if _size(after) < _size(before) and _digits(inner) <= digits and \
+                _minus_signs(after) <= _minus_signs(before):
+            return new
+    return top, bottom
+
+
+def _minus_signs(node: Expression) -> int:
+    """The minus signs written in ``node``: ``-(T1 - T2)`` has 2, ``T2 - T1`` one."""
+    return sum(1 for n in node.iter_preorder() if isinstance(n, Unary) or
+               isinstance(n, Binary) and n.operator == "-" or
+               isinstance(n, Number) and n.value < 0)
+
+
+def _number_factors(term: Expression) -> tuple[list[Expression], list[Expression]]:
+    """The plain numbers of a term's numerator and denominator."""
+    top, bottom = _factors(term)
+    return [f for f in top if _plain(f)], [f for f in bottom if _plain(f)]
+
+
+def _digits(node: Expression) -> int:
+    """The characters of the plain numbers written in ``node`` (1 and signs count none):
+    numbers taken into a sum must not be written longer (``3*(0.1*x + 1)`` stays, not
+    ``0.30000000000000004*x + 3``)."""
+    return sum(len(repr(integral_number(abs(n.value)))) for n in node.iter_preorder()
+               if isinstance(n, Number) and _plain(n) and abs(n.value) != 1)
 
 
 def _product(top: list[Expression], bottom: list[Expression],
@@ -1128,8 +1300,14 @@ def _sum_node(node: Binary) -> Expression:
     return Binary("+" if sign > 0 else "-", node.left, right)
 
 
-def _sum_written(node: Binary) -> Expression:
+def _sum_written(node: Binary, whole: bool = True) -> Expression:
+    """A sum as the rules write it; ``whole``: no larger sum holds it (a denominator of
+    all the terms waits for the whole sum)."""
     merged = _offsets_cancelled(_repeats_counted(node))
+    if _is_sum(merged):
+        merged = _numbers_collected(merged)
+    if _is_sum(merged) and whole:
+        merged = _denominator_out(merged)
     if not _is_sum(merged):
         return merged
     merged = _logs_merged(merged)  # type: ignore[arg-type]
@@ -1167,6 +1345,56 @@ def _repeats_counted(node: Binary) -> Expression:
                 up, down = _factors(key)
                 written.append((1 if count > 0 else -1, _product([*factor, *up], down)))
     return _sum(_led_positive(written)) if written else Number(0)
+
+
+def _numbers_collected(node: Expression) -> Expression:
+    """The number terms of a sum, nested sums included, as one number written last:
+    ``1 + (b + 2)`` -> ``b + 3``, ``4*pi + (x - 7.5663706143591725)`` -> ``x + 5``.
+    Terms of ``pi`` or ``e`` join only a fitted number (no fraction of small integers):
+    ``x + 2*pi + 1`` is exact as written and stays. The numbers are added as written
+    (decimals: ``0.1 + 0.2`` is ``0.3``), and a total within the rounding of its terms
+    (``1e-12`` of their magnitudes, as for numbers that cancel) of an integer is that
+    integer."""
+    terms = _terms(node, 1)
+    values = [_numbers_value(*_factors(term)) for _, term in terms]
+    numeric = [index for index, value in enumerate(values) if value is not None]
+    if len(numeric) < 2 or not all(math.isfinite(values[i]) for i in numeric):  # type: ignore[arg-type]
+        return node
+    plain = {index: all(_plain(f) for f in (*top, *bottom)) for index in numeric
+             for top, bottom in [_factors(terms[index][1])]}
+    if not all(plain.values()) and all(isinstance(_exact(abs(values[i])), Fraction)  # type: ignore[arg-type]
+                                       for i in numeric if plain[i]):
+        return node
+    total = sum((Decimal(repr(float(values[i]))) * terms[i][0] for i in numeric),  # type: ignore[arg-type]
+                Decimal(0))
+    magnitude = sum(abs(values[i]) for i in numeric)  # type: ignore[misc]
+    number = float(total)
+    if not math.isfinite(number):
+        return node
+    if abs(number - round(number)) <= 1e-12 * magnitude:
+        number = float(round(number))
+    rest = [term for index, term in enumerate(terms) if index not in numeric]
+    if number != 0:
+        rest.append((1 if number > 0 else -1, Number(integral_number(abs(number)))))
+    return _sum(_led_positive(rest)) if rest else Number(0)
+
+
+def _denominator_out(node: Expression) -> Expression:
+    """A sum of quotients over one denominator as one quotient: ``1/x + 0.2*y/x`` ->
+    ``(1 + 0.2*y)/x``, ``-1/(2*a) - s/(2*a)`` -> ``(-1 - s)/(2*a)``; only when no term
+    keeps a denominator of its own (``a/(b*c) - d/(3*c)`` stays). Exact where the
+    denominator is finite and not 0."""
+    terms = _terms(node, 1)
+    sides = [_factors(term) for _, term in terms]
+    common = list(sides[0][1])
+    if not common or any(Counter(bottom) != Counter(common) for _, bottom in sides[1:]):
+        return node
+    inner = [(sign, _product(top, [])) for (sign, _), (top, _) in zip(terms, sides, strict=True)]
+    summed = _sum(_led_positive(inner))
+    if isinstance(summed, Binary) and _is_sum(summed):
+        summed = _sum_written(summed)
+    result = _product([summed], common)
+    return result if _size(result) < _size(node) else node
 
 
 def _plain(factor: Expression) -> bool:

@@ -60,6 +60,7 @@ from .constants import (
     _quotient,
     _replace_at,
     _tidy,
+    negligible_zeroed,
     recognised,
     structural_constants,
 )
@@ -186,7 +187,7 @@ def snap_constants(expression: Expression, y: object, evaluate: Evaluate, *,
         each product merged into one first, then the snaps).
     """
     inlined = _inline_bound(expression)
-    tree = _merged_chains(inlined)
+    tree = negligible_zeroed(_merged_chains(inlined), evaluate)
     target = np.asarray(y, dtype=float)
     rows = int(np.isfinite(target).sum())
     if rows < 3:

@@ -113,6 +113,41 @@ RULES = [
     ("offset-of-a-product-of-sums-kept", "(1 + x)*(2 + y) - 2", (), "(1 + x)*(2 + y) - 2"),
 ]
 
+NUMBERS = [  # (id, formula, written): numbers a person folds; each checked for its values
+    # the numbers of a (nested) sum are one, written last
+    ("nested-sum-numbers-collected", "arcsin(a/(1.0 + (b + 2.0)))", "arcsin(a/(b + 3))"),
+    ("numbers-with-pi-collected-to-integer", "arcsin(x1/(4*pi + (x2 - 7.5663706143591725)))",
+     "arcsin(x1/(x2 + 5))"),
+    ("numbers-added-as-written", "x + 0.1 + 0.2", "x + 0.3"),
+    ("numbers-collected-fitted-kept", "x + 1.0000001 + 2", "x + 3.0000001"),
+    ("numbers-collected-subtracted", "x + 3 - 1", "x + 2"),
+    ("numbers-with-pi-exact-kept", "x + 2*pi + 1", "x + 2*pi + 1"),
+    ("named-numbers-kept", "x + pi + e", "x + pi + e"),
+    # a sum of quotients over one denominator is one quotient; numbers go into a sum
+    ("reciprocal-of-sum-over-one-denominator", "1/(5*(1/x1 + 0.2*x2/x1))", "x1/(x2 + 5)"),
+    ("halves-over-one-denominator", "x/2 + y/2", "(x + y)/2"),
+    ("denominators-of-their-own-kept", "a/(b*c) - d/(3*c)", "a/(b*c) - d/(3*c)"),
+    ("reciprocals-kept", "1/x + 1/y", "1/x + 1/y"),
+    ("number-into-sum-kept-when-a-term-gains-one", "2*(x + y)", "2*(x + y)"),
+    ("number-into-sum-kept-when-not-shorter", "0.5*(2 + x)", "0.5*(2 + x)"),
+    ("number-into-sum-kept-when-written-longer", "3*(0.1*x + 1)", "3*(0.1*x + 1)"),
+    ("number-into-sum-kept-beside-a-numberless-term", "(2*N - R + 2*N**2)*N/(2*R)",
+     "(2*N - R + 2*N**2)*N/(2*R)"),
+    ("sign-into-sum", "-d/(T1 - T2)", "d/(T2 - T1)"),
+    ("sign-into-sum-kept-when-more-minus", "-(a*r**3 - a*d**3 + d**3 + 2*r**3)/v",
+     "-(a*r**3 - a*d**3 + d**3 + 2*r**3)/v"),
+    # a factor beside a sum goes in where it cancels a denominator and adds none
+    ("factor-cancels-a-denominator-in-sum", "(1/c + a)*c**2", "(1 + a*c)*c"),
+    ("divisor-of-every-term-into-sum", "(a*x + x**2)/x", "a + x"),
+    ("factor-into-sum-adding-a-denominator-kept", "(F - E*q)/(q*v)", "(F - E*q)/(q*v)"),
+    ("divisor-of-one-term-kept", "z*(2*y - z)/y", "z*(2*y - z)/y"),
+    # a factor 0 is 0; a function of numbers with an integral value is that integer
+    ("zeroed-number-folds", "(sqrt(cos(0*alpha))/cos(omega*t) + alpha)*cos(omega*t)**2*x1",
+     "(1 + alpha*cos(omega*t))*cos(omega*t)*x1"),
+    ("integral-function-values", "sqrt(4)*x + sin(0)", "2*x"),
+    ("non-integral-function-value-kept", "exp(-2)*x", "exp(-2)*x"),
+]
+
 ROOTS = [  # (id, formula, written): powers that share a non-integral exponent, and the
     # exact exponents SymPy reads exactly (sqrt, 3/2), not as floats
     ("half-powers-merge", "gamma**0.5*pr**0.5/rho**0.5", "sqrt(gamma*pr/rho)"),
@@ -273,6 +308,27 @@ POSITIVE_ROOTS = [  # (id, formula, positive names, written): rules that need po
                          ids=[r[0] for r in RULES])
 def test_rewrite_rules(text: str, positive: tuple[str, ...], expected: str) -> None:
     assert to_str(readable(parse(text), positive)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in NUMBERS],
+                         ids=[r[0] for r in NUMBERS])
+def test_number_rules(text: str, expected: str) -> None:
+    """Each written form, no longer than the original, and its value where the original is
+    real (points of both signs; numbers added in another order round apart near a zero of
+    the sum, so to 1e-12 of the largest value)."""
+    original = parse(text)
+    written = readable(original)
+    assert to_str(written) == expected
+    assert sum(1 for _ in written.iter_preorder()) <= sum(1 for _ in original.iter_preorder())
+    rng = np.random.default_rng(5)
+    points = {name: rng.uniform(-3, 3, 400) for name in _names(original)}
+    with np.errstate(all="ignore"):
+        before = np.broadcast_to(original.evaluate(points), (400,))
+        after = np.broadcast_to(parse(expected).evaluate(points), (400,))
+    defined = np.isfinite(before)
+    assert defined.sum() >= 20
+    scale = 1e-12 * float(np.max(np.abs(before[defined])))
+    assert np.allclose(after[defined], before[defined], rtol=1e-12, atol=scale)
 
 
 @pytest.mark.parametrize(("text", "expected"), [r[1:] for r in ROOTS], ids=[r[0] for r in ROOTS])

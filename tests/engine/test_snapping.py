@@ -248,3 +248,26 @@ def test_written_entries_get_their_numbers_rounded():
     [result] = rounded_front(entries, DATA, y)
     assert "0.0795" not in result.formula and "0.159" not in result.formula, result.formula
     assert same_function(result.formula, truth)
+
+
+NEGLIGIBLE_TRUTH = "x*(cos(r*theta) + q1*cos(r*theta)**2)"
+NEGLIGIBLE_FOUND = "(sqrt(cos(-4.632780447497511e-09*q1))/cos(r*theta) + q1)*cos(r*theta)**2*x"
+
+
+@pytest.mark.parametrize("snap", [
+    lambda text, y: to_str(snap_constants(parse(text), y, on_data)),
+    lambda text, y: to_str(recognise_and_snap(parse(text), y, on_data))],
+    ids=["snap_constants", "recognise_and_snap"])
+def test_a_number_whose_zero_changes_no_value_is_zero(snap):
+    # an agent's exact answer to Feynman I.50.26: cos(-4.6e-09*q1) is 1 to rounding
+    y = on_data(parse(NEGLIGIBLE_TRUTH))
+    result = snap(NEGLIGIBLE_FOUND, y)
+    assert "e-09" not in result and same_function(result, NEGLIGIBLE_TRUTH), result
+    from srh_engine import readable
+    assert to_str(readable(parse(result))) == "(1 + q1*cos(r*theta))*cos(r*theta)*x"
+
+
+def test_a_small_number_that_moves_a_value_is_kept():
+    # 3e-07*x changes every value by far more than rounding: not 0
+    y = on_data(parse("exp(theta) + 3e-07*x"))
+    assert "3e-07" in snapped("exp(theta) + 3e-07*x", y)
