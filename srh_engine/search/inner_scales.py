@@ -43,6 +43,9 @@ SCALES = (0.5, 2.0, 1.0 / 3.0, 3.0, 0.25, 4.0, 2.0 / 3.0, 1.5,
 inverses) and ``pi`` over or times 1, 2 and 4. A form with a number of them inside
 (``exp(x/(2*pi))``) is found exactly; another number is reached from the nearest one by
 the refit (its value in the tree is a fitted number)."""
+COUNTED_ROWS = 32
+"""Rows one counted evaluation stands for (the enumeration's subsample): a form scored at
+one scale on ``SCAN_ROWS`` rows counts ``SCAN_ROWS / COUNTED_ROWS`` of one."""
 HOMOGENEOUS = ("*", "/", "sqrt", "square", "cube", "inv", "neg", "abs")
 """Operators that keep a form's shape when its inputs are scaled (the linear scaling
 absorbs the factor); the scan skips forms built of them alone."""
@@ -87,7 +90,7 @@ def scaled_forms(enumeration: Enumeration, view: View, candidates: dict[str, np.
         parts: list[np.ndarray] = []
         ids = np.empty(0, dtype=np.int64)
         for chunk in chunks:
-            if budget.over(limit * len(chunk)):
+            if budget.over(_counted(limit * len(chunk))):
                 break
             blocks = []
             for scale in chunk:
@@ -95,7 +98,7 @@ def scaled_forms(enumeration: Enumeration, view: View, candidates: dict[str, np.
                 block[:, list(scaled)] *= scale
                 blocks.append(block)
             ids, values = enumeration.values_on(np.vstack(blocks), largest, limit)
-            evaluated += ids.size * len(chunk)
+            evaluated += _counted(ids.size * len(chunk))
             # a form of products, quotients and powers alone is the same form scaled
             varied = ~enumeration.built_only_from(ids, HOMOGENEOUS)
             ids, values = ids[varied], values[varied]
@@ -105,6 +108,11 @@ def scaled_forms(enumeration: Enumeration, view: View, candidates: dict[str, np.
         found += _chosen(enumeration, view, candidates, names, ids,
                          np.concatenate(parts, axis=1), scaled, fitness_rows, allowed)
     return found, evaluated
+
+
+def _counted(scored: int) -> int:
+    """Evaluations counted for ``scored`` form-scales on ``SCAN_ROWS`` rows."""
+    return -(-scored * SCAN_ROWS // COUNTED_ROWS)
 
 
 def _scores(values: np.ndarray, targets: np.ndarray) -> np.ndarray:
