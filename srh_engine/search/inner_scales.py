@@ -8,16 +8,23 @@ nodes, past the sizes it completes. On such a target (its argument in [0.16, 0.8
 truth at the wrong scale fits worse than hundreds of near-polynomial lookalikes, so it
 was never among the candidates the refit sees.
 
-So the small kept forms are evaluated once more with one input (and, on several inputs,
-all of them at once) multiplied by each simple number of :data:`SCALES` (``p/q``,
-``p/q*pi``, ``p/q/pi``; what the snapping takes for simple), vectorised over the forms
-and scales (:meth:`.enumeration.Enumeration.values_on` on stacked rows), and scored
-against every target transform by linear scaling. A form whose scaled copy is exact is
-a candidate; so are the best few scaled forms of each transform that fit clearly better
-than their unscaled form (their scale then a start the refit moves: it is a number of
-the tree, freed and fitted on every row). Scaling every input of a form by one number
-is the form with that number inside its functions, up to the outer scale: ``k*x/(exp(k*x)
-- 1)``; one input alone scales a product's argument: ``x*(k*t)``.
+So the small kept forms (up to ``SCAN_SIZE`` nodes, those not built of products,
+quotients and powers alone, which scaling leaves alike) are evaluated once more with one
+input (and, on several inputs, all of them at once) multiplied by each simple number of
+:data:`SCALES`, vectorised over the forms and scales
+(:meth:`.enumeration.Enumeration.values_on` on stacked rows), and scored against every
+target transform by linear scaling on ``SCAN_ROWS`` rows. A form whose scaled copy is
+exact (checked on every row) is a candidate; so is the best scaled form of each transform
+that fits clearly better than every unscaled form (its scale then a start the refit
+moves: a number of the tree, freed and fitted on every row). Scaling every input of a
+form by one number is the form with that number inside its functions, up to the outer
+scale: ``k*x/(exp(k*x) - 1)``; one input alone scales a product's argument:
+``x*(k*t)``.
+
+On a target this smooth a number that is not simple is found only when the truth at the
+nearest simple scale still fits better than the lookalikes (not on the Bose shape
+above: near-polynomial forms at a small scale fit it to 1e-8, the truth 20% off its
+scale to 1e-5); at noise nothing is exact and little is kept.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ SCAN_ROWS = 8
 SCAN_FORMS = 14_000
 """Form-scalings scanned per view, shared among the scalings (one input each, and all)."""
 SCAN_KEPT = 1
-"""Best non-exact scaled forms kept per target transform."""
+"""Best non-exact scaled forms kept per target transform (of all the scalings)."""
 SCAN_GAIN = 10.0
 """A non-exact scaled form is kept when it fits this many times better than its form
 unscaled and than every unscaled form scanned (near-polynomial lookalikes at a small
@@ -84,7 +91,7 @@ def scaled_forms(enumeration: Enumeration, view: View, candidates: dict[str, np.
     stacked_scales = (1.0, *SCALES)
     chunks = [stacked_scales[k:k + SCALE_CHUNK]
               for k in range(0, len(stacked_scales), SCALE_CHUNK)]
-    found: list[Found] = []
+    picks: list[tuple[bool, float, int, Tree]] = []  # (exact, scan nmse, target, tree)
     evaluated = 0
     for scaled in scalings:
         parts: list[np.ndarray] = []
@@ -105,9 +112,14 @@ def scaled_forms(enumeration: Enumeration, view: View, candidates: dict[str, np.
             parts.append(_scores(values.reshape(ids.size, len(chunk), rows.size), targets))
         if not parts or ids.size == 0:  # the budget is spent before any scaled score
             break
-        found += _chosen(enumeration, view, candidates, names, ids,
-                         np.concatenate(parts, axis=1), scaled, fitness_rows, allowed)
-    return found, evaluated
+        picks += _picks(enumeration, len(names), ids, np.concatenate(parts, axis=1), scaled)
+    # the near-exact ones, then the best others of each target over all the scalings
+    chosen = [pick for pick in picks if pick[0]]
+    for target in range(len(names)):
+        others = sorted((pick for pick in picks if not pick[0] and pick[2] == target),
+                        key=lambda pick: pick[1])
+        chosen += others[:SCAN_KEPT]
+    return _scored(chosen, view, candidates, names, fitness_rows, allowed), evaluated
 
 
 def _counted(scored: int) -> int:
@@ -123,31 +135,39 @@ def _scores(values: np.ndarray, targets: np.ndarray) -> np.ndarray:
         return np.nan_to_num(np.clip(1.0 - r * r, 0.0, 1.0), nan=1.0)
 
 
-def _chosen(enumeration: Enumeration, view: View, candidates: dict[str, np.ndarray],
-            names: list[str], ids: np.ndarray, nmse: np.ndarray, scaled: tuple[int, ...],
-            fitness_rows: np.ndarray, allowed: Callable[[Tree], bool] | None
-            ) -> list[Found]:
+def _picks(enumeration: Enumeration, targets: int, ids: np.ndarray, nmse: np.ndarray,
+           scaled: tuple[int, ...]) -> list[tuple[bool, float, int, Tree]]:
     """The scaled forms worth a refit, from ``nmse`` of shape ``(forms, 1 + scales,
-    targets)`` (index 0 of the scales: unscaled), scored on ``fitness_rows``."""
-    picks: list[tuple[int, int, int, bool]] = []  # (form, scale index, target, exact)
+    targets)`` (index 0 of the scales: unscaled): near-exact ones, and the best others
+    (``SCAN_KEPT`` per target) that fit clearly better than every unscaled form."""
+    picks: list[tuple[bool, float, int, Tree]] = []
     best_scale = 1 + np.argmin(nmse[:, 1:, :], axis=1)  # (forms, targets)
     best = np.take_along_axis(nmse, best_scale[:, None, :], axis=1)[:, 0, :]
     gain = best * SCAN_GAIN < nmse[:, 0, :]
     floors = [min((s.nmse for s in enumeration.best if s.target == target), default=1.0)
-              for target in range(len(names))]  # of every form (the scan's are not all)
-    for target in range(len(names)):
+              for target in range(targets)]  # of every form (the scan's are not all)
+    for target in range(targets):
         exact = np.flatnonzero(gain[:, target] & (best[:, target] <= SCAN_EXACT))
         exact = exact[np.argsort(best[exact, target], kind="stable")][:MAX_EXACT]
-        picks += [(int(f), int(best_scale[f, target]), target, True) for f in exact]
         others = np.flatnonzero(gain[:, target] & (best[:, target] > SCAN_EXACT) &
                                 (best[:, target] * SCAN_GAIN < floors[target]))
         others = others[np.argsort(best[others, target], kind="stable")][:SCAN_KEPT]
-        picks += [(int(f), int(best_scale[f, target]), target, False) for f in others]
+        for forms, is_exact in ((exact, True), (others, False)):
+            picks += [(is_exact, float(best[f, target]), target,
+                       _scaled_tree(enumeration.tree(int(ids[f])), set(scaled),
+                                    SCALES[int(best_scale[f, target]) - 1]))
+                      for f in forms]
+    return picks
+
+
+def _scored(picks: list[tuple[bool, float, int, Tree]], view: View,
+            candidates: dict[str, np.ndarray], names: list[str], fitness_rows: np.ndarray,
+            allowed: Callable[[Tree], bool] | None) -> list[Found]:
+    """``picks`` as candidates scored on ``fitness_rows`` (near-exact ones on every row;
+    dropped when not near-exact there)."""
     columns = [view.columns[fitness_rows, i] for i in range(view.columns.shape[1])]
     found, seen = [], set()
-    for form, scale_index, target, exact in picks:
-        tree = _scaled_tree(enumeration.tree(int(ids[form])), set(scaled),
-                            SCALES[scale_index - 1])
+    for exact, _, target, tree in picks:
         if (tree, target) in seen or (allowed is not None and not allowed(tree)):
             continue
         seen.add((tree, target))
