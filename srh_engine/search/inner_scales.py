@@ -45,22 +45,22 @@ __all__ = ["SCALES", "scaled_forms"]
 
 SCALES = (0.5, 2.0, 1.0 / 3.0, 3.0, 0.25, 4.0, 2.0 / 3.0, 1.5,
           math.pi, 1.0 / math.pi, 2.0 * math.pi, 1.0 / (2.0 * math.pi), math.pi / 2.0,
-          2.0 / math.pi, 4.0 * math.pi, 1.0 / (4.0 * math.pi))
-"""Inner scales tried, simplest first: ``p/q`` (``p, q <= 4``: 1/2, 1/3, 1/4, 2/3 and their
-inverses) and ``pi`` over or times 1, 2 and 4. A form with a number of them inside
-(``exp(x/(2*pi))``) is found exactly; another number is reached from the nearest one by
-the refit (its value in the tree is a fitted number)."""
+          2.0 / math.pi)
+"""Inner scales tried, simplest first: ``p/q`` (``p, q <= 4``: 1/2, 1/3, 1/4, 2/3 and
+their inverses), ``pi`` and ``1/pi``, each times 1 or 2, and ``pi/2``, ``2/pi``. A form
+with one of them inside (``exp(x/(2*pi))``) is found exactly; another number is reached
+from the nearest one by the refit (its value in the tree is a fitted number)."""
 COUNTED_ROWS = 32
 """Rows one counted evaluation stands for (the enumeration's subsample): a form scored at
 one scale on ``SCAN_ROWS`` rows counts ``SCAN_ROWS / COUNTED_ROWS`` of one."""
 HOMOGENEOUS = ("*", "/", "sqrt", "square", "cube", "inv", "neg", "abs")
 """Operators that keep a form's shape when its inputs are scaled (the linear scaling
 absorbs the factor); the scan skips forms built of them alone."""
-SCALE_CHUNK = 9
+SCALE_CHUNK = 8
 """Scales evaluated at once (the budget is checked between chunks)."""
 SCAN_SIZE = 6
 """Largest form scanned (``x/(exp(x) - 1)`` is 6 nodes)."""
-SCAN_ROWS = 8
+SCAN_ROWS = 6
 """Rows a scaled form is scored on (an exact one is checked on the fitness rows)."""
 SCAN_FORMS = 14_000
 """Form-scalings scanned per view, shared among the scalings (one input each, and all)."""
@@ -143,7 +143,8 @@ def _picks(enumeration: Enumeration, targets: int, ids: np.ndarray, nmse: np.nda
     picks: list[tuple[bool, float, int, Tree]] = []
     best_scale = 1 + np.argmin(nmse[:, 1:, :], axis=1)  # (forms, targets)
     best = np.take_along_axis(nmse, best_scale[:, None, :], axis=1)[:, 0, :]
-    gain = best * SCAN_GAIN < nmse[:, 0, :]
+    # (an unscaled form exact already gains nothing: its scaled copies differ by rounding)
+    gain = (best * SCAN_GAIN < nmse[:, 0, :]) & (nmse[:, 0, :] > SCAN_EXACT)
     floors = [min((s.nmse for s in enumeration.best if s.target == target), default=1.0)
               for target in range(targets)]  # of every form (the scan's are not all)
     for target in range(targets):
