@@ -40,8 +40,14 @@ Its grammar (``depth`` starts at ``MAX_RANDOM_DEPTH`` = 3)::
               | "exp(-(x - m)**2/(2*s**2))/(sqrt(2*pi)*s)"
     distance := "sqrt((x1 - x2)**2 + (y1 - y2)**2 [+ (z1 - z2)**2])"
     bose     := "1/(exp(a/b) - 1)" | "a**3/(exp(a/b) - 1)"
+              | "1/(exp(k*a/b) - 1)" | "a/(exp(k*a/b) - 1)"
     sine-ratio := "(sin(n*t/2)/sin(t/2))**2" | "sin(a)**2/sin(b)**2"
+              | "sin(k*a)**2/sin(b)**2"
     cross-root := "sqrt(a**2 + b**2 +- 2*a*b*cos(t))" | "sqrt(a**2 + b**2 + a*b)"
+              | "sqrt(a**2 + b**2 +- 2*a*b*cos(k*t))"
+    k        := "2*pi" | "1/(2*pi)" | p/q           p, q in 1..5, p/q not 1
+                (an inner number: a constant the formula holds inside its function,
+                 which no outer scale stands for; about one draw in six of these motifs)
     nested-fraction := "a/(1 + b/(c + d))" | "1/(1/a + 1/b + 1/c)"
               | "(a + b)/(1 + a*b/c**2)"
     inverse  := "arcsin(a/b)" | "arccos(a/b)"  (a < b) | "arcsin(n*sin(t))"  (n < 1)
@@ -277,24 +283,57 @@ def motif_distance(namer: Namer, rng: np.random.Generator) -> str:
     return f"sqrt({' + '.join(squares)})"
 
 
+INNER_SHARE = 0.15
+"""Of the draws of a motif with a function (bose, sine-ratio, cross-root): an inner number
+``k`` in its function's argument. The variant is chosen by the draw that chose between
+the motif's forms before (a share of its range), so a seed whose motifs draw no inner
+number gives the same file as before the variants existed."""
+
+
+def _inner_number(rng: np.random.Generator) -> str:
+    """``k`` of the grammar: 2*pi, 1/(2*pi) or a simple ratio p/q (not 1)."""
+    roll = rng.random()
+    if roll < 0.3:
+        return "(2*pi)"
+    if roll < 0.6:
+        return "(1/(2*pi))"
+    while True:
+        p, q = (int(v) for v in rng.integers(1, 6, size=2))
+        if p != q:
+            ratio = Fraction(p, q)
+            return f"{ratio.numerator}" if ratio.denominator == 1 else f"({ratio})"
+
+
 def motif_bose(namer: Namer, rng: np.random.Generator) -> str:
     energy, temperature = namer.positive(1.0, 5.0), namer.positive(1.0, 3.0)
+    roll = rng.random()
+    if 0.4 <= roll < 0.4 + INNER_SHARE:
+        occupation = f"(exp({_inner_number(rng)}*{energy}/{temperature}) - 1)"
+        return f"{energy}/{occupation}" if rng.random() < 0.5 else f"1/{occupation}"
     occupation = f"(exp({energy}/{temperature}) - 1)"
-    return f"{energy}**3/{occupation}" if rng.random() < 0.4 else f"1/{occupation}"
+    return f"{energy}**3/{occupation}" if roll < 0.4 else f"1/{occupation}"
 
 
 def motif_sine_ratio(namer: Namer, rng: np.random.Generator) -> str:
-    if rng.random() < 0.6:
+    roll = rng.random()
+    if roll < 0.6:
         n, angle = namer.positive(1.0, 4.0), namer.positive(0.5, 3.0)
         return f"(sin({n}*{angle}/2)/sin({angle}/2))**2"
-    return f"sin({namer.positive(0.3, 3.0)})**2/sin({namer.positive(0.5, 2.5)})**2"
+    top = namer.positive(0.3, 3.0)
+    if roll < 0.6 + INNER_SHARE:
+        top = f"{_inner_number(rng)}*{top}"
+    return f"sin({top})**2/sin({namer.positive(0.5, 2.5)})**2"
 
 
 def motif_cross_root(namer: Namer, rng: np.random.Generator) -> str:
     a, b = namer.positive(), namer.positive()
-    if rng.random() < 0.7:
+    roll = rng.random()
+    if roll < 0.7:
         sign = str(rng.choice(["+", "-"]))
-        return f"sqrt({a}**2 + {b}**2 {sign} 2*{a}*{b}*cos({namer.positive(0.0, 3.0)}))"
+        angle = namer.positive(0.0, 3.0)
+        if roll < INNER_SHARE:
+            angle = f"{_inner_number(rng)}*{angle}"
+        return f"sqrt({a}**2 + {b}**2 {sign} 2*{a}*{b}*cos({angle}))"
     return f"sqrt({a}**2 + {b}**2 + {a}*{b})"
 
 

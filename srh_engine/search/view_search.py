@@ -12,6 +12,7 @@ from .combination import MAX_FORM_SIZE, combinations
 from .consistency import input_dimensions
 from .enumeration import Enumeration
 from .evolution import Evolution, linear_nmse
+from .inner_scales import SCAN_ROWS, SCAN_SIZE, scaled_forms
 from .operators import Tree, evaluate_tree, size, to_expression
 from .views import (
     BOUNDED_INVERSES,
@@ -59,10 +60,18 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
                               limits=run.limits, inputs=view.inputs)
     combined: list[tuple[str, Tree]] | None = None
     combine = combine and view.columns.shape[0] > ENUMERATION_ROWS
-    for level in range(2, min(run.max_size, largest or run.max_size) + 1):
+    scanned: list[Found] | None = None
+    top = min(run.max_size, largest or run.max_size)
+    for level in range(2, top + 1):
         complete = enumeration.grow(level, enumeration_budget.over)
         if _claims_exact(enumeration, view, candidates, names):
+            scanned = []
             break
+        if scanned is None and (level >= min(SCAN_SIZE, top) or not complete):
+            # the forms with an inner scale, once the scanned sizes exist
+            scanned = _scaled(run, enumeration, view, candidates, many, budget, seed, level)
+            if any(item.nmse <= EXACT_NMSE for item in scanned):
+                break
         if combine and combined is None and (level >= MAX_FORM_SIZE or not complete):
             # the dictionary is complete at this level: combine before growing further
             combined = _combined(run, enumeration, view, candidates, budget, rng, seed,
@@ -87,6 +96,7 @@ def search_view(run: Run, view: View, target: np.ndarray, budget: Budget, seed: 
             values = evaluate_tree(tree, columns, None)
         scored[name].append((linear_nmse(values, t, float(np.var(t))), tree))
     found = [Found(s, tree, view, name) for name, items in scored.items() for s, tree in items]
+    found += scanned or []
     for item in found:  # a few extreme rows can make a form look exact on a subsample
         if item.nmse <= EXACT_NMSE:
             item.nmse = max(item.nmse, all_rows_nmse(item.tree, view, candidates[item.transform]))
@@ -121,6 +131,19 @@ def _combined(run: Run, enumeration: Enumeration, view: View,
     ranked = sorted(((item.nmse, name, item.tree) for name, items in found.items()
                      for item in items if allowed(item.tree)), key=lambda entry: entry[0])
     return [(name, tree) for _, name, tree in ranked]  # best first
+
+
+def _scaled(run: Run, enumeration: Enumeration, view: View, candidates: dict[str, np.ndarray],
+            fitness_rows: np.ndarray, budget: Budget, seed: int, level: int) -> list[Found]:
+    """The enumerated forms with an inner scale (:mod:`.inner_scales`) worth a refit."""
+    if budget.over() or view.columns.shape[0] <= SCAN_ROWS:
+        return []
+    rng = np.random.default_rng([seed, 5])
+    rows = np.sort(rng.choice(fitness_rows, size=SCAN_ROWS, replace=False))
+    found, evaluated = scaled_forms(enumeration, view, candidates, rows, fitness_rows, budget,
+                                    _allowed(run, view), min(level, SCAN_SIZE))
+    run.counter.value += evaluated
+    return found
 
 
 def _claims_exact(enumeration: Enumeration, view: View, candidates: dict[str, np.ndarray],
