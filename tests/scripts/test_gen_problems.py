@@ -39,8 +39,8 @@ def test_every_motif_draws_finite_problems(gen, motif):
 
 
 def test_the_random_suite_is_seeded_and_holds_the_physics_shapes(gen):
-    first = gen.generate_random(30, 5)
-    assert first == gen.generate_random(30, 5)
+    first = gen.generate_random(40, 5)
+    assert first == gen.generate_random(40, 5)
     families = {p["family"] for p in first["problems"]}
     assert "several-parts" in families
     assert len(families & set(gen.MOTIFS)) >= 3
