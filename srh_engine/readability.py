@@ -22,13 +22,12 @@ value, up to floating-point rounding, wherever the original is defined):
   an Integer ``1``. Nothing is rounded: ``0.9999999`` and ``1.5`` stay. A
   ``+ 0`` or ``- 0`` term is dropped (``x + 0`` -> ``x``, ``0 - x`` -> ``-x``);
 * ``exp(log(a) + b)`` is ``a*exp(b)`` (and ``exp(b - log(a))`` is
-  ``exp(b)/a``): wherever the formula is real, ``log(a)`` is, so ``a`` is positive there
-  (the rewrite gives a value where the original was nan, as on data it never is: a
-  formula nan on some rows is never chosen). A log term scaled by a positive number is
-  a power: ``exp(2*log(a) + x)`` is ``a**2*exp(x)``, ``exp(-log(1 - u)/2)`` is
-  ``1/sqrt(1 - u)``; a power is taken out of the log's argument only from a positive
-  base (``exp(log(sqrt(u))/3)`` is ``u**(1/6)``, ``exp(log(x**2)/2)`` is ``sqrt(x**2)``
-  unless ``x`` is positive); a negative number's log (nan) is left alone.
+  ``exp(b)/a``) when ``a`` is positive wherever the formula is used: a
+  positive number, ``exp(...)``, a name in ``positive``, or sums, products,
+  quotients and powers of those. Elsewhere ``log(a)`` is nan, so the rewrite
+  would invent values; it is then left alone. A log term scaled by a positive number is
+  a power: ``exp(2*log(a) + x)`` is ``a**2*exp(x)``, ``exp(log(sqrt(u))/3)`` is
+  ``u**(1/6)`` (``sqrt`` and ``abs`` of a positive argument are positive).
 * a product whose sign is negative and which holds one log of a quotient takes the sign
   into the log: ``-c*log(a/b)`` is ``c*log(b/a)`` (where the log is real ``a/b > 0`` and
   ``-log(a/b) = log(b/a)``); a negated factor is a sign (``a*-b`` -> ``-a*b``), and a
@@ -1527,20 +1526,14 @@ def _negative(term: Expression) -> Expression:
 
 # ------------------------------------------------------------ exp of logs
 def _exp_of_logs(node: Function, positive: frozenset[str]) -> Expression:
-    """``exp(log(a) + b - log(c))`` -> ``a*exp(b)/c``, ``exp(-log(1 - u)/2)`` ->
-    ``1/sqrt(1 - u)``: a logarithm's argument is positive wherever the formula is real.
-    A power taken out of it (``log(x**2)/2`` -> ``x``) needs its base positive."""
+    """``exp(log(a) + b - log(c))`` -> ``a*exp(b)/c`` for positive ``a``, ``c``."""
     terms = _terms(node.arguments[0], 1)
     top: list[Expression] = []
     bottom: list[Expression] = []
     rest: list[_Signed] = []
     for sign, term in terms:
         scaled = _scaled_log(term)
-        if scaled is not None and not is_positive(scaled[0], positive):
-            scaled = _scaled_log(term, whole=True)
-            if scaled is not None and isinstance(scaled[0], Number):
-                scaled = None  # log(-3): no real value to keep
-        if scaled is not None:
+        if scaled is not None and is_positive(scaled[0], positive):
             argument, scale = scaled
             power = argument if scale == 1 else _power(argument, scale)
             (top if sign > 0 else bottom).append(power)
@@ -1553,9 +1546,9 @@ def _exp_of_logs(node: Function, positive: frozenset[str]) -> Expression:
     return _product(*_merged(top, bottom), positive)
 
 
-def _scaled_log(term: Expression, whole: bool = False) -> tuple[Expression, float] | None:
-    """``(a, k)`` of a term ``k*log(a)`` (``log(a)/k`` too) with a positive number ``k``,
-    a power of ``a`` taken out into ``k`` unless ``whole``; None for any other term."""
+def _scaled_log(term: Expression) -> tuple[Expression, float] | None:
+    """``(a, k)`` of a term ``k*log(a)`` (``log(a)/k`` too) with a positive number ``k``;
+    None for any other term."""
     top, bottom = _factors(term)
     logs = [f for f in top if isinstance(f, Function) and f.name == "log"]
     if len(logs) != 1:
@@ -1567,8 +1560,7 @@ def _scaled_log(term: Expression, whole: bool = False) -> tuple[Expression, floa
     scale = math.prod(numbers)  # type: ignore[arg-type]
     if not (math.isfinite(scale) and scale > 0):
         return None
-    argument = logs[0].arguments[0]  # type: ignore[attr-defined]
-    base, power = (argument, 1.0) if whole else _base_and_exponent(argument)
+    base, power = _base_and_exponent(logs[0].arguments[0])  # type: ignore[attr-defined]
     return base, float(_exact(scale * power))
 
 
