@@ -14,11 +14,11 @@ One call of :func:`search`:
    target, the second on what the first leaves of the real target);
 2. in every view, bottom-up enumeration (:mod:`.enumeration`) scores each
    form against the target and its transforms ``y**2``, ``1/y``, ``log|y|``,
-   ``sqrt|y|`` at once; its small forms are scored again with an input scaled by a
-   simple number (``x/(exp(x/(2*pi)) - 1)``: :mod:`.inner_scales`); once the forms up
-   to ``MAX_FORM_SIZE`` exist, sparse
-   sums of them are fitted to every transform and products of their powers
-   to the target (:mod:`.combination`); then
+   ``sqrt|y|`` (and, on a target inside their ranges, the bounded inverses ``sin y``,
+   ``cos y``, ``tan y``, ``arctanh y``) at once; its small forms are scored again with
+   an input scaled by a simple number (``x/(exp(x/(2*pi)) - 1)``: :mod:`.inner_scales`);
+   once the forms up to ``MAX_FORM_SIZE`` exist, sparse sums of them are fitted to
+   every transform and products of their powers to the target (:mod:`.combination`); then
    regularised evolution (:mod:`.evolution`) starts from the best forms of
    the most promising transform;
 3. the best trees of every size are turned into engine expressions in the
