@@ -31,7 +31,7 @@ from .consistency import FormDimensions, Vector
 from .form_constraints import FormConstraints
 from .operators import BINARY, COMMUTATIVE, COST, UNARY, Tree
 
-__all__ = ["Enumeration", "Scored"]
+__all__ = ["Enumeration", "Scored", "unit_rows"]
 
 CHUNK_ELEMENTS = 2_000_000
 """Most float64 values one vectorised operator application produces at once."""
@@ -259,7 +259,7 @@ class Enumeration:
     def _score(self, values: np.ndarray, recipes: np.ndarray, size: int) -> np.ndarray:
         """Record the best forms of this batch per target; their relevance (max |r|)."""
         with np.errstate(all="ignore"):
-            r = _normalised_rows(values) @ self._normalised_targets.T
+            r = unit_rows(values) @ self._normalised_targets.T
         nmse = np.clip(1.0 - r * r, 0.0, 1.0)
         for target in range(nmse.shape[1]):
             column = nmse[:, target]
@@ -411,7 +411,9 @@ def _normalised(values: np.ndarray) -> np.ndarray:
     return centred / norm if norm > 0 else centred
 
 
-def _normalised_rows(values: np.ndarray) -> np.ndarray:
-    centred = values - values.mean(axis=1, keepdims=True)
-    norm = np.linalg.norm(centred, axis=1, keepdims=True)
+def unit_rows(values: np.ndarray) -> np.ndarray:
+    """Centred and scaled to norm 1 along the last axis (zero rows stay zero): the rows'
+    inner products with unit targets are their correlations."""
+    centred = values - values.mean(axis=-1, keepdims=True)
+    norm = np.linalg.norm(centred, axis=-1, keepdims=True)
     return centred / np.where(norm > 0, norm, 1.0)

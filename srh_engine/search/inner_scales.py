@@ -35,10 +35,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .budget import Budget
-from .enumeration import Enumeration
+from .enumeration import Enumeration, unit_rows
 from .evolution import linear_nmse
 from .operators import Tree, evaluate_tree
-from .views import EXACT_NMSE, Found, View
+from .views import EXACT_NMSE, Found, View, all_rows_nmse
 
 __all__ = ["SCALES", "scaled_forms"]
 
@@ -90,7 +90,7 @@ def scaled_forms(enumeration: Enumeration, view: View, candidates: dict[str, np.
     inputs = view.columns.shape[1]
     scalings = [(i,) for i in range(inputs)] + ([tuple(range(inputs))] if inputs > 1 else [])
     limit = max(SCAN_FORMS // len(scalings), 1)
-    targets = np.stack([_normalised(candidates[name][rows]) for name in names])
+    targets = np.stack([unit_rows(candidates[name][rows]) for name in names])
     stacked_scales = (1.0, *SCALES)
     chunks = [stacked_scales[k:k + SCALE_CHUNK]
               for k in range(0, len(stacked_scales), SCALE_CHUNK)]
@@ -134,7 +134,7 @@ def _scores(values: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """The linear-scaling NMSE of ``values`` ``(forms, scales, rows)`` against each
     normalised target: ``(forms, scales, targets)`` (1.0 where a value is not finite)."""
     with np.errstate(all="ignore"):
-        r = _normalised(values) @ targets.T  # nan where a value is not finite
+        r = unit_rows(values) @ targets.T  # nan where a value is not finite
         return np.nan_to_num(np.clip(1.0 - r * r, 0.0, 1.0), nan=1.0)
 
 
@@ -180,21 +180,11 @@ def _scored(picks: list[tuple[bool, float, int, Tree]], view: View,
             values = evaluate_tree(tree, columns, None)
             score = linear_nmse(values, values_target, float(np.var(values_target)))
         if score <= EXACT_NMSE:  # judged on every row, as the enumeration's are
-            score = max(score, _all_rows(tree, view, candidates[names[target]]))
+            score = max(score, all_rows_nmse(tree, view, candidates[names[target]]))
         elif exact:  # exact on the few scan rows alone: a lookalike
             continue
         found.append(Found(score, tree, view, names[target]))
     return found
-
-
-def _all_rows(tree: Tree, view: View, target: np.ndarray) -> float:
-    columns = [view.columns[:, i] for i in range(view.columns.shape[1])]
-    with np.errstate(all="ignore"):
-        values = np.broadcast_to(np.asarray(evaluate_tree(tree, columns, None), dtype=float),
-                                 target.shape)
-    if not np.all(np.isfinite(values)):
-        return 1.0
-    return linear_nmse(values, target, float(np.var(target)))
 
 
 def _scaled_tree(tree: Tree, scaled: set[int], scale: float) -> Tree:
@@ -204,10 +194,3 @@ def _scaled_tree(tree: Tree, scaled: set[int], scale: float) -> Tree:
     if tree[0] == "k":
         return tree
     return (tree[0], *(_scaled_tree(child, scaled, scale) for child in tree[1:]))
-
-
-def _normalised(values: np.ndarray) -> np.ndarray:
-    """Centred and scaled to norm 1 along the last axis (zero rows stay zero)."""
-    centred = values - values.mean(axis=-1, keepdims=True)
-    norm = np.linalg.norm(centred, axis=-1, keepdims=True)
-    return centred / np.where(norm > 0, norm, 1.0)
