@@ -33,7 +33,10 @@ class RunSpec(BaseModel):
         features: Feature variables, in order.
         agent_class: Import path (``module:QualName``) of the SRAgent (sub)class.
         submitted_at: Epoch seconds at submission.
-        deadline: Epoch seconds when the time limit ends, or None.
+        deadline: Epoch seconds when the time limit ends, or None: no time limit, or a
+            "fit" clock, which ends ``time_limit`` seconds after the run's first task on
+            a worker started it (:meth:`~srh_workers.store.RedisRunStore.start_clock`):
+            a run waiting in the queue loses none of its budget.
         api_key: The run's own model key (``srh run --own-key``), or None. It is
             stored with the spec in Redis (see deploy/README.md, "Model credentials")
             and is the only key a worker sends to a base URL the run chose.

@@ -100,7 +100,7 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
                    evaluator_source=shipped,
                    description=description, target=target, features=list(X),
                    agent_class=class_path, submitted_at=now,
-                   deadline=None if settings.time_limit is None else now + settings.time_limit,
+                   deadline=wall_deadline(settings, now),
                    api_key=api_key)
     store = RedisRunStore(client, settings.run_id, settings.ranking_metric,
                           settings.larger_is_better,
@@ -117,6 +117,15 @@ def submit_run(client: Redis, send: Send, settings: SearchSettings, X: Mapping[s
                               f"({type(error).__name__}: {error}); the run was not created. "
                               f"Check SRH_BROKER_URL and that the broker is up.") from error
     return spec
+
+
+def wall_deadline(settings: SearchSettings, submitted_at: float) -> float | None:
+    """The spec's deadline: ``time_limit`` after the submission for a "wall" clock; None
+    without a limit or for a "fit" clock (its first task starts it: queueing is not fit
+    time)."""
+    if settings.time_limit is None or settings.time_limit_clock == "fit":
+        return None
+    return submitted_at + settings.time_limit
 
 
 def shipped_evaluator(settings: SearchSettings) -> Any:

@@ -104,7 +104,9 @@ class SearchSettings(BaseModel):
             is ready to fit (tools built, tool processes started and imported, a
             baseline's package imported): the method's fit time, what a benchmark's
             budget means (``srh benchmark run`` sets it for every method). On a cluster
-            the workers are started already, so both count from the submission.
+            the workers are started already: "wall" counts from the submission, "fit"
+            from the start of the run's first task on a worker, so a run that waits in
+            the queue (a sweep's cells beyond the free workers) loses none of its budget.
         max_cost: Spend budget of the run in USD (priced responses only); the
             run ends ``interrupted`` (stop reason "budget") before the first
             step that would start with the spend at or above it; resumable

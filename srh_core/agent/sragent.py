@@ -253,7 +253,8 @@ class SRAgent(Agent):
     def warm_up(self, *, wait: bool = False) -> float:
         """Start the run's tool processes, and what their tools start, now rather than
         at the first call (the embedded runtime calls it once a run is bound; a
-        cluster's workers are started already). With ``wait``, return once they are
+        cluster's worker, before the first task of a run starts its "fit" clock: the
+        tool processes there are started already). With ``wait``, return once they are
         ready. A subclass that imports or starts something of its own (a baseline's
         package) does it here too.
 

@@ -299,7 +299,7 @@ def start_clock(agent: SRAgent, store: SearchRunState) -> None:
     tool processes start now, beside the first step, not waited for. "fit": the
     run waits until its tool processes are ready, and the limit counts from then.
     The run directory's ``timeline.jsonl`` records when and how long it took (a
-    cluster's run records its submission: its workers are started already).
+    cluster's run records its submission, or its first task's start for a "fit" clock).
     """
     fit = agent.settings.time_limit_clock == "fit"
     seconds = agent.warm_up(wait=fit)

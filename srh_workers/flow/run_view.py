@@ -112,6 +112,7 @@ class WorkerRunView:
         self._thread_api = threading.local()  # a bounded step's client: one per worker thread
         self._access: Any = None
         self._lock = threading.Lock()
+        self._clock_start: float | None = None  # a "fit" clock's start, once read or set
 
     @property
     def run_id(self) -> str:
@@ -181,6 +182,9 @@ class WorkerRunView:
             if failure is None:
                 raise
             raise failure from error
+        if agent.deadline is None and self.fit_clock:  # the run's first task starts it
+            agent.warm_up(wait=True)
+            agent.deadline = self.deadline(start=True)
         if self.granularity == "run":  # one agent runs many steps: data may be refreshed
             agent.context_source = lambda: self.context
         if bounded:
@@ -229,11 +233,28 @@ class WorkerRunView:
         """Further constructor arguments: an interactive agent's Redis controls and options."""
         return agent_options(self)
 
-    def deadline(self) -> float | None:
-        """The run's wall-clock deadline as a ``time.monotonic()`` value of this process."""
-        if self.spec.deadline is None:
-            return None
-        return time.monotonic() + (self.spec.deadline - time.time())
+    @property
+    def fit_clock(self) -> bool:
+        """The run's time limit is a "fit" clock, started by its first task (the spec
+        has no deadline: :func:`srh_workers.submit.wall_deadline`)."""
+        return (self.spec.deadline is None and self.settings.time_limit is not None
+                and self.settings.time_limit_clock == "fit")
+
+    def clock_start(self, *, start: bool = False) -> float | None:
+        """Epoch seconds when the run's "fit" clock started; ``start``: start it now
+        unless a task did (None: not started, or no fit clock)."""
+        if self._clock_start is None and self.fit_clock:
+            self._clock_start = (self.store.start_clock(time.time()) if start
+                                 else self.store.clock_started())
+        return self._clock_start
+
+    def deadline(self, *, start: bool = False) -> float | None:
+        """The run's deadline as a ``time.monotonic()`` value of this process: the spec's
+        for a wall clock, the stored start's for a "fit" clock (``start``: see
+        :meth:`clock_start`); None when it has none (yet)."""
+        started = self.clock_start(start=start)
+        ends = self.spec.deadline if started is None else started + (self.settings.time_limit or 0)
+        return None if ends is None else time.monotonic() + (ends - time.time())
 
     @property
     def run_dir(self) -> Path | None:

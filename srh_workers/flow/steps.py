@@ -385,8 +385,10 @@ def write_run_files(rt: WorkerRunView, result: SearchResult, path: Path) -> None
     snapshot = rt.store.save_snapshot({
         "restart": last, "status": result.status, "backend": "celery",
         "branches": [b.to_dict() for b in branches if b is not None]})
-    # the workers are started already: the time limit counts from the submission
-    clock = clock_record(rt.settings, rt.settings.time_limit, at=spec.submitted_at)
+    # the workers are started already: a wall clock counts from the submission, a fit
+    # clock from the run's first task (queueing is not fit time)
+    clock = clock_record(rt.settings, rt.settings.time_limit,
+                         at=rt.clock_start() or spec.submitted_at)
     logs = {"tool_calls": rt.store.tool_log(), "plans": rt.store.flow.plans(),
             "timeline": [clock]}
     RunDirectory(path).write_finished(rt.settings, problem, arrays, snapshot, logs, result)

@@ -78,6 +78,9 @@ KEY_SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("keys", "run", "set", "every writer of a registered key (all families)",
             "expire_run, compact, delete_run"),
     KeySpec("spec", "run", "string", "store.publish (submit)", "every task (load the run)"),
+    KeySpec("clock", "run", "string",
+            "store.start_clock (SET NX: a \"fit\" clock's first task, once its tools are up)",
+            "the run view (the agent's deadline), the run directory's clock record"),
     KeySpec("context", "run", "hash",
             "store.publish (submit), store.publish_data (a data refresh: rev:<n>: fields)",
             "workers (context cache, per data revision)"),
@@ -257,6 +260,8 @@ class RunKeys:
     stop = _static_key("stop", "String: set when the run must stop early (the reason).")
     registry = _static_key("keys", "Set: names of the run's coordinate keys.")
     spec = _static_key("spec", "String: the run specification JSON (settings, problem).")
+    clock = _static_key("clock", "String: epoch seconds when a \"fit\" time limit started "
+                        "counting (the run's first task on a worker).")
     context = _static_key("context", "Hash: context metadata JSON and one .npy per array "
                           "(a refreshed version's fields prefixed rev:<revision>:).")
     requests = _static_key("requests", "String: counter of model requests actually sent.")

@@ -433,6 +433,20 @@ class RedisRunStore:
         self.cluster.index_run(self.run_id, submitted_at, pipe)
         pipe.execute()
 
+    def start_clock(self, at: float) -> float:
+        """Start a "fit" time limit at ``at`` (epoch seconds) unless a task started it
+        already (SET NX): the start every task of the run then counts from."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.set(self.keys.clock, repr(float(at)), nx=True)
+        pipe.get(self.keys.clock)
+        started = pipe.execute()[1]
+        return float(at) if started is None else float(reply_text(started))
+
+    def clock_started(self) -> float | None:
+        """When the run's "fit" time limit started (epoch seconds); None: not yet."""
+        raw = self.client.get(self.keys.clock)
+        return None if raw is None else float(reply_text(raw))
+
     def spec_json(self) -> str | None:
         raw = self.client.get(self.keys.spec)
         return None if raw is None else reply_text(raw)
