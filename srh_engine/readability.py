@@ -1302,7 +1302,7 @@ def _sum_node(node: Binary) -> Expression:
 def _sum_written(node: Binary, whole: bool = True) -> Expression:
     """A sum as the rules write it; ``whole``: no larger sum holds it (a denominator of
     all the terms waits for the whole sum)."""
-    merged = _offsets_cancelled(_repeats_counted(node))
+    merged = _offsets_cancelled(_opened_where_cancelling(node))
     if _is_sum(merged):
         merged = _numbers_collected(merged)
     if _is_sum(merged) and whole:
@@ -1322,13 +1322,11 @@ def _repeats_counted(node: Binary) -> Expression:
     counts: dict[Expression, float] = {}
     keys: list[Expression | None] = []
     for sign, term in terms:
-        top, bottom = _factors(term)
-        up, down = [f for f in top if not _plain(f)], [f for f in bottom if not _plain(f)]
-        value = _numbers_value([f for f in top if _plain(f)], [f for f in bottom if _plain(f)])
-        if value is None or not up + down:
+        keyed = _keyed(term)
+        if keyed is None:
             keys.append(None)
             continue
-        key = _product(up, down)  # the term as written without its number
+        key, value = keyed
         counts[key] = counts.get(key, 0.0) + sign * value
         keys.append(key)
     if len([k for k in keys if k is not None]) == len(counts):
@@ -1340,10 +1338,73 @@ def _repeats_counted(node: Binary) -> Expression:
         elif key in counts:
             count = counts.pop(key)
             if count:
-                factor = [] if abs(count) == 1 else [Number(integral_number(abs(count)))]
+                above, below = _count_written(abs(count))
                 up, down = _factors(key)
-                written.append((1 if count > 0 else -1, _product([*factor, *up], down)))
+                written.append((1 if count > 0 else -1,
+                                _product([*above, *up], [*down, *below])))
     return _sum(_led_positive(written)) if written else Number(0)
+
+
+def _count_written(count: float) -> tuple[list[Expression], list[Expression]]:
+    """The number factors (over, under) of a positive sum of a term's numbers: none for
+    1; a short decimal it is to rounding (``0.3`` for 0.1 + 0.2); else ``p/q`` (``q`` up
+    to 12) it is to rounding (``2/3`` for 1/3 + 1/3); else the number as it is."""
+    if count == 1:
+        return [], []
+    short = float(f"{count:.3g}")
+    if abs(short - count) <= 1e-12 * count:
+        return [Number(integral_number(short))], []
+    fraction = Fraction(count).limit_denominator(12)
+    if abs(float(fraction) - count) <= 1e-12 * count:
+        return [Number(fraction.numerator)] * (fraction.numerator > 1), \
+            [Number(fraction.denominator)]
+    return [Number(integral_number(count))], []
+
+
+def _keyed(term: Expression) -> tuple[Expression, float] | None:
+    """The term as written without its number, and that number (None: a number alone,
+    or a number factor that is not one)."""
+    top, bottom = _factors(term)
+    up, down = [f for f in top if not _plain(f)], [f for f in bottom if not _plain(f)]
+    value = _numbers_value([f for f in top if _plain(f)], [f for f in bottom if _plain(f)])
+    return None if value is None or not up + down else (_product(up, down), value)
+
+
+def _opened_where_cancelling(node: Binary) -> Expression:
+    """:func:`_repeats_counted`, and terms that cancel terms a number scales inside a
+    sum: ``0.5*(a + 2*u) - u`` -> ``0.5*a`` (a fitted ``c*(f + g) + d*g`` with ``d =
+    -c*g's number``). A number times a sum is opened only where the result is then
+    shorter: otherwise the sum is kept as it is (no expansion)."""
+    counted = _repeats_counted(node)
+    opened: list[_Signed] = []
+    for sign, term in _terms(node, 1):
+        scaled = _number_times_sum(term)
+        if scaled is None:
+            opened.append((sign, term))
+            continue
+        value, inner = scaled
+        for inner_sign, inner_term in _terms(inner, sign):
+            top, bottom = _factors(inner_term)
+            opened.append((inner_sign, _product([Number(value), *top], bottom)))
+    if len(opened) == len(_terms(node, 1)):
+        return counted
+    collected = _repeats_counted(_sum(opened))  # type: ignore[arg-type]
+    left = {keyed[0] for _, term in _terms(collected, 1) if (keyed := _keyed(term))}
+    cancelled = any(keyed[0] not in left for _, term in opened if (keyed := _keyed(term)))
+    return collected if cancelled and _size(collected) < _size(counted) else counted
+
+
+def _number_times_sum(term: Expression) -> tuple[float, Expression] | None:
+    """``(k, s)`` when ``term`` is numbers times one sum ``s`` over numbers (``0.5*(a +
+    b)``, ``(a - b)/3``); None otherwise."""
+    top, bottom = _factors(term)
+    sums = [factor for factor in top if _is_sum(factor)]
+    numbers = [factor for factor in top if not _is_sum(factor)]
+    if len(sums) != 1 or not numbers + bottom or \
+            not all(_plain(factor) for factor in (*numbers, *bottom)):
+        return None
+    value = _numbers_value(numbers, bottom)
+    return None if value is None or not math.isfinite(value) else (value, sums[0])
 
 
 def _numbers_collected(node: Expression) -> Expression:

@@ -137,6 +137,20 @@ NUMBERS = [  # (id, formula, written): numbers a person folds; each checked for 
     ("divisor-of-every-term-into-sum", "(a*x + x**2)/x", "a + x"),
     ("factor-into-sum-adding-a-denominator-kept", "(F - E*q)/(q*v)", "(F - E*q)/(q*v)"),
     ("divisor-of-one-term-kept", "z*(2*y - z)/y", "z*(2*y - z)/y"),
+    # a number times a sum is opened where a term then cancels, and only there
+    ("scaled-sum-opened-where-a-term-cancels",
+     "0.5*(x**2*m*w**2 + a*x**3*m*w**2/y - (-p**2/m - 2*w*p*x)) - w*p*x",
+     "0.5*x**2*m*w**2 + 0.5*a*x**3*m*w**2/y + 0.5*p**2/m"),
+    ("divided-sum-opened-where-a-term-cancels", "(a + 3*b)/3 - b + c", "a/3 + c"),
+    ("scaled-sum-kept-when-nothing-cancels", "0.4*(a + 2*u) - u", "0.4*(a + 2*u) - u"),
+    ("divided-sum-kept-when-longer", "(a - 2*b)/3 + b", "(a - 2*b)/3 + b"),
+    ("scaled-sum-kept-when-a-fitted-term-is-left", "0.5*(a + 2.000001*u) - u",
+     "0.5*(a + 2.000001*u) - u"),
+    ("named-number-times-sum-kept", "pi*(a + b) - pi*b", "pi*(a + b) - pi*b"),
+    # like terms' numbers added: a short decimal or a small fraction to rounding
+    ("like-terms-short-decimal", "0.1*a + 0.2*a", "0.3*a"),
+    ("like-terms-small-fraction", "a/3 + a/3", "2*a/3"),
+    ("like-terms-fitted-sum-kept", "1.23456*x + x", "2.23456*x"),
     # a factor 0 is 0; a function of numbers with an integral value is that integer
     ("zeroed-number-folds", "(sqrt(cos(0*alpha))/cos(omega*t) + alpha)*cos(omega*t)**2*x1",
      "(1 + alpha*cos(omega*t))*cos(omega*t)*x1"),
