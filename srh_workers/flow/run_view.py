@@ -161,7 +161,9 @@ class WorkerRunView:
 
         def executor(tools: Mapping[str, Any]) -> Any:
             serial = SerialToolExecutor(tools)
-            return StoredResultsExecutor(serial, stored) if stored else serial
+            if stored or self.granularity != "run":  # no ``start``: a step's tools are warmed
+                return StoredResultsExecutor(serial, stored or {})  # in the tool tasks
+            return serial
 
         # A bounded step cuts its request by cancelling its client's calls in flight, so
         # it must not share a client with the other threads' steps; a client of its own
@@ -182,8 +184,8 @@ class WorkerRunView:
             if failure is None:
                 raise
             raise failure from error
-        if agent.deadline is None and self.fit_clock:  # the run's first task starts it
-            agent.warm_up(wait=True)
+        if agent.deadline is None and self.fit_clock:  # the run's first task starts it,
+            agent.warm_up(wait=True)  # once ready: a whole run's tools, a baseline's package
             agent.deadline = self.deadline(start=True)
         if self.granularity == "run":  # one agent runs many steps: data may be refreshed
             agent.context_source = lambda: self.context
