@@ -7,6 +7,7 @@ import pytest
 from srh_core.agent import SRAgent
 from srh_core.api.offline.reader import ConversationView, FrontRow, Variable
 from srh_core.api.offline.search_step import (
+    BUDGET_SHARE,
     SECONDS_SETTING,
     configured_seconds,
     search_move,
@@ -48,7 +49,7 @@ def test_the_budget_is_a_share_of_the_run_time_left():
     assert seconds_left(progress("; 20s of run time left.")) == 20.0
     assert seconds_left(progress(".")) is None
     move = search_move(view(2), progress("; 20s of run time left."))
-    assert move is not None and move.params["time_budget"] == 10.0
+    assert move is not None and move.params["time_budget"] == round(BUDGET_SHARE * 20.0, 1)
     assert search_move(view(2), progress(".")).params["time_budget"] == 10.0  # the default
     assert search_move(view(2), progress("; 1s of run time left.")) is None  # too little
 
