@@ -54,6 +54,9 @@ MAX_MONOMIALS = 1500
 """Most monomials, by kind: single features, then products of two powers, of a power and a
 function, of three powers, of two powers and a function, of two functions (on many inputs
 the last kinds are cut)."""
+QUADRUPLE_POWERS = 8
+"""Products of four powers join the dictionary (last) when there are at most this many
+powers (four inputs and their inverses)."""
 FIT_ROWS_PER_TERM = 3
 """The full fit takes at most one monomial per this many rows."""
 MAX_FULL_FIT = 150
@@ -133,7 +136,9 @@ def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ..
         itertools.product(powers, functions),
         itertools.combinations_with_replacement(powers, 3),
         ((*pair, f) for f in functions for pair in pairs),
-        itertools.combinations(functions, 2))
+        itertools.combinations(functions, 2),
+        itertools.combinations_with_replacement(powers, 4) if len(powers) <= QUADRUPLE_POWERS
+        else ())
     items = [times(*factors) for factors in itertools.islice(kinds, MAX_MONOMIALS)]
     return _distinct(items)
 
