@@ -23,6 +23,7 @@ kept apart). The caller checks an exact-looking sum on all rows.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,6 +126,14 @@ def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ..
     def times(*factors: tuple[Tree, np.ndarray, int]) -> tuple[Tree, np.ndarray, int]:
         if len(factors) == 3 and factors[1][0] == factors[2][0]:  # a*x**2, not a*x*x
             return _product(factors[0], _product(factors[1], factors[2], unary), unary)
+        if len(factors) == 4:  # equal factors are neighbours: a**2*b**2, not a*a*b*b
+            parts = []
+            for _, run in itertools.groupby(factors, key=lambda factor: factor[0]):
+                same = list(run)
+                part = same[0] if len(same) == 1 else _product(same[0], same[1], unary)
+                parts.append(functools.reduce(lambda x, y: _product(x, y, unary), same[2:],
+                                              part))
+            return functools.reduce(lambda x, y: _product(x, y, unary), parts)
         item = factors[0]
         for factor in factors[1:]:
             item = _product(item, factor, unary)

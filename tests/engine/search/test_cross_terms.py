@@ -37,10 +37,13 @@ CASES = [
     (3, lambda a, b, t: (a**2 + b**2 - a * b * np.cos(t)) ** 1.5, "identity"),
     # five inputs: more monomials than the full fit takes, the true ones found by screening
     (5, lambda a, b, c, x, y: a * x**2 + b * x * y + c * y**2, "identity"),
+    # a product of four powers on few inputs, beside terms no common factor turns into a
+    # ratio of smaller sums
+    (3, lambda a, b, c: a**2 * b**2 + c**2 / b + a / c, "identity"),
 ]
 IDS = ["law-of-cosines", "dot-product", "square-with-cross-term", "distance",
        "parallel", "inverse-root", "force-with-a-sine", "field-of-a-distance",
-       "root-cubed", "quadratic-form"]
+       "root-cubed", "quadratic-form", "square-of-a-product"]
 
 
 @pytest.mark.parametrize(("count", "formula", "transform"), CASES, ids=IDS)
@@ -72,7 +75,8 @@ def test_monomials_hold_products_of_two_powers_and_a_function_once_each():
     columns = _columns(3)
     dictionary = monomials(columns, BINARY, UNARY)
     texts = [tree_text(tree, NAMES) for tree in dictionary.trees]
-    assert {"a*b*cos(c)", "a**2", "a/b", "a*b*c", "a*b**2", "sin(b)*cos(a)"} <= set(texts)
+    assert {"a*b*cos(c)", "a**2", "a/b", "a*b*c", "a*b**2", "sin(b)*cos(a)",
+            "a**2*b**2", "a**2*b*c"} <= set(texts)
     assert len(texts) == len(set(texts)) == dictionary.values.shape[0]
     # distinct by value up to scale and offset: b*a is a*b, and a/a is no monomial; the
     # products of powers first
