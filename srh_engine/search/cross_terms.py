@@ -124,20 +124,14 @@ def monomials(columns: np.ndarray, binary: tuple[str, ...], unary: tuple[str, ..
         functions = functions[:max(MAX_FEATURES - len(powers), 0)]
 
     def times(*factors: tuple[Tree, np.ndarray, int]) -> tuple[Tree, np.ndarray, int]:
-        if len(factors) == 3 and factors[1][0] == factors[2][0]:  # a*x**2, not a*x*x
-            return _product(factors[0], _product(factors[1], factors[2], unary), unary)
-        if len(factors) == 4:  # equal factors are neighbours: a**2*b**2, not a*a*b*b
-            parts = []
-            for _, run in itertools.groupby(factors, key=lambda factor: factor[0]):
-                same = list(run)
-                part = same[0] if len(same) == 1 else _product(same[0], same[1], unary)
-                parts.append(functools.reduce(lambda x, y: _product(x, y, unary), same[2:],
-                                              part))
-            return functools.reduce(lambda x, y: _product(x, y, unary), parts)
-        item = factors[0]
-        for factor in factors[1:]:
-            item = _product(item, factor, unary)
-        return item
+        """The product, equal factors (neighbours in a combination) as one power:
+        ``a*x**2``, ``a**2*b**2``, not ``a*x*x``."""
+        parts = []
+        for _, run in itertools.groupby(factors, key=lambda factor: factor[0]):
+            same = list(run)
+            parts.append(functools.reduce(lambda x, y: _product(y, x, unary), same[-2::-1],
+                                          same[-1]))
+        return functools.reduce(lambda x, y: _product(x, y, unary), parts)
 
     pairs = list(itertools.combinations_with_replacement(powers, 2))
     kinds = itertools.chain(
