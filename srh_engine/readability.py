@@ -1376,8 +1376,9 @@ def _opened_where_cancelling(node: Binary) -> Expression:
     -c*g's number``). A number times a sum is opened only where the result is then
     shorter: otherwise the sum is kept as it is (no expansion)."""
     counted = _repeats_counted(node)
+    terms = _terms(node, 1)
     opened: list[_Signed] = []
-    for sign, term in _terms(node, 1):
+    for sign, term in terms:
         scaled = _number_times_sum(term)
         if scaled is None:
             opened.append((sign, term))
@@ -1386,7 +1387,7 @@ def _opened_where_cancelling(node: Binary) -> Expression:
         for inner_sign, inner_term in _terms(inner, sign):
             top, bottom = _factors(inner_term)
             opened.append((inner_sign, _product([Number(value), *top], bottom)))
-    if len(opened) == len(_terms(node, 1)):
+    if len(opened) == len(terms):  # no number times a sum
         return counted
     collected = _repeats_counted(_sum(opened))  # type: ignore[arg-type]
     left = {keyed[0] for _, term in _terms(collected, 1) if (keyed := _keyed(term))}
