@@ -180,11 +180,17 @@ def run_gplearn(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, s
     from bench_search import evolve_gplearn
     from gplearn.genetic import SymbolicRegressor
 
+    from srh_core.benchmark.baselines import ModelTextError, gplearn_formula
+
     model = SymbolicRegressor(population_size=1000, generations=1, random_state=seed,
                               function_set=GPLEARN_FUNCTIONS, warm_start=True, n_jobs=CORES)
     evolve_gplearn(model, M, y, budget)
-    return str(model._program), model.predict(fresh_matrix(problem, seed)), \
-        int(model._program.length_), None
+    program = str(model._program)
+    try:  # in the problem's names, so that the symbolic mark can judge it
+        formula = gplearn_formula(program, problem.feature_names)
+    except ModelTextError:
+        formula = program
+    return formula, model.predict(fresh_matrix(problem, seed)), int(model._program.length_), None
 
 
 def run_search_units(problem: Problem, M: np.ndarray, y: np.ndarray, budget: float, seed: int
