@@ -455,8 +455,9 @@ def _digits(node: Expression) -> int:
 def _product(top: list[Expression], bottom: list[Expression],
              positive: frozenset[str] = frozenset()) -> Expression:
     """``number*rest/(number*rest)``, the sign in front: ``-x/2``, not ``x/-2`` or ``-1*x``;
-    powers as :func:`_powers` writes them."""
-    top, bottom = _powers(top, bottom, positive)
+    powers as :func:`_powers` writes them, an ``exp`` below the line as :func:`_exps_up`
+    writes it."""
+    top, bottom = _powers(*_exps_up(top, bottom), positive)
     sign = 1
     for factor in (*top, *bottom):
         value = _number(factor)
@@ -469,6 +470,30 @@ def _product(top: list[Expression], bottom: list[Expression],
     numerator = _chain("*", top) or Number(1)
     result = numerator if not bottom else Binary("/", numerator, _chain("*", bottom))
     return _negative(result) if sign < 0 else result
+
+
+def _exps_up(top: list[Expression], bottom: list[Expression]
+             ) -> tuple[list[Expression], list[Expression]]:
+    """Each ``exp(a)`` below the line as ``exp(-a)`` above it, as a decay is written
+    (``n*exp(-m*g*x/(k*T))``, not ``n/exp(m*g*x/(k*T))``); exact for every real ``a``,
+    joined to the one ``exp`` above it (``exp(a)/exp(b)`` -> ``exp(a - b)``), the argument's
+    sum led by a term with a plus sign where it has one (``1/exp(a - b)`` -> ``exp(b - a)``)."""
+    below = [f for f in bottom if _is_exp(f)]
+    if not below:
+        return top, bottom
+    above = [f for f in top if _is_exp(f)]
+    joined = above[0] if len(above) == 1 else None
+    terms = [] if joined is None else _terms(joined.arguments[0], 1)  # type: ignore[attr-defined]
+    for factor in below:
+        terms += _terms(factor.arguments[0], -1)  # type: ignore[attr-defined]
+    lead = next((i for i, (sign, _) in enumerate(terms) if sign > 0), 0)
+    raised = Function("exp", (_sum([terms[lead], *terms[:lead], *terms[lead + 1:]]),))
+    return [*(f for f in top if f is not joined), raised], \
+        [f for f in bottom if all(f is not e for e in below)]
+
+
+def _is_exp(node: Expression) -> bool:
+    return isinstance(node, Function) and node.name == "exp"
 
 
 def _log_inverted(top: list[Expression]) -> tuple[list[Expression], bool]:

@@ -37,6 +37,13 @@ RULES = [
     ("exp-of-log-over-number", "1/exp(log(sqrt(x**2*P**3))/3)", ("x", "P"),
      "1/(x**(1/3)*sqrt(P))"),
     ("exp-of-half-log", "exp(0.5*log(a))", ("a",), "sqrt(a)"),
+    # an exp below the line is written above it with its argument negated
+    ("exp-below-the-line", "n/exp(m*g*x/(k*T))", (), "n*exp(-m*g*x/(k*T))"),
+    ("reciprocal-of-exp", "sin(1/exp(C/p))", (), "sin(exp(-C/p))"),
+    ("exp-of-a-difference-below", "x/exp(a - b)", (), "x*exp(b - a)"),
+    ("exps-joined", "exp(a)/(exp(b)*exp(c))", (), "exp(a - b - c)"),
+    ("exp-in-a-sum-below", "n/(exp(a) + 1/exp(a))", (), "n/(exp(a) + exp(-a))"),
+    ("sum-with-exp-below-kept", "x/(exp(a/b) - 1)", (), "x/(exp(a/b) - 1)"),
     ("exp-of-scaled-log-unknown-sign", "exp(2*log(a) + x)", (), "exp(2*log(a) + x)"),
     ("exp-of-log-times-name-kept", "exp(x*log(a))", ("a",), "exp(x*log(a))"),
     ("minus-log-of-quotient", "-nu*log(eps/x)/(4*pi*N)", (), "nu*log(x/eps)/(4*pi*N)"),
