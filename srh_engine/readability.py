@@ -36,7 +36,10 @@ value, up to floating-point rounding, wherever the original is defined):
   (``(1/v)**2`` -> ``1/v**2``, ``(m*v)**2`` -> ``m**2*v**2``), so the roots above see
   its monomials; a power of ``exp`` is ``exp`` of the scaled argument
   (``sqrt(exp(a/b))`` -> ``exp(a/(2*b))``, ``exp(a)**2`` -> ``exp(2*a)``), exact for
-  every real argument.
+  every real argument; an ``exp`` below the line is written above it, negated, as a
+  decay is written (``n/exp(m*g*x/(k*T))`` -> ``n*exp(-m*g*x/(k*T))``; one node more
+  when the argument gains a minus sign), and joins an ``exp`` above it
+  (``exp(a)/exp(b)`` -> ``exp(a - b)``).
 * powers are written as a person writes them, so that SymPy without assumptions (and
   so SRBench's judge) sees equalities that hold only for positive variables the way
   the truth is usually written (see :func:`_powers`): square roots of names in a product
