@@ -110,6 +110,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from decimal import Decimal
 from fractions import Fraction
+from typing import TypeGuard
 
 import numpy as np
 
@@ -162,7 +163,7 @@ def readable(expression: Expression, positive: Collection[str] = ()) -> Expressi
         if isinstance(node, Function) and node.arguments and \
                 all(isinstance(a, Number) for a in node.arguments):
             return _integral_value(node)
-        if isinstance(node, Function) and node.name == "exp":
+        if _is_exp(node):
             return _exp_of_logs(node, names)
         if isinstance(node, Function) and node.name == "sqrt" and \
                 (taken := _roots_out(node.arguments[0], names)) is not None:
@@ -278,10 +279,10 @@ def _exp_power(node: Expression) -> Expression | None:
     """``exp(a)**p`` (``sqrt(exp(a))`` too) as ``exp(p*a)``, exact for every real ``a``;
     None for any other node."""
     base, exponent = _base_and_exponent(node)
-    if exponent == 1 or not (isinstance(base, Function) and base.name == "exp"):
+    if exponent == 1 or not _is_exp(base):
         return None
     ratio = Fraction(_exact(exponent))  # type: ignore[arg-type]
-    top, bottom = _factors(base.arguments[0])  # type: ignore[attr-defined]
+    top, bottom = _factors(base.arguments[0])
     if ratio.denominator <= MAX_EXPONENT_DENOMINATOR:
         top, bottom = [Number(ratio.numerator), *top], [*bottom, Number(ratio.denominator)]
     else:
@@ -486,16 +487,15 @@ def _exps_up(top: list[Expression], bottom: list[Expression]
         return top, bottom
     above = [f for f in top if _is_exp(f)]
     joined = above[0] if len(above) == 1 else None
-    terms = [] if joined is None else _terms(joined.arguments[0], 1)  # type: ignore[attr-defined]
+    terms = [] if joined is None else _terms(joined.arguments[0], 1)
     for factor in below:
-        terms += _terms(factor.arguments[0], -1)  # type: ignore[attr-defined]
+        terms += _terms(factor.arguments[0], -1)
     lead = next((i for i, (sign, _) in enumerate(terms) if sign > 0), 0)
     raised = Function("exp", (_sum([terms[lead], *terms[:lead], *terms[lead + 1:]]),))
-    return [*(f for f in top if f is not joined), raised], \
-        [f for f in bottom if all(f is not e for e in below)]
+    return [*(f for f in top if f is not joined), raised], [f for f in bottom if not _is_exp(f)]
 
 
-def _is_exp(node: Expression) -> bool:
+def _is_exp(node: Expression) -> TypeGuard[Function]:
     return isinstance(node, Function) and node.name == "exp"
 
 
